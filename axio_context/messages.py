@@ -1,0 +1,109 @@
+"""Message: one turn of a conversation, and the session summary type listings return."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias
+
+import msgspec
+
+from .blocks import (
+    ContentBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UnknownBlock,
+    from_dict,
+    to_dict,
+)
+from .errors import DecodeError
+
+__all__ = ["PREVIEW_CHARS", "Message", "Role", "SessionInfo", "preview_of", "searchable_text"]
+
+Role: TypeAlias = Literal["user", "assistant", "system"]
+
+#: Length of a session preview, as in axio.
+PREVIEW_CHARS = 80
+
+
+class Message(msgspec.Struct, omit_defaults=True):
+    """One message: a role and its content blocks (axio's ``Message``, as a msgspec Struct)."""
+
+    role: Role
+    content: list[ContentBlock] = msgspec.field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """axio's dict shape: ``{"role": ..., "content": [block dicts]}``."""
+        return {"role": self.role, "content": [to_dict(b) for b in self.content]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Message:
+        """Inverse of :meth:`to_dict`; validates the role and every block."""
+        if not isinstance(data, dict):
+            raise DecodeError(f"a message must be a mapping, got {type(data).__name__}")
+        role = data.get("role")
+        if role not in ("user", "assistant", "system"):
+            raise DecodeError(f"invalid message role {role!r}: expected 'user', 'assistant' or 'system'")
+        raw = data.get("content", [])
+        if not isinstance(raw, list):
+            raise DecodeError(f"message content must be a list, got {type(raw).__name__}")
+        content: list[ContentBlock] = []
+        for i, item in enumerate(raw):
+            try:
+                content.append(from_dict(item))
+            except DecodeError as exc:
+                raise DecodeError(f"content[{i}]: {exc}") from None
+        return cls(role=role, content=content)
+
+    @property
+    def text(self) -> str:
+        """The message's text blocks joined by newlines (tool calls and media left out)."""
+        return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+
+class SessionInfo(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One session in a listing; the first six fields are axio's, the rest are additions."""
+
+    session_id: str
+    message_count: int
+    preview: str
+    created_at: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    project: str | None = None
+    updated_at: str = ""
+    parent_id: str | None = None
+    fork_position: int | None = None
+    title: str | None = None
+
+
+def preview_of(history: list[Message], limit: int = PREVIEW_CHARS) -> str:
+    """axio's preview: the first user message's first text, cut to ``limit`` chars with '...'."""
+    for msg in history:
+        if msg.role == "user":
+            for block in msg.content:
+                if isinstance(block, TextBlock):
+                    text = block.text
+                    return text[:limit] + ("..." if len(text) > limit else "")
+            break
+    return "(empty)"
+
+
+def searchable_text(message: Message) -> str:
+    """The plain text search indexes: text blocks, tool names and inputs, tool results."""
+    parts: list[str] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, ToolUseBlock):
+            parts.append(block.name)
+            parts.append(msgspec.json.encode(block.input).decode())
+        elif isinstance(block, ToolResultBlock):
+            if isinstance(block.content, str):
+                parts.append(block.content)
+            else:
+                parts.extend(b.text for b in block.content if isinstance(b, TextBlock))
+        elif isinstance(block, UnknownBlock):
+            text = block.data.get("text")
+            if isinstance(text, str):
+                parts.append(text)
+    return "\n".join(p for p in parts if p)

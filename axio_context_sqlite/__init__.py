@@ -1,0 +1,1 @@
+"""axio-context-sqlite: the SQLite backend of axio-context (sessions, messages, search) and its CLI."""
