@@ -94,38 +94,52 @@ def repair_tool_pairs(messages: Sequence[Message], *, drop_orphans: bool = True)
     Messages that need no change are passed through as the same objects.
     """
     out: list[Message] = []
-    pending: list[ToolUseBlock] = []
+    pending: dict[str, ToolUseBlock] = {}
     for msg in messages:
         if pending and msg.role != "user":
-            out.append(Message(role="user", content=_synthetic(pending)))
-            pending = []
-        has_results = any(isinstance(b, ToolResultBlock) for b in msg.content)
-        if pending or (has_results and drop_orphans):
-            wanted = {u.id for u in pending}
-            content: list[ContentBlock] = []
-            answered: set[str] = set()
-            insert_at = 0
-            for block in msg.content:
-                if isinstance(block, ToolResultBlock):
-                    if block.tool_use_id in wanted and block.tool_use_id not in answered:
-                        answered.add(block.tool_use_id)
-                    elif drop_orphans:
-                        continue
-                    content.append(block)
-                    insert_at = len(content)
-                else:
-                    content.append(block)
-            missing = [u for u in pending if u.id not in answered]
-            if missing:
-                content[insert_at:insert_at] = _synthetic(missing)
-            pending = []
-            if len(content) != len(msg.content) or missing:
-                if not content and msg.content:
-                    continue  # every block was an orphan result
-                msg = Message(role=msg.role, content=content)
+            out.append(Message(role="user", content=_synthetic(list(pending.values()))))
+            pending = {}
+        if pending or drop_orphans:
+            answered = [b.tool_use_id for b in msg.content if isinstance(b, ToolResultBlock)]
+            # The common case, checked cheaply: the results answer exactly the pending calls.
+            if len(answered) != len(pending) or (pending and pending.keys() != set(answered)):
+                repaired = _repair_message(msg, pending, drop_orphans)
+                pending = {}
+                if repaired is None:
+                    continue
+                msg = repaired
         out.append(msg)
-        pending = list({u.id: u for u in _uses(msg)}.values())
+        if msg.role == "assistant":
+            pending = {b.id: b for b in msg.content if isinstance(b, ToolUseBlock)}
+        else:
+            pending = {}
     return out
+
+
+def _repair_message(msg: Message, pending: dict[str, ToolUseBlock], drop_orphans: bool) -> Message | None:
+    """``msg`` with synthetic results for unanswered ``pending`` calls (and orphans dropped);
+    ``None`` when dropping orphans left nothing of it."""
+    content: list[ContentBlock] = []
+    answered: set[str] = set()
+    insert_at = 0
+    for block in msg.content:
+        if isinstance(block, ToolResultBlock):
+            if block.tool_use_id in pending and block.tool_use_id not in answered:
+                answered.add(block.tool_use_id)
+            elif drop_orphans:
+                continue
+            content.append(block)
+            insert_at = len(content)
+        else:
+            content.append(block)
+    missing = [u for i, u in pending.items() if i not in answered]
+    if missing:
+        content[insert_at:insert_at] = _synthetic(missing)
+    if not missing and len(content) == len(msg.content):
+        return msg
+    if not content and msg.content:
+        return None  # every block was an orphan result
+    return Message(role=msg.role, content=content)
 
 
 def safe_split(messages: Sequence[Message], split: int, *, lower: int = 0) -> int:

@@ -313,11 +313,15 @@ class TruncateToolResults(Strategy):
         out: list[Message] = []
         stop = len(messages) - self.keep_recent
         for i, msg in enumerate(messages):
-            if i < stop and msg.role == "user" and any(isinstance(b, ToolResultBlock) for b in msg.content):
-                content: list[ContentBlock] = [
-                    self._truncate(b) if isinstance(b, ToolResultBlock) else b for b in msg.content
-                ]
-                if any(a is not b for a, b in zip(content, msg.content, strict=True)):
+            if i < stop and msg.role == "user":
+                content: list[ContentBlock] | None = None
+                for j, block in enumerate(msg.content):
+                    if isinstance(block, ToolResultBlock):
+                        cut = self._truncate(block)
+                        if cut is not block:
+                            content = content or list(msg.content)
+                            content[j] = cut
+                if content is not None:
                     msg = Message(role=msg.role, content=content)
             out.append(msg)
         return repair_tool_pairs(out)
