@@ -407,6 +407,18 @@ async def test_wrapping_a_wrapper_still_uses_checkpoints() -> None:
     assert not lossy_outer.supports_checkpoints
 
 
+async def test_checkpoint_position_ignores_synthetic_results_in_the_view() -> None:
+    # An interrupted call early on: the view gains a synthetic message the transcript lacks.
+    history = [text("user", "go"), call("a"), text("assistant", "retry"), *session(3)]
+    inner = MemoryContextStore(history)
+    outer = AutoCompactStore(AutoCompactStore(inner, Recorder()), Recorder(), keep_recent=4)
+    assert len(await outer.get_history()) == len(history) + 1
+    assert await outer.compact()
+    [cp] = await inner.list_checkpoints()
+    assert cp.position == len(history) - 4
+    assert (await inner.get_history())[2:] == history[-4:]
+
+
 # --- the whole contract on the wrapper -----------------------------------------------------------------
 
 

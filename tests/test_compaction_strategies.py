@@ -393,11 +393,12 @@ def every_strategy() -> list[Strategy]:
     ]
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(transcripts(), st.integers(min_value=0, max_value=len(every_strategy()) - 1))
+@pytest.mark.parametrize("which", range(len(every_strategy())), ids=[repr(s) for s in every_strategy()])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=transcripts())
 def test_every_strategy_emits_valid_views(history: list[Message], which: int) -> None:
     view = asyncio.run(run(every_strategy()[which], history))
-    assert tool_pair_problems(view) == [], (which, view)
+    assert tool_pair_problems(view) == [], view
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

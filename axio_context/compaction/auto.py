@@ -144,8 +144,15 @@ class AutoCompactStore(ContextStore):
 
     async def get_history(self) -> list[Message]:
         """The model's view: the latest summary and what follows it, interrupted calls repaired."""
-        view = await self._store.get_history()
+        view = await self._raw_view()
         return repair_tool_pairs(view, drop_orphans=False) if self._repair_view else view
+
+    async def _raw_view(self) -> list[Message]:
+        # The stored view, without any wrapper's repair: compaction maps its indices to
+        # positions in the transcript, which inserted synthetic messages would shift.
+        if isinstance(self._store, AutoCompactStore):
+            return await self._store._raw_view()
+        return await self._store.get_history()
 
     async def clear(self) -> None:
         await self._store.clear()
@@ -246,7 +253,7 @@ class AutoCompactStore(ContextStore):
     async def _compact_with_checkpoint(self, store: CheckpointStore) -> bool:
         checkpoints = await store.list_checkpoints()
         previous = checkpoints[-1] if checkpoints else None
-        view = await self._store.get_history()
+        view = await self._raw_view()
         head = len(previous.summary) if previous else 0
         base = previous.position if previous else 0
         if previous is not None and view[:head] != previous.summary:

@@ -244,6 +244,9 @@ class RepairToolPairs(Strategy):
     async def apply(self, messages: list[Message], context: CompactionContext) -> list[Message]:
         return repair_tool_pairs(messages)
 
+    def __repr__(self) -> str:
+        return "RepairToolPairs()"
+
 
 class SlidingWindow(Strategy):
     """Keep the last ``keep_last`` messages (plus the head, with ``keep_head``).
@@ -437,6 +440,9 @@ class MergeConsecutive(Strategy):
             else:
                 out.append(msg)
         return out
+
+    def __repr__(self) -> str:
+        return "MergeConsecutive()"
 
 
 class Summarization(Strategy):
