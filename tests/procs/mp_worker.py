@@ -1,0 +1,51 @@
+"""A writer process for the multi-process tests: opens its own connection, waits for "go", writes.
+
+Usage: ``mp_worker.py DB ROLE SESSION NAME COUNT``
+
+- ``append``: COUNT appends to SESSION, every fifth one an ``append_many`` of three messages;
+  texts are ``NAME-i`` (``NAME-i.j`` inside a batch), in call order.
+- ``tokens_forks``: COUNT ``add_context_tokens(1, 2)`` calls on SESSION, forking it every fifth.
+
+Prints "ready" once connected, waits for a line on stdin, and at the end prints one JSON line
+``{"forks": [[fork_id, fork_position], ...]}``. Any exception ends the process with status 1 and
+its traceback on stderr, so a "database is locked" reaching the caller fails the test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+from axio_context import Message, TextBlock
+from axio_context_sqlite import SQLiteContextStore, connect
+
+
+def _msg(text: str) -> Message:
+    return Message(role="user", content=[TextBlock(text=text)])
+
+
+async def main(db: str, role: str, session: str, name: str, count: int) -> None:
+    async with connect(db) as conn:
+        store = SQLiteContextStore(conn, session, project="mp")
+        print("ready", flush=True)
+        sys.stdin.readline()
+        forks: list[tuple[str, int]] = []
+        for i in range(count):
+            if role == "append":
+                if i % 5 == 4:
+                    await store.append_many([_msg(f"{name}-{i}.{j}") for j in range(3)])
+                else:
+                    await store.append(_msg(f"{name}-{i}"))
+            elif role == "tokens_forks":
+                await store.add_context_tokens(1, 2)
+                if i % 5 == 0:
+                    child = await store.fork()
+                    forks.append((child.session_id, (await child.info()).fork_position or 0))
+            else:
+                raise SystemExit(f"unknown role {role!r}")
+        print(json.dumps({"forks": forks}), flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])))

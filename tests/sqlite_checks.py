@@ -1,0 +1,66 @@
+"""Checks on a database file made with plain ``sqlite3``, independent of the code under test.
+
+Used by the concurrency, multi-process, crash and fork-cost tests: integrity, dense positions in
+every session's own range, blob reference counts equal to the references the rows hold.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from pathlib import Path
+
+from axio_context import Message, TextBlock
+from axio_context_sqlite.storage import blob_digests
+
+
+def text_message(text: str, role: str = "user") -> Message:
+    """A one-text-block message; tests identify messages by their text."""
+    return Message(role=role, content=[TextBlock(text=text)])  # type: ignore[arg-type]
+
+
+def texts(messages: list[Message]) -> list[str]:
+    """Each message's text, in order."""
+    return [m.text for m in messages]
+
+
+def check_storage(path: Path) -> dict[str, int]:
+    """Assert the file is sound; returns ``{session_id: transcript length}``.
+
+    - ``PRAGMA integrity_check`` is ok;
+    - every session's own rows are exactly positions ``[base_len, next_position)``, no gap;
+    - no message row belongs to a session that does not exist;
+    - every blob's ``refs`` equals the number of rows referencing it, and no blob is unreferenced.
+    """
+    db = sqlite3.connect(path)
+    try:
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        sessions = db.execute("SELECT sid, id, base_len, next_position FROM sessions").fetchall()
+        own: dict[int, list[int]] = {}
+        refs: Counter[bytes] = Counter()
+        for mid, flags, payload in db.execute("SELECT id, flags, payload FROM messages ORDER BY id"):
+            own.setdefault(mid >> 32, []).append(mid & 0xFFFFFFFF)
+            refs.update(blob_digests(flags, payload))
+        lengths: dict[str, int] = {}
+        for sid, session_id, base_len, next_position in sessions:
+            positions = own.pop(sid, [])
+            assert positions == list(range(base_len, next_position)), (
+                f"session {session_id}: own rows {positions[:3]}..{positions[-3:]} "
+                f"!= [{base_len}, {next_position})"
+            )
+            lengths[session_id] = next_position
+        assert not own, f"message rows of missing sessions: {sorted(own)}"
+        stored = dict(db.execute("SELECT hash, refs FROM blobs").fetchall())
+        assert stored == dict(refs), "blob reference counts do not match the rows"
+        return lengths
+    finally:
+        db.close()
+
+
+def message_row_count(path: Path) -> int:
+    """How many rows the messages table holds."""
+    db = sqlite3.connect(path)
+    try:
+        return int(db.execute("SELECT COUNT(*) FROM messages").fetchone()[0])
+    finally:
+        db.close()
