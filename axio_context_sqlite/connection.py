@@ -227,8 +227,12 @@ async def run(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any, **kw
     if conn not in _READY:
         await _prepare_foreign(conn)
     try:
+        # Hand the worker the raw connection, never ``conn``: the worker thread keeps its last
+        # job alive while it waits for the next, and a reference to ``conn`` there would keep
+        # an unclosed connection from being collected (no ResourceWarning, a thread leaked).
+        raw = conn._conn
         execute = cast(Callable[..., Awaitable[T]], conn._execute)
-        return await execute(_call, conn, fn, args, kwargs)
+        return await execute(_call, raw, fn, args, kwargs)
     except ValueError as exc:
         if "closed" in str(exc) or "no active connection" in str(exc):
             raise StoreClosedError("the database connection is closed") from None
@@ -237,10 +241,8 @@ async def run(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any, **kw
         raise translate_error(exc, getattr(conn, "path", "")) from None
 
 
-def _call(
-    conn: aiosqlite.Connection, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> T:
-    return fn(conn._conn, *args, **kwargs)
+def _call(raw: Any, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+    return fn(raw, *args, **kwargs)
 
 
 async def _prepare_foreign(conn: aiosqlite.Connection) -> None:
@@ -256,8 +258,9 @@ async def _prepare_foreign(conn: aiosqlite.Connection) -> None:
             apply_schema(raw, readonly=False, path="")
 
         try:
+            raw = conn._conn
             execute = cast(Callable[..., Awaitable[None]], conn._execute)
-            await execute(_call, conn, prepare, (), {})
+            await execute(_call, raw, prepare, (), {})
         except ValueError as exc:
             raise StoreClosedError("the database connection is closed") from exc
         except (sqlean.Error, _stdlib_sqlite3.Error) as exc:
