@@ -242,7 +242,19 @@ async def run(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any, **kw
 
 
 def _call(raw: Any, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
-    return fn(raw, *args, **kwargs)
+    # A plain aiosqlite connection is in sqlite3's legacy transaction mode: a lone INSERT or
+    # UPDATE (a token update) silently opens a transaction that nobody commits, holding the
+    # write lock and breaking the next BEGIN. Finish what the call implicitly opened.
+    began = raw.in_transaction
+    try:
+        result = fn(raw, *args, **kwargs)
+    except BaseException:
+        if not began and raw.in_transaction:
+            raw.rollback()
+        raise
+    if not began and raw.in_transaction:
+        raw.commit()
+    return result
 
 
 async def _prepare_foreign(conn: aiosqlite.Connection) -> None:
