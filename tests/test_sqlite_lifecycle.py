@@ -1,0 +1,159 @@
+"""Connection lifecycle: close is final and joins the worker thread, ``async with`` closes, an
+unclosed connection warns and never keeps a program from exiting, and a plain aiosqlite
+connection handed to the store works (the schema is applied on first use)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import aiosqlite
+import pytest
+
+from axio_context import StoreClosedError
+from axio_context_sqlite import SCHEMA_VERSION, SQLiteContextStore, connect
+
+from .sqlite_checks import check_storage, text_message, texts
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def _use(store: SQLiteContextStore) -> None:
+    await store.append(text_message("hello"))
+    assert texts(await store.get_history()) == ["hello"]
+
+
+async def test_close_is_final_and_joins_the_thread(db_path: Path) -> None:
+    conn = await connect(db_path)
+    store = SQLiteContextStore(conn, "s", project="p")
+    await _use(store)
+    thread = conn._thread
+    assert thread.is_alive()
+
+    await conn.close()
+    assert not thread.is_alive()
+    await conn.close()  # closing again is harmless
+
+    with pytest.raises(StoreClosedError):
+        await store.append(text_message("late"))
+    with pytest.raises(StoreClosedError):
+        await store.get_history()
+    with pytest.raises(StoreClosedError):
+        await store.fork()
+    with pytest.raises(StoreClosedError):
+        await store.add_context_tokens(1, 1)
+    with pytest.raises(StoreClosedError):
+        await store.list_sessions()
+    assert check_storage(db_path) == {"s": 1}
+
+
+async def test_async_with_closes(db_path: Path) -> None:
+    async with connect(db_path) as conn:
+        store = SQLiteContextStore(conn, "s", project="p")
+        await _use(store)
+        thread = conn._thread
+    assert not thread.is_alive()
+    with pytest.raises(StoreClosedError):
+        await store.get_history()
+
+
+async def test_async_with_closes_when_the_block_raises(db_path: Path) -> None:
+    threads = []
+
+    async def failing_block() -> None:
+        async with connect(db_path) as conn:
+            threads.append(conn._thread)
+            await _use(SQLiteContextStore(conn, "s", project="p"))
+            raise KeyError("boom")
+
+    with pytest.raises(KeyError):
+        await failing_block()
+    assert not threads[0].is_alive()
+
+
+def _drop(held: list[object]) -> None:
+    held.clear()
+    gc.collect()
+
+
+async def test_unclosed_connection_warns_after_use(db_path: Path) -> None:
+    conn = await connect(db_path)
+    store = SQLiteContextStore(conn, "s", project="p")
+    await _use(store)
+    await store.fork()
+    thread = conn._thread
+    held: list[object] = [conn, store]
+    del conn, store
+    with pytest.warns(ResourceWarning, match="deleted before being closed"):
+        _drop(held)
+    thread.join(5)
+    assert not thread.is_alive()
+    assert check_storage(db_path)["s"] == 1
+
+
+FORGETFUL = textwrap.dedent(
+    """
+    import asyncio, sys
+    from axio_context import Message, TextBlock
+    from axio_context_sqlite import SQLiteContextStore, connect
+
+    async def main():
+        conn = await connect(sys.argv[1])  # never closed
+        store = SQLiteContextStore(conn, "s", project="p")
+        await store.append(Message(role="user", content=[TextBlock(text="kept")]))
+        await store.get_history()
+        print("done", flush=True)
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_program_that_forgot_to_close_exits_and_warns(tmp_path: Path) -> None:
+    db = tmp_path / "forgot.db"
+    proc = subprocess.run(
+        [sys.executable, "-W", "always::ResourceWarning", "-c", FORGETFUL, str(db)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "done"
+    assert "ResourceWarning" in proc.stderr
+    assert "was deleted before being closed" in proc.stderr
+    assert check_storage(db) == {"s": 1}  # what append returned for is on disk
+
+
+async def test_plain_aiosqlite_connection_works(db_path: Path) -> None:
+    db_path.parent.mkdir(parents=True)
+    async with aiosqlite.connect(db_path) as plain:
+        store = SQLiteContextStore(plain, "s", project="p")
+        await store.add_context_tokens(3, 4)
+        await store.append(text_message("one"))
+        await store.append_many([text_message("two"), text_message("three")])
+        await store.add_context_tokens(1, 1)
+        child = await store.fork()
+        await child.append(text_message("four"))
+        assert texts(await store.get_history()) == ["one", "two", "three"]
+        assert texts(await child.get_history()) == ["one", "two", "three", "four"]
+        assert await store.get_context_tokens() == (4, 5)
+        # Everything is committed: another connection sees it while this one is still open.
+        other = sqlite3.connect(db_path)
+        try:
+            assert other.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+            tokens = other.execute("SELECT input_tokens, output_tokens FROM sessions WHERE id = 's'")
+            assert tokens.fetchone() == (4, 5)
+            assert other.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 4
+        finally:
+            other.close()
+    async with connect(db_path) as conn:
+        again = SQLiteContextStore(conn, "s", project="p")
+        assert texts(await again.get_history()) == ["one", "two", "three"]
+        assert await again.get_context_tokens() == (4, 5)
+    check_storage(db_path)
