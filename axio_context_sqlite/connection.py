@@ -31,7 +31,7 @@ import sqlean
 from axio_context.errors import StoreClosedError
 
 from .errors import translate_error
-from .schema import apply_schema
+from .schema import apply_schema, refuse_newer
 
 __all__ = ["Connection", "connect", "run", "sqlite_module"]
 
@@ -185,6 +185,8 @@ def connect(
             try:
                 raw.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
                 raw.execute("PRAGMA foreign_keys = ON")
+                # A newer database is refused before the journal-mode switch could rewrite it.
+                refuse_newer(raw, str(path))
                 if not readonly:
                     mode = raw.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                     if str(mode).lower() != "wal":

@@ -16,7 +16,7 @@ from typing import Any
 
 from axio_context.errors import SchemaVersionError
 
-__all__ = ["SCHEMA_VERSION", "apply_schema", "schema_sections", "schema_text"]
+__all__ = ["SCHEMA_VERSION", "apply_schema", "refuse_newer", "schema_sections", "schema_text"]
 
 _SECTION = re.compile(r"^-- version: (\d+)\s*$", re.MULTILINE)
 
@@ -51,15 +51,25 @@ def _version(raw: Any) -> int:
     return int(raw.execute("PRAGMA user_version").fetchone()[0])
 
 
-def apply_schema(raw: Any, *, readonly: bool = False, path: str = "") -> int:
-    """Bring the database to :data:`SCHEMA_VERSION`; returns the version found before."""
-    where = f" {path}" if path else ""
+def refuse_newer(raw: Any, path: str = "") -> int:
+    """The database's schema version; :class:`SchemaVersionError` if it is newer than this code's.
+
+    Run it before anything that could write to the file (even ``PRAGMA journal_mode``).
+    """
     found = _version(raw)
     if found > SCHEMA_VERSION:
+        where = f" {path}" if path else ""
         raise SchemaVersionError(
             f"database{where} has schema version {found}, newer than the {SCHEMA_VERSION} this "
             "axio-context supports; upgrade axio-context to open it"
         )
+    return found
+
+
+def apply_schema(raw: Any, *, readonly: bool = False, path: str = "") -> int:
+    """Bring the database to :data:`SCHEMA_VERSION`; returns the version found before."""
+    where = f" {path}" if path else ""
+    found = refuse_newer(raw, path)
     if found == SCHEMA_VERSION or readonly:
         if readonly and found < SCHEMA_VERSION:
             raise SchemaVersionError(
