@@ -146,12 +146,30 @@ def _prepare_file(path: Path, readonly: bool) -> None:
         # A new database is readable by its owner only; SQLite gives -wal/-shm the same mode.
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     except FileExistsError:
+        _restore_side_file_modes(path)
         return
     except OSError as exc:
         from .errors import DatabaseOpenError
 
         raise DatabaseOpenError(f"cannot create database {path}: {exc.strerror}") from None
     os.close(fd)
+
+
+def _restore_side_file_modes(path: Path) -> None:
+    """Make ``-wal``/``-shm`` writable again where the database file is.
+
+    SQLite gives them the database file's mode when it creates them; made while the file was
+    read-only, they stay read-only after the file is writable again, and every later write fails
+    as if the database were read-only. Changing their mode does not disturb open connections.
+    """
+    if not os.access(path, os.W_OK):
+        return
+    with contextlib.suppress(OSError):
+        mode = path.stat().st_mode & 0o666
+        for suffix in ("-wal", "-shm"):
+            side = path.with_name(path.name + suffix)
+            if side.exists() and not os.access(side, os.W_OK):
+                os.chmod(side, mode)
 
 
 def connect(
