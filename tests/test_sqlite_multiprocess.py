@@ -73,6 +73,9 @@ def run_workers(db: Path, jobs: list[tuple[str, str, str, int]]) -> list[dict[st
             if p.poll() is None:
                 p.kill()
             p.wait()
+            for stream in (p.stdin, p.stdout, p.stderr):
+                if stream is not None:
+                    stream.close()
 
 
 @pytest.mark.parametrize("writers", [2, 4])

@@ -1,0 +1,413 @@
+"""Failure modes: each one a clear named error, and nothing else damaged.
+
+Read-only files and folders are exercised for real. Root ignores file permissions, so when the
+suite runs as root the probe runs in a subprocess under ``setpriv`` with the capabilities that
+bypass permission checks (DAC override, DAC read-search, fowner) removed from its bounding set:
+still uid 0 and owner of the files, but bound by their mode bits like any user.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from axio_context import ImageBlock, Message, TextBlock
+from axio_context.errors import (
+    CorruptDatabaseError,
+    CorruptDataError,
+    DatabaseLockedError,
+    DatabaseNotFoundError,
+    DatabaseOpenError,
+    ReadOnlyDatabaseError,
+    SchemaVersionError,
+)
+from axio_context_sqlite import SCHEMA_VERSION, SQLiteContextStore, connect
+
+from .sqlite_checks import check_storage, text_message, texts
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBE = Path(__file__).resolve().parent / "procs" / "ro_probe.py"
+
+
+def snapshot(path: Path) -> tuple[str, int, list[str]]:
+    """The file's content hash, its mtime, and what lies beside it."""
+    return (
+        hashlib.sha256(path.read_bytes()).hexdigest(),
+        path.stat().st_mtime_ns,
+        sorted(p.name for p in path.parent.iterdir()),
+    )
+
+
+def settle(path: Path) -> None:
+    """Checkpoint the WAL into the main file and close, so the file alone holds everything."""
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+
+
+# --- read-only files and folders --------------------------------------------------------------
+
+
+def _unprivileged() -> list[str]:
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: file permissions cannot be made to apply")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search,-fowner"]
+
+
+def probe(action: str, db: Path) -> dict[str, Any]:
+    proc = subprocess.run(
+        [*_unprivileged(), sys.executable, str(PROBE), action, str(db)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def test_permissions_really_apply_to_the_probe(tmp_path: Path) -> None:
+    """Guard: the mechanism above must stop writes, or the read-only tests prove nothing."""
+    target = tmp_path / "f"
+    target.write_text("x")
+    target.chmod(0o444)
+    code = f"open({str(target)!r}, 'a')"
+    proc = subprocess.run([*_unprivileged(), sys.executable, "-c", code], capture_output=True, text=True)
+    assert "PermissionError" in proc.stderr
+
+
+WRITES = ("append", "tokens", "fork", "title")
+
+
+def test_read_only_database_file(tmp_path: Path) -> None:
+    db = tmp_path / "ro.db"
+    assert probe("make", db) == {"make": "ok"}
+    settle(db)
+    db.chmod(0o444)
+    before = snapshot(db)
+
+    out = probe("probe", db)
+    # Reading works; every kind of write is refused with the named error naming the file.
+    assert out["connect"] == out["read"] == out["ro_connect"] == out["ro_read"] == "ok"
+    assert out["texts"] == out["ro_texts"] == ["one", "two"]
+    for name in WRITES:
+        for key in (name, f"ro_{name}"):
+            assert out[key].startswith("ReadOnlyDatabaseError: "), (key, out[key])
+            assert str(db) in out[key]
+    assert snapshot(db)[0] == before[0]  # the database's bytes did not change
+
+    # Nothing else damaged: once the file is writable again, so is the database, data intact
+    # (SQLite gave the -wal/-shm it created while the file was read-only the file's mode).
+    db.chmod(0o600)
+    after = probe("after", db)
+    assert after == {"append": "ok", "texts": ["one", "two", "after"], "tokens": [3, 4]}
+    check_storage(db)
+
+
+def test_read_only_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "locked"
+    db = folder / "ro.db"
+    assert probe("make", db) == {"make": "ok"}
+    settle(db)
+    before = snapshot(db)
+    folder.chmod(0o555)
+    try:
+        out = probe("probe", db)
+        # WAL needs its -shm beside the file: without a writable folder even opening is refused,
+        # with the named error naming the file.
+        assert out["connect"].startswith("ReadOnlyDatabaseError: ")
+        assert str(db) in out["connect"]
+        assert out["ro_connect"].startswith("ReadOnlyDatabaseError: ")
+        assert snapshot(db) == before
+
+        new = probe("probe", folder / "new.db")
+        assert new["connect"].startswith("DatabaseOpenError: ")
+        assert "new.db" in new["connect"]
+        assert new["ro_connect"].startswith("DatabaseNotFoundError: ")
+        deeper = probe("probe", folder / "sub" / "new.db")
+        assert deeper["connect"].startswith("DatabaseOpenError: ")
+        assert snapshot(db) == before
+    finally:
+        folder.chmod(0o755)
+    assert probe("after", db) == {"append": "ok", "texts": ["one", "two", "after"], "tokens": [3, 4]}
+
+
+async def test_readonly_connection_refuses_writes_and_changes_nothing(db_path: Path) -> None:
+    async with connect(db_path) as conn:
+        await SQLiteContextStore(conn, "s", project="p").append_many(
+            [text_message("one"), text_message("two")]
+        )
+    settle(db_path)
+    before = snapshot(db_path)[0]
+
+    async with connect(db_path, readonly=True) as ro:
+        store = SQLiteContextStore(ro, "s", project="p")
+        assert texts(await store.get_history()) == ["one", "two"]
+        for write in (
+            lambda: store.append(text_message("x")),
+            lambda: store.append_many([text_message("x"), text_message("y")]),
+            lambda: store.add_context_tokens(1, 1),
+            lambda: store.set_context_tokens(1, 1),
+            store.fork,
+            store.clear,
+            store.pop,
+            store.delete_session,
+            lambda: store.set_metadata({"a": 1}),
+            lambda: SQLiteContextStore(ro, "new", project="p").append(text_message("x")),
+        ):
+            with pytest.raises(ReadOnlyDatabaseError, match="read-only"):
+                await write()
+        assert texts(await store.get_history()) == ["one", "two"]
+    assert snapshot(db_path)[0] == before
+    with pytest.raises(DatabaseNotFoundError):
+        await connect(db_path.with_name("missing.db"), readonly=True)
+    assert not db_path.with_name("missing.db").exists()
+
+
+# --- a lock held by another process -----------------------------------------------------------
+
+HOLDER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+db.execute("UPDATE sessions SET title = 'held' WHERE id = 's'")
+db.execute("INSERT INTO settings (key, value) VALUES ('held', 'yes')")
+print("holding", flush=True)
+sys.stdin.readline()
+db.execute("COMMIT")
+db.close()
+print("released", flush=True)
+"""
+
+
+def _start_holder(db_path: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(db_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+async def test_lock_held_past_the_busy_timeout(db_path: Path) -> None:
+    async with connect(db_path) as conn:
+        await SQLiteContextStore(conn, "s", project="p").append(text_message("one"))
+    with _start_holder(db_path) as holder:
+        await _contend(db_path, holder)
+    db = sqlite3.connect(db_path)
+    assert db.execute("SELECT value FROM settings WHERE key = 'held'").fetchone() == ("yes",)
+    db.close()
+    assert check_storage(db_path) == {"s": 2}
+
+
+async def _contend(db_path: Path, holder: subprocess.Popen[str]) -> None:
+    try:
+        assert holder.stdout is not None and holder.stdin is not None
+        assert holder.stdout.readline().strip() == "holding"
+        async with connect(db_path, busy_timeout=0.2) as conn:
+            store = SQLiteContextStore(conn, "s", project="p")
+            for write in (
+                lambda: store.append(text_message("blocked")),
+                lambda: store.append_many([text_message("b1"), text_message("b2")]),
+                lambda: store.add_context_tokens(5, 5),
+                store.fork,
+                store.pop,
+                lambda: store.set_title("mine"),
+            ):
+                with pytest.raises(DatabaseLockedError, match="locked") as info:
+                    await write()
+                assert str(db_path) in str(info.value)
+            # Readers are not blocked by a writer (WAL), and see the last committed state.
+            assert texts(await store.get_history()) == ["one"]
+            assert await store.get_title() is None
+
+            holder.stdin.write("go\n")
+            holder.stdin.flush()
+            assert holder.stdout.readline().strip() == "released"
+            assert holder.wait(10) == 0
+
+            # The held transaction's data is intact; none of the refused writes happened.
+            assert await store.get_title() == "held"
+            assert texts(await store.get_history()) == ["one"]
+            assert await store.get_context_tokens() == (0, 0)
+            await store.append(text_message("two"))  # and the database works again
+            assert texts(await store.get_history()) == ["one", "two"]
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+
+
+# --- damaged data -----------------------------------------------------------------------------
+
+
+def _overwrite(db_path: Path, session: str, position: int, payload: bytes, flags: int) -> None:
+    db = sqlite3.connect(db_path)
+    (sid,) = db.execute("SELECT sid FROM sessions WHERE id = ?", (session,)).fetchone()
+    cur = db.execute(
+        "UPDATE messages SET payload = ?, flags = ? WHERE id = ?", (payload, flags, (sid << 32) | position)
+    )
+    assert cur.rowcount == 1
+    db.commit()
+    db.close()
+
+
+@pytest.mark.parametrize(
+    ("payload", "flags"),
+    [
+        (b"\xc1\xc1 junk that is not msgpack", 0),  # not MessagePack at all
+        (b"\x92\xa4text\x01", 0),  # MessagePack, but not a list of blocks
+        (b"not zlib data", 1),  # claims compression, is not
+        (b"\x91\x82\xa4type\xa5image\xa4data\xc4\x01x", 2),  # an image block without media_type
+    ],
+)
+async def test_corrupt_payload_row(db_path: Path, payload: bytes, flags: int) -> None:
+    async with connect(db_path) as conn:
+        bad = SQLiteContextStore(conn, "bad", project="p")
+        good = SQLiteContextStore(conn, "good", project="p")
+        await bad.append_many([text_message(f"b{i}") for i in range(4)])
+        await good.append_many([text_message(f"g{i}") for i in range(3)])
+        child = await bad.fork()
+    _overwrite(db_path, "bad", 2, payload, flags)
+
+    async with connect(db_path) as conn:
+        bad = SQLiteContextStore(conn, "bad", project="p")
+        child = SQLiteContextStore(conn, child.session_id, project="p")
+        for read in (bad.get_history, bad.get_full_history, child.get_history):
+            with pytest.raises(CorruptDataError) as info:
+                await read()
+            assert "position 2" in str(info.value)
+        assert "'bad'" in str(await _raises(bad.get_history))
+        assert child.session_id in str(await _raises(child.get_history))
+        # Everything else still loads and works.
+        good = SQLiteContextStore(conn, "good", project="p")
+        assert texts(await good.get_history()) == ["g0", "g1", "g2"]
+        await good.append(text_message("g3"))
+        assert {i.session_id: i.message_count for i in await good.list_sessions()} == {
+            "bad": 4,
+            "good": 4,
+            child.session_id: 4,
+        }
+        await bad.append(text_message("b4"))  # appending never reads old rows
+    db = sqlite3.connect(db_path)
+    assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    db.close()
+
+
+async def _raises(read: Any) -> CorruptDataError:
+    try:
+        await read()
+    except CorruptDataError as exc:
+        return exc
+    raise AssertionError("no CorruptDataError")
+
+
+async def test_missing_media_blob_is_named(db_path: Path) -> None:
+    image = ImageBlock(media_type="image/png", data=b"\x89PNG" + bytes(4000))
+    async with connect(db_path) as conn:
+        store = SQLiteContextStore(conn, "s", project="p")
+        await store.append(text_message("before"))
+        await store.append(Message(role="user", content=[TextBlock(text="look"), image]))
+    db = sqlite3.connect(db_path)
+    db.execute("DELETE FROM blobs")
+    db.commit()
+    db.close()
+    async with connect(db_path) as conn:
+        with pytest.raises(CorruptDataError, match=r"'s' position 1: media blob"):
+            await SQLiteContextStore(conn, "s", project="p").get_history()
+
+
+# --- databases this version must not touch ----------------------------------------------------
+
+
+@pytest.mark.parametrize("journal_mode", ["wal", "delete"])
+async def test_newer_schema_version_is_refused_untouched(db_path: Path, journal_mode: str) -> None:
+    async with connect(db_path) as conn:
+        await SQLiteContextStore(conn, "s", project="p").append(text_message("one"))
+    db = sqlite3.connect(db_path)
+    db.execute(f"PRAGMA journal_mode = {journal_mode}")
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.close()
+    before = snapshot(db_path)
+
+    for kwargs in ({}, {"readonly": True}):
+        with pytest.raises(SchemaVersionError) as info:
+            await connect(db_path, **kwargs)  # type: ignore[arg-type]
+        message = str(info.value)
+        assert f"version {SCHEMA_VERSION + 1}" in message
+        assert f"the {SCHEMA_VERSION} this" in message
+        assert str(db_path) in message
+        if kwargs:  # a read-only SQLite connection cannot remove the -wal/-shm it made
+            assert snapshot(db_path)[:2] == before[:2]
+        else:
+            assert snapshot(db_path) == before
+
+
+def _write_notes(path: Path) -> None:
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"these are my notes, not a database\n" * 200)
+
+
+async def test_file_that_is_not_a_database(db_path: Path) -> None:
+    _write_notes(db_path)
+    before = snapshot(db_path)
+    for kwargs in ({}, {"readonly": True}):
+        with pytest.raises(CorruptDatabaseError) as info:
+            await connect(db_path, **kwargs)  # type: ignore[arg-type]
+        assert str(db_path) in str(info.value)
+        assert snapshot(db_path) == before
+
+
+# --- creating files ---------------------------------------------------------------------------
+
+
+async def test_missing_parent_folders_are_created(tmp_path: Path) -> None:
+    db = tmp_path / "a" / "b" / "c" / "context.db"
+    async with connect(db) as conn:
+        await SQLiteContextStore(conn, "s", project="p").append(text_message("one"))
+    assert check_storage(db) == {"s": 1}
+
+
+async def test_new_database_files_are_private(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        db = tmp_path / "private.db"
+        async with connect(db) as conn:
+            await SQLiteContextStore(conn, "s", project="p").append(text_message("one"))
+            modes = {
+                suffix: stat.S_IMODE(db.with_name(db.name + suffix).stat().st_mode)
+                for suffix in ("", "-wal", "-shm")
+            }
+    finally:
+        os.umask(old)
+    assert modes == {"": 0o600, "-wal": 0o600, "-shm": 0o600}
+
+
+async def test_existing_file_mode_is_kept(tmp_path: Path) -> None:
+    db = tmp_path / "shared.db"
+    async with connect(db):
+        pass
+    db.chmod(0o640)
+    async with connect(db) as conn:
+        await SQLiteContextStore(conn, "s", project="p").append(text_message("one"))
+    assert stat.S_IMODE(db.stat().st_mode) == 0o640
+
+
+async def test_folder_where_the_file_should_be(tmp_path: Path) -> None:
+    db = tmp_path / "is_a_dir.db"
+    db.mkdir()
+    with pytest.raises(DatabaseOpenError, match=r"is_a_dir\.db"):
+        await connect(db)
