@@ -1,0 +1,254 @@
+"""SIGKILL at random moments: nothing that was acknowledged is lost, nothing is half-written.
+
+A real child process (``procs/crash_worker.py``) writes to one database file until it is killed,
+logging every operation before it starts and after its ``await`` returned. Each round kills it
+at a random instant (sometimes while it is still starting or opening the file); then the parent
+checks the file with plain ``sqlite3`` (integrity, dense positions, blob reference counts) and
+reads it back through the public API. The state must equal the model built from the
+acknowledged operations, or that model plus the one operation in flight: so every append that
+returned is present, an ``append_many`` is all or nothing, a fork is a consistent copy.
+The next round's child reopens the same file and carries on from there.
+
+Set ``CRASH_SEED`` to replay a failing run; the seed is in every failure message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from axio_context import ImageBlock, Message
+from axio_context.compaction import SUMMARY_ACK, AutoCompactStore, ExtractiveSummarizer
+from axio_context_sqlite import SQLiteContextStore, connect
+
+from .procs.crash_worker import IMAGES, PROJECT
+from .sqlite_checks import check_storage, texts
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKER = Path(__file__).resolve().parent / "procs" / "crash_worker.py"
+SEED = int(os.environ.get("CRASH_SEED", time.time_ns() % 1_000_000))
+
+
+def read_log(path: Path) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], dict[str, Any] | None]:
+    """(acknowledged (intent, ack) pairs in order, the intent in flight or None)."""
+    records = []
+    for line in path.read_text().split("\n"):
+        if line.startswith(("I {", "A {")) and line.endswith("}"):
+            records.append((line[0], json.loads(line[2:])))
+    path.unlink()
+    done: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    pending: dict[str, Any] | None = None
+    for kind, record in records:
+        if kind == "I":
+            assert pending is None, "two intents without an acknowledgement"
+            pending = record
+        else:
+            assert pending is not None, "an acknowledgement without an intent"
+            done.append((pending, record))
+            pending = None
+    return done, pending
+
+
+def created(db: Path) -> bool:
+    """Whether the schema exists; a child killed while creating the file leaves it empty (and
+    sound: the next ``connect`` creates the schema), never half a schema."""
+    if not db.exists():
+        return False
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        conn.close()
+    assert not tables or {"sessions", "messages", "blobs", "checkpoints", "settings"} <= tables, tables
+    return bool(tables)
+
+
+def kill_at_random(mode: str, db: Path, log: Path, round_no: int, rng: random.Random) -> None:
+    """Run one child and SIGKILL it at a random moment; fail if it died any other way."""
+    proc = subprocess.Popen(
+        [sys.executable, str(WORKER), mode, str(db), str(log), str(round_no), str(rng.randrange(1 << 30))],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        if rng.random() < 0.2:  # anywhere, including interpreter start and opening the file
+            time.sleep(rng.uniform(0.05, 0.6))
+        else:
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() != "ready":
+                proc.wait(30)
+            time.sleep(rng.uniform(0.005, 0.25))
+        alive = proc.poll() is None
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        assert proc.stderr is not None
+        assert alive, f"seed {SEED}: the worker died before the kill:\n{proc.stderr.read()}"
+        assert proc.returncode == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+# --- appends, batches, forks, pops, tokens -------------------------------------------------------
+
+Item = tuple[str, int]  # (text, image index or -1)
+
+
+class Model:
+    """What the database must hold: each session's transcript and token totals."""
+
+    def __init__(self) -> None:
+        self.sessions: defaultdict[str, list[Item]] = defaultdict(list)
+        self.tokens: defaultdict[str, tuple[int, int]] = defaultdict(lambda: (0, 0))
+
+    def copy(self) -> Model:
+        other = Model()
+        for sid, items in self.sessions.items():
+            other.sessions[sid] = list(items)
+        other.tokens.update(self.tokens)
+        return other
+
+    def apply(self, op: dict[str, Any], new_id: str | None) -> None:
+        sid = op["s"]
+        if op["op"] == "append":
+            self.sessions[sid].extend((text, image) for text, image in op["msgs"])
+        elif op["op"] == "fork":
+            assert new_id is not None
+            self.sessions[new_id] = list(self.sessions[sid])
+            self.tokens[new_id] = self.tokens[sid]
+        elif op["op"] == "pop":
+            if self.sessions[sid]:
+                self.sessions[sid].pop()
+        elif op["op"] == "tokens":
+            i, o = self.tokens[sid]
+            self.tokens[sid] = (i + 1, o + 2)
+
+    def state(self) -> dict[str, tuple[list[Item], tuple[int, int]]]:
+        """Sessions that hold anything (an empty session may or may not have a row)."""
+        names = set(self.sessions) | set(self.tokens)
+        out = {s: (self.sessions.get(s, []), self.tokens.get(s, (0, 0))) for s in names}
+        return {s: v for s, v in out.items() if v != ([], (0, 0))}
+
+
+def _item(message: Message) -> Item:
+    images = [b for b in message.content if isinstance(b, ImageBlock)]
+    return message.text, IMAGES.index(images[0].data) if images else -1
+
+
+async def stored_state(db: Path) -> dict[str, tuple[list[Item], tuple[int, int]]]:
+    async with connect(db) as conn:
+        out = {}
+        for info in await SQLiteContextStore(conn, "root", project=PROJECT).list_sessions():
+            store = SQLiteContextStore(conn, info.session_id, project=PROJECT)
+            full = [_item(m) for m in await store.get_full_history()]
+            assert len(full) == info.message_count
+            out[info.session_id] = (full, await store.get_context_tokens())
+    return {s: v for s, v in out.items() if v != ([], (0, 0))}
+
+
+def test_sigkill_while_appending_and_forking(tmp_path: Path) -> None:
+    rng = random.Random(SEED)
+    db, log = tmp_path / "crash.db", tmp_path / "ops.log"
+    model = Model()
+    acknowledged = in_flight_seen = 0
+    for round_no in range(12):
+        kill_at_random("lineage", db, log, round_no, rng)
+        if not created(db):
+            assert not log.exists() or "A {" not in log.read_text()
+            continue  # killed before the schema was in place: nothing was acknowledged
+        done, pending = read_log(log) if log.exists() else ([], None)
+        for op, ack in done:
+            model.apply(op, ack.get("new"))
+        acknowledged += len(done)
+        check_storage(db)
+        stored = asyncio.run(stored_state(db))
+        expected = model.state()
+        if stored == expected:
+            continue
+        # Only the operation in flight may differ, and only by having happened completely.
+        assert pending is not None, f"seed {SEED} round {round_no}: state differs from the acknowledged ops"
+        after = model.copy()
+        new_id = None
+        if pending["op"] == "fork":
+            extra = set(stored) - set(expected)
+            assert len(extra) == 1, f"seed {SEED} round {round_no}: {extra}"
+            new_id = extra.pop()
+        after.apply(pending, new_id)
+        assert stored == after.state(), f"seed {SEED} round {round_no}: in-flight {pending} half-applied?"
+        model = after
+        in_flight_seen += 1
+    assert acknowledged > 100, f"seed {SEED}: the child hardly wrote anything ({acknowledged} ops)"
+
+
+# --- compaction ------------------------------------------------------------------------------------
+
+
+async def check_compaction(db: Path) -> tuple[list[str], int]:
+    """Check the view against the latest checkpoint; returns (full transcript texts, checkpoints)."""
+    async with connect(db) as conn:
+        inner = SQLiteContextStore(conn, "c", project=PROJECT)
+        full = await inner.get_full_history()
+        checkpoints = await inner.list_checkpoints()
+        view = await inner.get_history()
+        positions = [c.position for c in checkpoints]
+        assert positions == sorted(positions)
+        assert all(0 <= p <= len(full) for p in positions)
+        if checkpoints:
+            latest = checkpoints[-1]
+            # One whole summary, then every message after the position it covers: old or new, no mixture.
+            assert [m.role for m in latest.summary] == ["user", "assistant"]
+            assert latest.summary[1].text == SUMMARY_ACK
+            assert view == [*latest.summary, *full[latest.position :]]
+        else:
+            assert view == full
+        wrapped = AutoCompactStore(inner, ExtractiveSummarizer(), max_tokens=1, keep_recent=2)
+        assert await wrapped.get_full_history() == full
+        assert await wrapped.get_history() == view  # nothing to repair: no tool calls
+        return texts(full), len(checkpoints)
+
+
+def test_sigkill_during_auto_compaction(tmp_path: Path) -> None:
+    rng = random.Random(SEED + 1)
+    db, log = tmp_path / "compact.db", tmp_path / "ops.log"
+    transcript: list[str] = []
+    checkpoints = compactions = 0
+    for round_no in range(10):
+        kill_at_random("compact", db, log, round_no, rng)
+        if not created(db):
+            assert not log.exists() or "A {" not in log.read_text()
+            continue
+        done, pending = read_log(log) if log.exists() else ([], None)
+        for op, ack in done:
+            if op["op"] == "append":
+                transcript.append(op["text"])
+            else:
+                checkpoints = ack["checkpoints"]
+                compactions += 1
+        check_storage(db)
+        full, count = asyncio.run(check_compaction(db))
+        if pending is not None and pending["op"] == "append" and full == [*transcript, pending["text"]]:
+            transcript.append(pending["text"])
+        assert full == transcript, f"seed {SEED} round {round_no}: transcript lost or changed"
+        if pending is not None and pending["op"] == "compact":
+            assert count in (checkpoints, checkpoints + 1), f"seed {SEED} round {round_no}"
+            checkpoints = count
+        else:
+            assert count == checkpoints, f"seed {SEED} round {round_no}"
+    assert compactions > 10 and checkpoints > 10, f"seed {SEED}: too few compactions ran"
