@@ -1,0 +1,172 @@
+"""Migrations: every released schema version, kept as a text SQL dump in ``tests/fixtures``,
+opens at the current version with nothing lost; an upgrade is one transaction.
+
+The dumps and their expectations come from ``tests/fixtures/make_fixture.py`` (see its
+docstring); a new schema version without its dump fails here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from axio_context.errors import DatabaseError
+from axio_context_sqlite import SCHEMA_VERSION, SQLiteContextStore, connect, schema
+
+from .fixtures.make_fixture import export, load
+from .sqlite_checks import check_storage, text_message
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+DUMPS = sorted(FIXTURES.glob("schema_v*.sql"), key=lambda p: int(re.findall(r"\d+", p.name)[0]))
+
+
+def _version_of(dump: Path) -> int:
+    return int(re.fullmatch(r"schema_v(\d+)\.sql", dump.name).group(1))  # type: ignore[union-attr]
+
+
+def _user_version(path: Path) -> int:
+    db = sqlite3.connect(path)
+    try:
+        return int(db.execute("PRAGMA user_version").fetchone()[0])
+    finally:
+        db.close()
+
+
+def _load_dump(dump: Path, path: Path) -> Any:
+    """Create ``path`` from the dump; returns the dump's expectations."""
+    load(dump.read_text(), path)
+    return json.loads(dump.with_suffix(".json").read_text())
+
+
+def _matches(actual: Any, expected: Any, where: str = "$") -> None:
+    """``actual`` holds everything ``expected`` does (mappings may have gained keys since)."""
+    if isinstance(expected, dict):
+        assert isinstance(actual, dict), where
+        for k, v in expected.items():
+            assert k in actual, f"{where}.{k} missing"
+            _matches(actual[k], v, f"{where}.{k}")
+    else:
+        assert actual == expected, where
+
+
+def test_every_released_version_has_a_fixture() -> None:
+    assert [_version_of(d) for d in DUMPS] == list(range(1, SCHEMA_VERSION + 1)), (
+        "run `python tests/fixtures/make_fixture.py` to add the dump of the new schema version"
+    )
+    for dump in DUMPS:
+        assert dump.with_suffix(".json").is_file()
+        assert f"PRAGMA user_version = {_version_of(dump)};" in dump.read_text().splitlines()[:3]
+
+
+@pytest.mark.parametrize("dump", DUMPS, ids=lambda p: p.stem)
+async def test_released_version_opens_current_with_nothing_lost(tmp_path: Path, dump: Path) -> None:
+    path = tmp_path / "old.db"
+    expected = await asyncio.to_thread(_load_dump, dump, path)
+    assert _user_version(path) == _version_of(dump)
+
+    _matches(await export(path), expected)  # export opens it: the upgrade happens here
+    assert _user_version(path) == SCHEMA_VERSION
+    check_storage(path)
+
+    async with connect(path) as conn:
+        # The upgraded data works for writing too, forks included.
+        for session_id in expected["projects"]["alpha"]:
+            store = SQLiteContextStore(conn, session_id, project="alpha")
+            await store.append(text_message("written after the upgrade"))
+            full = await store.get_full_history()
+            assert len(full) == expected["sessions"][session_id]["info"]["message_count"] + 1
+            assert full[-1].text == "written after the upgrade"
+    check_storage(path)
+
+
+def _v1_in_wal(tmp_path: Path) -> Path:
+    path = tmp_path / "v1.db"
+    load((FIXTURES / "schema_v1.sql").read_text(), path)
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode = WAL")
+    db.close()
+    return path
+
+
+def _v1_expected() -> Any:
+    return json.loads((FIXTURES / "schema_v1.json").read_text())
+
+
+def _fingerprint(path: Path) -> tuple[str, int, list[str]]:
+    return (
+        hashlib.sha256(path.read_bytes()).hexdigest(),
+        path.stat().st_mtime_ns,
+        sorted(p.name for p in path.parent.iterdir()),
+    )
+
+
+def _with_section(monkeypatch: pytest.MonkeyPatch, sql: str) -> None:
+    """Pretend schema.sql had a version-2 section (in this process, for this test only)."""
+    sections = {**schema.schema_sections(), SCHEMA_VERSION + 1: sql}
+    monkeypatch.setattr(schema, "schema_sections", lambda: sections)
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+
+
+FAILING_SECTION = """
+CREATE TABLE extra (x INTEGER);
+ALTER TABLE sessions ADD COLUMN flavour TEXT;
+UPDATE sessions SET flavour = 'mint';
+DELETE FROM messages;
+INSERT INTO no_such_table VALUES (1);
+"""
+
+
+async def test_failed_upgrade_leaves_the_file_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = await asyncio.to_thread(_v1_in_wal, tmp_path)
+    before = _fingerprint(path)
+    _with_section(monkeypatch, FAILING_SECTION)
+
+    with pytest.raises(DatabaseError, match="no_such_table"):
+        await connect(path)
+
+    assert _fingerprint(path) == before  # same bytes, same mtime, no -wal/-shm left
+    db = sqlite3.connect(path)
+    try:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert "extra" not in tables
+        assert "flavour" not in {r[1] for r in db.execute("PRAGMA table_info(sessions)")}
+    finally:
+        db.close()
+    monkeypatch.undo()
+    _matches(await export(path), _v1_expected())  # the real code still opens it, nothing lost
+
+
+GOOD_SECTION = """
+CREATE TABLE extra (session_sid INTEGER PRIMARY KEY, note TEXT NOT NULL);
+INSERT INTO extra (session_sid, note) SELECT sid, 'upgraded' FROM sessions;
+"""
+
+
+async def test_upgrade_runs_once_even_when_two_connections_race(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = await asyncio.to_thread(_v1_in_wal, tmp_path)
+    _with_section(monkeypatch, GOOD_SECTION)
+
+    a, b = await asyncio.gather(connect(path), connect(path))  # not idempotent: must run once
+    await a.close()
+    await b.close()
+
+    db = sqlite3.connect(path)
+    try:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
+        sessions = db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+        assert db.execute("SELECT COUNT(*), MIN(note) FROM extra").fetchone() == (sessions, "upgraded")
+    finally:
+        db.close()
+    _matches(await export(path), _v1_expected())
