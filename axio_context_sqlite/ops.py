@@ -380,6 +380,8 @@ def _detach_children(c: Any, row: _Row, from_position: int | None) -> None:
 
     ``from_position=None`` means the whole session goes (clear/delete): every direct child is
     re-pointed at ``row``'s own base, after copying the part of ``row``'s rows it inherits.
+    Otherwise (pop) a child copies only the inherited rows at or past ``from_position`` and keeps
+    inheriting the rest from ``row``.
     """
     if from_position is None:
         children = c.execute("SELECT sid, base_len FROM sessions WHERE base_sid = ?", (row.sid,)).fetchall()
@@ -390,6 +392,8 @@ def _detach_children(c: Any, row: _Row, from_position: int | None) -> None:
         ).fetchall()
     for child_sid, child_base_len in children:
         lo, hi = row.base_len, child_base_len
+        if from_position is not None and from_position > lo:
+            lo = from_position
         if hi > lo:
             c.execute(
                 "INSERT INTO messages (id, role, flags, created_at, tokens, payload)"
@@ -401,6 +405,9 @@ def _detach_children(c: Any, row: _Row, from_position: int | None) -> None:
             if digests:
                 c.executemany("UPDATE blobs SET refs = refs + 1 WHERE hash = ?", [(d,) for d in digests])
         new_len = min(lo, hi)
+        if new_len > row.base_len:  # still inherits row's rows below lo
+            c.execute("UPDATE sessions SET base_len = ? WHERE sid = ?", (new_len, child_sid))
+            continue
         c.execute(
             "UPDATE sessions SET base_sid = ?, base_len = ? WHERE sid = ?",
             (row.base_sid if new_len > 0 else None, new_len, child_sid),
