@@ -1,4 +1,4 @@
-"""Checks on a database file made with plain ``sqlite3``, independent of the code under test.
+"""Checks on a database file made with plain SQL, independent of the code under test.
 
 Used by the concurrency, multi-process, crash and fork-cost tests: integrity, dense positions in
 every session's own range, blob reference counts equal to the references the rows hold.
@@ -6,12 +6,25 @@ every session's own range, blob reference counts equal to the references the row
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter
 from pathlib import Path
+from typing import Any
+
+import sqlean
 
 from axio_context import Message, TextBlock
 from axio_context_sqlite.storage import blob_digests
+
+
+def raw_connect(path: Path) -> Any:
+    """A plain DB-API connection (no axio code) through the SQLite library the store links.
+
+    Never open a file with the stdlib's ``sqlite3`` while an axio connection to it is open in the
+    same process: two SQLite libraries in one process do not see each other's POSIX locks, so the
+    stdlib's close takes the file for its own, checkpoints and deletes the WAL the other is still
+    writing, and later commits vanish (sqlite.org/howtocorrupt.html, "multiple copies of SQLite").
+    """
+    return sqlean.connect(str(path))
 
 
 def text_message(text: str, role: str = "user") -> Message:
@@ -32,7 +45,7 @@ def check_storage(path: Path) -> dict[str, int]:
     - no message row belongs to a session that does not exist;
     - every blob's ``refs`` equals the number of rows referencing it, and no blob is unreferenced.
     """
-    db = sqlite3.connect(path)
+    db = raw_connect(path)
     try:
         assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         sessions = db.execute("SELECT sid, id, base_len, next_position FROM sessions").fetchall()
@@ -59,7 +72,7 @@ def check_storage(path: Path) -> dict[str, int]:
 
 def message_row_count(path: Path) -> int:
     """How many rows the messages table holds."""
-    db = sqlite3.connect(path)
+    db = raw_connect(path)
     try:
         return int(db.execute("SELECT COUNT(*) FROM messages").fetchone()[0])
     finally:

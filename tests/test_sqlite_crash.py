@@ -3,7 +3,7 @@
 A real child process (``procs/crash_worker.py``) writes to one database file until it is killed,
 logging every operation before it starts and after its ``await`` returned. Each round kills it
 at a random instant (sometimes while it is still starting or opening the file); then the parent
-checks the file with plain ``sqlite3`` (integrity, dense positions, blob reference counts) and
+checks the file with plain SQL (integrity, dense positions, blob reference counts) and
 reads it back through the public API. The state must equal the model built from the
 acknowledged operations, or that model plus the one operation in flight: so every append that
 returned is present, an ``append_many`` is all or nothing, a fork is a consistent copy.
@@ -19,7 +19,6 @@ import json
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -32,7 +31,7 @@ from axio_context.compaction import SUMMARY_ACK, AutoCompactStore, ExtractiveSum
 from axio_context_sqlite import SQLiteContextStore, connect
 
 from .procs.crash_worker import IMAGES, PROJECT
-from .sqlite_checks import check_storage, texts
+from .sqlite_checks import check_storage, raw_connect, texts
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = Path(__file__).resolve().parent / "procs" / "crash_worker.py"
@@ -64,7 +63,7 @@ def created(db: Path) -> bool:
     sound: the next ``connect`` creates the schema), never half a schema."""
     if not db.exists():
         return False
-    conn = sqlite3.connect(db)
+    conn = raw_connect(db)
     try:
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import shutil
-import sqlite3
 import stat
 import subprocess
 import sys
@@ -33,7 +32,7 @@ from axio_context.errors import (
 )
 from axio_context_sqlite import SCHEMA_VERSION, SQLiteContextStore, connect
 
-from .sqlite_checks import check_storage, text_message, texts
+from .sqlite_checks import check_storage, raw_connect, text_message, texts
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = Path(__file__).resolve().parent / "procs" / "ro_probe.py"
@@ -50,7 +49,7 @@ def snapshot(path: Path) -> tuple[str, int, list[str]]:
 
 def settle(path: Path) -> None:
     """Checkpoint the WAL into the main file and close, so the file alone holds everything."""
-    db = sqlite3.connect(path)
+    db = raw_connect(path)
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
 
@@ -208,7 +207,7 @@ async def test_lock_held_past_the_busy_timeout(db_path: Path) -> None:
         await SQLiteContextStore(conn, "s", project="p").append(text_message("one"))
     with _start_holder(db_path) as holder:
         await _contend(db_path, holder)
-    db = sqlite3.connect(db_path)
+    db = raw_connect(db_path)
     assert db.execute("SELECT value FROM settings WHERE key = 'held'").fetchone() == ("yes",)
     db.close()
     assert check_storage(db_path) == {"s": 2}
@@ -255,7 +254,7 @@ async def _contend(db_path: Path, holder: subprocess.Popen[str]) -> None:
 
 
 def _overwrite(db_path: Path, session: str, position: int, payload: bytes, flags: int) -> None:
-    db = sqlite3.connect(db_path)
+    db = raw_connect(db_path)
     (sid,) = db.execute("SELECT sid FROM sessions WHERE id = ?", (session,)).fetchone()
     cur = db.execute(
         "UPDATE messages SET payload = ?, flags = ? WHERE id = ?", (payload, flags, (sid << 32) | position)
@@ -302,7 +301,7 @@ async def test_corrupt_payload_row(db_path: Path, payload: bytes, flags: int) ->
             child.session_id: 4,
         }
         await bad.append(text_message("b4"))  # appending never reads old rows
-    db = sqlite3.connect(db_path)
+    db = raw_connect(db_path)
     assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     db.close()
 
@@ -321,7 +320,7 @@ async def test_missing_media_blob_is_named(db_path: Path) -> None:
         store = SQLiteContextStore(conn, "s", project="p")
         await store.append(text_message("before"))
         await store.append(Message(role="user", content=[TextBlock(text="look"), image]))
-    db = sqlite3.connect(db_path)
+    db = raw_connect(db_path)
     db.execute("DELETE FROM blobs")
     db.commit()
     db.close()
@@ -337,7 +336,7 @@ async def test_missing_media_blob_is_named(db_path: Path) -> None:
 async def test_newer_schema_version_is_refused_untouched(db_path: Path, journal_mode: str) -> None:
     async with connect(db_path) as conn:
         await SQLiteContextStore(conn, "s", project="p").append(text_message("one"))
-    db = sqlite3.connect(db_path)
+    db = raw_connect(db_path)
     db.execute(f"PRAGMA journal_mode = {journal_mode}")
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     db.close()

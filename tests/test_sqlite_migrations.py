@@ -11,7 +11,6 @@ import asyncio
 import hashlib
 import json
 import re
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from axio_context.errors import DatabaseError
 from axio_context_sqlite import SCHEMA_VERSION, SQLiteContextStore, connect, schema
 
 from .fixtures.make_fixture import export, load
-from .sqlite_checks import check_storage, text_message
+from .sqlite_checks import check_storage, raw_connect, text_message
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 DUMPS = sorted(FIXTURES.glob("schema_v*.sql"), key=lambda p: int(re.findall(r"\d+", p.name)[0]))
@@ -32,7 +31,7 @@ def _version_of(dump: Path) -> int:
 
 
 def _user_version(path: Path) -> int:
-    db = sqlite3.connect(path)
+    db = raw_connect(path)
     try:
         return int(db.execute("PRAGMA user_version").fetchone()[0])
     finally:
@@ -89,7 +88,7 @@ async def test_released_version_opens_current_with_nothing_lost(tmp_path: Path, 
 def _v1_in_wal(tmp_path: Path) -> Path:
     path = tmp_path / "v1.db"
     load((FIXTURES / "schema_v1.sql").read_text(), path)
-    db = sqlite3.connect(path)
+    db = raw_connect(path)
     db.execute("PRAGMA journal_mode = WAL")
     db.close()
     return path
@@ -134,7 +133,7 @@ async def test_failed_upgrade_leaves_the_file_as_it_was(
         await connect(path)
 
     assert _fingerprint(path) == before  # same bytes, same mtime, no -wal/-shm left
-    db = sqlite3.connect(path)
+    db = raw_connect(path)
     try:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -162,7 +161,7 @@ async def test_upgrade_runs_once_even_when_two_connections_race(
     await a.close()
     await b.close()
 
-    db = sqlite3.connect(path)
+    db = raw_connect(path)
     try:
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
         sessions = db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
