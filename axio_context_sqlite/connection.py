@@ -257,6 +257,10 @@ async def run(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any, **kw
         if "closed" in str(exc) or "no active connection" in str(exc):
             raise StoreClosedError("the database connection is closed") from None
         raise
+    except (sqlean.ProgrammingError, _stdlib_sqlite3.ProgrammingError) as exc:
+        if "closed" in str(exc):  # queued behind a close() that was already on its way
+            raise StoreClosedError("the database connection is closed") from None
+        raise translate_error(exc, getattr(conn, "path", "")) from None
     except (sqlean.Error, _stdlib_sqlite3.Error) as exc:
         raise translate_error(exc, getattr(conn, "path", "")) from None
 
