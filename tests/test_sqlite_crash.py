@@ -23,18 +23,23 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import sqlean
 
 from axio_context import ImageBlock, Message
 from axio_context.compaction import SUMMARY_ACK, AutoCompactStore, ExtractiveSummarizer
 from axio_context_sqlite import SQLiteContextStore, connect
 
 from .procs.crash_worker import IMAGES, PROJECT
-from .sqlite_checks import check_storage, raw_connect, texts
+from .sqlite_checks import check_storage, texts
+from .test_sqlite_multiprocess import expected_texts
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = Path(__file__).resolve().parent / "procs" / "crash_worker.py"
+MP_WORKER = Path(__file__).resolve().parent / "procs" / "mp_worker.py"
 SEED = int(os.environ.get("CRASH_SEED", time.time_ns() % 1_000_000))
 
 
@@ -63,7 +68,7 @@ def created(db: Path) -> bool:
     sound: the next ``connect`` creates the schema), never half a schema."""
     if not db.exists():
         return False
-    conn = raw_connect(db)
+    conn = sqlean.connect(f"file:{db}?mode=ro", uri=True)  # leave WAL recovery to what follows
     try:
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -73,8 +78,20 @@ def created(db: Path) -> bool:
     return bool(tables)
 
 
-def kill_at_random(mode: str, db: Path, log: Path, round_no: int, rng: random.Random) -> None:
-    """Run one child and SIGKILL it at a random moment; fail if it died any other way."""
+def kill_at_random(
+    mode: str,
+    db: Path,
+    log: Path,
+    round_no: int,
+    rng: random.Random,
+    early: float = 0.2,
+    on_ready: Callable[[], None] = lambda: None,
+) -> None:
+    """Run one child and SIGKILL it at a random moment; fail if it died any other way.
+
+    With probability ``early`` the moment may fall before the child is ready (interpreter start,
+    opening the file); ``on_ready`` runs once the child says it is about to write.
+    """
     proc = subprocess.Popen(
         [sys.executable, str(WORKER), mode, str(db), str(log), str(round_no), str(rng.randrange(1 << 30))],
         stdout=subprocess.PIPE,
@@ -83,12 +100,13 @@ def kill_at_random(mode: str, db: Path, log: Path, round_no: int, rng: random.Ra
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     try:
-        if rng.random() < 0.2:  # anywhere, including interpreter start and opening the file
+        if rng.random() < early:  # anywhere, including interpreter start and opening the file
             time.sleep(rng.uniform(0.05, 0.6))
         else:
             assert proc.stdout is not None
             if proc.stdout.readline().strip() != "ready":
                 proc.wait(30)
+            on_ready()
             time.sleep(rng.uniform(0.005, 0.25))
         alive = proc.poll() is None
         proc.send_signal(signal.SIGKILL)
@@ -152,48 +170,106 @@ def _item(message: Message) -> Item:
 
 
 async def stored_state(db: Path) -> dict[str, tuple[list[Item], tuple[int, int]]]:
-    async with connect(db) as conn:
-        out = {}
-        for info in await SQLiteContextStore(conn, "root", project=PROJECT).list_sessions():
-            store = SQLiteContextStore(conn, info.session_id, project=PROJECT)
-            full = [_item(m) for m in await store.get_full_history()]
-            assert len(full) == info.message_count
-            out[info.session_id] = (full, await store.get_context_tokens())
-    return {s: v for s, v in out.items() if v != ([], (0, 0))}
+    """Every session of the file, read first through a read-only connection (which must cope with
+    the WAL a killed writer left behind), then through a read-write one: both must agree."""
+    states = []
+    for readonly in (True, False):
+        async with connect(db, readonly=readonly) as conn:
+            out = {}
+            for info in await SQLiteContextStore(conn, "root", project=PROJECT).list_sessions():
+                store = SQLiteContextStore(conn, info.session_id, project=PROJECT)
+                full = [_item(m) for m in await store.get_full_history()]
+                assert len(full) == info.message_count
+                out[info.session_id] = (full, await store.get_context_tokens())
+        states.append({s: v for s, v in out.items() if v != ([], (0, 0))})
+    assert states[0] == states[1]
+    return states[1]
+
+
+def verify_round(db: Path, log: Path, model: Model, label: str) -> tuple[Model, int]:
+    """Check the file after a kill against ``model`` plus the logged operations.
+
+    Returns the model of what the file now holds, and how many operations were acknowledged.
+    """
+    done, pending = read_log(log) if log.exists() else ([], None)
+    for op, ack in done:
+        model.apply(op, ack.get("new"))
+    stored = asyncio.run(stored_state(db))
+    check_storage(db)
+    expected = model.state()
+    if stored == expected:
+        return model, len(done)
+    # Only the operation in flight may differ, and only by having happened completely.
+    assert pending is not None, f"{label}: state differs from the acknowledged ops"
+    after = model.copy()
+    new_id = None
+    if pending["op"] == "fork":
+        extra = set(stored) - set(expected)
+        assert len(extra) == 1, f"{label}: {extra}"
+        new_id = extra.pop()
+    after.apply(pending, new_id)
+    assert stored == after.state(), f"{label}: in-flight {pending} half-applied?"
+    return after, len(done)
 
 
 def test_sigkill_while_appending_and_forking(tmp_path: Path) -> None:
     rng = random.Random(SEED)
     db, log = tmp_path / "crash.db", tmp_path / "ops.log"
     model = Model()
-    acknowledged = in_flight_seen = 0
+    acknowledged = 0
     for round_no in range(12):
         kill_at_random("lineage", db, log, round_no, rng)
         if not created(db):
             assert not log.exists() or "A {" not in log.read_text()
             continue  # killed before the schema was in place: nothing was acknowledged
-        done, pending = read_log(log) if log.exists() else ([], None)
-        for op, ack in done:
-            model.apply(op, ack.get("new"))
-        acknowledged += len(done)
-        check_storage(db)
-        stored = asyncio.run(stored_state(db))
-        expected = model.state()
-        if stored == expected:
-            continue
-        # Only the operation in flight may differ, and only by having happened completely.
-        assert pending is not None, f"seed {SEED} round {round_no}: state differs from the acknowledged ops"
-        after = model.copy()
-        new_id = None
-        if pending["op"] == "fork":
-            extra = set(stored) - set(expected)
-            assert len(extra) == 1, f"seed {SEED} round {round_no}: {extra}"
-            new_id = extra.pop()
-        after.apply(pending, new_id)
-        assert stored == after.state(), f"seed {SEED} round {round_no}: in-flight {pending} half-applied?"
-        model = after
-        in_flight_seen += 1
+        model, n = verify_round(db, log, model, f"seed {SEED} round {round_no}")
+        acknowledged += n
     assert acknowledged > 100, f"seed {SEED}: the child hardly wrote anything ({acknowledged} ops)"
+
+
+def test_sigkill_of_one_writer_while_another_keeps_writing(tmp_path: Path) -> None:
+    """The killed process may die holding the write lock mid-transaction; the survivor (another
+    process, its own connection) must carry on without an error reaching it."""
+    rng = random.Random(SEED + 2)
+    db, log = tmp_path / "shared.db", tmp_path / "ops.log"
+    model = Model()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    overlapped = 0
+    for round_no in range(4):
+        survivor = subprocess.Popen(
+            [sys.executable, str(MP_WORKER), str(db), "append", "survivor", f"s{round_no}", "600"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        try:
+            assert survivor.stdout is not None and survivor.stdin is not None
+            assert survivor.stdout.readline().strip() == "ready"
+
+            def release(survivor: subprocess.Popen[str] = survivor) -> None:
+                assert survivor.stdin is not None
+                survivor.stdin.write("go\n")
+                survivor.stdin.flush()
+
+            kill_at_random("lineage", db, log, round_no, rng, early=0, on_ready=release)
+            overlapped += survivor.poll() is None  # still writing when the other one died
+            _, err = survivor.communicate(timeout=60)
+            assert survivor.returncode == 0, f"seed {SEED}: the surviving writer failed:\n{err}"
+        finally:
+            if survivor.poll() is None:
+                survivor.kill()
+                survivor.communicate()
+        model, _ = verify_round(db, log, model, f"seed {SEED} round {round_no}")
+    asyncio.run(_check_survivor(db))
+    assert overlapped >= 2, f"seed {SEED}: the kill overlapped the other writer in {overlapped} of 4 rounds"
+
+
+async def _check_survivor(db: Path) -> None:
+    async with connect(db) as conn:
+        history = texts(await SQLiteContextStore(conn, "survivor", project="mp").get_history())
+    assert history == [t for r in range(4) for t in expected_texts(f"s{r}", 600)]
 
 
 # --- compaction ------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ connection handed to the store works (the schema is applied on first use)."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
 import sqlite3
@@ -157,3 +158,20 @@ async def test_plain_aiosqlite_connection_works(db_path: Path) -> None:
         assert texts(await again.get_history()) == ["one", "two", "three"]
         assert await again.get_context_tokens() == (4, 5)
     check_storage(db_path)
+
+
+async def test_close_finishes_what_was_queued_before_it(db_path: Path) -> None:
+    conn = await connect(db_path)
+    store = SQLiteContextStore(conn, "s", project="p")
+    early = [asyncio.create_task(store.append(text_message(f"m{i}"))) for i in range(50)]
+    await asyncio.sleep(0)  # the appends are queued on the worker before the close
+    closing = asyncio.create_task(conn.close())
+    await asyncio.sleep(0)
+    late = await asyncio.gather(store.append(text_message("late")), return_exceptions=True)
+    await asyncio.gather(*early)
+    await closing
+    assert isinstance(late[0], StoreClosedError)
+    async with connect(db_path) as again:
+        assert texts(await SQLiteContextStore(again, "s", project="p").get_history()) == [
+            f"m{i}" for i in range(50)
+        ]
