@@ -410,3 +410,25 @@ async def test_folder_where_the_file_should_be(tmp_path: Path) -> None:
     db.mkdir()
     with pytest.raises(DatabaseOpenError, match=r"is_a_dir\.db"):
         await connect(db)
+
+
+def _damage_pages(path: Path) -> None:
+    """Overwrite the middle of the file (b-tree pages of messages) with junk, as a bad disk would."""
+    size = path.stat().st_size
+    with path.open("r+b") as f:
+        f.seek(size // 2 - (size // 2) % 4096)
+        f.write(b"\xde\xad\xbe\xef" * 2048)
+
+
+async def test_damaged_pages_are_a_named_error(db_path: Path) -> None:
+    async with connect(db_path) as conn:
+        store = SQLiteContextStore(conn, "s", project="p")
+        for start in range(0, 3000, 500):
+            await store.append_many(
+                [text_message(f"message {i} " + "x" * 200) for i in range(start, start + 500)]
+            )
+    settle(db_path)
+    _damage_pages(db_path)
+    with pytest.raises(CorruptDatabaseError, match="damaged"):
+        async with connect(db_path) as conn:
+            await SQLiteContextStore(conn, "s", project="p").get_history()

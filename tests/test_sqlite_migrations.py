@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from axio_context.errors import DatabaseError
+from axio_context.errors import DatabaseError, SchemaVersionError
 from axio_context_sqlite import SCHEMA_VERSION, SQLiteContextStore, connect, schema
 
 from .fixtures.make_fixture import export, load
@@ -169,3 +169,15 @@ async def test_upgrade_runs_once_even_when_two_connections_race(
     finally:
         db.close()
     _matches(await export(path), _v1_expected())
+
+
+async def test_read_only_connection_refuses_an_old_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = await asyncio.to_thread(_v1_in_wal, tmp_path)
+    before = _fingerprint(path)
+    _with_section(monkeypatch, GOOD_SECTION)
+    with pytest.raises(SchemaVersionError, match=rf"version {SCHEMA_VERSION} and needs an upgrade"):
+        await connect(path, readonly=True)
+    assert _fingerprint(path)[:2] == before[:2]
+    assert _user_version(path) == SCHEMA_VERSION
