@@ -432,3 +432,35 @@ async def test_damaged_pages_are_a_named_error(db_path: Path) -> None:
     with pytest.raises(CorruptDatabaseError, match="damaged"):
         async with connect(db_path) as conn:
             await SQLiteContextStore(conn, "s", project="p").get_history()
+
+
+DISK_FULL = Path(__file__).resolve().parent / "procs" / "disk_full.py"
+
+
+def test_disk_full_loses_nothing_and_recovers(tmp_path: Path) -> None:
+    """A real full file system: a 512 KiB tmpfs mounted in a private mount namespace."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        pytest.skip("needs unshare(1) to mount a small file system privately")
+    folder = tmp_path / "small"
+    folder.mkdir()
+    userns = [] if os.geteuid() == 0 else ["--map-root-user"]
+    script = 'mount -t tmpfs -o size=512k tmpfs "$1" || exit 77; exec "$2" "$3" "$1"'
+    proc = subprocess.run(
+        [unshare, *userns, "--mount", "sh", "-c", script, "sh", str(folder), sys.executable, str(DISK_FULL)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    if proc.returncode == 77:
+        pytest.skip(f"cannot mount a tmpfs here (needs root or user namespaces): {proc.stderr.strip()}")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["error"].startswith("DatabaseError: ")
+    assert "disk is full" in out["error"]
+    assert out["batches"] > 5
+    # Every batch that returned is stored whole; the one that failed left nothing behind.
+    assert out["stored"] == [f"m{i}.{j}" for i in range(out["batches"]) for j in range(3)]
+    assert out["after"] == len(out["stored"]) + 3
+    assert out["checked"] is True
