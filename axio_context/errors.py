@@ -7,9 +7,16 @@ from __future__ import annotations
 
 __all__ = [
     "AxioContextError",
+    "CheckpointError",
+    "CheckpointsUnsupportedError",
     "DecodeError",
     "SessionNotFoundError",
     "StoreClosedError",
+    "SummarizerError",
+    "SummarizerHTTPError",
+    "SummarizerResponseError",
+    "SummarizerTimeoutError",
+    "UnknownModelError",
 ]
 
 
@@ -27,3 +34,35 @@ class SessionNotFoundError(AxioContextError, LookupError):
 
 class StoreClosedError(AxioContextError, RuntimeError):
     """The store or its connection was closed and cannot be used again."""
+
+
+class CheckpointError(AxioContextError, ValueError):
+    """A checkpoint that cannot be stored: its position lies outside the transcript, or it is malformed."""
+
+
+class CheckpointsUnsupportedError(AxioContextError, NotImplementedError):
+    """The wrapped store keeps no checkpoints (it does not implement ``CheckpointStore``)."""
+
+
+class SummarizerError(AxioContextError, RuntimeError):
+    """A summarizer could not produce a summary (unreachable server, refused request, bad reply)."""
+
+
+class SummarizerTimeoutError(SummarizerError, TimeoutError):
+    """The summarizer's endpoint did not answer within the timeout."""
+
+
+class SummarizerHTTPError(SummarizerError):
+    """The summarizer's endpoint answered with an HTTP error status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class SummarizerResponseError(SummarizerError):
+    """The summarizer's endpoint answered with something that is not a chat completion."""
+
+
+class UnknownModelError(AxioContextError, LookupError):
+    """A model name missing from the table of known context windows."""
