@@ -182,6 +182,10 @@ class Driver(Protocol):
         """Checkpoint the WAL into the main file and truncate it."""
         ...
 
+    async def hop(self) -> None:
+        """One round trip to the database thread doing nothing (a no-op without a thread)."""
+        ...
+
     async def sqlite_version(self) -> str: ...
 
 
@@ -437,7 +441,17 @@ async def w_tokens(d: Driver, ctx: Context) -> dict[str, Any]:
     return out
 
 
+async def w_hop(d: Driver, ctx: Context) -> dict[str, Any]:
+    """The bare cost of a thread hop on this machine: ``hop_n`` no-op round trips."""
+    await d.open(ctx.fresh("hop.db"))
+    try:
+        return await time_each(lambda _: d.hop(), range(ctx.scale["hop_n"]), d.hops)
+    finally:
+        await d.close()
+
+
 WORKLOADS: dict[str, Callable[[Driver, Context], Awaitable[dict[str, Any]]]] = {
+    "hop": w_hop,
     "append": w_append,
     "append_at": w_append_at,
     "load": w_load,
@@ -449,6 +463,7 @@ WORKLOADS: dict[str, Callable[[Driver, Context], Awaitable[dict[str, Any]]]] = {
 
 #: The prefilled databases each workload reads.
 NEEDS: dict[str, tuple[str, ...]] = {
+    "hop": (),
     "append": (),
     "append_at": ("long.db",),
     "load": ("history.db",),
@@ -487,6 +502,7 @@ async def run_spec(d: Driver, spec: dict[str, Any]) -> dict[str, Any]:
         "python": sys.version.split()[0],
         "pid": os.getpid(),
         "affinity": sorted(os.sched_getaffinity(0)),
+        "loadavg_before": os.getloadavg(),
     }
     await d.open(ctx.fresh("version.db"))
     try:
@@ -502,6 +518,7 @@ async def run_spec(d: Driver, spec: dict[str, Any]) -> dict[str, Any]:
         results[name] = await WORKLOADS[name](d, ctx)
         results[name]["wall_s"] = time.perf_counter() - t0
     out["workloads"] = results
+    out["loadavg_after"] = os.getloadavg()
     return out
 
 

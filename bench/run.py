@@ -39,6 +39,7 @@ FULL: dict[str, Any] = {
     "fork_small": 100,
     "tokens_n": 10_000,
     "budget_s": 2.0,
+    "hop_n": 2_000,
 }
 QUICK: dict[str, Any] = {
     "append_n": 300,
@@ -52,6 +53,7 @@ QUICK: dict[str, Any] = {
     "fork_small": 100,
     "tokens_n": 1_000,
     "budget_s": 0.3,
+    "hop_n": 500,
 }
 TARGETS = ("ours", "peer", "raw")
 PAIRS = 500  # distinct short sessions (a question and its reply) that listings cycle through
@@ -139,6 +141,7 @@ def rows(sc: dict[str, Any]) -> list[Row]:
 
     n = f"{sc['append_n']:,}"
     return [
+        *per_op("hop", "no-op thread hop (bare cost)"),
         *per_op("append", f"append {n} (per append)"),
         *per_op("append_at", f"append at {sc['prefill_n']:,} (per append, {sc['append_at_n']})"),
         Row(
@@ -421,6 +424,10 @@ def main(argv: list[str] | None = None) -> int:
     for mode, cpu in modes:
         where = f"pinned to CPU {cpu} (taskset -c {cpu})" if cpu is not None else "unpinned"
         print(f"\n== {where} ==")
+        loads = ", ".join(f"{t} {r['loadavg_before'][0]:.2f}" for t, r in runs[mode].items())
+        print(
+            f"(1-minute load average as each worker started: {loads}; other work on the machine skews these)"
+        )
         print(table(runs[mode], scale))
     goal_mode, goal_cpu = modes[0]
     checked = goals(runs[goal_mode], scale)

@@ -68,9 +68,16 @@ class OursDriver:
     async def checkpoint(self) -> None:
         await self.conn.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    async def hop(self) -> None:
+        await self.conn._execute(_nothing)
+
     async def sqlite_version(self) -> str:
         rows = await self.conn.execute_fetchall("SELECT sqlite_version()")
         return str(next(iter(rows))[0])
+
+
+def _nothing() -> None:
+    return None
 
 
 if __name__ == "__main__":

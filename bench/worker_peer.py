@@ -93,9 +93,16 @@ class PeerDriver:
     async def checkpoint(self) -> None:
         await self._conn.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    async def hop(self) -> None:
+        await self._conn._execute(_nothing)
+
     async def sqlite_version(self) -> str:
         rows = await self._conn.execute_fetchall("SELECT sqlite_version()")
         return str(next(iter(rows))[0])
+
+
+def _nothing() -> None:
+    return None
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     input_tokens INTEGER NOT NULL DEFAULT 0,
     output_tokens INTEGER NOT NULL DEFAULT 0
 );
-CREATE INDEX IF NOT EXISTS sessions_listing ON sessions (project, updated_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS sessions_listing ON sessions (project, created_at DESC, id DESC);
 CREATE TABLE IF NOT EXISTS messages (
     id INTEGER PRIMARY KEY,
     session INTEGER NOT NULL,
@@ -53,7 +53,7 @@ _APPEND = (
     "INSERT INTO messages (session, position, payload) SELECT id, message_count, ? FROM sessions WHERE id = ?"
 )
 _LIST = (
-    "SELECT name, message_count, preview, created_at, input_tokens, output_tokens, updated_at, id "
+    "SELECT name, message_count, preview, created_at, input_tokens, output_tokens, id "
     "FROM sessions WHERE project = ?"
 )
 
@@ -144,7 +144,7 @@ class RawStore:
         return int(row[0]), int(row[1])
 
     async def list_sessions(self) -> list[tuple[Any, ...]]:
-        return self._db.execute(_LIST + " ORDER BY updated_at DESC, id DESC", (PROJECT,)).fetchall()
+        return self._db.execute(_LIST + " ORDER BY created_at DESC, id DESC", (PROJECT,)).fetchall()
 
 
 class RawDriver:
@@ -199,24 +199,26 @@ class RawDriver:
                     "INSERT INTO messages (session, position, payload) VALUES (?, ?, ?)",
                     ((sid, pos, encode(m)) for pos, m in enumerate(messages)),
                 )
-                db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, sid))
 
     async def page(self, limit: int, cursor: str | None) -> tuple[list[Any], str | None]:
         if cursor is None:
             rows = self.db.execute(
-                _LIST + " ORDER BY updated_at DESC, id DESC LIMIT ?", (PROJECT, limit)
+                _LIST + " ORDER BY created_at DESC, id DESC LIMIT ?", (PROJECT, limit)
             ).fetchall()
         else:
             at, sid = cursor.split(":")
             rows = self.db.execute(
-                _LIST + " AND (updated_at, id) < (?, ?) ORDER BY updated_at DESC, id DESC LIMIT ?",
+                _LIST + " AND (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?",
                 (PROJECT, float(at), int(sid), limit),
             ).fetchall()
-        nxt = f"{rows[-1][6]!r}:{rows[-1][7]}" if len(rows) == limit else None
+        nxt = f"{rows[-1][3]!r}:{rows[-1][6]}" if len(rows) == limit else None
         return rows, nxt
 
     async def checkpoint(self) -> None:
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+    async def hop(self) -> None:
+        return None
 
     async def sqlite_version(self) -> str:
         return str(self.db.execute("SELECT sqlite_version()").fetchone()[0])
