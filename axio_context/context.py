@@ -209,8 +209,10 @@ class MemoryContextStore(ContextStore):
             return None
         message = self._history.pop()
         self._cumulative.pop()
-        while self._checkpoints and self._checkpoints[-1].position > len(self._history):
-            self._summary_tokens.pop(self._checkpoints.pop().id, None)
+        end = len(self._history)
+        for dropped in [cp for cp in self._checkpoints if cp.position > end]:
+            self._summary_tokens.pop(dropped.id, None)
+        self._checkpoints = [cp for cp in self._checkpoints if cp.position <= end]
         return message
 
     async def fork(self) -> MemoryContextStore:

@@ -9,7 +9,15 @@ __all__ = [
     "AxioContextError",
     "CheckpointError",
     "CheckpointsUnsupportedError",
+    "CorruptDataError",
+    "CorruptDatabaseError",
+    "DatabaseError",
+    "DatabaseLockedError",
+    "DatabaseNotFoundError",
+    "DatabaseOpenError",
     "DecodeError",
+    "ReadOnlyDatabaseError",
+    "SchemaVersionError",
     "SessionNotFoundError",
     "StoreClosedError",
     "SummarizerError",
@@ -66,3 +74,35 @@ class SummarizerResponseError(SummarizerError):
 
 class UnknownModelError(AxioContextError, LookupError):
     """A model name missing from the table of known context windows."""
+
+
+class DatabaseError(AxioContextError):
+    """A database could not be used; the message says which file and why."""
+
+
+class DatabaseNotFoundError(DatabaseError, FileNotFoundError):
+    """The database file does not exist (and this operation does not create one)."""
+
+
+class DatabaseOpenError(DatabaseError):
+    """The database file or its folder cannot be opened or created."""
+
+
+class DatabaseLockedError(DatabaseError):
+    """Another connection held the write lock for longer than the busy timeout."""
+
+
+class ReadOnlyDatabaseError(DatabaseError):
+    """A write was attempted on a read-only database file, folder or connection."""
+
+
+class CorruptDatabaseError(DatabaseError):
+    """The file is not a database, or its contents are damaged."""
+
+
+class SchemaVersionError(DatabaseError):
+    """The database was written by a newer version of axio-context than this one."""
+
+
+class CorruptDataError(DatabaseError, DecodeError):
+    """A stored row does not decode; the message names the session and position."""
