@@ -229,12 +229,21 @@ def _remove_db(path: Path) -> None:
         Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
-def session_fill(ctx: Context, n_sessions: int) -> list[tuple[str, Sequence[Any], tuple[int, int]]]:
-    """``n_sessions`` short sessions (a user question and the reply), with token totals."""
-    return [
-        (f"s{i:06d}", ctx.pairs[i % len(ctx.pairs)], ((i * 7919) % 50_000, (i * 104_729) % 9_000))
-        for i in range(n_sessions)
-    ]
+def session_fill(
+    ctx: Context, n_sessions: int, length: int = 2
+) -> list[tuple[str, Sequence[Any], tuple[int, int]]]:
+    """``n_sessions`` sessions with token totals, each ``length`` messages long.
+
+    Two messages is a question and its reply (from ``pairs``); longer sessions are whole turns
+    of the transcript (``length`` a multiple of 4), each session starting at a different turn.
+    """
+    tokens = [((i * 7919) % 50_000, (i * 104_729) % 9_000) for i in range(n_sessions)]
+    if length == 2:
+        return [(f"s{i:06d}", ctx.pairs[i % len(ctx.pairs)], tokens[i]) for i in range(n_sessions)]
+    if length % 4:
+        raise ValueError(f"a session is whole 4-message turns, not {length} messages")
+    turns = len(ctx.transcript) // 4
+    return [(f"s{i:06d}", ctx.cycled(4 * (i % turns), length), tokens[i]) for i in range(n_sessions)]
 
 
 class VerificationError(AssertionError):
@@ -255,7 +264,7 @@ async def prepare(d: Driver, ctx: Context, datasets: Sequence[str]) -> dict[str,
             ("small", ctx.cycled(0, sc["fork_small"]), (100, 20)),
         ],
         "long.db": lambda: [("long", ctx.cycled(0, sc["prefill_n"]), (5000, 900))],
-        "list.db": lambda: session_fill(ctx, sc["list_n"]),
+        "list.db": lambda: session_fill(ctx, sc["list_n"], sc["list_len"]),
         "page.db": lambda: session_fill(ctx, sc["page_total"]),
     }
     built: dict[str, Any] = {}
