@@ -255,26 +255,33 @@ def check(cond: bool, what: str) -> None:
         raise VerificationError(what)
 
 
-async def prepare(d: Driver, ctx: Context, datasets: Sequence[str]) -> dict[str, Any]:
-    """Build the prefilled databases the selected workloads read (untimed for the workloads)."""
-    sc = ctx.scale
-    plans: dict[str, Callable[[], list[tuple[str, Sequence[Any], tuple[int, int]]]]] = {
-        "history.db": lambda: [
-            ("big", ctx.cycled(0, sc["load_n"]), (1000, 200)),
-            ("small", ctx.cycled(0, sc["fork_small"]), (100, 20)),
-        ],
-        "long.db": lambda: [("long", ctx.cycled(0, sc["prefill_n"]), (5000, 900))],
-        "list.db": lambda: session_fill(ctx, sc["list_n"], sc["list_len"]),
-        "page.db": lambda: session_fill(ctx, sc["page_total"]),
-    }
+Sessions = list[tuple[str, Sequence[Any], tuple[int, int]]]
+Workload = Callable[["Driver", Context], Awaitable[dict[str, Any]]]
+
+#: The prefilled databases: file name -> the sessions (id, messages, token totals) it holds.
+DATASETS: dict[str, Callable[[Context], Sessions]] = {
+    "history.db": lambda ctx: [
+        ("big", ctx.cycled(0, ctx.scale["load_n"]), (1000, 200)),
+        ("small", ctx.cycled(0, ctx.scale["fork_small"]), (100, 20)),
+    ],
+    "long.db": lambda ctx: [("long", ctx.cycled(0, ctx.scale["prefill_n"]), (5000, 900))],
+    "list.db": lambda ctx: session_fill(ctx, ctx.scale["list_n"], ctx.scale["list_len"]),
+    "page.db": lambda ctx: session_fill(ctx, ctx.scale["page_total"]),
+}
+
+
+async def prepare(
+    d: Driver, ctx: Context, names: Sequence[str], datasets: dict[str, Callable[[Context], Sessions]]
+) -> dict[str, Any]:
+    """Build the named prefilled databases in ``ctx.prepared`` (untimed for the workloads)."""
     built: dict[str, Any] = {}
-    for name in datasets:
+    for name in names:
         path = ctx.prepared / name
         _remove_db(path)
         t0 = time.perf_counter()
         await d.open(path)
         try:
-            await d.fill(plans[name]())
+            await d.fill(datasets[name](ctx))
             await d.checkpoint()
         finally:
             await d.close()
@@ -459,7 +466,7 @@ async def w_hop(d: Driver, ctx: Context) -> dict[str, Any]:
         await d.close()
 
 
-WORKLOADS: dict[str, Callable[[Driver, Context], Awaitable[dict[str, Any]]]] = {
+WORKLOADS: dict[str, Workload] = {
     "hop": w_hop,
     "append": w_append,
     "append_at": w_append_at,
@@ -501,8 +508,16 @@ def load_context(d: Driver, spec: dict[str, Any]) -> Context:
     )
 
 
-async def run_spec(d: Driver, spec: dict[str, Any]) -> dict[str, Any]:
-    """Do what the spec asks (prepare datasets, or run workloads) and return the results."""
+async def run_spec(
+    d: Driver,
+    spec: dict[str, Any],
+    workloads: dict[str, Workload] = WORKLOADS,
+    datasets: dict[str, Callable[[Context], Sessions]] = DATASETS,
+) -> dict[str, Any]:
+    """Do what the spec asks (prepare datasets, or run workloads) and return the results.
+
+    Another bench passes its own ``workloads`` and ``datasets`` and reuses the rest.
+    """
     ctx = load_context(d, spec)
     ctx.work.mkdir(parents=True, exist_ok=True)
     ctx.prepared.mkdir(parents=True, exist_ok=True)
@@ -519,26 +534,30 @@ async def run_spec(d: Driver, spec: dict[str, Any]) -> dict[str, Any]:
     finally:
         await d.close()
     if spec["phase"] == "prepare":
-        out["prepared"] = await prepare(d, ctx, spec["datasets"])
+        out["prepared"] = await prepare(d, ctx, spec["datasets"], datasets)
         return out
     results: dict[str, Any] = {}
     for name in spec["workloads"]:
         t0 = time.perf_counter()
-        results[name] = await WORKLOADS[name](d, ctx)
+        results[name] = await workloads[name](d, ctx)
         results[name]["wall_s"] = time.perf_counter() - t0
     out["workloads"] = results
     out["loadavg_after"] = os.getloadavg()
     return out
 
 
-def worker_main(make_driver: Callable[[], Driver]) -> None:
+def worker_main(
+    make_driver: Callable[[], Driver],
+    workloads: dict[str, Workload] = WORKLOADS,
+    datasets: dict[str, Callable[[Context], Sessions]] = DATASETS,
+) -> None:
     """Entry point of a worker: ``python -m bench.worker_X SPEC.json`` prints one JSON object."""
     if len(sys.argv) != 2:
         raise SystemExit(f"usage: python -m {sys.modules['__main__'].__spec__.name} SPEC.json")
     with open(sys.argv[1], "rb") as f:
         spec = json.load(f)
     try:
-        result = asyncio.run(run_spec(make_driver(), spec))
+        result = asyncio.run(run_spec(make_driver(), spec, workloads, datasets))
     except Exception as exc:
         result = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
         json.dump(result, sys.stdout)
