@@ -8,6 +8,8 @@ from __future__ import annotations
 __all__ = [
     "AxioContextError",
     "DecodeError",
+    "EmbedderUnavailableError",
+    "SearchQueryError",
     "SessionNotFoundError",
     "StoreClosedError",
 ]
@@ -27,3 +29,11 @@ class SessionNotFoundError(AxioContextError, LookupError):
 
 class StoreClosedError(AxioContextError, RuntimeError):
     """The store or its connection was closed and cannot be used again."""
+
+
+class SearchQueryError(AxioContextError, ValueError):
+    """A raw FTS5 search query that SQLite could not parse; the text quotes the query and why."""
+
+
+class EmbedderUnavailableError(AxioContextError, ImportError):
+    """An optional embedding model is not installed; the text names the extra to install."""
