@@ -1,4 +1,5 @@
-"""sqlite-vec on a connection: load it, prove it runs, and an exact fallback when it does not.
+"""sqlite-vec on a connection: load it, prove it runs, binary codes for a fast coarse search,
+and an exact fallback when the extension does not run.
 
 Importing ``sqlite_vec`` proves little: some wheels ship a binary that fails to load, or loads
 and misbehaves, on some platforms. :func:`load_sqlite_vec` therefore loads the extension and
@@ -6,6 +7,15 @@ runs a tiny real ``vec0`` KNN in the connection's ``temp`` schema (the database 
 touched), returning False instead of raising when anything goes wrong. A store then keeps
 working with :func:`brute_force_knn`: exact, pure Python, over the float32 BLOBs it keeps.
 The same function re-scores binary-quantized candidates exactly.
+
+Why binary codes of our own: a float ``vec0`` KNN over 100,000 x 384 vectors takes 60-90 ms
+here, and sqlite-vec's ``vec_quantize_binary`` (one sign bit per coordinate) loses too much:
+fetching 100 candidates by Hamming distance kept about half of the true top 10, for random
+vectors and for hashing-embedder vectors alike (these are two-thirds zeros, and a zero has no
+sign). :func:`binary_code` first spreads the vector with fixed pseudo-random orthogonal maps
+(random signs, then log2(d) butterfly stages), three times, and keeps the 3*d sign bits; then
+100 Hamming candidates re-scored exactly hold 97.6-99.7% of the true top 10 (synthetic and real
+text). See ``bench/bench_vectors.py`` for the figures.
 """
 
 from __future__ import annotations
@@ -14,11 +24,20 @@ import heapq
 import math
 from array import array
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from hashlib import blake2b
 from typing import Any
 
 import sqlite_vec  # type: ignore[import-untyped]
 
-__all__ = ["brute_force_knn", "load_sqlite_vec", "probe_sqlite_vec"]
+__all__ = [
+    "CODE_ROTATIONS",
+    "binary_code",
+    "brute_force_knn",
+    "code_bits",
+    "load_sqlite_vec",
+    "probe_sqlite_vec",
+]
 
 _PROBE_TABLE = "temp.axio_vec_probe"
 
@@ -88,6 +107,60 @@ def _probe(conn: Any) -> list[Any]:
         )
     finally:
         conn.execute(f"DROP TABLE IF EXISTS {_PROBE_TABLE}")
+
+
+#: Independent spreadings whose sign bits make one code: 3 gives 3*d bits (1,152 for 384-d).
+#: Measured on 100,000 x 384 (bench/bench_vectors.py): with 100 candidates re-scored, 2 kept
+#: recall@10 at 0.990 on real text and 0.945 on the synthetic workload; 3 kept 0.997 and 0.976
+#: for about the same latency, since sqlite-vec's cost grows with k more than with bits.
+CODE_ROTATIONS = 3
+
+
+def _padded(dimension: int) -> int:
+    return dimension + (-dimension) % 8  # whole bytes per rotation
+
+
+def code_bits(dimension: int, rotations: int = CODE_ROTATIONS) -> int:
+    """Length in bits of :func:`binary_code` for ``dimension``: the ``bit[N]`` of the vec0 column."""
+    return rotations * _padded(dimension)
+
+
+@lru_cache(maxsize=16)
+def _signs(dimension: int, rotation: int) -> tuple[float, ...]:
+    out = []
+    for i in range(dimension):
+        digest = blake2b(f"axio-code\x1f{rotation}\x1f{i}".encode(), digest_size=1).digest()
+        out.append(1.0 if digest[0] & 1 else -1.0)
+    return tuple(out)
+
+
+def _spread(v: list[float], signs: tuple[float, ...]) -> list[float]:
+    """An orthogonal map (up to scale): random signs, then ceil(log2 n) constant-geometry
+    butterflies, each turning pairs (2i, 2i+1) into their sum and difference."""
+    v = [x * s for x, s in zip(v, signs, strict=True)]
+    n = len(v)
+    for _ in range(max(1, (n - 1).bit_length())):
+        even, odd = v[0::2], v[1::2]
+        v = [a + b for a, b in zip(even, odd, strict=True)] + [a - b for a, b in zip(even, odd, strict=True)]
+    return v
+
+
+def binary_code(vector: bytes | Sequence[float], rotations: int = CODE_ROTATIONS) -> bytes:
+    """The bit code of a vector for a ``vec0`` ``bit[code_bits(d)]`` column (insert and query
+    with ``vec_bit(?)``): the signs of ``rotations`` fixed orthogonal spreadings of it.
+
+    Two vectors' Hamming distance then tracks the angle between them whatever their shape
+    (sparse hashing vectors, dense model vectors). Deterministic everywhere: the maps come from
+    BLAKE2b, the arithmetic is additions and sign flips. Pure Python, about 0.3 ms for 384-d.
+    """
+    values = list(_as_vector(vector))
+    n = _padded(len(values))
+    values.extend([0.0] * (n - len(values)))
+    bits = 0
+    for r in range(rotations):
+        for x in _spread(values, _signs(n, r)):
+            bits = (bits << 1) | (x > 0.0)
+    return bits.to_bytes(rotations * n // 8, "big")
 
 
 def _as_vector(value: bytes | Sequence[float]) -> Sequence[float]:
