@@ -29,8 +29,6 @@ from functools import lru_cache
 from hashlib import blake2b
 from typing import Any
 
-import sqlite_vec  # type: ignore[import-untyped]
-
 __all__ = [
     "CODE_ROTATIONS",
     "binary_code",
@@ -47,6 +45,10 @@ def load_sqlite_vec(conn: Any) -> bool:
     """Load sqlite-vec into a DB-API connection (sqlean or another driver that allows extensions)
     and probe it; True only when a real KNN query ran and returned the right answer."""
     try:
+        # Imported here: sqlite_vec's __init__ imports numpy whenever it is installed (for an
+        # optional helper), which would put numpy's import time on every import of this module.
+        import sqlite_vec  # type: ignore[import-untyped]
+
         conn.enable_load_extension(True)
         try:
             sqlite_vec.load(conn)
