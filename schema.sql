@@ -1,0 +1,80 @@
+-- axio-context database schema: the one source of truth.
+--
+-- The file is a sequence of sections, each starting with a `-- version: N` line. A new database
+-- runs every section in order; a database at version K runs the sections after K. Each section
+-- runs in one transaction together with `PRAGMA user_version = N`, so an upgrade is all or
+-- nothing. Sections are append-only once released: change the schema by adding a section.
+--
+-- Times are integer milliseconds since the Unix epoch (UTC).
+
+-- version: 1
+
+-- One row per session. `sid` is the internal key; messages are keyed by (sid << 32) | position,
+-- so one session's messages are one contiguous range of the messages table's b-tree.
+CREATE TABLE sessions (
+    sid            INTEGER PRIMARY KEY,
+    id             TEXT NOT NULL UNIQUE,          -- the caller's session id
+    project        TEXT,                          -- resolved project directory, or any label
+    parent_id      TEXT,                          -- session this one was forked from (lineage, kept for display)
+    fork_position  INTEGER,                       -- how many of the parent's messages it inherited
+    base_sid       INTEGER,                       -- session whose rows hold positions [0, base_len)
+    base_len       INTEGER NOT NULL DEFAULT 0,
+    next_position  INTEGER NOT NULL DEFAULT 0,    -- length of the full transcript
+    created_at     INTEGER NOT NULL,
+    updated_at     INTEGER NOT NULL,
+    preview        TEXT,                          -- first user text, cut to 80 chars; NULL until known
+    preview_pos    INTEGER,                       -- position of the message the preview came from
+    title          TEXT,
+    metadata       TEXT,                          -- JSON object, free for applications
+    input_tokens   INTEGER NOT NULL DEFAULT 0,    -- axio's token totals
+    output_tokens  INTEGER NOT NULL DEFAULT 0,
+    est_tokens     INTEGER NOT NULL DEFAULT 0     -- estimated tokens of the full transcript
+);
+CREATE INDEX sessions_by_project ON sessions (project, created_at DESC, sid DESC);
+CREATE INDEX sessions_by_created ON sessions (created_at DESC, sid DESC);
+CREATE INDEX sessions_by_base ON sessions (base_sid) WHERE base_sid IS NOT NULL;
+CREATE INDEX sessions_by_parent ON sessions (parent_id) WHERE parent_id IS NOT NULL;
+
+-- One row per message, immutable once written. Role: 0 user, 1 assistant, 2 system.
+-- payload: MessagePack of the content blocks; flags bit 0 = zlib-compressed, bit 1 = media
+-- bytes replaced by their SHA-256 digest (the bytes live once in `blobs`).
+CREATE TABLE messages (
+    id          INTEGER PRIMARY KEY,
+    role        INTEGER NOT NULL,
+    flags       INTEGER NOT NULL DEFAULT 0,
+    created_at  INTEGER NOT NULL,
+    tokens      INTEGER NOT NULL DEFAULT 0,       -- estimated tokens of this message
+    payload     BLOB NOT NULL
+);
+
+-- Large media, stored once per database and shared by every message (and fork) that uses it.
+CREATE TABLE blobs (
+    hash  BLOB PRIMARY KEY,                       -- SHA-256 of data
+    refs  INTEGER NOT NULL,                       -- messages referencing it; 0 -> deleted
+    data  BLOB NOT NULL
+);
+
+-- Compaction checkpoints: `summary` (MessagePack list of messages) stands in for positions
+-- [0, position) of the session's full transcript in the model's view.
+-- `seq` numbers a session's checkpoints; a fork copies its parent's rows with their `seq`, so the
+-- inherited ones keep their identity (copying costs the number of checkpoints, not messages).
+CREATE TABLE checkpoints (
+    id             INTEGER PRIMARY KEY,
+    sid            INTEGER NOT NULL,
+    seq            INTEGER NOT NULL,
+    position       INTEGER NOT NULL,
+    summary        BLOB NOT NULL,
+    tokens_before  INTEGER NOT NULL DEFAULT 0,
+    tokens_after   INTEGER NOT NULL DEFAULT 0,
+    summarizer     TEXT NOT NULL DEFAULT '',
+    created_at     INTEGER NOT NULL,
+    summary_tokens INTEGER NOT NULL DEFAULT 0,    -- estimated tokens of `summary`
+    tokens_at      INTEGER NOT NULL DEFAULT 0     -- estimated tokens of positions [0, position)
+);
+CREATE UNIQUE INDEX checkpoints_by_session ON checkpoints (sid, seq);
+
+-- Per-database settings (embedding model and dimension, and the like).
+CREATE TABLE settings (
+    key    TEXT PRIMARY KEY,
+    value  TEXT NOT NULL
+) WITHOUT ROWID;

@@ -19,6 +19,15 @@ from .blocks import (
     from_dict,
     to_dict,
 )
+from .checkpoints import Checkpoint, CheckpointStore
+from .compaction import (
+    DEFAULT_COMPACTION_PROMPT,
+    AutoCompactStore,
+    CompactionPipeline,
+    ExtractiveSummarizer,
+    Summarizer,
+    compact_context,
+)
 from .context import ContextStore, MemoryContextStore
 from .errors import AxioContextError, DecodeError, SessionNotFoundError, StoreClosedError
 from .messages import Message, Role, SessionInfo
@@ -26,12 +35,18 @@ from .messages import Message, Role, SessionInfo
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_COMPACTION_PROMPT",
     "AudioBlock",
+    "AutoCompactStore",
     "AxioContextError",
     "Block",
+    "Checkpoint",
+    "CheckpointStore",
+    "CompactionPipeline",
     "ContentBlock",
     "ContextStore",
     "DecodeError",
+    "ExtractiveSummarizer",
     "ImageBlock",
     "MemoryContextStore",
     "Message",
@@ -41,12 +56,14 @@ __all__ = [
     "SessionInfo",
     "SessionNotFoundError",
     "StoreClosedError",
+    "Summarizer",
     "TextBlock",
     "ToolResultBlock",
     "ToolUseBlock",
     "UnknownBlock",
     "VideoBlock",
     "__version__",
+    "compact_context",
     "from_dict",
     "to_dict",
 ]

@@ -10,10 +10,16 @@ from __future__ import annotations
 import copy
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Self
 from uuid import uuid4
 
+import msgspec
+
+from .checkpoints import Checkpoint
+from .errors import CheckpointError
 from .messages import Message, SessionInfo, preview_of
+from .tokens import DefaultEstimator, TokenCounter
 
 __all__ = ["ContextStore", "MemoryContextStore"]
 
@@ -97,38 +103,125 @@ class ContextStore(ABC):
 
 
 class MemoryContextStore(ContextStore):
-    """Keeps one conversation in a Python list; ``fork()`` is a deep copy, isolated both ways."""
+    """Keeps one conversation in a Python list; ``fork()`` is a deep copy, isolated both ways.
 
-    def __init__(self, history: list[Message] | None = None, *, session_id: str | None = None) -> None:
+    It implements :class:`~axio_context.checkpoints.CheckpointStore`: after a checkpoint,
+    ``get_history()`` is the latest checkpoint's summary plus every message after its position,
+    while ``get_full_history()`` still returns every message. Each message's estimated tokens
+    are cached at append as running sums, so ``estimated_view_tokens()`` costs the same for any
+    length of conversation.
+    """
+
+    def __init__(
+        self,
+        history: list[Message] | None = None,
+        *,
+        session_id: str | None = None,
+        token_counter: TokenCounter | None = None,
+    ) -> None:
         self._session_id = session_id or uuid4().hex
-        self._history: list[Message] = list(history or [])
+        self._counter: TokenCounter = token_counter or DefaultEstimator()
+        self._history: list[Message] = []
+        #: ``_cumulative[i]`` is the estimated tokens of ``_history[:i]``.
+        self._cumulative: list[int] = [0]
+        self._checkpoints: list[Checkpoint] = []
+        self._summary_tokens: dict[int, int] = {}
+        self._next_checkpoint_id = 1
         self._input_tokens = 0
         self._output_tokens = 0
+        self._extend(history or [])
 
     @property
     def session_id(self) -> str:
         return self._session_id
 
+    def _extend(self, messages: Iterable[Message]) -> None:
+        count = self._counter.count
+        total = self._cumulative[-1]
+        for message in messages:
+            self._history.append(message)
+            total += count(message)
+            self._cumulative.append(total)
+
     async def append(self, message: Message) -> None:
-        self._history.append(message)
+        self._extend((message,))
 
     async def append_many(self, messages: Iterable[Message]) -> None:
-        self._history.extend(messages)
+        self._extend(list(messages))
 
     async def get_history(self) -> list[Message]:
+        if not self._checkpoints:
+            return list(self._history)
+        latest = self._checkpoints[-1]
+        return [*latest.summary, *self._history[latest.position :]]
+
+    async def get_full_history(self) -> list[Message]:
+        """Every message, ignoring checkpoints."""
         return list(self._history)
+
+    async def add_checkpoint(self, checkpoint: Checkpoint) -> Checkpoint:
+        """Store ``checkpoint`` as the latest; the view becomes its summary plus what follows it."""
+        if not isinstance(checkpoint, Checkpoint):
+            raise CheckpointError(f"expected a Checkpoint, got {type(checkpoint).__name__}")
+        if not 0 <= checkpoint.position <= len(self._history):
+            raise CheckpointError(
+                f"checkpoint position {checkpoint.position} is outside the transcript "
+                f"(0..{len(self._history)} messages)"
+            )
+        if not all(isinstance(m, Message) for m in checkpoint.summary):
+            raise CheckpointError("a checkpoint's summary must be a list of Message")
+        stored = msgspec.structs.replace(
+            checkpoint,
+            id=self._next_checkpoint_id,
+            created_at=datetime.now(UTC).isoformat(timespec="microseconds"),
+        )
+        self._next_checkpoint_id += 1
+        self._summary_tokens[stored.id] = sum(self._counter.count(m) for m in stored.summary)
+        self._checkpoints.append(stored)
+        return stored
+
+    async def list_checkpoints(self) -> list[Checkpoint]:
+        """This session's checkpoints, oldest first."""
+        return list(self._checkpoints)
+
+    async def estimated_view_tokens(self) -> int:
+        """Estimated tokens of ``get_history()``, from the cached per-message counts."""
+        end = self._cumulative[-1]
+        if not self._checkpoints:
+            return end
+        latest = self._checkpoints[-1]
+        return self._summary_tokens[latest.id] + end - self._cumulative[latest.position]
 
     async def clear(self) -> None:
         self._history.clear()
+        self._cumulative = [0]
+        self._checkpoints.clear()
+        self._summary_tokens.clear()
         self._input_tokens = 0
         self._output_tokens = 0
 
     async def pop(self) -> Message | None:
-        """Remove and return the last message (a chat app's "retry"); ``None`` when empty."""
-        return self._history.pop() if self._history else None
+        """Remove and return the last message (a chat app's "retry"); ``None`` when empty.
+
+        Checkpoints that covered the removed message are dropped with it.
+        """
+        if not self._history:
+            return None
+        message = self._history.pop()
+        self._cumulative.pop()
+        end = len(self._history)
+        for dropped in [cp for cp in self._checkpoints if cp.position > end]:
+            self._summary_tokens.pop(dropped.id, None)
+        self._checkpoints = [cp for cp in self._checkpoints if cp.position <= end]
+        return message
 
     async def fork(self) -> MemoryContextStore:
-        store = MemoryContextStore(copy.deepcopy(self._history))
+        store = MemoryContextStore(session_id=None, token_counter=self._counter)
+        store._history = copy.deepcopy(self._history)
+        store._cumulative = list(self._cumulative)
+        store._checkpoints = copy.deepcopy(self._checkpoints)
+        store._summary_tokens = dict(self._summary_tokens)
+        store._next_checkpoint_id = self._next_checkpoint_id
         store._input_tokens = self._input_tokens
         store._output_tokens = self._output_tokens
         return store
@@ -143,3 +236,16 @@ class MemoryContextStore(ContextStore):
     async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
         self._input_tokens += input_tokens
         self._output_tokens += output_tokens
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        """One entry for this session, counting the full transcript (not the compacted view)."""
+        return [
+            SessionInfo(
+                session_id=self._session_id,
+                message_count=len(self._history),
+                preview=preview_of(self._history),
+                created_at="",
+                input_tokens=self._input_tokens,
+                output_tokens=self._output_tokens,
+            )
+        ]

@@ -7,11 +7,26 @@ from __future__ import annotations
 
 __all__ = [
     "AxioContextError",
+    "CheckpointError",
+    "CheckpointsUnsupportedError",
+    "CorruptDataError",
+    "CorruptDatabaseError",
+    "DatabaseError",
+    "DatabaseLockedError",
+    "DatabaseNotFoundError",
+    "DatabaseOpenError",
     "DecodeError",
     "EmbedderUnavailableError",
+    "ReadOnlyDatabaseError",
+    "SchemaVersionError",
     "SearchQueryError",
     "SessionNotFoundError",
     "StoreClosedError",
+    "SummarizerError",
+    "SummarizerHTTPError",
+    "SummarizerResponseError",
+    "SummarizerTimeoutError",
+    "UnknownModelError",
 ]
 
 
@@ -29,6 +44,70 @@ class SessionNotFoundError(AxioContextError, LookupError):
 
 class StoreClosedError(AxioContextError, RuntimeError):
     """The store or its connection was closed and cannot be used again."""
+
+
+class CheckpointError(AxioContextError, ValueError):
+    """A checkpoint that cannot be stored: its position lies outside the transcript, or it is malformed."""
+
+
+class CheckpointsUnsupportedError(AxioContextError, NotImplementedError):
+    """The wrapped store keeps no checkpoints (it does not implement ``CheckpointStore``)."""
+
+
+class SummarizerError(AxioContextError, RuntimeError):
+    """A summarizer could not produce a summary (unreachable server, refused request, bad reply)."""
+
+
+class SummarizerTimeoutError(SummarizerError, TimeoutError):
+    """The summarizer's endpoint did not answer within the timeout."""
+
+
+class SummarizerHTTPError(SummarizerError):
+    """The summarizer's endpoint answered with an HTTP error status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class SummarizerResponseError(SummarizerError):
+    """The summarizer's endpoint answered with something that is not a chat completion."""
+
+
+class UnknownModelError(AxioContextError, LookupError):
+    """A model name missing from the table of known context windows."""
+
+
+class DatabaseError(AxioContextError):
+    """A database could not be used; the message says which file and why."""
+
+
+class DatabaseNotFoundError(DatabaseError, FileNotFoundError):
+    """The database file does not exist (and this operation does not create one)."""
+
+
+class DatabaseOpenError(DatabaseError):
+    """The database file or its folder cannot be opened or created."""
+
+
+class DatabaseLockedError(DatabaseError):
+    """Another connection held the write lock for longer than the busy timeout."""
+
+
+class ReadOnlyDatabaseError(DatabaseError):
+    """A write was attempted on a read-only database file, folder or connection."""
+
+
+class CorruptDatabaseError(DatabaseError):
+    """The file is not a database, or its contents are damaged."""
+
+
+class SchemaVersionError(DatabaseError):
+    """The database was written by a newer version of axio-context than this one."""
+
+
+class CorruptDataError(DatabaseError, DecodeError):
+    """A stored row does not decode; the message names the session and position."""
 
 
 class SearchQueryError(AxioContextError, ValueError):

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Literal
 
 import msgspec
-import sqlean  # type: ignore[import-untyped]
+import sqlean
 
 from axio_context.blocks import TextBlock, ToolResultBlock, ToolUseBlock, UnknownBlock
 from axio_context.errors import SearchQueryError

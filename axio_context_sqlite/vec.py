@@ -47,7 +47,7 @@ def load_sqlite_vec(conn: Any) -> bool:
     try:
         # Imported here: sqlite_vec's __init__ imports numpy whenever it is installed (for an
         # optional helper), which would put numpy's import time on every import of this module.
-        import sqlite_vec  # type: ignore[import-untyped]
+        import sqlite_vec
 
         conn.enable_load_extension(True)
         try:

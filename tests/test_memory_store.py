@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from axio_context import ContextStore, MemoryContextStore, Message
-from axio_context.testing import ContextStoreContract, text
+from axio_context.testing import (
+    CheckpointStoreContract,
+    ContextStoreContract,
+    PopCheckpointContract,
+    text,
+)
 
 
 class MemoryFactory:
@@ -19,7 +24,7 @@ class MemoryFactory:
         return await MemoryContextStore.from_context(context)
 
 
-class TestMemoryContract(ContextStoreContract):
+class TestMemoryContract(ContextStoreContract, CheckpointStoreContract, PopCheckpointContract):
     @pytest.fixture
     def factory(self) -> MemoryFactory:
         return MemoryFactory()

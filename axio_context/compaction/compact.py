@@ -1,0 +1,76 @@
+"""``compact_context``: axio's one-shot compaction, with a split that never breaks a tool pair."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from ..context import ContextStore
+from ..messages import Message
+from .pairs import safe_split
+from .summarizers import (
+    DEFAULT_COMPACTION_PROMPT,
+    ExtractiveSummarizer,
+    Summarizer,
+    is_summary_pair,
+    summary_messages,
+)
+
+__all__ = ["compact_context", "plan_split", "run_summarizer"]
+
+logger = logging.getLogger("axio_context.compaction")
+
+
+def plan_split(history: Sequence[Message], keep_recent: int, *, lower: int = 0) -> int:
+    """Where to cut ``history`` so about ``keep_recent`` messages stay verbatim; ``lower`` or less
+    means there is nothing to compact.
+
+    The cut never separates a call from its result (see :func:`safe_split`), and a history that
+    opens with a summary pair and nothing else before the cut has nothing new to summarize.
+    """
+    if keep_recent < 0:
+        raise ValueError(f"keep_recent must be >= 0, got {keep_recent}")
+    split = safe_split(history, len(history) - keep_recent, lower=lower)
+    if split - lower == 2 and is_summary_pair(history, lower):
+        return lower
+    return split
+
+
+async def run_summarizer(summarizer: Summarizer, messages: list[Message], system_prompt: str) -> str | None:
+    """The summary text, or ``None`` (logged with its traceback) when the summarizer fails."""
+    try:
+        text = await summarizer(messages, system_prompt)
+    except Exception:
+        logger.warning("Context compaction failed, keeping original history", exc_info=True)
+        return None
+    if not isinstance(text, str) or not text.strip():
+        logger.warning(
+            "Context compaction failed: the summarizer returned %r, keeping original history", text
+        )
+        return None
+    return text
+
+
+async def compact_context(
+    store: ContextStore,
+    summarizer: Summarizer | None,
+    *,
+    keep_recent: int = 6,
+    system_prompt: str = DEFAULT_COMPACTION_PROMPT,
+) -> list[Message] | None:
+    """Summarize the older part of ``store``'s history and keep the recent messages verbatim.
+
+    Returns ``[summary (user), acknowledgement (assistant), *recent]``, ready to populate a
+    fresh store, or ``None`` when there is nothing to compact or the summarizer failed (logged,
+    not raised). The store is only read. ``summarizer=None`` uses the offline
+    :class:`ExtractiveSummarizer`. When the history already opens with a summary, the
+    summarizer sees it and updates it.
+    """
+    history = await store.get_history()
+    split = plan_split(history, keep_recent)
+    if split <= 0:
+        return None
+    text = await run_summarizer(summarizer or ExtractiveSummarizer(), history[:split], system_prompt)
+    if text is None:
+        return None
+    return [*summary_messages(text), *history[split:]]

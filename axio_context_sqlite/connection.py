@@ -1,0 +1,265 @@
+"""Opening databases: the driver choice, pragmas, schema, and the connection lifecycle.
+
+Many Pythons (pyenv builds, macOS system Python) ship a ``sqlite3`` that cannot load extensions,
+so connections are opened through ``sqlean`` (SQLite 3.50 with FTS5, wheels for every major
+platform) and handed to aiosqlite through its connector hook; the worker thread opens the
+connection, loads sqlite-vec on it, and sets the pragmas. This module is the one place that
+knows which driver is used.
+
+Durability: WAL with ``synchronous=NORMAL`` by default. Every committed transaction survives a
+crash of the process (SIGKILL included) and the database is never corrupted; a power loss or OS
+crash may lose the last transactions before a WAL checkpoint. ``synchronous="FULL"`` fsyncs every
+commit for power-loss durability at the cost of a disk flush per write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sqlite3 as _stdlib_sqlite3
+import warnings
+import weakref
+from collections.abc import Awaitable, Callable, Generator
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, TypeVar, cast
+
+import aiosqlite
+import sqlean
+
+from axio_context.errors import StoreClosedError
+
+from .errors import translate_error
+from .schema import apply_schema
+
+__all__ = ["Connection", "connect", "run", "sqlite_module"]
+
+T = TypeVar("T")
+
+#: The DB-API module every connection comes from (exceptions included).
+sqlite_module: Any = sqlean
+
+Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
+
+_vec_warned = False
+
+
+def _load_vec(raw: Any) -> str | None:
+    """Load sqlite-vec and prove it answers a real vec0 KNN query; the failure, or None if fine."""
+    try:
+        import sqlite_vec
+
+        raw.enable_load_extension(True)
+        try:
+            sqlite_vec.load(raw)
+        finally:
+            raw.enable_load_extension(False)
+        raw.execute("CREATE VIRTUAL TABLE temp.axio_vec_probe USING vec0(v float[2])")
+        try:
+            raw.execute(
+                "INSERT INTO temp.axio_vec_probe(rowid, v) VALUES (1, '[1.0, 0.0]'), (2, '[0.0, 1.0]')"
+            )
+            rows = raw.execute(
+                "SELECT rowid FROM temp.axio_vec_probe WHERE v MATCH '[0.9, 0.1]' AND k = 1"
+            ).fetchall()
+        finally:
+            raw.execute("DROP TABLE temp.axio_vec_probe")
+        if [r[0] for r in rows] != [1]:
+            return "its self-test returned a wrong nearest neighbour"
+        return None
+    except Exception as exc:  # a missing wheel or a broken binary: keep working without it
+        return str(exc) or type(exc).__name__
+
+
+def _warn_vec_once(reason: str) -> None:
+    global _vec_warned
+    if not _vec_warned:
+        _vec_warned = True
+        warnings.warn(
+            f"sqlite-vec is unavailable ({reason}); semantic search falls back to an exact scan",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+class Connection(aiosqlite.Connection):
+    """An aiosqlite connection whose close joins its thread and whose thread never blocks exit.
+
+    ``vec_loaded`` says whether sqlite-vec loaded and passed its self-test on this connection.
+    """
+
+    def __init__(self, connector: Callable[[], Any], iter_chunk_size: int = 64) -> None:
+        super().__init__(connector, iter_chunk_size)
+        # A program that forgot to close must still exit; unclosed connections still warn
+        # (ResourceWarning from aiosqlite's __del__).
+        self._thread.daemon = True
+        self.vec_loaded = False
+        self.path: str = ""
+
+    async def close(self) -> None:
+        """Finish queued work, close the database and join the worker thread; final."""
+        if self._connection is None:
+            return
+        try:
+            await super().close()
+        finally:
+            if self._thread.is_alive():
+                await asyncio.get_running_loop().run_in_executor(None, self._thread.join, 10.0)
+
+
+class _Opener:
+    """What :func:`connect` returns: awaitable (caller closes) or an ``async with`` block."""
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+        self._conn: Connection | None = None
+
+    def __await__(self) -> Generator[Any, None, Connection]:
+        return self._factory().__await__()  # type: ignore[no-any-return]
+
+    async def __aenter__(self) -> Connection:
+        self._conn = await self._factory()
+        return self._conn
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+
+
+def _prepare_file(path: Path, readonly: bool) -> None:
+    if readonly:
+        if not path.exists():
+            from .errors import DatabaseNotFoundError
+
+            raise DatabaseNotFoundError(f"no database at {path}")
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        from .errors import DatabaseOpenError
+
+        raise DatabaseOpenError(f"cannot create the folder for {path}: {exc.strerror}") from None
+    try:
+        # A new database is readable by its owner only; SQLite gives -wal/-shm the same mode.
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        from .errors import DatabaseOpenError
+
+        raise DatabaseOpenError(f"cannot create database {path}: {exc.strerror}") from None
+    os.close(fd)
+
+
+def connect(
+    db_path: str | Path,
+    *,
+    busy_timeout: float = 5.0,
+    synchronous: Synchronous = "NORMAL",
+    readonly: bool = False,
+) -> _Opener:
+    """Open (creating if needed) a database, upgrade its schema, and return the connection.
+
+    Use ``conn = await connect(path)`` (the caller closes it) or ``async with connect(path) as conn``.
+    ``busy_timeout`` (seconds) bounds how long a write waits for another process's lock.
+    ``readonly`` opens an existing file without writing anything (no schema upgrade).
+    """
+    path = Path(db_path).expanduser()
+    if synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+        raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
+    if busy_timeout < 0:
+        raise ValueError("busy_timeout must be >= 0")
+
+    async def open_() -> Connection:
+        await asyncio.to_thread(_prepare_file, path, readonly)
+        holder: dict[str, Any] = {}
+
+        def connector() -> Any:
+            target = f"file:{path}?mode=ro" if readonly else str(path)
+            raw = sqlean.connect(
+                target, uri=readonly, isolation_level=None, timeout=busy_timeout, check_same_thread=True
+            )
+            try:
+                raw.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+                raw.execute("PRAGMA foreign_keys = ON")
+                if not readonly:
+                    mode = raw.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                    if str(mode).lower() != "wal":
+                        raw.execute("PRAGMA journal_mode = WAL")
+                raw.execute(f"PRAGMA synchronous = {synchronous}")
+                holder["vec_error"] = _load_vec(raw)
+                apply_schema(raw, readonly=readonly, path=str(path))
+            except BaseException:
+                raw.close()
+                raise
+            return raw
+
+        conn = Connection(connector)
+        try:
+            await conn
+        except sqlean.Error as exc:
+            raise translate_error(exc, str(path)) from None
+        conn.vec_loaded = holder.get("vec_error") is None
+        if not conn.vec_loaded:
+            _warn_vec_once(str(holder.get("vec_error")))
+        conn.path = str(path)
+        _READY.add(conn)
+        return conn
+
+    return _Opener(open_)
+
+
+# Connections whose schema is known to be current (ours, or plain aiosqlite ones we prepared).
+_READY: weakref.WeakSet[aiosqlite.Connection] = weakref.WeakSet()
+_PREPARING: weakref.WeakKeyDictionary[aiosqlite.Connection, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+async def run(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run ``fn(raw_connection, *args)`` on the connection's worker thread: one thread hop.
+
+    Everything ``fn`` does happens before any other queued operation on that connection, so a
+    multi-statement transaction inside it is atomic with respect to the rest of the program.
+    Database errors come back as this package's named errors.
+    """
+    if conn not in _READY:
+        await _prepare_foreign(conn)
+    try:
+        execute = cast(Callable[..., Awaitable[T]], conn._execute)
+        return await execute(_call, conn, fn, args, kwargs)
+    except ValueError as exc:
+        if "closed" in str(exc) or "no active connection" in str(exc):
+            raise StoreClosedError("the database connection is closed") from None
+        raise
+    except (sqlean.Error, _stdlib_sqlite3.Error) as exc:
+        raise translate_error(exc, getattr(conn, "path", "")) from None
+
+
+def _call(
+    conn: aiosqlite.Connection, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> T:
+    return fn(conn._conn, *args, **kwargs)
+
+
+async def _prepare_foreign(conn: aiosqlite.Connection) -> None:
+    """Bring a connection opened with plain ``aiosqlite.connect`` up to the current schema."""
+    lock = _PREPARING.setdefault(conn, asyncio.Lock())
+    async with lock:
+        if conn in _READY:
+            return
+
+        def prepare(raw: Any) -> None:
+            with contextlib.suppress(Exception):
+                raw.execute("PRAGMA journal_mode = WAL")
+            apply_schema(raw, readonly=False, path="")
+
+        try:
+            execute = cast(Callable[..., Awaitable[None]], conn._execute)
+            await execute(_call, conn, prepare, (), {})
+        except ValueError as exc:
+            raise StoreClosedError("the database connection is closed") from exc
+        except (sqlean.Error, _stdlib_sqlite3.Error) as exc:
+            raise translate_error(exc, "") from None
+        _READY.add(conn)

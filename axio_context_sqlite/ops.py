@@ -1,0 +1,671 @@
+"""The SQL: synchronous operations run on a connection's worker thread, one call per thread hop.
+
+Layout (see schema.sql): a message's key is ``(sid << 32) | position``, so a session's own rows
+are one contiguous range of the table's b-tree. A fork is a new session row whose ``base_sid`` /
+``base_len`` say "positions [0, base_len) are that session's"; nothing is copied. Reading a
+session walks that chain (one indexed row per ancestor) and reads one range per segment. An
+ancestor's rows below a descendant's ``base_len`` are immutable; an operation that would delete
+them (clear, pop, delete) first copies the rows each direct child still needs into the child's own
+range (``_detach_children``) — work proportional to what the child inherits, and only then.
+
+Every function that writes runs one ``BEGIN IMMEDIATE`` transaction: the write lock is taken up
+front, so the busy timeout governs waiting for other processes, and a crash at any instant
+leaves either all of the operation or none of it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import msgspec
+
+from axio_context.blocks import TextBlock
+from axio_context.checkpoints import Checkpoint
+from axio_context.codec import decode_messages_msgpack, encode_messages_msgpack
+from axio_context.errors import CheckpointError, CorruptDataError, DecodeError, SessionNotFoundError
+from axio_context.messages import PREVIEW_CHARS, Message, SessionInfo
+
+from .storage import FLAG_BLOBS, EncodedMessage, blob_digests, decode_row
+
+__all__ = ["SHIFT", "SessionPage"]
+
+SHIFT: Final = 32
+_LOW: Final = (1 << SHIFT) - 1
+
+
+def now_ms() -> int:
+    """Milliseconds since the epoch, UTC."""
+    return time.time_ns() // 1_000_000
+
+
+def iso(ms: int | None) -> str:
+    """ISO-8601 UTC text for a stored millisecond time ('' for none)."""
+    if ms is None:
+        return ""
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+
+
+def key(sid: int, position: int) -> int:
+    """The messages-table key of a session's position."""
+    return (sid << SHIFT) | position
+
+
+@contextmanager
+def write_tx(c: Any) -> Iterator[None]:
+    """One write transaction that takes the write lock up front."""
+    c.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if c.in_transaction:
+            c.execute("ROLLBACK")
+        raise
+    try:
+        c.execute("COMMIT")
+    except BaseException:
+        if c.in_transaction:
+            c.execute("ROLLBACK")
+        raise
+
+
+@contextmanager
+def read_tx(c: Any) -> Iterator[None]:
+    """One read snapshot across several statements (WAL readers never block writers)."""
+    if c.in_transaction:  # already inside a caller's transaction
+        yield
+        return
+    c.execute("BEGIN")
+    try:
+        yield
+    finally:
+        if c.in_transaction:
+            c.execute("COMMIT")
+
+
+class SessionPage(msgspec.Struct, frozen=True):
+    """One page of a session listing; pass ``next_cursor`` back for the next page (None at the end)."""
+
+    sessions: list[SessionInfo]
+    next_cursor: str | None
+
+
+class _Row(msgspec.Struct):
+    sid: int
+    base_sid: int | None
+    base_len: int
+    next_position: int
+    est_tokens: int
+    project: str | None
+
+
+_ROW_SQL: Final = (
+    "SELECT sid, base_sid, base_len, next_position, est_tokens, project FROM sessions WHERE id = ?"
+)
+
+
+def _session(c: Any, session_id: str) -> _Row | None:
+    r = c.execute(_ROW_SQL, (session_id,)).fetchone()
+    return None if r is None else _Row(*r)
+
+
+def _create(c: Any, session_id: str, project: str | None, now: int) -> None:
+    c.execute(
+        "INSERT OR IGNORE INTO sessions (id, project, created_at, updated_at) VALUES (?, ?, ?, ?)",
+        (session_id, project, now, now),
+    )
+
+
+def _ensure(c: Any, session_id: str, project: str | None, now: int) -> _Row:
+    row = _session(c, session_id)
+    if row is None:
+        _create(c, session_id, project, now)
+        row = _session(c, session_id)
+        assert row is not None
+    return row
+
+
+# --- reading -------------------------------------------------------------------------------------
+
+
+def segments(c: Any, row: _Row, start: int = 0, end: int | None = None) -> list[tuple[int, int, int]]:
+    """``(sid, lo, hi)`` ranges, oldest first, that make up positions ``[start, end)``."""
+    hi = row.next_position if end is None else min(end, row.next_position)
+    out: list[tuple[int, int, int]] = []
+    sid, base_sid, lo = row.sid, row.base_sid, row.base_len
+    while True:
+        a = max(lo, start)
+        if hi > a:
+            out.append((sid, a, hi))
+        hi = min(hi, lo)
+        if base_sid is None or hi <= start:
+            break
+        r = c.execute("SELECT base_sid, base_len FROM sessions WHERE sid = ?", (base_sid,)).fetchone()
+        if r is None:  # defensive: a dangling base would be a bug; surface it
+            raise CorruptDataError(f"session {row.sid}: lineage points at a missing session")
+        sid, (base_sid, lo) = base_sid, r
+    out.reverse()
+    return out
+
+
+def _fetch_blobs(c: Any) -> Any:
+    def fetch(digests: list[bytes]) -> dict[bytes, bytes]:
+        wanted = list(dict.fromkeys(digests))
+        marks = ",".join("?" * len(wanted))
+        return dict(c.execute(f"SELECT hash, data FROM blobs WHERE hash IN ({marks})", wanted).fetchall())
+
+    return fetch
+
+
+def read_messages(
+    c: Any, session_id: str, row: _Row, start: int = 0, end: int | None = None
+) -> list[Message]:
+    """Decode positions ``[start, end)`` of a session (the row must come from this snapshot)."""
+    out: list[Message] = []
+    fetch = _fetch_blobs(c)
+    for sid, lo, hi in segments(c, row, start, end):
+        rows = c.execute(
+            "SELECT id, role, flags, payload FROM messages WHERE id >= ? AND id < ? ORDER BY id",
+            (key(sid, lo), key(sid, hi)),
+        ).fetchall()
+        if len(rows) != hi - lo:
+            raise CorruptDataError(f"session {session_id!r}: positions {lo}..{hi - 1} have {len(rows)} rows")
+        for mid, role, flags, payload in rows:
+            if flags:
+                out.append(decode_row(role, flags, payload, fetch, where=_where(session_id, mid)))
+            else:
+                out.append(decode_row(role, 0, payload, where=_where(session_id, mid)))
+    return out
+
+
+def _where(session_id: str, mid: int) -> str:
+    return f"session {session_id!r} position {mid & _LOW}"
+
+
+def _latest_checkpoint(c: Any, sid: int) -> tuple[int, bytes, int, int] | None:
+    r = c.execute(
+        "SELECT position, summary, summary_tokens, tokens_at FROM checkpoints"
+        " WHERE sid = ? ORDER BY seq DESC LIMIT 1",
+        (sid,),
+    ).fetchone()
+    return None if r is None else (int(r[0]), bytes(r[1]), int(r[2]), int(r[3]))
+
+
+def _decode_summary(session_id: str, blob: bytes) -> list[Message]:
+    try:
+        return decode_messages_msgpack(blob)
+    except DecodeError as exc:
+        raise CorruptDataError(
+            f"session {session_id!r}: checkpoint summary does not decode ({exc})"
+        ) from None
+
+
+def get_view(c: Any, session_id: str) -> list[Message]:
+    """The model's view: the latest checkpoint's summary, then every message after it."""
+    with read_tx(c):
+        row = _session(c, session_id)
+        if row is None:
+            return []
+        cp = _latest_checkpoint(c, row.sid)
+        if cp is None:
+            return read_messages(c, session_id, row)
+        return [*_decode_summary(session_id, cp[1]), *read_messages(c, session_id, row, cp[0])]
+
+
+def get_full(c: Any, session_id: str) -> list[Message]:
+    """Every message of the session, checkpoints ignored."""
+    with read_tx(c):
+        row = _session(c, session_id)
+        return [] if row is None else read_messages(c, session_id, row)
+
+
+def view_tokens(c: Any, session_id: str) -> int:
+    """Estimated tokens of the view from cached counts: O(1), no message is read."""
+    with read_tx(c):
+        row = _session(c, session_id)
+        if row is None:
+            return 0
+        cp = _latest_checkpoint(c, row.sid)
+        if cp is None:
+            return row.est_tokens
+        return row.est_tokens - cp[3] + cp[2]
+
+
+def get_tokens(c: Any, session_id: str) -> tuple[int, int]:
+    r = c.execute("SELECT input_tokens, output_tokens FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    return (0, 0) if r is None else (int(r[0]), int(r[1]))
+
+
+# --- appending -----------------------------------------------------------------------------------
+
+
+def preview_for(messages: Sequence[Message], offset: int = 0) -> tuple[int, str] | None:
+    """axio's preview rule for a batch: (position, text) of the first user message, if any."""
+    for i, msg in enumerate(messages):
+        if msg.role == "user":
+            for block in msg.content:
+                if isinstance(block, TextBlock):
+                    t = block.text
+                    return offset + i, t[:PREVIEW_CHARS] + ("..." if len(t) > PREVIEW_CHARS else "")
+            return offset + i, ""
+    return None
+
+
+def append(
+    c: Any,
+    session_id: str,
+    project: str | None,
+    encoded: Sequence[EncodedMessage],
+    tokens: Sequence[int],
+    preview: tuple[int, str] | None,
+) -> int:
+    """Append a batch in one transaction; returns the first position it got."""
+    n = len(encoded)
+    if n == 0:
+        return -1
+    now = now_ms()
+    with write_tx(c):
+        r = c.execute(
+            "UPDATE sessions SET next_position = next_position + ?, est_tokens = est_tokens + ?,"
+            " updated_at = ? WHERE id = ? RETURNING sid, next_position - ?, preview_pos",
+            (n, sum(tokens), now, session_id, n),
+        ).fetchone()
+        if r is None:
+            r = c.execute(
+                "INSERT INTO sessions (id, project, created_at, updated_at, next_position, est_tokens)"
+                " VALUES (?, ?, ?, ?, ?, ?) RETURNING sid, 0, NULL",
+                (session_id, project, now, now, n, sum(tokens)),
+            ).fetchone()
+        sid, first, preview_pos = r
+        base = key(sid, first)
+        c.executemany(
+            "INSERT INTO messages (id, role, flags, created_at, tokens, payload) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (base + i, e.role, e.flags, now, t, e.payload)
+                for i, (e, t) in enumerate(zip(encoded, tokens, strict=True))
+            ],
+        )
+        blobs = [b for e in encoded for b in e.blobs]
+        if blobs:
+            _add_blob_refs(c, blobs)
+        if preview is not None and preview_pos is None:
+            c.execute(
+                "UPDATE sessions SET preview = ?, preview_pos = ? WHERE sid = ?",
+                (preview[1], first + preview[0], sid),
+            )
+    return int(first)
+
+
+def _add_blob_refs(c: Any, blobs: Sequence[tuple[bytes, bytes]]) -> None:
+    c.executemany(
+        "INSERT INTO blobs (hash, refs, data) VALUES (?, 1, ?)"
+        " ON CONFLICT (hash) DO UPDATE SET refs = refs + 1",
+        blobs,
+    )
+
+
+def _drop_blob_refs(c: Any, digests: Sequence[bytes]) -> None:
+    if not digests:
+        return
+    c.executemany("UPDATE blobs SET refs = refs - 1 WHERE hash = ?", [(d,) for d in digests])
+    c.execute("DELETE FROM blobs WHERE refs <= 0")
+
+
+def _digests_in_range(c: Any, lo_key: int, hi_key: int) -> list[bytes]:
+    rows = c.execute(
+        "SELECT flags, payload FROM messages WHERE id >= ? AND id < ? AND flags & ?",
+        (lo_key, hi_key, FLAG_BLOBS),
+    ).fetchall()
+    out: list[bytes] = []
+    for flags, payload in rows:
+        out.extend(blob_digests(flags, payload))
+    return out
+
+
+# --- tokens --------------------------------------------------------------------------------------
+
+
+def set_tokens(c: Any, session_id: str, project: str | None, input_tokens: int, output_tokens: int) -> None:
+    now = now_ms()
+    c.execute(
+        "INSERT INTO sessions (id, project, created_at, updated_at, input_tokens, output_tokens)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+        " input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,"
+        " updated_at = excluded.updated_at",
+        (session_id, project, now, now, input_tokens, output_tokens),
+    )
+
+
+def add_tokens(c: Any, session_id: str, project: str | None, input_tokens: int, output_tokens: int) -> None:
+    now = now_ms()
+    c.execute(
+        "INSERT INTO sessions (id, project, created_at, updated_at, input_tokens, output_tokens)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+        " input_tokens = input_tokens + excluded.input_tokens,"
+        " output_tokens = output_tokens + excluded.output_tokens, updated_at = excluded.updated_at",
+        (session_id, project, now, now, input_tokens, output_tokens),
+    )
+
+
+# --- forks, clear, pop, delete -------------------------------------------------------------------
+
+
+def fork(c: Any, session_id: str, project: str | None, new_id: str) -> None:
+    """A new session sharing the parent's transcript: one row, plus its checkpoints' rows."""
+    now = now_ms()
+    with write_tx(c):
+        parent = _ensure(c, session_id, project, now)
+        c.execute(
+            "INSERT INTO sessions (id, project, parent_id, fork_position, base_sid, base_len, next_position,"
+            " created_at, updated_at, preview, preview_pos, input_tokens, output_tokens, est_tokens)"
+            " SELECT ?, project, id, next_position, CASE WHEN next_position > 0 THEN sid END, next_position,"
+            " next_position, ?, ?, preview, preview_pos, input_tokens, output_tokens, est_tokens"
+            " FROM sessions WHERE sid = ?",
+            (new_id, now, now, parent.sid),
+        )
+        child_sid = c.execute("SELECT sid FROM sessions WHERE id = ?", (new_id,)).fetchone()[0]
+        c.execute(
+            "INSERT INTO checkpoints (sid, seq, position, summary, tokens_before, tokens_after, summarizer,"
+            " created_at, summary_tokens, tokens_at) SELECT ?, seq, position, summary, tokens_before,"
+            " tokens_after, summarizer, created_at, summary_tokens, tokens_at FROM checkpoints WHERE sid = ?",
+            (child_sid, parent.sid),
+        )
+
+
+def _detach_children(c: Any, row: _Row, from_position: int | None) -> None:
+    """Before ``row``'s own rows at positions >= ``from_position`` go away, copy what forks need.
+
+    ``from_position=None`` means the whole session goes (clear/delete): every direct child is
+    re-pointed at ``row``'s own base, after copying the part of ``row``'s rows it inherits.
+    """
+    if from_position is None:
+        children = c.execute("SELECT sid, base_len FROM sessions WHERE base_sid = ?", (row.sid,)).fetchall()
+    else:
+        children = c.execute(
+            "SELECT sid, base_len FROM sessions WHERE base_sid = ? AND base_len > ?",
+            (row.sid, max(from_position, row.base_len)),
+        ).fetchall()
+    for child_sid, child_base_len in children:
+        lo, hi = row.base_len, child_base_len
+        if hi > lo:
+            c.execute(
+                "INSERT INTO messages (id, role, flags, created_at, tokens, payload)"
+                " SELECT ? + (id & ?), role, flags, created_at, tokens, payload FROM messages"
+                " WHERE id >= ? AND id < ? ORDER BY id",
+                (child_sid << SHIFT, _LOW, key(row.sid, lo), key(row.sid, hi)),
+            )
+            digests = _digests_in_range(c, key(child_sid, lo), key(child_sid, hi))
+            if digests:
+                c.executemany("UPDATE blobs SET refs = refs + 1 WHERE hash = ?", [(d,) for d in digests])
+        new_len = min(lo, hi)
+        c.execute(
+            "UPDATE sessions SET base_sid = ?, base_len = ? WHERE sid = ?",
+            (row.base_sid if new_len > 0 else None, new_len, child_sid),
+        )
+
+
+def _delete_own_rows(c: Any, row: _Row, from_position: int) -> None:
+    lo_key = key(row.sid, max(from_position, row.base_len))
+    hi_key = key(row.sid + 1, 0)
+    digests = _digests_in_range(c, lo_key, hi_key)
+    c.execute("DELETE FROM messages WHERE id >= ? AND id < ?", (lo_key, hi_key))
+    _drop_blob_refs(c, digests)
+
+
+def clear(c: Any, session_id: str) -> None:
+    """Forget the session's messages, checkpoints and token totals; forks keep their view."""
+    with write_tx(c):
+        row = _session(c, session_id)
+        if row is None:
+            return
+        _detach_children(c, row, None)
+        _delete_own_rows(c, row, 0)
+        c.execute("DELETE FROM checkpoints WHERE sid = ?", (row.sid,))
+        c.execute(
+            "UPDATE sessions SET base_sid = NULL, base_len = 0, next_position = 0, est_tokens = 0,"
+            " input_tokens = 0, output_tokens = 0, preview = NULL, preview_pos = NULL, updated_at = ?"
+            " WHERE sid = ?",
+            (now_ms(), row.sid),
+        )
+
+
+def pop(c: Any, session_id: str) -> Message | None:
+    """Remove and return the last message; checkpoints covering it are dropped."""
+    with write_tx(c):
+        row = _session(c, session_id)
+        if row is None or row.next_position == 0:
+            return None
+        last = row.next_position - 1
+        [message] = read_messages(c, session_id, row, last)
+        if last >= row.base_len:
+            _detach_children(c, row, last)
+            r = c.execute("SELECT tokens FROM messages WHERE id = ?", (key(row.sid, last),)).fetchone()
+            spent = int(r[0])
+            _delete_own_rows(c, row, last)
+            base_len = row.base_len
+        else:  # the last message is inherited: stop inheriting it
+            # This session has no rows of its own; forks that still want the message get it from
+            # where this session got it.
+            c.execute(
+                "UPDATE sessions SET base_sid = ? WHERE base_sid = ? AND base_len > ?",
+                (row.base_sid, row.sid, last),
+            )
+            sid = segments(c, row, last, last + 1)[0][0]
+            spent = int(
+                c.execute("SELECT tokens FROM messages WHERE id = ?", (key(sid, last),)).fetchone()[0]
+            )
+            base_len = last
+        c.execute("DELETE FROM checkpoints WHERE sid = ? AND position > ?", (row.sid, last))
+        c.execute(
+            "UPDATE sessions SET next_position = ?, base_len = ?,"
+            " base_sid = CASE WHEN ? > 0 THEN base_sid END,"
+            " est_tokens = est_tokens - ?, updated_at = ?,"
+            " preview = CASE WHEN preview_pos >= ? THEN NULL ELSE preview END,"
+            " preview_pos = CASE WHEN preview_pos >= ? THEN NULL ELSE preview_pos END WHERE sid = ?",
+            (last, base_len, base_len, spent, now_ms(), last, last, row.sid),
+        )
+    return message
+
+
+def delete_session(c: Any, session_id: str) -> bool:
+    """Delete a session and everything only it uses; forks keep their view. False if absent."""
+    with write_tx(c):
+        row = _session(c, session_id)
+        if row is None:
+            return False
+        _detach_children(c, row, None)
+        _delete_own_rows(c, row, 0)
+        c.execute("DELETE FROM checkpoints WHERE sid = ?", (row.sid,))
+        c.execute("DELETE FROM sessions WHERE sid = ?", (row.sid,))
+    return True
+
+
+# --- checkpoints ---------------------------------------------------------------------------------
+
+
+def add_checkpoint(
+    c: Any, session_id: str, project: str | None, cp: Checkpoint, summary_tokens: int
+) -> Checkpoint:
+    now = now_ms()
+    with write_tx(c):
+        row = _ensure(c, session_id, project, now)
+        if not 0 <= cp.position <= row.next_position:
+            raise CheckpointError(
+                f"checkpoint position {cp.position} is outside the transcript of session "
+                f"{session_id!r} (0..{row.next_position})"
+            )
+        tail = 0
+        for sid, lo, hi in segments(c, row, cp.position):
+            tail += int(
+                c.execute(
+                    "SELECT COALESCE(SUM(tokens), 0) FROM messages WHERE id >= ? AND id < ?",
+                    (key(sid, lo), key(sid, hi)),
+                ).fetchone()[0]
+            )
+        seq = int(
+            c.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM checkpoints WHERE sid = ?", (row.sid,)
+            ).fetchone()[0]
+        )
+        c.execute(
+            "INSERT INTO checkpoints (sid, seq, position, summary, tokens_before, tokens_after, summarizer,"
+            " created_at, summary_tokens, tokens_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                row.sid,
+                seq,
+                cp.position,
+                encode_messages_msgpack(cp.summary),
+                cp.tokens_before,
+                cp.tokens_after,
+                cp.summarizer,
+                now,
+                summary_tokens,
+                row.est_tokens - tail,
+            ),
+        )
+        c.execute("UPDATE sessions SET updated_at = ? WHERE sid = ?", (now, row.sid))
+    return msgspec.structs.replace(cp, id=seq, created_at=iso(now))
+
+
+def list_checkpoints(c: Any, session_id: str) -> list[Checkpoint]:
+    rows = c.execute(
+        "SELECT seq, position, summary, tokens_before, tokens_after, summarizer, c.created_at"
+        " FROM checkpoints c JOIN sessions s ON s.sid = c.sid WHERE s.id = ? ORDER BY seq",
+        (session_id,),
+    ).fetchall()
+    return [
+        Checkpoint(
+            position=position,
+            summary=_decode_summary(session_id, summary),
+            tokens_before=before,
+            tokens_after=after,
+            summarizer=summarizer,
+            created_at=iso(created),
+            id=seq,
+        )
+        for seq, position, summary, before, after, summarizer, created in rows
+    ]
+
+
+# --- listing -------------------------------------------------------------------------------------
+
+_INFO_COLUMNS: Final = (
+    "id, next_position, preview, created_at, input_tokens, output_tokens, project, updated_at,"
+    " parent_id, fork_position, title, sid"
+)
+
+
+def _info(r: Sequence[Any]) -> SessionInfo:
+    return SessionInfo(
+        session_id=r[0],
+        message_count=r[1],
+        preview=r[2] or "(empty)",
+        created_at=iso(r[3]),
+        input_tokens=r[4],
+        output_tokens=r[5],
+        project=r[6],
+        updated_at=iso(r[7]),
+        parent_id=r[8],
+        fork_position=r[9],
+        title=r[10],
+    )
+
+
+_ALL: Final = object()
+
+
+def list_sessions(
+    c: Any,
+    project: Any = _ALL,
+    *,
+    limit: int | None = None,
+    cursor: str | None = None,
+    since_ms: int | None = None,
+) -> SessionPage:
+    """Sessions newest first (by creation), optionally one project's, in keyset-paginated pages."""
+    where: list[str] = []
+    args: list[Any] = []
+    if project is not _ALL:
+        if project is None:
+            where.append("project IS NULL")
+        else:
+            where.append("project = ?")
+            args.append(project)
+    if since_ms is not None:
+        where.append("created_at >= ?")
+        args.append(since_ms)
+    if cursor is not None:
+        created, sid = _parse_cursor(cursor)
+        where.append("(created_at < ? OR (created_at = ? AND sid < ?))")
+        args += [created, created, sid]
+    sql = f"SELECT {_INFO_COLUMNS} FROM sessions"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY created_at DESC, sid DESC"
+    if limit is not None:
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        sql += " LIMIT ?"
+        args.append(limit + 1)
+    rows = c.execute(sql, args).fetchall()
+    next_cursor = None
+    if limit is not None and len(rows) > limit:
+        rows = rows[:limit]
+        next_cursor = f"{rows[-1][3]}.{rows[-1][11]}"
+    return SessionPage(sessions=[_info(r) for r in rows], next_cursor=next_cursor)
+
+
+def _parse_cursor(cursor: str) -> tuple[int, int]:
+    try:
+        created, sid = cursor.split(".")
+        return int(created), int(sid)
+    except ValueError:
+        raise ValueError(f"not a session-listing cursor: {cursor!r}") from None
+
+
+def session_info(c: Any, session_id: str) -> SessionInfo:
+    r = c.execute(f"SELECT {_INFO_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if r is None:
+        raise SessionNotFoundError(f"no session {session_id!r}")
+    return _info(r)
+
+
+def list_forks(c: Any, session_id: str) -> list[SessionInfo]:
+    rows = c.execute(
+        f"SELECT {_INFO_COLUMNS} FROM sessions WHERE parent_id = ? ORDER BY created_at, sid", (session_id,)
+    ).fetchall()
+    return [_info(r) for r in rows]
+
+
+def set_title(c: Any, session_id: str, project: str | None, title: str | None) -> None:
+    now = now_ms()
+    with write_tx(c):
+        _ensure(c, session_id, project, now)
+        c.execute("UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?", (title, now, session_id))
+
+
+def get_metadata(c: Any, session_id: str) -> dict[str, Any]:
+    r = c.execute("SELECT metadata FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if r is None or r[0] is None:
+        return {}
+    try:
+        value = msgspec.json.decode(r[0], type=dict[str, Any])
+    except msgspec.DecodeError as exc:
+        raise CorruptDataError(f"session {session_id!r}: metadata is not a JSON object ({exc})") from None
+    return value
+
+
+def set_metadata(c: Any, session_id: str, project: str | None, metadata: dict[str, Any]) -> None:
+    now = now_ms()
+    data = msgspec.json.encode(metadata).decode()
+    with write_tx(c):
+        _ensure(c, session_id, project, now)
+        c.execute("UPDATE sessions SET metadata = ?, updated_at = ? WHERE id = ?", (data, now, session_id))
+
+
+def session_info_or_none(c: Any, session_id: str) -> SessionInfo | None:
+    r = c.execute(f"SELECT {_INFO_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    return None if r is None else _info(r)

@@ -1,0 +1,200 @@
+"""SQLiteContextStore: one session of an SQLite database, as an axio ContextStore.
+
+The caller owns the connection (from :func:`~axio_context_sqlite.connect`). Every method is one
+call on the connection's worker thread and, where it writes, one transaction: ``append`` and
+``append_many`` cost the same for a 10- and a 100,000-message session, ``fork`` inserts one row,
+and token updates are single statements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Self
+from uuid import uuid4
+
+import aiosqlite
+
+from axio_context.checkpoints import Checkpoint
+from axio_context.context import ContextStore
+from axio_context.messages import Message, SessionInfo
+from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
+
+from . import ops
+from .connection import run
+from .ops import SessionPage
+from .storage import encode_message
+
+__all__ = ["SQLiteContextStore"]
+
+
+class SQLiteContextStore(ContextStore):
+    """A session stored in SQLite; implements the ContextStore and CheckpointStore contracts.
+
+    ``project`` defaults to the resolved current directory, as in axio. ``token_counter``
+    estimates each message's tokens once, at append, for budget checks.
+    """
+
+    def __init__(
+        self,
+        conn: aiosqlite.Connection,
+        session_id: str,
+        project: str | None = None,
+        *,
+        token_counter: TokenCounter | None = None,
+    ) -> None:
+        if not isinstance(session_id, str) or not session_id:
+            raise ValueError("session_id must be a non-empty string")
+        self._conn = conn
+        self._session_id = session_id
+        self._project = project if project is not None else str(Path.cwd().resolve())
+        self._counter: TokenCounter = token_counter or DefaultEstimator()
+
+    @property
+    def session_id(self) -> str:
+        return self._session_id
+
+    @property
+    def project(self) -> str:
+        """The project new sessions of this store are filed under."""
+        return self._project
+
+    @property
+    def connection(self) -> aiosqlite.Connection:
+        """The connection this store uses (owned by the caller)."""
+        return self._conn
+
+    def _child(self, session_id: str) -> SQLiteContextStore:
+        return SQLiteContextStore(self._conn, session_id, self._project, token_counter=self._counter)
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    async def append(self, message: Message) -> None:
+        """Append one message: one transaction, one thread hop."""
+        await self.append_many((message,))
+
+    async def append_many(self, messages: Iterable[Message]) -> None:
+        """Append messages in order as one transaction: all of them are stored, or none."""
+        batch = list(messages)
+        if not batch:
+            return
+        encoded = [encode_message(m) for m in batch]
+        tokens = [self._counter.count(m) for m in batch]
+        preview = ops.preview_for(batch)
+        await run(self._conn, ops.append, self._session_id, self._project, encoded, tokens, preview)
+
+    async def clear(self) -> None:
+        """Delete this session's messages, checkpoints and token totals; forks keep theirs."""
+        await run(self._conn, ops.clear, self._session_id)
+
+    async def pop(self) -> Message | None:
+        """Remove and return the last message (a chat app's "retry"); ``None`` when empty."""
+        return await run(self._conn, ops.pop, self._session_id)
+
+    async def fork(self) -> SQLiteContextStore:
+        """A new session sharing this transcript, copy-on-write: O(1) in the history length."""
+        new_id = uuid4().hex
+        await run(self._conn, ops.fork, self._session_id, self._project, new_id)
+        return self._child(new_id)
+
+    async def delete_session(self, session_id: str | None = None) -> bool:
+        """Delete a session (this one by default) and all only it uses; False if it did not exist."""
+        return await run(self._conn, ops.delete_session, session_id or self._session_id)
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    async def get_history(self) -> list[Message]:
+        """The model's view: the latest checkpoint's summary, then the messages after it."""
+        return await run(self._conn, ops.get_view, self._session_id)
+
+    async def get_full_history(self) -> list[Message]:
+        """Every message of the transcript, whatever compaction did to the view."""
+        return await run(self._conn, ops.get_full, self._session_id)
+
+    # -- tokens ----------------------------------------------------------------------------------
+
+    async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        await run(self._conn, ops.set_tokens, self._session_id, self._project, input_tokens, output_tokens)
+
+    async def get_context_tokens(self) -> tuple[int, int]:
+        return await run(self._conn, ops.get_tokens, self._session_id)
+
+    async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        """Add to the totals in one statement (no read-modify-write race across processes)."""
+        await run(self._conn, ops.add_tokens, self._session_id, self._project, input_tokens, output_tokens)
+
+    # -- checkpoints -----------------------------------------------------------------------------
+
+    async def add_checkpoint(self, checkpoint: Checkpoint) -> Checkpoint:
+        """Record a compaction checkpoint in one transaction; nothing is deleted."""
+        summary_tokens = estimate_tokens(checkpoint.summary, self._counter)
+        return await run(
+            self._conn, ops.add_checkpoint, self._session_id, self._project, checkpoint, summary_tokens
+        )
+
+    async def list_checkpoints(self) -> list[Checkpoint]:
+        """This session's checkpoints, oldest first (a fork's include those it inherited)."""
+        return await run(self._conn, ops.list_checkpoints, self._session_id)
+
+    async def estimated_view_tokens(self) -> int:
+        """Estimated tokens of ``get_history()`` from cached counts, without reading messages."""
+        return await run(self._conn, ops.view_tokens, self._session_id)
+
+    # -- sessions --------------------------------------------------------------------------------
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        """Every session of this store's project, newest first (read from the sessions table)."""
+        page = await run(self._conn, ops.list_sessions, self._project)
+        return page.sessions
+
+    async def list_sessions_page(self, limit: int = 50, cursor: str | None = None) -> SessionPage:
+        """One page of :meth:`list_sessions`; pass ``page.next_cursor`` for the next one."""
+        return await run(self._conn, ops.list_sessions, self._project, limit=limit, cursor=cursor)
+
+    async def info(self) -> SessionInfo:
+        """This session's listing entry (raises SessionNotFoundError before its first write)."""
+        return await run(self._conn, ops.session_info, self._session_id)
+
+    async def list_forks(self) -> list[SessionInfo]:
+        """Sessions forked directly from this one, oldest first."""
+        return await run(self._conn, ops.list_forks, self._session_id)
+
+    async def get_title(self) -> str | None:
+        """The session's title, if one was set."""
+        infos = await run(self._conn, ops.session_info_or_none, self._session_id)
+        return None if infos is None else infos.title
+
+    async def set_title(self, title: str | None) -> None:
+        """Set (or with None, remove) the session's title."""
+        await run(self._conn, ops.set_title, self._session_id, self._project, title)
+
+    async def get_metadata(self) -> dict[str, Any]:
+        """The session's free-form metadata (an empty dict when none)."""
+        return await run(self._conn, ops.get_metadata, self._session_id)
+
+    async def set_metadata(self, metadata: dict[str, Any]) -> None:
+        """Replace the session's metadata with a JSON-serialisable mapping."""
+        await run(self._conn, ops.set_metadata, self._session_id, self._project, metadata)
+
+    async def close(self) -> None:
+        """No-op: the caller owns the connection, as in axio."""
+
+    # -- constructors ----------------------------------------------------------------------------
+
+    @classmethod
+    async def from_history(
+        cls, history: list[Message], *, conn: aiosqlite.Connection | None = None, project: str | None = None
+    ) -> Self:
+        """A new session holding ``history``; SQLite needs the connection to put it in."""
+        if conn is None:
+            raise TypeError("SQLiteContextStore.from_history needs conn=<an open connection>")
+        store = cls(conn, uuid4().hex, project)
+        await store.append_many(history)
+        return store
+
+    @classmethod
+    async def from_context(
+        cls, context: ContextStore, *, conn: aiosqlite.Connection | None = None, project: str | None = None
+    ) -> Self:
+        """A new session holding a copy of another store's history."""
+        return await cls.from_history(await context.get_history(), conn=conn, project=project)
