@@ -16,8 +16,10 @@ __all__ = [
     "DatabaseNotFoundError",
     "DatabaseOpenError",
     "DecodeError",
+    "EmbedderUnavailableError",
     "ReadOnlyDatabaseError",
     "SchemaVersionError",
+    "SearchQueryError",
     "SessionNotFoundError",
     "StoreClosedError",
     "SummarizerError",
@@ -106,3 +108,11 @@ class SchemaVersionError(DatabaseError):
 
 class CorruptDataError(DatabaseError, DecodeError):
     """A stored row does not decode; the message names the session and position."""
+
+
+class SearchQueryError(AxioContextError, ValueError):
+    """A raw FTS5 search query that SQLite could not parse; the text quotes the query and why."""
+
+
+class EmbedderUnavailableError(AxioContextError, ImportError):
+    """An optional embedding model is not installed; the text names the extra to install."""
