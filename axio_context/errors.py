@@ -6,6 +6,7 @@ The library raises these; only the command line turns them into one-line message
 from __future__ import annotations
 
 __all__ = [
+    "AmbiguousSessionError",
     "AxioContextError",
     "CheckpointError",
     "CheckpointsUnsupportedError",
@@ -16,14 +17,17 @@ __all__ = [
     "DatabaseNotFoundError",
     "DatabaseOpenError",
     "DecodeError",
+    "NotAnAxioDatabaseError",
     "ReadOnlyDatabaseError",
     "SchemaVersionError",
+    "SessionExistsError",
     "SessionNotFoundError",
     "StoreClosedError",
     "SummarizerError",
     "SummarizerHTTPError",
     "SummarizerResponseError",
     "SummarizerTimeoutError",
+    "TranscriptError",
     "UnknownModelError",
 ]
 
@@ -106,3 +110,23 @@ class SchemaVersionError(DatabaseError):
 
 class CorruptDataError(DatabaseError, DecodeError):
     """A stored row does not decode; the message names the session and position."""
+
+
+class AmbiguousSessionError(AxioContextError, LookupError):
+    """A session id prefix matches more than one session; the message lists the candidates."""
+
+    def __init__(self, message: str, candidates: list[str]) -> None:
+        super().__init__(message)
+        self.candidates = candidates
+
+
+class SessionExistsError(AxioContextError, ValueError):
+    """An imported session's id is already in the database and neither replace nor new ids was asked."""
+
+
+class TranscriptError(DecodeError):
+    """An export file that does not parse or validate; the message names the line or field."""
+
+
+class NotAnAxioDatabaseError(DatabaseError):
+    """The file given to migrate is not a database written by axio-context-sqlite."""
