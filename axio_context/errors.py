@@ -17,6 +17,7 @@ __all__ = [
     "DatabaseNotFoundError",
     "DatabaseOpenError",
     "DecodeError",
+    "DestinationExistsError",
     "NotAnAxioDatabaseError",
     "ReadOnlyDatabaseError",
     "SchemaVersionError",
@@ -130,3 +131,7 @@ class TranscriptError(DecodeError):
 
 class NotAnAxioDatabaseError(DatabaseError):
     """The file given to migrate is not a database written by axio-context-sqlite."""
+
+
+class DestinationExistsError(AxioContextError, FileExistsError):
+    """A file to be written (a backup, an export) already exists and overwriting was not asked."""
