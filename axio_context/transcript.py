@@ -456,15 +456,16 @@ def _at(message: str, where: str) -> str:
     return message.replace("`$", f"`{where}") if "`$" in message else f"{message} - at `{where}`"
 
 
-def _line_col(data: bytes, message: str) -> str:
-    """Rewrite msgspec's ``(byte N)`` into a line and column."""
+def _line_col(data: bytes, message: str, *, one_line: bool = False) -> str:
+    """Rewrite msgspec's ``(byte N)`` into a line and column (a column alone for one line)."""
     m = re.search(r"\(byte (\d+)\)", message)
     if not m:
         return message
     offset = int(m.group(1))
     line = data.count(b"\n", 0, offset) + 1
     col = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
-    return message[: m.start()] + f"(line {line}, column {col})" + message[m.end() :]
+    where = f"(column {col})" if one_line else f"(line {line}, column {col})"
+    return message[: m.start()] + where + message[m.end() :]
 
 
 def _check_format(fmt: str, version: int) -> None:
@@ -621,7 +622,7 @@ def iter_jsonl(lines: Iterable[bytes]) -> Iterator[SessionRecord]:
         try:
             item = _jsonl_line.decode(line)
         except msgspec.DecodeError as exc:
-            raise TranscriptError(f"line {number}: {_line_col(line, str(exc))}") from None
+            raise TranscriptError(f"line {number}: {_line_col(line, str(exc), one_line=True)}") from None
         if isinstance(item, _SessionLineIn):
             if header is not None:
                 yield finish()

@@ -267,7 +267,7 @@ def _size(n: int) -> str:
 @click.option(
     "--db",
     type=click.Path(dir_okay=False, path_type=Path),
-    help=f"Database file (default: ${ENV_VAR}, else {default_db_path()}).",
+    help=f"Database file (default: ${ENV_VAR}, else context.db in the user data directory).",
 )
 @click.version_option(__version__, prog_name="axio-context")
 @click.pass_context
