@@ -68,8 +68,8 @@ __all__ = [
 Progress = Callable[[int, int], object]
 Sink = Callable[[bytes], object]
 
-#: Messages decoded and written per batch during export and import.
-BATCH: Final = 500
+#: Messages decoded and written per batch during export and import (bounds an export's memory).
+BATCH: Final = 256
 
 
 # --- result types --------------------------------------------------------------------------------
