@@ -8,6 +8,7 @@ library's named errors become one-line messages and exit code 1; usage errors ar
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import re
 import sys
@@ -199,9 +200,7 @@ def emit(
         ]
         return "  ".join(parts).rstrip()
 
-    click.echo(line(c.title for c in columns))
-    for values in cells:
-        click.echo(line(values))
+    click.echo("\n".join([line(c.title for c in columns), *(line(values) for values in cells)]))
 
 
 def _local(iso: str) -> str:
@@ -210,10 +209,15 @@ def _local(iso: str) -> str:
     return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
 
 
+@functools.cache
+def _home_dir() -> str:
+    return str(Path.home())
+
+
 def _home(path: str | None) -> str | None:
     if path is None:
         return None
-    home = str(Path.home())
+    home = _home_dir()
     return "~" + path[len(home) :] if path == home or path.startswith(home + os.sep) else path
 
 
