@@ -67,6 +67,7 @@ __all__ = [
     "TranscriptWriter",
     "format_time",
     "iter_jsonl",
+    "message_range",
     "parse_time",
     "read_json",
     "render_blocks",
@@ -329,12 +330,17 @@ def render_header(header: SessionHeader) -> str:
         latest = header.checkpoints[-1]
         lines.append(
             f"- compacted {len(header.checkpoints)} time(s); the model sees a summary "
-            f"in place of messages 0-{latest.position - 1}"
+            f"in place of {message_range(latest.position)}"
         )
     if header.metadata:
         lines.append(f"- metadata: `{encode_json(header.metadata).decode()}`")
     lines.append("")
     return "\n".join(lines)
+
+
+def message_range(end: int) -> str:
+    """``"message 0"`` or ``"messages 0-N"``: the first ``end`` positions, for people."""
+    return "message 0" if end == 1 else f"messages 0-{end - 1}" if end > 1 else "no messages"
 
 
 def _fold(text: str, fold: int | None) -> str:

@@ -26,7 +26,7 @@ from axio_context import __version__
 from axio_context.codec import encode_json
 from axio_context.errors import AxioContextError
 from axio_context.messages import SessionInfo
-from axio_context.transcript import FORMATS, FormatName, render_blocks, render_header
+from axio_context.transcript import FORMATS, FormatName, message_range, render_blocks, render_header
 
 from .database import Database, open_database
 
@@ -352,8 +352,8 @@ def show(ctx: click.Context, session: str | None, full: bool, fold: int, as_json
     out = [render_header(view.header)]
     if view.summary is not None:
         out.append(
-            f"*Compacted: messages 0-{view.start - 1} are replaced by this summary in the model's view "
-            "(--full shows them).*\n"
+            f"*Compacted: {message_range(view.start)} replaced by this summary in the model's view "
+            "(--full shows everything).*\n"
         )
         for m in view.summary:
             out.append(f"## summary · {m.role}\n\n{render_blocks(m.content, fold)}")
@@ -575,8 +575,8 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
     click.echo(f"sessions   {s.sessions:,}")
     click.echo(f"messages   {s.messages:,} ({s.stored_messages:,} stored; forks share the rest)")
     click.echo(f"tokens     {s.input_tokens:,} in / {s.output_tokens:,} out")
-    click.echo(f"media      {s.blobs:,} blobs, {_size(s.blob_bytes)}")
-    click.echo(f"compaction {s.checkpoints:,} checkpoints")
+    click.echo(f"media      {s.blobs:,} blob(s), {_size(s.blob_bytes)}")
+    click.echo(f"compaction {s.checkpoints:,} checkpoint(s)")
     if s.by_project:
         click.echo("")
         rows = [
