@@ -8,6 +8,7 @@ library's named errors become one-line messages and exit code 1; usage errors ar
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import re
@@ -65,6 +66,11 @@ def _run(fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
         return asyncio.run(fn())
     except AxioContextError as exc:
         raise click.ClickException(str(exc)) from None
+    except BrokenPipeError:
+        # The reader went away (`... | head`): stop quietly, and keep Python's exit flush quiet.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise click.ClickException("the output was closed before everything was written") from None
     except OSError as exc:
         raise click.ClickException(
             f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc)
@@ -628,7 +634,8 @@ def prune(
     scope = _project(project, here)
     infos = _with_db(ctx, False, lambda db: db.prune(before=before, keep=keep, project=scope, dry_run=True))
     if dry_run or not infos:
-        emit([_info_dict(i) for i in infos], SESSION_COLUMNS, as_json, nl, [_info_row(i) for i in infos])
+        if infos or as_json or nl:
+            emit([_info_dict(i) for i in infos], SESSION_COLUMNS, as_json, nl, [_info_row(i) for i in infos])
         if not (as_json or nl):
             click.echo(
                 f"{len(infos)} session(s) would be deleted" if dry_run else "nothing to prune", err=True

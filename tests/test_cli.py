@@ -617,7 +617,9 @@ def test_prune(db: Path, tmp_path: Path) -> None:
     deleted = invoke_json("prune", "--keep", "1", "--yes", "--json")
     assert [s["session_id"] for s in deleted] == ["old-2022"]
     assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM blobs").fetchone() == (0,)
-    assert invoke("prune", "--keep", "1").stderr == "nothing to prune\n"
+    nothing = invoke("prune", "--keep", "1")
+    assert (nothing.stdout, nothing.stderr) == ("", "nothing to prune\n")
+    assert invoke_json("prune", "--keep", "1", "--json") == []
     check_storage(db)
     assert invoke("prune", ok=False).exit_code == 2
     assert invoke("prune", "--keep", "-1", ok=False).exit_code == 2

@@ -147,3 +147,70 @@ def test_python_dash_m(console_script: Path, tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "axio-context, version 0.1.0\n"
+
+
+async def _long(path: Path) -> None:
+    async with connect(path) as conn:
+        store = SQLiteContextStore(conn, "long", project="/proj")
+        await store.append_many([text("user", f"message {i} " + "x" * 200) for i in range(3000)])
+
+
+def test_progress_bar_only_on_a_terminal_and_a_closed_pipe(console_script: Path, tmp_path: Path) -> None:
+    import pty
+
+    db = tmp_path / "long.db"
+    asyncio.run(_long(db))
+    env = _env(tmp_path, COLUMNS="80")
+    # stderr is a terminal: the bar is drawn there, stdout still gets the whole export
+    leader, follower = pty.openpty()
+    out = tmp_path / "out.json"
+    try:
+        done = subprocess.run(
+            [str(console_script), "--db", str(db), "export", "--all", "-o", str(out)],
+            stderr=follower,
+            env=env,
+            cwd=tmp_path,
+            check=False,
+            timeout=60,
+        )
+        os.close(follower)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(leader)
+    assert done.returncode == 0
+    assert b"exporting" in drawn and b"100%" in drawn
+    assert b"exported 1 session(s), 3000 message(s)" in drawn
+    # stderr is a pipe: no bar
+    piped = subprocess.run(
+        [str(console_script), "--db", str(db), "export", "--all"],
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+        timeout=60,
+    )
+    assert piped.returncode == 0 and piped.stderr == b""
+    assert piped.stdout == out.read_bytes()
+    # the reader stops early (`| head`): one line on stderr, no traceback
+    proc = subprocess.Popen(
+        [str(console_script), "--db", str(db), "export", "--all", "-f", "jsonl"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(100).startswith(b'{"kind":"session"')
+    proc.stdout.close()
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(60) == 1
+    assert err == b"Error: the output was closed before everything was written\n"
