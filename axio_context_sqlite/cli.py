@@ -184,9 +184,10 @@ def emit(
     columns: Sequence[Column],
     as_json: bool,
     nl: bool,
-    table_rows: Sequence[dict[str, Any]] | None = None,
+    table_rows: Callable[[], Sequence[dict[str, Any]]] | None = None,
 ) -> None:
-    """Print ``rows`` as JSON (``--json``/``--nl``) or as an aligned table of ``columns``."""
+    """Print ``rows`` as JSON (``--json``/``--nl``) or as an aligned table of ``columns``
+    (of ``table_rows()`` when given: rows formatted for people, built only when needed)."""
     if as_json and nl:
         raise click.UsageError("--json and --nl cannot be used together")
     if as_json:
@@ -196,7 +197,7 @@ def emit(
         for row in rows:
             click.echo(encode_json(row).decode())
         return
-    shown = table_rows if table_rows is not None else rows
+    shown = table_rows() if table_rows is not None else rows
     cells = [[_cell(r.get(c.key), c.width) for c in columns] for r in shown]
     widths = [max([len(c.title)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
 
@@ -320,7 +321,7 @@ def list_sessions(
     if not infos and not (as_json or nl):
         click.echo(f"no sessions yet (database: {settings.path})")
         return
-    emit([_info_dict(i) for i in infos], SESSION_COLUMNS, as_json, nl, [_info_row(i) for i in infos])
+    emit([_info_dict(i) for i in infos], SESSION_COLUMNS, as_json, nl, lambda: [_info_row(i) for i in infos])
     if page.next_cursor is not None and not (as_json or nl):
         click.echo(f"(the newest {limit}; -n 0 lists all)", err=True)
 
@@ -635,7 +636,13 @@ def prune(
     infos = _with_db(ctx, False, lambda db: db.prune(before=before, keep=keep, project=scope, dry_run=True))
     if dry_run or not infos:
         if infos or as_json or nl:
-            emit([_info_dict(i) for i in infos], SESSION_COLUMNS, as_json, nl, [_info_row(i) for i in infos])
+            emit(
+                [_info_dict(i) for i in infos],
+                SESSION_COLUMNS,
+                as_json,
+                nl,
+                lambda: [_info_row(i) for i in infos],
+            )
         if not (as_json or nl):
             click.echo(
                 f"{len(infos)} session(s) would be deleted" if dry_run else "nothing to prune", err=True

@@ -593,7 +593,7 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def test_prune(db: Path, tmp_path: Path) -> None:
+def test_prune(db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _make(db, {"recent": [text("user", "new")]})
     invoke("import", _old_file(tmp_path))
 
@@ -606,9 +606,13 @@ def test_prune(db: Path, tmp_path: Path) -> None:
         s["session_id"]
         for s in invoke_json("prune", "--keep", "1", "--project", "/old", "--dry-run", "--json")
     ] == ["old-2020"]
+    nl = invoke("prune", "--before", "2021-12-31", "--dry-run", "--nl").stdout.splitlines()
+    assert [json.loads(line)["session_id"] for line in nl] == ["old-2021", "old-2020"]
     both = invoke_json("prune", "--keep", "2", "--before", "2021-12-31", "--dry-run", "--json")
     assert [s["session_id"] for s in both] == ["old-2021", "old-2020"]
 
+    monkeypatch.chdir(tmp_path)
+    assert invoke_json("prune", "--keep", "0", "--here", "--dry-run", "--json") == []
     declined = invoke("prune", "--before", "2021-12-31", input="n\n", ok=False)
     assert declined.exit_code == 1 and len(invoke_json("list-sessions", "--json")) == 4
     assert invoke("prune", "--before", "2021-12-31", "--yes").stdout == "deleted 2 session(s)\n"
