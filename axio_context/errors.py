@@ -6,6 +6,7 @@ The library raises these; only the command line turns them into one-line message
 from __future__ import annotations
 
 __all__ = [
+    "AmbiguousSessionError",
     "AxioContextError",
     "CheckpointError",
     "CheckpointsUnsupportedError",
@@ -16,16 +17,20 @@ __all__ = [
     "DatabaseNotFoundError",
     "DatabaseOpenError",
     "DecodeError",
+    "DestinationExistsError",
     "EmbedderUnavailableError",
+    "NotAnAxioDatabaseError",
     "ReadOnlyDatabaseError",
     "SchemaVersionError",
     "SearchQueryError",
+    "SessionExistsError",
     "SessionNotFoundError",
     "StoreClosedError",
     "SummarizerError",
     "SummarizerHTTPError",
     "SummarizerResponseError",
     "SummarizerTimeoutError",
+    "TranscriptError",
     "UnknownModelError",
 ]
 
@@ -116,3 +121,27 @@ class SearchQueryError(AxioContextError, ValueError):
 
 class EmbedderUnavailableError(AxioContextError, ImportError):
     """An optional embedding model is not installed; the text names the extra to install."""
+
+
+class AmbiguousSessionError(AxioContextError, LookupError):
+    """A session id prefix matches more than one session; the message lists the candidates."""
+
+    def __init__(self, message: str, candidates: list[str]) -> None:
+        super().__init__(message)
+        self.candidates = candidates
+
+
+class SessionExistsError(AxioContextError, ValueError):
+    """An imported session's id is already in the database and neither replace nor new ids was asked."""
+
+
+class TranscriptError(DecodeError):
+    """An export file that does not parse or validate; the message names the line or field."""
+
+
+class NotAnAxioDatabaseError(DatabaseError):
+    """The file given to migrate is not a database written by axio-context-sqlite."""
+
+
+class DestinationExistsError(AxioContextError, FileExistsError):
+    """A file to be written (a backup, an export) already exists and overwriting was not asked."""

@@ -19,3 +19,10 @@ def db_path(tmp_path: Path) -> Path:
 async def conn(db_path: Path) -> AsyncIterator[Connection]:
     async with connect(db_path) as connection:
         yield connection
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cli_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command line's default database lives in this test's tmp_path, never the user's."""
+    monkeypatch.setenv("AXIO_CONTEXT_DB", str(tmp_path / "cli" / "context.db"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))

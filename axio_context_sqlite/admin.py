@@ -1,0 +1,1027 @@
+"""The SQL of whole-database work: resolve ids, show, export, import, migrate, prune, stats, vacuum.
+
+Like :mod:`.ops`, every function here is synchronous and runs on a connection's worker thread
+(through :func:`.connection.run`), one thread hop per call. Single-session writes and deletes go
+through :mod:`.ops` (``ops.delete_session`` frees blobs and keeps forks' views); the one thing
+written here directly is a session imported with its original times and checkpoints
+(``_insert_session``), because :func:`.ops.append` stamps rows with the current time.
+
+Exports run inside one read transaction: under WAL that is a snapshot no concurrent writer can
+tear, and they hand the output to a ``sink`` batch by batch, so memory stays flat however large
+the database is.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import gzip
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import msgspec
+
+from axio_context.codec import decode_content_json, encode_messages_msgpack
+from axio_context.errors import (
+    AmbiguousSessionError,
+    CorruptDataError,
+    DecodeError,
+    DestinationExistsError,
+    NotAnAxioDatabaseError,
+    SessionExistsError,
+    SessionNotFoundError,
+    TranscriptError,
+)
+from axio_context.messages import Message, SessionInfo
+from axio_context.tokens import estimate_message_tokens, estimate_tokens
+from axio_context.transcript import (
+    CheckpointRecord,
+    MessageRecord,
+    SessionHeader,
+    SessionRecord,
+    TranscriptWriter,
+    format_time,
+    iter_jsonl,
+    parse_time,
+    read_json,
+    sniff_format,
+)
+
+from . import ops
+from .ops import SessionPage, key
+from .storage import ROLE_NAMES, decode_row, encode_message
+
+__all__ = [
+    "AxioImportReport",
+    "ExportSummary",
+    "ImportReport",
+    "ImportedSession",
+    "ProjectStats",
+    "SessionView",
+    "Stats",
+    "VacuumReport",
+]
+
+Progress = Callable[[int, int], object]
+Sink = Callable[[bytes], object]
+
+#: Messages decoded and written per batch during export and import (bounds an export's memory).
+BATCH: Final = 256
+
+
+# --- result types --------------------------------------------------------------------------------
+
+
+class SessionView(msgspec.Struct, frozen=True):
+    """What ``show`` prints: the session's fields, then either the model's view or every message.
+
+    In the view, ``summary`` is the latest checkpoint's summary (None when there is none) and
+    ``messages`` start at position ``start``; with ``full`` they start at 0 and summary is None.
+    """
+
+    header: SessionHeader
+    summary: list[Message] | None
+    start: int
+    messages: list[MessageRecord]
+
+
+class ExportSummary(msgspec.Struct, frozen=True):
+    """How much an export wrote."""
+
+    sessions: int
+    messages: int
+
+
+class ImportedSession(msgspec.Struct, frozen=True):
+    """One session an import wrote: its id in the file, its id now, and its messages."""
+
+    source_id: str
+    id: str
+    messages: int
+    replaced: bool = False
+
+
+class ImportReport(msgspec.Struct, frozen=True):
+    """What an import wrote, in file order."""
+
+    format: str
+    sessions: list[ImportedSession]
+
+
+class AxioImportReport(msgspec.Struct, frozen=True):
+    """The outcome of migrating an axio-context-sqlite database, session by session.
+
+    ``added``: new here; ``updated``: messages or token totals that changed since an earlier
+    migration were taken over;
+    ``unchanged``: already migrated (or continued here); ``conflicts``: the session exists here
+    with a different transcript and was left alone (``replaced`` when asked to overwrite).
+    """
+
+    added: list[str]
+    updated: list[str]
+    unchanged: list[str]
+    conflicts: list[str]
+    replaced: list[str]
+    messages: int
+
+
+class ProjectStats(msgspec.Struct, frozen=True):
+    """Totals of one project."""
+
+    project: str | None
+    sessions: int
+    messages: int
+    input_tokens: int
+    output_tokens: int
+
+
+class Stats(msgspec.Struct, frozen=True):
+    """Totals of a database; ``messages`` counts transcripts (a fork's inherited ones included),
+    ``stored_messages`` the rows actually stored."""
+
+    sessions: int
+    messages: int
+    stored_messages: int
+    input_tokens: int
+    output_tokens: int
+    checkpoints: int
+    blobs: int
+    blob_bytes: int
+    page_size: int
+    page_count: int
+    free_pages: int
+    schema_version: int
+    file_bytes: int
+    wal_bytes: int
+    by_project: list[ProjectStats]
+
+
+class VacuumReport(msgspec.Struct, frozen=True):
+    """Pages before and after, which way space was reclaimed, and the WAL checkpoint's result."""
+
+    method: Literal["incremental", "full"]
+    pages_before: int
+    pages_after: int
+    free_pages_before: int
+    page_size: int
+    bytes_before: int
+    bytes_after: int
+    wal_busy: bool
+
+
+# --- resolving ids -------------------------------------------------------------------------------
+
+
+def _prefix_range(prefix: str) -> tuple[str, str] | None:
+    last = ord(prefix[-1])
+    if last >= 0x10FFFF:
+        return None
+    return prefix, prefix[:-1] + chr(last + 1)
+
+
+def ids_with_prefix(c: Any, prefix: str, limit: int) -> list[str]:
+    """Session ids starting with ``prefix`` (an index range scan), newest first."""
+    if not prefix:
+        rows = c.execute(
+            "SELECT id FROM sessions ORDER BY created_at DESC, sid DESC LIMIT ?", (limit,)
+        ).fetchall()
+        return [r[0] for r in rows]
+    bounds = _prefix_range(prefix)
+    if bounds is None:
+        rows = c.execute(
+            "SELECT id FROM sessions WHERE substr(id, 1, length(?)) = ? ORDER BY id LIMIT ?",
+            (prefix, prefix, limit),
+        ).fetchall()
+    else:
+        rows = c.execute(
+            "SELECT id FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT ?", (*bounds, limit)
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+def resolve(c: Any, prefix: str) -> str:
+    """The one session id equal to, or else starting with, ``prefix``."""
+    if not prefix:
+        raise SessionNotFoundError("a session id (or a prefix of one) must not be empty")
+    if c.execute("SELECT 1 FROM sessions WHERE id = ?", (prefix,)).fetchone():
+        return prefix
+    found = ids_with_prefix(c, prefix, 11)
+    if not found:
+        raise SessionNotFoundError(f"no session id starts with {prefix!r}")
+    if len(found) > 1:
+        shown = ", ".join(found[:10]) + (", ..." if len(found) > 10 else "")
+        raise AmbiguousSessionError(
+            f"{prefix!r} matches {'more than 10' if len(found) > 10 else len(found)} sessions: {shown}",
+            found[:10],
+        )
+    return str(found[0])
+
+
+def latest(c: Any) -> str:
+    """The most recently created session's id (the first row of a listing)."""
+    r = c.execute("SELECT id FROM sessions ORDER BY created_at DESC, sid DESC LIMIT 1").fetchone()
+    if r is None:
+        raise SessionNotFoundError("the database holds no sessions yet")
+    return str(r[0])
+
+
+def list_sessions(
+    c: Any, project: str | None, limit: int | None, cursor: str | None, since_ms: int | None
+) -> SessionPage:
+    """:func:`.ops.list_sessions` over every project (``project=None``) or one."""
+    if project is None:
+        return ops.list_sessions(c, limit=limit, cursor=cursor, since_ms=since_ms)
+    return ops.list_sessions(c, project, limit=limit, cursor=cursor, since_ms=since_ms)
+
+
+# --- reading sessions ----------------------------------------------------------------------------
+
+_COLS: Final = (
+    "sid, base_sid, base_len, next_position, est_tokens, project, id, title, metadata, created_at,"
+    " updated_at, parent_id, fork_position, input_tokens, output_tokens"
+)
+
+
+class _Full(msgspec.Struct):
+    sid: int
+    base_sid: int | None
+    base_len: int
+    next_position: int
+    est_tokens: int
+    project: str | None
+    id: str
+    title: str | None
+    metadata: str | None
+    created_at: int
+    updated_at: int
+    parent_id: str | None
+    fork_position: int | None
+    input_tokens: int
+    output_tokens: int
+
+    def row(self) -> ops._Row:
+        return ops._Row(
+            self.sid, self.base_sid, self.base_len, self.next_position, self.est_tokens, self.project
+        )
+
+
+def _full(c: Any, session_id: str) -> _Full:
+    r = c.execute(f"SELECT {_COLS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if r is None:
+        raise SessionNotFoundError(f"no session {session_id!r}")
+    return _Full(*r)
+
+
+def _checkpoints(c: Any, s: _Full) -> list[CheckpointRecord]:
+    rows = c.execute(
+        "SELECT seq, position, summary, tokens_before, tokens_after, summarizer, created_at"
+        " FROM checkpoints WHERE sid = ? ORDER BY seq",
+        (s.sid,),
+    ).fetchall()
+    return [
+        CheckpointRecord(
+            id=seq,
+            position=position,
+            summary=ops._decode_summary(s.id, summary),
+            tokens_before=before,
+            tokens_after=after,
+            summarizer=summarizer,
+            created_at=format_time(created),
+        )
+        for seq, position, summary, before, after, summarizer, created in rows
+    ]
+
+
+def _metadata(s: _Full) -> dict[str, Any] | None:
+    if s.metadata is None:
+        return None
+    try:
+        return msgspec.json.decode(s.metadata, type=dict[str, Any])
+    except msgspec.DecodeError as exc:
+        raise CorruptDataError(f"session {s.id!r}: metadata is not a JSON object ({exc})") from None
+
+
+def _header(c: Any, s: _Full, inherited: int) -> SessionHeader:
+    return SessionHeader(
+        id=s.id,
+        project=s.project,
+        title=s.title,
+        metadata=_metadata(s),
+        created_at=format_time(s.created_at),
+        updated_at=format_time(s.updated_at),
+        parent_id=s.parent_id,
+        fork_position=s.fork_position,
+        inherited=inherited,
+        message_count=s.next_position,
+        input_tokens=s.input_tokens,
+        output_tokens=s.output_tokens,
+        checkpoints=_checkpoints(c, s),
+    )
+
+
+def _records(c: Any, s: _Full, start: int, end: int) -> list[MessageRecord]:
+    """Positions ``[start, end)`` with their created times."""
+    out: list[MessageRecord] = []
+    fetch = ops._fetch_blobs(c)
+    for sid, lo, hi in ops.segments(c, s.row(), start, end):
+        rows = c.execute(
+            "SELECT id, role, flags, created_at, payload FROM messages WHERE id >= ? AND id < ? ORDER BY id",
+            (key(sid, lo), key(sid, hi)),
+        ).fetchall()
+        if len(rows) != hi - lo:
+            raise CorruptDataError(f"session {s.id!r}: positions {lo}..{hi - 1} have {len(rows)} rows")
+        for mid, role, flags, created, payload in rows:
+            where = ops._where(s.id, mid)
+            m = decode_row(role, flags, payload, fetch if flags else None, where=where)
+            out.append(MessageRecord(role=m.role, content=m.content, created_at=format_time(created)))
+    return out
+
+
+def show(c: Any, session_id: str, full: bool) -> SessionView:
+    """A session's fields and its model view (or, with ``full``, every message): one snapshot."""
+    with ops.read_tx(c):
+        s = _full(c, session_id)
+        header = _header(c, s, 0)
+        if full or not header.checkpoints:
+            return SessionView(header, None, 0, _records(c, s, 0, s.next_position))
+        latest_cp = header.checkpoints[-1]
+        return SessionView(
+            header, latest_cp.summary, latest_cp.position, _records(c, s, latest_cp.position, s.next_position)
+        )
+
+
+# --- export --------------------------------------------------------------------------------------
+
+
+def _shared_prefix(c: Any, child: _Full, parent: _Full) -> int:
+    """How many leading positions of ``child`` are the very rows of ``parent``'s transcript."""
+    if child.base_sid is None:
+        return 0
+    a = ops.segments(c, child.row(), 0, child.base_len)
+    b = ops.segments(c, parent.row(), 0, min(child.base_len, parent.next_position))
+    shared = i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][0] != b[j][0]:
+            break
+        end = min(a[i][2], b[j][2])
+        shared = end
+        if a[i][2] == end:
+            i += 1
+        if b[j][2] == end:
+            j += 1
+    return shared
+
+
+def _inherited(c: Any, s: _Full, exported: set[int] | None) -> int:
+    """``inherited`` for ``s``: its prefix shared with a parent exported before it, else 0."""
+    if s.base_sid is None or s.parent_id is None:
+        return 0
+    r = c.execute(f"SELECT {_COLS} FROM sessions WHERE id = ?", (s.parent_id,)).fetchone()
+    if r is None:
+        return 0
+    parent = _Full(*r)
+    # A parent is always older than its fork (smaller sid), and exports go in sid order.
+    if parent.sid >= s.sid or (exported is not None and parent.sid not in exported):
+        return 0
+    return _shared_prefix(c, s, parent)
+
+
+def export(
+    c: Any,
+    writer: TranscriptWriter,
+    session_ids: Sequence[str] | None,
+    sink: Sink,
+    progress: Progress | None = None,
+) -> ExportSummary:
+    """Write sessions (all of them when ``session_ids`` is None) to ``sink``, oldest first.
+
+    One read transaction covers the whole export, so it is one consistent snapshot; sessions
+    are read one at a time and messages :data:`BATCH` at a time, so memory stays flat.
+    """
+    with ops.read_tx(c):
+        selected: Iterable[_Full]
+        exported: set[int] | None
+        if session_ids is None:
+            total = int(c.execute("SELECT COALESCE(SUM(next_position), 0) FROM sessions").fetchone()[0])
+            selected = (_Full(*r) for r in c.execute(f"SELECT {_COLS} FROM sessions ORDER BY sid"))
+            exported = None
+        else:
+            rows = sorted(
+                {s.sid: s for s in (_full(c, i) for i in session_ids)}.values(), key=lambda s: s.sid
+            )
+            total = sum(s.next_position for s in rows)
+            selected = rows
+            exported = set()
+        done = sessions = messages = 0
+        sink(writer.begin())
+        for s in selected:
+            inherited = 0 if writer.self_contained else _inherited(c, s, exported)
+            header = _header(c, s, inherited)
+            sink(writer.session(header))
+            done += inherited
+            for lo in range(inherited, s.next_position, BATCH):
+                hi = min(lo + BATCH, s.next_position)
+                sink(writer.messages(header, lo, _records(c, s, lo, hi)))
+                messages += hi - lo
+                done += hi - lo
+                if progress is not None:
+                    progress(done, total)
+            sink(writer.end_session(header))
+            sessions += 1
+            if exported is not None:
+                exported.add(s.sid)
+        sink(writer.end())
+        if progress is not None:
+            progress(total, total)
+    return ExportSummary(sessions=sessions, messages=messages)
+
+
+# --- import --------------------------------------------------------------------------------------
+
+
+class _Stamped(msgspec.Struct):
+    """A message to insert with its original time."""
+
+    message: Message
+    created_ms: int
+
+
+def _tokens_upto(c: Any, row: ops._Row, end: int) -> int:
+    total = 0
+    for sid, lo, hi in ops.segments(c, row, 0, end):
+        total += int(
+            c.execute(
+                "SELECT COALESCE(SUM(tokens), 0) FROM messages WHERE id >= ? AND id < ?",
+                (key(sid, lo), key(sid, hi)),
+            ).fetchone()[0]
+        )
+    return total
+
+
+def _insert_messages(c: Any, sid: int, first: int, batch: Sequence[_Stamped]) -> int:
+    """Insert messages at positions ``first..`` with their times; returns their estimated tokens.
+
+    The one place rows are written outside :mod:`.ops`; it must stay in step with
+    :func:`.ops.append` (blob references, and any index a later schema keeps per message).
+    """
+    rows = []
+    blobs: list[tuple[bytes, bytes]] = []
+    spent = 0
+    for i, item in enumerate(batch):
+        e = encode_message(item.message)
+        t = estimate_message_tokens(item.message)
+        spent += t
+        rows.append((key(sid, first + i), e.role, e.flags, item.created_ms, t, e.payload))
+        blobs.extend(e.blobs)
+    c.executemany(
+        "INSERT INTO messages (id, role, flags, created_at, tokens, payload) VALUES (?, ?, ?, ?, ?, ?)", rows
+    )
+    if blobs:
+        ops._add_blob_refs(c, blobs)
+    return spent
+
+
+def _insert_checkpoints(c: Any, sid: int, row: ops._Row, checkpoints: Sequence[CheckpointRecord]) -> None:
+    for cp in checkpoints:
+        c.execute(
+            "INSERT INTO checkpoints (sid, seq, position, summary, tokens_before, tokens_after, summarizer,"
+            " created_at, summary_tokens, tokens_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                sid,
+                cp.id,
+                cp.position,
+                encode_messages_msgpack(cp.summary),
+                cp.tokens_before,
+                cp.tokens_after,
+                cp.summarizer,
+                parse_time(cp.created_at),
+                estimate_tokens(cp.summary),
+                _tokens_upto(c, row, cp.position),
+            ),
+        )
+
+
+def _set_aside(c: Any, session_id: str) -> str | None:
+    """Rename an existing session out of the way (inside the caller's transaction).
+
+    Replacing is "rename, insert the new one, commit, then ``ops.delete_session`` the old one":
+    the swap is atomic, and the old session is deleted by the one function that knows how
+    (forks keep their views, blobs are freed). A crash between the two steps leaves the old
+    session under a ``<id>~replaced-<n>`` id instead of losing it.
+    """
+    row = ops._session(c, session_id)
+    if row is None:
+        return None
+    aside = f"{session_id}~replaced-{row.sid}"
+    c.execute("UPDATE sessions SET id = ? WHERE sid = ?", (aside, row.sid))
+    return aside
+
+
+def _insert_session(
+    c: Any,
+    header: SessionHeader,
+    new_id: str,
+    parent_new_id: str | None,
+    messages: Iterable[_Stamped],
+) -> int:
+    """Insert a whole session with its original times (inside the caller's transaction)."""
+    base_sid: int | None = None
+    est = 0
+    preview: tuple[int, str] | None = None
+    if header.inherited:
+        assert parent_new_id is not None
+        parent = ops._session(c, parent_new_id)
+        if parent is None or parent.next_position < header.inherited:
+            raise TranscriptError(
+                f"session {header.id!r} inherits {header.inherited} messages from {parent_new_id!r}, "
+                "which is missing or shorter in the database"
+            )
+        base_sid = parent.sid
+        est = _tokens_upto(c, parent, header.inherited)
+        p = c.execute("SELECT preview, preview_pos FROM sessions WHERE sid = ?", (parent.sid,)).fetchone()
+        if p[1] is not None and p[1] < header.inherited:
+            preview = (int(p[1]), str(p[0] or ""))
+    metadata = None if header.metadata is None else msgspec.json.encode(header.metadata).decode()
+    sid = int(
+        c.execute(
+            "INSERT INTO sessions (id, project, parent_id, fork_position, base_sid, base_len, next_position,"
+            " created_at, updated_at, title, metadata, input_tokens, output_tokens)"
+            " VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?) RETURNING sid",
+            (
+                new_id,
+                header.project,
+                parent_new_id,
+                header.fork_position,
+                base_sid,
+                header.inherited,
+                parse_time(header.created_at),
+                parse_time(header.updated_at),
+                header.title,
+                metadata,
+                header.input_tokens,
+                header.output_tokens,
+            ),
+        ).fetchone()[0]
+    )
+    position = header.inherited
+    for batch in _batches(messages, BATCH):
+        if preview is None:
+            preview = ops.preview_for([m.message for m in batch], position)
+        est += _insert_messages(c, sid, position, batch)
+        position += len(batch)
+    c.execute(
+        "UPDATE sessions SET next_position = ?, est_tokens = ?, preview = ?, preview_pos = ? WHERE sid = ?",
+        (
+            position,
+            est,
+            None if preview is None else preview[1],
+            None if preview is None else preview[0],
+            sid,
+        ),
+    )
+    row = ops._Row(sid, base_sid, header.inherited, position, est, header.project)
+    _insert_checkpoints(c, sid, row, header.checkpoints)
+    return position
+
+
+def _batches(items: Iterable[_Stamped], size: int) -> Iterator[list[_Stamped]]:
+    batch: list[_Stamped] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _stamped(records: Iterable[MessageRecord]) -> Iterator[_Stamped]:
+    for r in records:
+        yield _Stamped(r.message(), parse_time(r.created_at))
+
+
+def _read_sessions(path: Path, fmt: str) -> Iterator[SessionRecord]:
+    with path.open("rb") as f:
+        yield from iter_jsonl(f)
+
+
+def import_file(
+    c: Any, path: Path, fmt: Literal["json", "jsonl"] | None, replace: bool, new_ids: bool
+) -> ImportReport:
+    """Import a ``json``/``jsonl`` export: validate the whole file, then one transaction per session.
+
+    Existing ids are refused (nothing is written) unless ``replace`` (the file's version wins)
+    or ``new_ids`` (every imported session gets a fresh id; lineage inside the file follows).
+    """
+    from uuid import uuid4
+
+    if fmt is None:
+        with path.open("rb") as f:
+            fmt = sniff_format(f.read(1 << 16))
+    loaded = read_json(path.read_bytes()) if fmt == "json" else None
+    # pass 1: validate everything (a jsonl file is streamed, and read again to write)
+    ids: list[str] = [r.id for r in (loaded if loaded is not None else _read_sessions(path, fmt))]
+    if not new_ids and not replace:
+        clash = [i for i in ids if c.execute("SELECT 1 FROM sessions WHERE id = ?", (i,)).fetchone()]
+        if clash:
+            shown = ", ".join(clash[:5]) + (", ..." if len(clash) > 5 else "")
+            raise SessionExistsError(
+                f"{len(clash)} session(s) in {path} already exist ({shown}); "
+                "use --replace to overwrite them or --new-ids to import copies"
+            )
+    mapping = {i: uuid4().hex for i in ids} if new_ids else {i: i for i in ids}
+    report: list[ImportedSession] = []
+    for rec in loaded if loaded is not None else _read_sessions(path, fmt):  # pass 2: one tx each
+        new_id = mapping[rec.id]
+        parent_new = mapping.get(rec.parent_id, rec.parent_id) if rec.parent_id is not None else None
+        with ops.write_tx(c):
+            aside = _set_aside(c, new_id) if replace else None
+            if aside is None and ops._session(c, new_id) is not None:
+                raise SessionExistsError(f"session {new_id!r} appeared in the database during the import")
+            _insert_session(c, rec, new_id, parent_new, _stamped(rec.messages))
+        if aside is not None:
+            ops.delete_session(c, aside)
+        report.append(ImportedSession(rec.id, new_id, len(rec.messages), aside is not None))
+    return ImportReport(format=fmt, sessions=report)
+
+
+# --- migration from axio-context-sqlite ----------------------------------------------------------
+
+
+def _peer_payload(text: str) -> bytes:
+    """axio-context-sqlite's content column: ``gzip:``+base64, ``plain:``, or bare JSON."""
+    if text.startswith("gzip:"):
+        return gzip.decompress(base64.b64decode(text[5:], validate=True))
+    if text.startswith("plain:"):
+        return text[6:].encode()
+    return text.encode()
+
+
+def _peer_time(text: str | None) -> int:
+    """SQLite ``datetime('now')`` text (UTC, no offset) to milliseconds."""
+    if not text:
+        raise DecodeError("missing created_at")
+    value = datetime.fromisoformat(text)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return int(value.timestamp() * 1000)
+
+
+class _PeerSession(msgspec.Struct):
+    id: str
+    project: str | None
+    messages: list[_Stamped]
+    input_tokens: int
+    output_tokens: int
+    metadata: dict[str, Any] | None
+
+
+def _open_peer(path: Path) -> tuple[Any, bool]:
+    import sqlean
+
+    if not path.is_file():
+        from axio_context.errors import DatabaseNotFoundError
+
+        raise DatabaseNotFoundError(f"no axio database at {path}")
+    peer = sqlean.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+    try:
+        tables = {
+            r[0] for r in peer.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        }
+    except Exception as exc:
+        peer.close()
+        raise NotAnAxioDatabaseError(f"{path} is not an SQLite database ({exc})") from None
+    if "axio_context_messages" not in tables:
+        peer.close()
+        raise NotAnAxioDatabaseError(
+            f"{path} has no axio_context_messages table: not a database written by axio-context-sqlite"
+        )
+    return peer, "axio_context_tokens" in tables
+
+
+def _peer_sessions(peer: Any, has_tokens: bool, path: Path) -> Iterator[_PeerSession]:
+    """Every session of the peer database: those with messages (oldest first), then token-only ones."""
+    tokens: dict[str, list[tuple[str, int, int]]] = {}
+    if has_tokens:
+        for sid, project, tin, tout in peer.execute(
+            "SELECT session_id, project, input_tokens, output_tokens FROM axio_context_tokens ORDER BY rowid"
+        ):
+            tokens.setdefault(sid, []).append((project, int(tin), int(tout)))
+    ids = [
+        r[0]
+        for r in peer.execute(
+            "SELECT session_id FROM axio_context_messages GROUP BY session_id ORDER BY MIN(id)"
+        ).fetchall()
+    ]
+    with_messages = set(ids)
+    ids += [i for i in tokens if i not in with_messages]
+    for session_id in ids:
+        rows = peer.execute(
+            "SELECT position, role, project, content, created_at FROM axio_context_messages"
+            " WHERE session_id = ? ORDER BY position",
+            (session_id,),
+        ).fetchall()
+        messages: list[_Stamped] = []
+        projects: list[str] = []
+        for position, role, project, content, created in rows:
+            where = f"{path}: session {session_id!r} position {position}"
+            if role not in ROLE_NAMES:
+                raise DecodeError(f"{where}: unknown role {role!r}")
+            try:
+                blocks = decode_content_json(_peer_payload(content))
+                stamp = _peer_time(created)
+            except (DecodeError, ValueError, OSError, EOFError, binascii.Error, zlib.error) as exc:
+                raise DecodeError(f"{where}: {exc}") from None
+            messages.append(_Stamped(Message(role=role, content=blocks), stamp))
+            if project not in projects:
+                projects.append(project)
+        own_tokens = tokens.get(session_id, [])
+        project = projects[0] if projects else (own_tokens[0][0] if own_tokens else None)
+        tin = tout = 0
+        extra: dict[str, Any] = {}
+        others: dict[str, list[int]] = {}
+        for p, a, b in own_tokens:
+            if p == project:
+                tin, tout = a, b
+            else:
+                others[p] = [a, b]
+        if len(projects) > 1:
+            extra["axio_projects"] = projects
+        if others:
+            extra["axio_tokens_by_project"] = others
+        yield _PeerSession(session_id, project, messages, tin, tout, extra or None)
+
+
+def import_axio(c: Any, path: Path, replace: bool) -> AxioImportReport:
+    """Migrate an axio-context-sqlite database; re-running it adds only what is new.
+
+    The peer file is opened read-only and read in one snapshot. Every session is decoded first
+    (a bad row stops the migration before anything is written), then each session is written
+    in its own transaction: new sessions are added with their messages' original times;
+    sessions migrated before get the messages appended since; a session whose transcript here
+    diverged is reported as a conflict and left alone unless ``replace``.
+    """
+    peer, has_tokens = _open_peer(path)
+    added: list[str] = []
+    updated: list[str] = []
+    unchanged: list[str] = []
+    conflicts: list[str] = []
+    replaced: list[str] = []
+    written = 0
+    try:
+        peer.execute("BEGIN")
+        for _ in _peer_sessions(peer, has_tokens, path):  # pass 1: every row decodes
+            pass
+        for ps in _peer_sessions(peer, has_tokens, path):
+            existing = ops._session(c, ps.id)
+            if existing is not None:
+                ours = [m.message() for m in _records(c, _full(c, ps.id), 0, existing.next_position)]
+                theirs = [m.message for m in ps.messages]
+                same_tokens = (ps.input_tokens, ps.output_tokens) == ops.get_tokens(c, ps.id)
+                if ours == theirs[: len(ours)] and (len(ours) < len(theirs) or not same_tokens):
+                    written += _extend(c, ps)
+                    updated.append(ps.id)
+                    continue
+                if theirs == ours[: len(theirs)]:
+                    unchanged.append(ps.id)  # already migrated, or continued here since
+                    continue
+                if not replace:
+                    conflicts.append(ps.id)
+                    continue
+            header = _peer_header(ps)
+            with ops.write_tx(c):
+                aside = _set_aside(c, ps.id)
+                _insert_session(c, header, ps.id, None, ps.messages)
+            if aside is not None:
+                ops.delete_session(c, aside)
+                replaced.append(ps.id)
+            else:
+                added.append(ps.id)
+            written += len(ps.messages)
+    finally:
+        peer.close()
+    return AxioImportReport(added, updated, unchanged, conflicts, replaced, written)
+
+
+def _extend(c: Any, ps: _PeerSession) -> int:
+    """Append the messages a migrated session gained since, and take its token totals."""
+    with ops.write_tx(c):
+        row = ops._session(c, ps.id)
+        assert row is not None
+        tail = ps.messages[row.next_position :]
+        spent = _insert_messages(c, row.sid, row.next_position, tail) if tail else 0
+        if c.execute("SELECT preview_pos FROM sessions WHERE sid = ?", (row.sid,)).fetchone()[0] is None:
+            pv = ops.preview_for([m.message for m in tail], row.next_position)
+            if pv is not None:
+                c.execute(
+                    "UPDATE sessions SET preview = ?, preview_pos = ? WHERE sid = ?", (pv[1], pv[0], row.sid)
+                )
+        last = max((m.created_ms for m in tail), default=0)
+        c.execute(
+            "UPDATE sessions SET next_position = ?, est_tokens = est_tokens + ?, input_tokens = ?,"
+            " output_tokens = ?, updated_at = MAX(updated_at, ?) WHERE sid = ?",
+            (row.next_position + len(tail), spent, ps.input_tokens, ps.output_tokens, last, row.sid),
+        )
+    return len(tail)
+
+
+def _peer_header(ps: _PeerSession) -> SessionHeader:
+    times = [m.created_ms for m in ps.messages] or [ops.now_ms()]
+    return SessionHeader(
+        id=ps.id,
+        project=ps.project,
+        metadata=ps.metadata,
+        created_at=format_time(min(times)),
+        updated_at=format_time(max(times)),
+        message_count=len(ps.messages),
+        input_tokens=ps.input_tokens,
+        output_tokens=ps.output_tokens,
+    )
+
+
+# --- fork, delete, rename ------------------------------------------------------------------------
+
+
+def fork(c: Any, session_id: str, new_id: str) -> None:
+    """Fork an existing session (:func:`.ops.fork`), refusing a taken id."""
+    _full(c, session_id)
+    if ops._session(c, new_id) is not None:
+        raise SessionExistsError(f"a session {new_id!r} already exists")
+    ops.fork(c, session_id, None, new_id)
+
+
+def delete_sessions(c: Any, session_ids: Sequence[str]) -> list[str]:
+    """Delete sessions through :func:`.ops.delete_session`, newest first (so no fork of a doomed
+    parent is detached just to be deleted too); returns the ids that existed."""
+    rows = []
+    for i in dict.fromkeys(session_ids):
+        r = c.execute("SELECT sid FROM sessions WHERE id = ?", (i,)).fetchone()
+        if r is not None:
+            rows.append((int(r[0]), i))
+    deleted = []
+    for _, i in sorted(rows, reverse=True):
+        if ops.delete_session(c, i):
+            deleted.append(i)
+    return deleted
+
+
+def rename(c: Any, old: str, new: str) -> None:
+    """Change a session's id; forks' ``parent_id`` follows."""
+    if not new:
+        raise ValueError("a session id must not be empty")
+    with ops.write_tx(c):
+        _full(c, old)
+        if ops._session(c, new) is not None:
+            raise SessionExistsError(f"a session {new!r} already exists")
+        now = ops.now_ms()
+        c.execute("UPDATE sessions SET id = ?, updated_at = ? WHERE id = ?", (new, now, old))
+        c.execute("UPDATE sessions SET parent_id = ? WHERE parent_id = ?", (new, old))
+
+
+def set_title(c: Any, session_id: str, title: str | None) -> None:
+    """Set or clear the title of an existing session."""
+    _full(c, session_id)
+    ops.set_title(c, session_id, None, title)
+
+
+# --- stats, prune, vacuum, backup ----------------------------------------------------------------
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _wal(path: Path) -> Path:
+    return path.with_name(path.name + "-wal")
+
+
+def stats(c: Any, path: Path) -> Stats:
+    """Totals over the database and per project, in one snapshot."""
+    with ops.read_tx(c):
+        by_project = [
+            ProjectStats(p, int(n), int(m or 0), int(a or 0), int(b or 0))
+            for p, n, m, a, b in c.execute(
+                "SELECT project, COUNT(*), SUM(next_position), SUM(input_tokens), SUM(output_tokens)"
+                " FROM sessions GROUP BY project ORDER BY COUNT(*) DESC, project"
+            ).fetchall()
+        ]
+        stored = int(c.execute("SELECT COUNT(*) FROM messages").fetchone()[0])
+        checkpoints = int(c.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0])
+        blobs, blob_bytes = c.execute("SELECT COUNT(*), COALESCE(SUM(length(data)), 0) FROM blobs").fetchone()
+        page_size = int(c.execute("PRAGMA page_size").fetchone()[0])
+        page_count = int(c.execute("PRAGMA page_count").fetchone()[0])
+        free = int(c.execute("PRAGMA freelist_count").fetchone()[0])
+        version = int(c.execute("PRAGMA user_version").fetchone()[0])
+    return Stats(
+        sessions=sum(p.sessions for p in by_project),
+        messages=sum(p.messages for p in by_project),
+        stored_messages=stored,
+        input_tokens=sum(p.input_tokens for p in by_project),
+        output_tokens=sum(p.output_tokens for p in by_project),
+        checkpoints=checkpoints,
+        blobs=int(blobs),
+        blob_bytes=int(blob_bytes),
+        page_size=page_size,
+        page_count=page_count,
+        free_pages=free,
+        schema_version=version,
+        file_bytes=_size(path),
+        wal_bytes=_size(_wal(path)),
+        by_project=by_project,
+    )
+
+
+def prune(
+    c: Any, before_ms: int | None, keep: int | None, project: str | None, dry_run: bool
+) -> list[SessionInfo]:
+    """Sessions last updated before ``before_ms`` and/or beyond the ``keep`` most recently
+    updated (in ``project`` if given); deleted unless ``dry_run``. Returns them, newest first."""
+    if before_ms is None and keep is None:
+        raise ValueError("prune needs a date (before) or a number of sessions to keep")
+    if keep is not None and keep < 0:
+        raise ValueError("keep must not be negative")
+    where: list[str] = []
+    args: list[Any] = []
+    if project is not None:
+        where.append("project = ?")
+        args.append(project)
+    if before_ms is not None:
+        where.append("updated_at < ?")
+        args.append(before_ms)
+    sql = f"SELECT {ops._INFO_COLUMNS} FROM sessions"
+    if keep:
+        # the `keep` most recently updated sessions of the project are kept whatever their age
+        scope = "WHERE project = ?" if project is not None else ""
+        where.append(
+            f"sid NOT IN (SELECT sid FROM sessions {scope} ORDER BY updated_at DESC, sid DESC LIMIT ?)"
+        )
+        args += [*([project] if project is not None else []), keep]
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY updated_at DESC, sid DESC"
+    with ops.read_tx(c):
+        found = c.execute(sql, args).fetchall()
+    infos = [ops._info(r) for r in found]
+    if not dry_run:
+        delete_sessions(c, [i.session_id for i in infos])
+    return infos
+
+
+def vacuum(c: Any, path: Path) -> VacuumReport:
+    """Reclaim free pages, then truncate the WAL.
+
+    With ``auto_vacuum = INCREMENTAL`` the free pages are moved to the end of the file and cut
+    off in place (``PRAGMA incremental_vacuum``): no copy of the database, no extra disk. Otherwise
+    SQLite's only way is ``VACUUM``, which rebuilds the database through a temporary copy and
+    the WAL, so it needs up to about twice the database's size free while it runs.
+    """
+    on_disk = _size(path) + _size(_wal(path))
+    mode = int(c.execute("PRAGMA auto_vacuum").fetchone()[0])
+    page_size = int(c.execute("PRAGMA page_size").fetchone()[0])
+    before = int(c.execute("PRAGMA page_count").fetchone()[0])
+    free = int(c.execute("PRAGMA freelist_count").fetchone()[0])
+    if mode == 2:
+        c.execute("PRAGMA incremental_vacuum").fetchall()
+    else:
+        c.execute("VACUUM")
+    busy = c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+    after = int(c.execute("PRAGMA page_count").fetchone()[0])
+    return VacuumReport(
+        method="incremental" if mode == 2 else "full",
+        pages_before=before,
+        pages_after=after,
+        free_pages_before=free,
+        page_size=page_size,
+        bytes_before=on_disk,
+        bytes_after=_size(path) + _size(_wal(path)),
+        wal_busy=bool(busy),
+    )
+
+
+def backup(c: Any, source: Path, dest: Path, overwrite: bool) -> None:
+    """Copy the database to ``dest`` with SQLite's online backup API (one consistent snapshot).
+
+    The copy is made in one step, so it holds one read snapshot while other connections write.
+    """
+    import sqlean
+
+    dest = dest.expanduser()
+    if dest.exists() or dest.is_symlink():
+        if dest.resolve() == source.resolve():
+            raise DestinationExistsError(f"{dest} is the database itself")
+        if not overwrite:
+            raise DestinationExistsError(f"{dest} already exists")
+        for p in (dest, _wal(dest), dest.with_name(dest.name + "-shm")):
+            p.unlink(missing_ok=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    target = sqlean.connect(str(dest), isolation_level=None)
+    try:
+        c.backup(target)
+    finally:
+        target.close()

@@ -1,0 +1,682 @@
+"""The ``axio-context`` command line: a skin over :class:`~axio_context_sqlite.database.Database`.
+
+Each command opens the database, makes one library call and formats the result: a table or
+Markdown for people, ``--json`` (an array) or ``--nl`` (one object per line) for programs. The
+library's named errors become one-line messages and exit code 1; usage errors are click's (2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import re
+import sys
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, BinaryIO, Literal, TypeVar, cast
+
+import click
+import msgspec
+import platformdirs
+from click.shell_completion import CompletionItem
+
+from axio_context import __version__
+from axio_context.codec import encode_json
+from axio_context.errors import AxioContextError
+from axio_context.messages import SessionInfo
+from axio_context.transcript import FORMATS, FormatName, message_range, render_blocks, render_header
+
+from .database import Database, open_database
+
+__all__ = ["cli", "default_db_path", "main"]
+
+T = TypeVar("T")
+
+ENV_VAR = "AXIO_CONTEXT_DB"
+#: Exports with at least this many messages show a progress bar (when stderr is a terminal).
+PROGRESS_MIN = 2_000
+
+
+def default_db_path() -> Path:
+    """The database used without ``--db`` or ``$AXIO_CONTEXT_DB``: in the user data directory."""
+    return platformdirs.user_data_path("axio-context") / "context.db"
+
+
+class Settings:
+    """Where the database is, and whether the person named it explicitly with ``--db``."""
+
+    def __init__(self, db: Path | None) -> None:
+        self.explicit = db is not None
+        env = os.environ.get(ENV_VAR)
+        self.path = (db or (Path(env) if env else default_db_path())).expanduser()
+
+
+def _settings(ctx: click.Context) -> Settings:
+    obj = ctx.find_object(Settings)
+    assert obj is not None
+    return obj
+
+
+def _run(fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run one async step; the library's errors become a one-line message and exit code 1."""
+    try:
+        return asyncio.run(fn())
+    except AxioContextError as exc:
+        raise click.ClickException(str(exc)) from None
+    except BrokenPipeError:
+        # The reader went away (`... | head`): stop quietly, and keep Python's exit flush quiet.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise click.ClickException("the output was closed before everything was written") from None
+    except OSError as exc:
+        raise click.ClickException(
+            f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc)
+        ) from None
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _with_db(ctx: click.Context, write: bool, action: Callable[[Database], Awaitable[T]]) -> T:
+    """Open the database (creating it only for ``write``), run ``action``, close it."""
+    path = _settings(ctx).path
+
+    async def go() -> T:
+        async with open_database(path, create=write) as db:
+            return await action(db)
+
+    return _run(go)
+
+
+# --- arguments -----------------------------------------------------------------------------------
+
+
+def _complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """Session ids for shell completion (newest first for an empty prefix)."""
+    root = ctx.find_root().params.get("db")
+    path = (Path(root) if root else Settings(None).path).expanduser()
+    if not path.is_file():
+        return []
+
+    async def go() -> list[str]:
+        async with open_database(path, create=False) as db:
+            return await db.complete(incomplete)
+
+    try:
+        return [CompletionItem(i) for i in asyncio.run(go())]
+    except Exception:  # completion must never break the shell
+        return []
+
+
+def session_argument(*, required: bool = True, nargs: int = 1) -> Callable[[Any], Any]:
+    """A SESSION argument: a full id or a unique prefix, with shell completion."""
+    return click.argument(
+        "sessions" if nargs != 1 else "session",
+        nargs=nargs,
+        required=required,
+        shell_complete=_complete_sessions,
+        metavar="SESSION..." if nargs != 1 else "SESSION",
+    )
+
+
+_RELATIVE = re.compile(r"^(\d+)\s*([mhdw])$")
+_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+class When(click.ParamType):  # type: ignore[type-arg]
+    """A point in time: ``2025-06-01``, ``2025-06-01T14:30`` (local unless it has an offset),
+    or an age like ``30m``, ``12h``, ``7d``, ``2w``."""
+
+    name = "when"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
+        if isinstance(value, datetime):
+            return value
+        text = str(value).strip()
+        m = _RELATIVE.match(text)
+        if m:
+            return datetime.now().astimezone() - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
+        try:
+            when = datetime.fromisoformat(text)
+        except ValueError:
+            self.fail(f"{text!r} is not a date (2025-06-01), a time (2025-06-01T14:30) or an age (7d)")
+        return when if when.tzinfo else when.astimezone()
+
+
+def _project_option(fn: Any) -> Any:
+    fn = click.option("--here", is_flag=True, help="Only the project of the current directory.")(fn)
+    return click.option("--project", "-p", help="Only sessions of this project.")(fn)
+
+
+def _project(project: str | None, here: bool) -> str | None:
+    if project and here:
+        raise click.UsageError("--project and --here cannot be used together")
+    return str(Path.cwd().resolve()) if here else project
+
+
+# --- output --------------------------------------------------------------------------------------
+
+
+def output_options(fn: Any) -> Any:
+    """``--json`` (an array) and ``--nl`` (one JSON object per line) for a listing command."""
+    fn = click.option("--nl", is_flag=True, help="Output one JSON object per line.")(fn)
+    return click.option("--json", "as_json", is_flag=True, help="Output a JSON array.")(fn)
+
+
+class Column:
+    """One column of a table for people."""
+
+    def __init__(self, key: str, title: str, width: int | None = None, right: bool = False) -> None:
+        self.key, self.title, self.width, self.right = key, title, width, right
+
+
+def _cell(value: Any, width: int | None) -> str:
+    text = "" if value is None else str(value).replace("\n", " ")
+    if width is not None and len(text) > width:
+        text = text[: width - 1] + "…"
+    return text
+
+
+def emit(
+    rows: Sequence[dict[str, Any]],
+    columns: Sequence[Column],
+    as_json: bool,
+    nl: bool,
+    table_rows: Callable[[], Sequence[dict[str, Any]]] | None = None,
+) -> None:
+    """Print ``rows`` as JSON (``--json``/``--nl``) or as an aligned table of ``columns``
+    (of ``table_rows()`` when given: rows formatted for people, built only when needed)."""
+    if as_json and nl:
+        raise click.UsageError("--json and --nl cannot be used together")
+    if as_json:
+        click.echo(msgspec.json.format(encode_json(list(rows)), indent=2).decode())
+        return
+    if nl:
+        for row in rows:
+            click.echo(encode_json(row).decode())
+        return
+    shown = table_rows() if table_rows is not None else rows
+    cells = [[_cell(r.get(c.key), c.width) for c in columns] for r in shown]
+    widths = [max([len(c.title)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+
+    def line(values: Iterable[str]) -> str:
+        parts = [
+            v.rjust(w) if c.right else v.ljust(w) for v, w, c in zip(values, widths, columns, strict=True)
+        ]
+        return "  ".join(parts).rstrip()
+
+    click.echo("\n".join([line(c.title for c in columns), *(line(values) for values in cells)]))
+
+
+def _local(iso: str) -> str:
+    if not iso:
+        return ""
+    return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+@functools.cache
+def _home_dir() -> str:
+    return str(Path.home())
+
+
+def _home(path: str | None) -> str | None:
+    if path is None:
+        return None
+    home = _home_dir()
+    return "~" + path[len(home) :] if path == home or path.startswith(home + os.sep) else path
+
+
+def _info_dict(info: SessionInfo) -> dict[str, Any]:
+    return {f: getattr(info, f) for f in SessionInfo.__struct_fields__}
+
+
+def _info_row(info: SessionInfo) -> dict[str, Any]:
+    fork = None
+    if info.parent_id is not None:
+        fork = info.parent_id[:12] + ("" if info.fork_position is None else f"@{info.fork_position}")
+    return {
+        "id": info.session_id[:12],
+        "project": _home(info.project),
+        "created": _local(info.created_at),
+        "updated": _local(info.updated_at),
+        "messages": f"{info.message_count:,}",
+        "in": f"{info.input_tokens:,}",
+        "out": f"{info.output_tokens:,}",
+        "fork": fork,
+        "preview": info.title or info.preview,
+    }
+
+
+SESSION_COLUMNS = [
+    Column("id", "ID"),
+    Column("project", "PROJECT", 28),
+    Column("created", "CREATED"),
+    Column("updated", "UPDATED"),
+    Column("messages", "MSGS", right=True),
+    Column("in", "IN", right=True),
+    Column("out", "OUT", right=True),
+    Column("fork", "FORKED FROM"),
+    Column("preview", "PREVIEW", 48),
+]
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+# --- the group -----------------------------------------------------------------------------------
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help=f"Database file (default: ${ENV_VAR}, else context.db in the user data directory).",
+)
+@click.version_option(__version__, prog_name="axio-context")
+@click.pass_context
+def cli(ctx: click.Context, db: Path | None) -> None:
+    """See, read, back up and move the agent sessions stored by axio-context."""
+    ctx.obj = Settings(db)
+
+
+@cli.command("list-sessions")
+@_project_option
+@click.option(
+    "-n", "--limit", type=click.IntRange(min=0), default=50, show_default=True, help="At most N (0: all)."
+)
+@click.option("--since", type=When(), help="Only sessions created since (a date, or an age like 7d).")
+@output_options
+@click.pass_context
+def list_sessions(
+    ctx: click.Context,
+    project: str | None,
+    here: bool,
+    limit: int,
+    since: datetime | None,
+    as_json: bool,
+    nl: bool,
+) -> None:
+    """List sessions, newest first."""
+    settings = _settings(ctx)
+    scope = _project(project, here)
+    if as_json and nl:
+        raise click.UsageError("--json and --nl cannot be used together")
+    if not settings.explicit and not settings.path.exists():
+        # A fresh machine: nothing stored yet is not an error (an explicit --db that is missing is).
+        if as_json:
+            click.echo("[]")
+        elif not nl:
+            click.echo(f"no sessions yet (database: {settings.path})")
+        return
+    page = _with_db(ctx, False, lambda db: db.list_sessions(scope, limit=limit or None, since=since))
+    infos = page.sessions
+    if not infos and not (as_json or nl):
+        click.echo(f"no sessions yet (database: {settings.path})")
+        return
+    emit([_info_dict(i) for i in infos], SESSION_COLUMNS, as_json, nl, lambda: [_info_row(i) for i in infos])
+    if page.next_cursor is not None and not (as_json or nl):
+        click.echo(f"(the newest {limit}; -n 0 lists all)", err=True)
+
+
+async def _pick(db: Database, session: str | None) -> str:
+    return await db.resolve(session) if session else await db.latest()
+
+
+@cli.command()
+@session_argument(required=False)
+@click.option("--full", is_flag=True, help="Every message, including those a compaction summarised.")
+@click.option(
+    "--fold",
+    type=click.IntRange(min=20),
+    default=600,
+    show_default=True,
+    help="Cut tool calls/results to N characters.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Output JSON.")
+@click.pass_context
+def show(ctx: click.Context, session: str | None, full: bool, fold: int, as_json: bool) -> None:
+    """Show a conversation (default: the newest session)."""
+
+    async def go(db: Database) -> Any:
+        return await db.show(await _pick(db, session), full=full)
+
+    view = _with_db(ctx, False, go)
+    if as_json:
+        messages = [
+            {"position": view.start + i, **msgspec.structs.asdict(m)} for i, m in enumerate(view.messages)
+        ]
+        doc = {"session": view.header, "summary": view.summary, "start": view.start, "messages": messages}
+        click.echo(msgspec.json.format(encode_json(doc), indent=2).decode())
+        return
+    out = [render_header(view.header)]
+    if view.summary is not None:
+        out.append(
+            f"*Compacted: {message_range(view.start)} replaced by this summary in the model's view "
+            "(--full shows everything).*\n"
+        )
+        for m in view.summary:
+            out.append(f"## summary · {m.role}\n\n{render_blocks(m.content, fold)}")
+    for i, r in enumerate(view.messages):
+        when = _local(r.created_at)
+        out.append(f"## {view.start + i} · {r.role} · {when}\n\n{render_blocks(r.content, fold)}")
+    click.echo("\n".join(out), nl=False)
+
+
+class _Progress:
+    """A progress bar on stderr, drawn only for long exports and only on a terminal."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.bar: Any = None
+        self.done = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total < PROGRESS_MIN:
+            return
+        if self.bar is None:
+            self.bar = click.progressbar(length=total, label="exporting", file=sys.stderr)
+        self.bar.update(done - self.done)
+        self.done = done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.render_finish()
+
+
+@cli.command()
+@session_argument(required=False, nargs=-1)
+@click.option("--all", "all_", is_flag=True, help="Every session in the database.")
+@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="json", show_default=True)
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE, not stdout."
+)
+@click.pass_context
+def export(ctx: click.Context, sessions: tuple[str, ...], all_: bool, fmt: str, output: Path | None) -> None:
+    """Export sessions (default: the newest) as json, jsonl or markdown."""
+    if all_ and sessions:
+        raise click.UsageError("give SESSION arguments or --all, not both")
+    format_ = cast(FormatName, fmt)
+    progress = _Progress()
+    partial = None if output is None else output.with_name(output.name + ".partial")
+
+    async def go(db: Database) -> Any:
+        ids: list[str] | None
+        if all_:
+            ids = None
+        elif sessions:
+            ids = [await db.resolve(s) for s in sessions]
+        else:
+            ids = [await db.latest()]
+        if partial is None:
+            out: BinaryIO = sys.stdout.buffer
+            result = await db.export(out.write, format=format_, session_ids=ids, progress=progress)
+            out.flush()
+            return result
+        f = await asyncio.to_thread(partial.open, "wb")
+        try:
+            return await db.export(f.write, format=format_, session_ids=ids, progress=progress)
+        finally:
+            f.close()
+
+    try:
+        summary = _with_db(ctx, False, go)
+    except BaseException:
+        if partial is not None:
+            partial.unlink(missing_ok=True)
+        raise
+    finally:
+        progress.close()
+    if output is not None and partial is not None:
+        partial.replace(output)
+        click.echo(
+            f"exported {summary.sessions} session(s), {summary.messages} message(s) to {output}", err=True
+        )
+
+
+@cli.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-f", "--format", "fmt", type=click.Choice(["json", "jsonl"]), help="Default: detected.")
+@click.option("--replace", is_flag=True, help="Overwrite sessions whose id already exists.")
+@click.option("--new-ids", is_flag=True, help="Give every imported session a new id (import copies).")
+@click.option("--json", "as_json", is_flag=True, help="Output what was imported as JSON.")
+@click.pass_context
+def import_(
+    ctx: click.Context, file: Path, fmt: str | None, replace: bool, new_ids: bool, as_json: bool
+) -> None:
+    """Import a json/jsonl export; validates the whole file before writing anything."""
+    if replace and new_ids:
+        raise click.UsageError("--replace and --new-ids cannot be used together")
+    report = _with_db(
+        ctx,
+        True,
+        lambda db: db.import_file(
+            file, format=cast(Literal["json", "jsonl"] | None, fmt), replace=replace, new_ids=new_ids
+        ),
+    )
+    if as_json:
+        click.echo(msgspec.json.format(encode_json(report), indent=2).decode())
+        return
+    messages = sum(s.messages for s in report.sessions)
+    replaced = sum(s.replaced for s in report.sessions)
+    extra = f", {replaced} replaced" if replaced else ""
+    click.echo(f"imported {len(report.sessions)} session(s), {messages} message(s){extra} from {file}")
+
+
+@cli.command("import-axio")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--replace", is_flag=True, help="Overwrite sessions whose transcript here differs.")
+@click.option("--json", "as_json", is_flag=True, help="Output the outcome per session as JSON.")
+@click.pass_context
+def import_axio(ctx: click.Context, path: Path, replace: bool, as_json: bool) -> None:
+    """Migrate a database written by axio-context-sqlite (safe to run again)."""
+    report = _with_db(ctx, True, lambda db: db.import_axio(path, replace=replace))
+    if as_json:
+        click.echo(msgspec.json.format(encode_json(report), indent=2).decode())
+        return
+    click.echo(
+        f"{len(report.added)} added, {len(report.updated)} updated, {len(report.unchanged)} unchanged"
+        + (f", {len(report.replaced)} replaced" if report.replaced else "")
+        + f"; {report.messages} message(s) written"
+    )
+    if report.conflicts:
+        shown = ", ".join(report.conflicts[:5]) + (", ..." if len(report.conflicts) > 5 else "")
+        click.echo(
+            f"{len(report.conflicts)} session(s) differ here and were left alone ({shown}); "
+            "--replace overwrites them",
+            err=True,
+        )
+
+
+@cli.command()
+@session_argument()
+@click.option("--id", "new_id", help="Id for the new session (default: a new uuid).")
+@click.pass_context
+def fork(ctx: click.Context, session: str, new_id: str | None) -> None:
+    """Fork a session; prints the new session's id."""
+
+    async def go(db: Database) -> str:
+        return await db.fork(await db.resolve(session), new_id)
+
+    click.echo(_with_db(ctx, False, go))
+
+
+@cli.command()
+@session_argument(nargs=-1)
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def rm(ctx: click.Context, sessions: tuple[str, ...], yes: bool) -> None:
+    """Delete sessions (their forks keep their messages)."""
+    ids = _with_db(ctx, False, lambda db: _resolve_all(db, sessions))
+    if not yes:
+        click.confirm(f"Delete {len(ids)} session(s): {', '.join(ids)}?", abort=True, err=True)
+    deleted = _with_db(ctx, False, lambda db: db.delete(ids))
+    click.echo(f"deleted {len(deleted)} session(s)")
+
+
+async def _resolve_all(db: Database, sessions: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys([await db.resolve(s) for s in sessions]))
+
+
+@cli.command()
+@session_argument()
+@click.argument("new_id")
+@click.pass_context
+def rename(ctx: click.Context, session: str, new_id: str) -> None:
+    """Change a session's id."""
+
+    async def go(db: Database) -> str:
+        old = await db.resolve(session)
+        await db.rename(old, new_id)
+        return old
+
+    old = _with_db(ctx, False, go)
+    click.echo(f"renamed {old} to {new_id}")
+
+
+@cli.command()
+@session_argument()
+@click.argument("text", required=False)
+@click.option("--clear", is_flag=True, help="Remove the title.")
+@click.pass_context
+def title(ctx: click.Context, session: str, text: str | None, clear: bool) -> None:
+    """Show, set or clear a session's title."""
+    if clear and text is not None:
+        raise click.UsageError("give a TITLE or --clear, not both")
+
+    async def go(db: Database) -> str | None:
+        sid = await db.resolve(session)
+        if text is None and not clear:
+            return (await db.info(sid)).title
+        await db.set_title(sid, None if clear else text)
+        return None
+
+    shown = _with_db(ctx, False, go)
+    if text is None and not clear and shown is not None:
+        click.echo(shown)
+
+
+@cli.command()
+@output_options
+@click.pass_context
+def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
+    """Sessions, messages, tokens and size on disk, in total and by project."""
+    s = _with_db(ctx, False, lambda db: db.stats())
+    if as_json or nl:
+        if as_json and nl:
+            raise click.UsageError("--json and --nl cannot be used together")
+        data = msgspec.to_builtins(s)
+        click.echo(msgspec.json.format(encode_json(data), indent=2 if as_json else 0).decode())
+        return
+    path = _settings(ctx).path
+    click.echo(f"database   {path}")
+    on_disk = _size(s.file_bytes + s.wal_bytes)
+    click.echo(f"size       {on_disk} ({_size(s.wal_bytes)} WAL, {s.free_pages:,} free pages)")
+    click.echo(f"sessions   {s.sessions:,}")
+    click.echo(f"messages   {s.messages:,} ({s.stored_messages:,} stored; forks share the rest)")
+    click.echo(f"tokens     {s.input_tokens:,} in / {s.output_tokens:,} out")
+    click.echo(f"media      {s.blobs:,} blob(s), {_size(s.blob_bytes)}")
+    click.echo(f"compaction {s.checkpoints:,} checkpoint(s)")
+    if s.by_project:
+        click.echo("")
+        rows = [
+            {
+                "project": _home(p.project) or "(none)",
+                "sessions": f"{p.sessions:,}",
+                "messages": f"{p.messages:,}",
+                "in": f"{p.input_tokens:,}",
+                "out": f"{p.output_tokens:,}",
+            }
+            for p in s.by_project
+        ]
+        emit(
+            rows,
+            [
+                Column("project", "PROJECT", 48),
+                Column("sessions", "SESSIONS", right=True),
+                Column("messages", "MESSAGES", right=True),
+                Column("in", "IN", right=True),
+                Column("out", "OUT", right=True),
+            ],
+            False,
+            False,
+        )
+
+
+@cli.command()
+@click.option("--before", type=When(), help="Sessions last updated before this (a date, or an age like 90d).")
+@click.option("--keep", type=click.IntRange(min=0), help="Keep the N most recently updated sessions.")
+@_project_option
+@click.option("--dry-run", is_flag=True, help="Only list what would be deleted.")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@output_options
+@click.pass_context
+def prune(
+    ctx: click.Context,
+    before: datetime | None,
+    keep: int | None,
+    project: str | None,
+    here: bool,
+    dry_run: bool,
+    yes: bool,
+    as_json: bool,
+    nl: bool,
+) -> None:
+    """Delete whole old sessions: --before DATE and/or --keep N, optionally in one project."""
+    if before is None and keep is None:
+        raise click.UsageError("give --before DATE and/or --keep N")
+    scope = _project(project, here)
+    infos = _with_db(ctx, False, lambda db: db.prune(before=before, keep=keep, project=scope, dry_run=True))
+    if dry_run or not infos:
+        if infos or as_json or nl:
+            emit(
+                [_info_dict(i) for i in infos],
+                SESSION_COLUMNS,
+                as_json,
+                nl,
+                lambda: [_info_row(i) for i in infos],
+            )
+        if not (as_json or nl):
+            click.echo(
+                f"{len(infos)} session(s) would be deleted" if dry_run else "nothing to prune", err=True
+            )
+        return
+    if not yes:
+        click.confirm(f"Delete {len(infos)} session(s)?", abort=True, err=True)
+    ids = [i.session_id for i in infos]
+    deleted = _with_db(ctx, False, lambda db: db.delete(ids))
+    if as_json or nl:
+        emit([_info_dict(i) for i in infos if i.session_id in set(deleted)], SESSION_COLUMNS, as_json, nl)
+    else:
+        click.echo(f"deleted {len(deleted)} session(s)")
+
+
+@cli.command()
+@click.pass_context
+def vacuum(ctx: click.Context) -> None:
+    """Reclaim the space deleted sessions left, and truncate the WAL."""
+    r = _with_db(ctx, False, lambda db: db.vacuum())
+    note = " (WAL still in use by another connection)" if r.wal_busy else ""
+    click.echo(f"{r.method} vacuum: {_size(r.bytes_before)} -> {_size(r.bytes_after)}{note}")
+
+
+@cli.command()
+@click.argument("dest", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--force", is_flag=True, help="Overwrite DEST if it exists.")
+@click.pass_context
+def backup(ctx: click.Context, dest: Path, force: bool) -> None:
+    """Write a consistent copy of the database to DEST, even while it is in use."""
+    _with_db(ctx, False, lambda db: db.backup(dest, overwrite=force))
+    click.echo(f"backed up {_settings(ctx).path} to {dest} ({_size(dest.stat().st_size)})")
+
+
+def main() -> None:
+    """The console script's entry point."""
+    cli(prog_name="axio-context")

@@ -1,0 +1,216 @@
+"""The installed ``axio-context`` console script, run as a real process against a real database.
+
+The script comes from the environment running the tests when the project is installed there
+(CI installs it with ``pip install -e '.[dev]'``); otherwise the project is installed once per
+test session into a throwaway venv (no pip of its own, dependencies seen through a ``.pth`` to
+this interpreter's site-packages, ``pip install --no-deps`` of this checkout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from axio_context.testing import every_block_message, text
+from axio_context_sqlite import SQLiteContextStore, connect
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _installed_here() -> Path | None:
+    script = Path(sys.executable).parent / "axio-context"
+    try:
+        metadata.distribution("axio-context")
+    except metadata.PackageNotFoundError:
+        return None
+    return script if script.is_file() else None
+
+
+@pytest.fixture(scope="session")
+def console_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    found = _installed_here()
+    if found is not None:
+        return found
+    venv = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(site, "_test_parent.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    isolation = [] if importlib.util.find_spec("hatchling") is None else ["--no-build-isolation"]
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-deps",
+            *isolation,
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return venv / "bin" / "axio-context"
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env.update(extra)
+    return env
+
+
+async def _fill(path: Path) -> None:
+    async with connect(path) as conn:
+        store = SQLiteContextStore(conn, "proc-session", project="/proj")
+        await store.append_many(every_block_message())
+        await store.add_context_tokens(12, 34)
+        await (await store.fork()).append(text("user", "forked"))
+
+
+def test_console_script_against_a_real_database(console_script: Path, tmp_path: Path) -> None:
+    db = tmp_path / "real.db"
+    asyncio.run(_fill(db))
+    env = _env(tmp_path)
+
+    def run(*args: str | Path, code: int = 0) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [str(console_script), *map(str, args)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == code, (done.stdout, done.stderr)
+        return done
+
+    rows = json.loads(run("--db", db, "list-sessions", "--json").stdout)
+    assert sorted(r["message_count"] for r in rows) == [6, 7]
+    assert "## summary" not in run("--db", db, "show", "proc").stdout
+    exported = tmp_path / "all.jsonl"
+    run("--db", db, "export", "--all", "-f", "jsonl", "-o", exported)
+    copy = tmp_path / "copy.db"
+    assert run("--db", copy, "import", exported).stdout.startswith("imported 2 session(s), 7 message(s)")
+    assert run("--db", copy, "export", "--all", "-f", "jsonl").stdout == exported.read_text()
+
+    user_error = run("--db", db, "show", "nope", code=1)
+    assert user_error.stderr == "Error: no session id starts with 'nope'\n"
+    missing = run("--db", tmp_path / "missing.db", "stats", code=1)
+    assert missing.stderr == f"Error: no database at {tmp_path / 'missing.db'}\n"
+    assert "Traceback" not in missing.stderr
+    assert run("--db", db, "export", "--bogus", code=2).stderr.startswith("Usage: axio-context export")
+
+
+def test_fresh_machine_list_sessions_exits_0(console_script: Path, tmp_path: Path) -> None:
+    env = _env(tmp_path, XDG_DATA_HOME=str(tmp_path / "data"))
+    env.pop("AXIO_CONTEXT_DB", None)
+    done = subprocess.run(
+        [str(console_script), "list-sessions"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"no sessions yet (database: {tmp_path / 'data' / 'axio-context' / 'context.db'})\n"
+
+
+def test_python_dash_m(console_script: Path, tmp_path: Path) -> None:
+    python = console_script.parent / "python"
+    done = subprocess.run(
+        [str(python), "-m", "axio_context_sqlite", "--version"],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "axio-context, version 0.1.0\n"
+
+
+async def _long(path: Path) -> None:
+    async with connect(path) as conn:
+        store = SQLiteContextStore(conn, "long", project="/proj")
+        await store.append_many([text("user", f"message {i} " + "x" * 200) for i in range(3000)])
+
+
+def test_progress_bar_only_on_a_terminal_and_a_closed_pipe(console_script: Path, tmp_path: Path) -> None:
+    import pty
+
+    db = tmp_path / "long.db"
+    asyncio.run(_long(db))
+    env = _env(tmp_path, COLUMNS="80")
+    # stderr is a terminal: the bar is drawn there, stdout still gets the whole export
+    leader, follower = pty.openpty()
+    out = tmp_path / "out.json"
+    try:
+        done = subprocess.run(
+            [str(console_script), "--db", str(db), "export", "--all", "-o", str(out)],
+            stderr=follower,
+            env=env,
+            cwd=tmp_path,
+            check=False,
+            timeout=60,
+        )
+        os.close(follower)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(leader)
+    assert done.returncode == 0
+    assert b"exporting" in drawn and b"100%" in drawn
+    assert b"exported 1 session(s), 3000 message(s)" in drawn
+    # stderr is a pipe: no bar
+    piped = subprocess.run(
+        [str(console_script), "--db", str(db), "export", "--all"],
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+        timeout=60,
+    )
+    assert piped.returncode == 0 and piped.stderr == b""
+    assert piped.stdout == out.read_bytes()
+    # the reader stops early (`| head`): one line on stderr, no traceback
+    proc = subprocess.Popen(
+        [str(console_script), "--db", str(db), "export", "--all", "-f", "jsonl"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(100).startswith(b'{"kind":"session"')
+    proc.stdout.close()
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(60) == 1
+    assert err == b"Error: the output was closed before everything was written\n"
