@@ -65,7 +65,7 @@ async def build_rich_db(path: Path) -> dict[str, str]:
         ids["grandchild"] = grandchild.session_id
 
         await root.append(text("assistant", "root continues"))
-        detached = await root.fork()  # at 8; root then pops below it, so this fork gets its own copy
+        detached = await root.fork()  # at 8; root then pops below it: the fork gets a copy of that one row
         await detached.append(text("user", "detached question"))
         ids["detached"] = detached.session_id
         await root.pop()
