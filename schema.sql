@@ -78,3 +78,27 @@ CREATE TABLE settings (
     key    TEXT PRIMARY KEY,
     value  TEXT NOT NULL
 ) WITHOUT ROWID;
+
+-- version: 2
+
+-- Keyword search. FTS5 over each message's text in two columns, `body` (text people and the
+-- model wrote) and `tool` (tool names, inputs and results), weighted 1 : 0.25 by bm25 so a
+-- person's words rank above the same words in tool output. Contentless: the text is not stored
+-- a second time (the payload is its copy), and a row is removed with FTS5's 'delete' command
+-- fed the text re-extracted from the payload (plain `contentless_delete` would need SQLite
+-- 3.43, newer than the 3.40 many Pythons ship). rowid = messages.id, so a fork's inherited
+-- messages are indexed once, under the session that owns the rows.
+CREATE VIRTUAL TABLE messages_fts USING fts5(
+    body, tool, content = '', tokenize = 'porter unicode61 remove_diacritics 2'
+);
+INSERT INTO messages_fts (messages_fts, rank) VALUES ('rank', 'bm25(1.0, 0.25)');
+
+-- Semantic search. One float32 embedding per message (id = messages.id); the embedder's model
+-- and dimension are recorded once in `settings`. When sqlite-vec runs, a vec0 table
+-- `message_codes` (created on first use, since its width depends on the dimension; see
+-- axio_context_sqlite/indexing.py) holds binary codes for a fast coarse KNN re-scored exactly
+-- from these vectors.
+CREATE TABLE message_vectors (
+    id         INTEGER PRIMARY KEY,
+    embedding  BLOB NOT NULL
+);

@@ -19,6 +19,7 @@ __all__ = [
     "DecodeError",
     "DestinationExistsError",
     "EmbedderUnavailableError",
+    "EmbeddingMismatchError",
     "NotAnAxioDatabaseError",
     "ReadOnlyDatabaseError",
     "SchemaVersionError",
@@ -145,3 +146,7 @@ class NotAnAxioDatabaseError(DatabaseError):
 
 class DestinationExistsError(AxioContextError, FileExistsError):
     """A file to be written (a backup, an export) already exists and overwriting was not asked."""
+
+
+class EmbeddingMismatchError(AxioContextError, ValueError):
+    """Vectors from another embedding model or dimension than the one the database records."""

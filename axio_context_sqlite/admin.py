@@ -50,7 +50,7 @@ from axio_context.transcript import (
     sniff_format,
 )
 
-from . import ops
+from . import indexing, ops
 from .ops import SessionPage, key
 from .storage import ROLE_NAMES, decode_row, encode_message
 
@@ -468,6 +468,7 @@ def _insert_messages(c: Any, sid: int, first: int, batch: Sequence[_Stamped]) ->
     :func:`.ops.append` (blob references, and any index a later schema keeps per message).
     """
     rows = []
+    texts: list[tuple[str, str]] = []
     blobs: list[tuple[bytes, bytes]] = []
     spent = 0
     for i, item in enumerate(batch):
@@ -475,10 +476,12 @@ def _insert_messages(c: Any, sid: int, first: int, batch: Sequence[_Stamped]) ->
         t = estimate_message_tokens(item.message)
         spent += t
         rows.append((key(sid, first + i), e.role, e.flags, item.created_ms, t, e.payload))
+        texts.append((e.body, e.tool))
         blobs.extend(e.blobs)
     c.executemany(
         "INSERT INTO messages (id, role, flags, created_at, tokens, payload) VALUES (?, ?, ?, ?, ?, ?)", rows
     )
+    indexing.index_text(c, [(row[0], *text) for row, text in zip(rows, texts, strict=True)])
     if blobs:
         ops._add_blob_refs(c, blobs)
     return spent

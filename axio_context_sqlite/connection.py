@@ -32,6 +32,7 @@ from axio_context.errors import StoreClosedError
 
 from .errors import translate_error
 from .schema import apply_schema, refuse_newer
+from .vec import load_sqlite_vec
 
 __all__ = ["Connection", "connect", "run", "sqlite_module"]
 
@@ -43,33 +44,6 @@ sqlite_module: Any = sqlean
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
 _vec_warned = False
-
-
-def _load_vec(raw: Any) -> str | None:
-    """Load sqlite-vec and prove it answers a real vec0 KNN query; the failure, or None if fine."""
-    try:
-        import sqlite_vec
-
-        raw.enable_load_extension(True)
-        try:
-            sqlite_vec.load(raw)
-        finally:
-            raw.enable_load_extension(False)
-        raw.execute("CREATE VIRTUAL TABLE temp.axio_vec_probe USING vec0(v float[2])")
-        try:
-            raw.execute(
-                "INSERT INTO temp.axio_vec_probe(rowid, v) VALUES (1, '[1.0, 0.0]'), (2, '[0.0, 1.0]')"
-            )
-            rows = raw.execute(
-                "SELECT rowid FROM temp.axio_vec_probe WHERE v MATCH '[0.9, 0.1]' AND k = 1"
-            ).fetchall()
-        finally:
-            raw.execute("DROP TABLE temp.axio_vec_probe")
-        if [r[0] for r in rows] != [1]:
-            return "its self-test returned a wrong nearest neighbour"
-        return None
-    except Exception as exc:  # a missing wheel or a broken binary: keep working without it
-        return str(exc) or type(exc).__name__
 
 
 def _warn_vec_once(reason: str) -> None:
@@ -210,7 +184,7 @@ def connect(
                     if str(mode).lower() != "wal":
                         raw.execute("PRAGMA journal_mode = WAL")
                 raw.execute(f"PRAGMA synchronous = {synchronous}")
-                holder["vec_error"] = _load_vec(raw)
+                holder["vec"] = load_sqlite_vec(raw)
                 apply_schema(raw, readonly=readonly, path=str(path))
             except BaseException:
                 raw.close()
@@ -222,9 +196,9 @@ def connect(
             await conn
         except sqlean.Error as exc:
             raise translate_error(exc, str(path)) from None
-        conn.vec_loaded = holder.get("vec_error") is None
+        conn.vec_loaded = bool(holder.get("vec"))
         if not conn.vec_loaded:
-            _warn_vec_once(str(holder.get("vec_error")))
+            _warn_vec_once("it did not load or failed its self-test on this platform")
         conn.path = str(path)
         _READY.add(conn)
         return conn

@@ -29,9 +29,10 @@ from axio_context.codec import decode_messages_msgpack, encode_messages_msgpack
 from axio_context.errors import CheckpointError, CorruptDataError, DecodeError, SessionNotFoundError
 from axio_context.messages import PREVIEW_CHARS, Message, SessionInfo
 
+from . import indexing
 from .storage import FLAG_BLOBS, EncodedMessage, blob_digests, decode_row
 
-__all__ = ["SHIFT", "SessionPage"]
+__all__ = ["SHIFT", "Embeddings", "SessionPage"]
 
 SHIFT: Final = 32
 _LOW: Final = (1 << SHIFT) - 1
@@ -91,6 +92,14 @@ class SessionPage(msgspec.Struct, frozen=True):
 
     sessions: list[SessionInfo]
     next_cursor: str | None
+
+
+class Embeddings(msgspec.Struct, frozen=True):
+    """Vectors computed for a batch before its transaction: (index in batch, float32 BLOB, code)."""
+
+    model: str
+    dimension: int
+    rows: list[tuple[int, bytes, bytes | None]]
 
 
 class _Row(msgspec.Struct):
@@ -261,8 +270,12 @@ def append(
     encoded: Sequence[EncodedMessage],
     tokens: Sequence[int],
     preview: tuple[int, str] | None,
+    embeddings: Embeddings | None = None,
 ) -> int:
-    """Append a batch in one transaction; returns the first position it got."""
+    """Append a batch, its search index entries and embeddings in one transaction.
+
+    Returns the first position the batch got.
+    """
     n = len(encoded)
     if n == 0:
         return -1
@@ -270,16 +283,16 @@ def append(
     with write_tx(c):
         r = c.execute(
             "UPDATE sessions SET next_position = next_position + ?, est_tokens = est_tokens + ?,"
-            " updated_at = ? WHERE id = ? RETURNING sid, next_position - ?, preview_pos",
+            " updated_at = ? WHERE id = ? RETURNING sid, next_position - ?, preview_pos, project",
             (n, sum(tokens), now, session_id, n),
         ).fetchone()
         if r is None:
             r = c.execute(
                 "INSERT INTO sessions (id, project, created_at, updated_at, next_position, est_tokens)"
-                " VALUES (?, ?, ?, ?, ?, ?) RETURNING sid, 0, NULL",
+                " VALUES (?, ?, ?, ?, ?, ?) RETURNING sid, 0, NULL, project",
                 (session_id, project, now, now, n, sum(tokens)),
             ).fetchone()
-        sid, first, preview_pos = r
+        sid, first, preview_pos, session_project = r
         base = key(sid, first)
         c.executemany(
             "INSERT INTO messages (id, role, flags, created_at, tokens, payload) VALUES (?, ?, ?, ?, ?, ?)",
@@ -288,6 +301,17 @@ def append(
                 for i, (e, t) in enumerate(zip(encoded, tokens, strict=True))
             ],
         )
+        indexing.index_text(c, [(base + i, e.body, e.tool) for i, e in enumerate(encoded)])
+        if embeddings is not None and embeddings.rows:
+            indexing.store_embeddings(
+                c,
+                embeddings.model,
+                embeddings.dimension,
+                [
+                    (base + i, vector, code, sid, session_project, encoded[i].role, now)
+                    for i, vector, code in embeddings.rows
+                ],
+            )
         blobs = [b for e in encoded for b in e.blobs]
         if blobs:
             _add_blob_refs(c, blobs)
@@ -384,13 +408,15 @@ def _detach_children(c: Any, row: _Row, from_position: int | None) -> None:
     inheriting the rest from ``row``.
     """
     if from_position is None:
-        children = c.execute("SELECT sid, base_len FROM sessions WHERE base_sid = ?", (row.sid,)).fetchall()
+        children = c.execute(
+            "SELECT sid, base_len, project FROM sessions WHERE base_sid = ?", (row.sid,)
+        ).fetchall()
     else:
         children = c.execute(
-            "SELECT sid, base_len FROM sessions WHERE base_sid = ? AND base_len > ?",
+            "SELECT sid, base_len, project FROM sessions WHERE base_sid = ? AND base_len > ?",
             (row.sid, max(from_position, row.base_len)),
         ).fetchall()
-    for child_sid, child_base_len in children:
+    for child_sid, child_base_len, child_project in children:
         lo, hi = row.base_len, child_base_len
         if from_position is not None and from_position > lo:
             lo = from_position
@@ -401,6 +427,7 @@ def _detach_children(c: Any, row: _Row, from_position: int | None) -> None:
                 " WHERE id >= ? AND id < ? ORDER BY id",
                 (child_sid << SHIFT, _LOW, key(row.sid, lo), key(row.sid, hi)),
             )
+            indexing.copy_index(c, key(row.sid, lo), key(row.sid, hi), child_sid, child_project)
             digests = _digests_in_range(c, key(child_sid, lo), key(child_sid, hi))
             if digests:
                 c.executemany("UPDATE blobs SET refs = refs + 1 WHERE hash = ?", [(d,) for d in digests])
@@ -418,6 +445,7 @@ def _delete_own_rows(c: Any, row: _Row, from_position: int) -> None:
     lo_key = key(row.sid, max(from_position, row.base_len))
     hi_key = key(row.sid + 1, 0)
     digests = _digests_in_range(c, lo_key, hi_key)
+    indexing.delete_index(c, lo_key, hi_key)
     c.execute("DELETE FROM messages WHERE id >= ? AND id < ?", (lo_key, hi_key))
     _drop_blob_refs(c, digests)
 

@@ -9,6 +9,7 @@ opening the same old file never both run it. A database newer than this code is 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -85,12 +86,25 @@ def apply_schema(raw: Any, *, readonly: bool = False, path: str = "") -> int:
                 continue
             for statement in _statements(sql):
                 raw.execute(statement)
+            hook = _HOOKS.get(version)
+            if hook is not None:
+                hook(raw)
             raw.execute(f"PRAGMA user_version = {version}")
             raw.execute("COMMIT")
         except BaseException:
             raw.execute("ROLLBACK")
             raise
     return found
+
+
+def _index_existing_text(raw: Any) -> None:
+    from .indexing import index_all_messages
+
+    index_all_messages(raw)
+
+
+#: Data migrations that SQL alone cannot do, run after their section in the same transaction.
+_HOOKS: dict[int, Callable[[Any], None]] = {2: _index_existing_text}
 
 
 def _statements(sql: str) -> list[str]:

@@ -28,6 +28,8 @@ from axio_context.codec import decode_content, encode_content
 from axio_context.errors import CorruptDataError, DecodeError
 from axio_context.messages import Message
 
+from .fts import fts_columns
+
 __all__ = [
     "BLOB_MIN",
     "COMPRESS_MIN",
@@ -60,6 +62,8 @@ class EncodedMessage(msgspec.Struct):
     flags: int
     payload: bytes
     blobs: list[tuple[bytes, bytes]]  # (digest, data) in reference order, repeats kept
+    body: str = ""  # text the keyword index holds (see fts.fts_columns)
+    tool: str = ""
 
 
 def _media_blocks(content: Sequence[ContentBlock]) -> Iterable[_Media]:
@@ -119,7 +123,8 @@ def encode_message(message: Message) -> EncodedMessage:
         if len(packed) < len(payload):
             payload = packed
             flags |= FLAG_ZLIB
-    return EncodedMessage(role=role, flags=flags, payload=payload, blobs=blobs)
+    body, tool = fts_columns(message)
+    return EncodedMessage(role=role, flags=flags, payload=payload, blobs=blobs, body=body, tool=tool)
 
 
 def blob_digests(flags: int, payload: bytes) -> list[bytes]:

@@ -17,6 +17,7 @@ import aiosqlite
 
 from axio_context.checkpoints import Checkpoint
 from axio_context.context import ContextStore
+from axio_context.embeddings import Embedder
 from axio_context.messages import Message, SessionInfo
 from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
 
@@ -24,6 +25,7 @@ from . import ops
 from .connection import run
 from .ops import SessionPage
 from .storage import encode_message
+from .vectors import embed_batch
 
 __all__ = ["SQLiteContextStore"]
 
@@ -32,7 +34,9 @@ class SQLiteContextStore(ContextStore):
     """A session stored in SQLite; implements the ContextStore and CheckpointStore contracts.
 
     ``project`` defaults to the resolved current directory, as in axio. ``token_counter``
-    estimates each message's tokens once, at append, for budget checks.
+    estimates each message's tokens once, at append, for budget checks. With an ``embedder``,
+    every append also stores the messages' embeddings (one batch per ``append_many``) in the
+    same transaction; without one, ``Database.reindex`` fills them in later.
     """
 
     def __init__(
@@ -42,6 +46,7 @@ class SQLiteContextStore(ContextStore):
         project: str | None = None,
         *,
         token_counter: TokenCounter | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         if not isinstance(session_id, str) or not session_id:
             raise ValueError("session_id must be a non-empty string")
@@ -49,6 +54,7 @@ class SQLiteContextStore(ContextStore):
         self._session_id = session_id
         self._project = project if project is not None else str(Path.cwd().resolve())
         self._counter: TokenCounter = token_counter or DefaultEstimator()
+        self._embedder = embedder
 
     @property
     def session_id(self) -> str:
@@ -65,7 +71,9 @@ class SQLiteContextStore(ContextStore):
         return self._conn
 
     def _child(self, session_id: str) -> SQLiteContextStore:
-        return SQLiteContextStore(self._conn, session_id, self._project, token_counter=self._counter)
+        return SQLiteContextStore(
+            self._conn, session_id, self._project, token_counter=self._counter, embedder=self._embedder
+        )
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -81,7 +89,17 @@ class SQLiteContextStore(ContextStore):
         encoded = [encode_message(m) for m in batch]
         tokens = [self._counter.count(m) for m in batch]
         preview = ops.preview_for(batch)
-        await run(self._conn, ops.append, self._session_id, self._project, encoded, tokens, preview)
+        embeddings = None
+        if self._embedder is not None:
+            embeddings = await embed_batch(
+                self._embedder, [(e.body, e.tool) for e in encoded], self._vec_codes()
+            )
+        await run(
+            self._conn, ops.append, self._session_id, self._project, encoded, tokens, preview, embeddings
+        )
+
+    def _vec_codes(self) -> bool:
+        return bool(getattr(self._conn, "vec_loaded", False))
 
     async def clear(self) -> None:
         """Delete this session's messages, checkpoints and token totals; forks keep theirs."""

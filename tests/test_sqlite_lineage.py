@@ -8,10 +8,10 @@ blob reference counts and the message rows must be exactly what the live session
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
+import sqlean
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -89,7 +89,7 @@ async def _run(path: Path, steps: list[tuple]) -> None:  # type: ignore[type-arg
 
 
 def _check_storage(path: Path) -> None:
-    db = sqlite3.connect(path)
+    db = sqlean.connect(str(path))
     try:
         sessions = db.execute("SELECT sid, base_len, next_position FROM sessions").fetchall()
         own_rows = {sid: next_pos - base_len for sid, base_len, next_pos in sessions}
@@ -102,6 +102,10 @@ def _check_storage(path: Path) -> None:
         assert {k: v for k, v in own_rows.items() if v} == counted
         assert dict(db.execute("SELECT hash, refs FROM blobs").fetchall()) == refs
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        # every stored row is indexed once under its own id, and nothing else is
+        indexed = [r[0] for r in db.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'm*'")]
+        assert sorted(indexed) == sorted(r[0] for r in db.execute("SELECT id FROM messages"))
+        db.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
     finally:
         db.close()
 

@@ -85,17 +85,18 @@ async def test_released_version_opens_current_with_nothing_lost(tmp_path: Path, 
     check_storage(path)
 
 
-def _v1_in_wal(tmp_path: Path) -> Path:
-    path = tmp_path / "v1.db"
-    load((FIXTURES / "schema_v1.sql").read_text(), path)
+def _current_in_wal(tmp_path: Path) -> Path:
+    """A database at the current version (from its dump), in WAL mode."""
+    path = tmp_path / "current.db"
+    load((FIXTURES / f"schema_v{SCHEMA_VERSION}.sql").read_text(), path)
     db = raw_connect(path)
     db.execute("PRAGMA journal_mode = WAL")
     db.close()
     return path
 
 
-def _v1_expected() -> Any:
-    return json.loads((FIXTURES / "schema_v1.json").read_text())
+def _current_expected() -> Any:
+    return json.loads((FIXTURES / f"schema_v{SCHEMA_VERSION}.json").read_text())
 
 
 def _fingerprint(path: Path) -> tuple[str, int, list[str]]:
@@ -125,7 +126,7 @@ INSERT INTO no_such_table VALUES (1);
 async def test_failed_upgrade_leaves_the_file_as_it_was(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = await asyncio.to_thread(_v1_in_wal, tmp_path)
+    path = await asyncio.to_thread(_current_in_wal, tmp_path)
     before = _fingerprint(path)
     _with_section(monkeypatch, FAILING_SECTION)
 
@@ -142,7 +143,7 @@ async def test_failed_upgrade_leaves_the_file_as_it_was(
     finally:
         db.close()
     monkeypatch.undo()
-    _matches(await export(path), _v1_expected())  # the real code still opens it, nothing lost
+    _matches(await export(path), _current_expected())  # the real code still opens it, nothing lost
 
 
 GOOD_SECTION = """
@@ -154,7 +155,7 @@ INSERT INTO extra (session_sid, note) SELECT sid, 'upgraded' FROM sessions;
 async def test_upgrade_runs_once_even_when_two_connections_race(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = await asyncio.to_thread(_v1_in_wal, tmp_path)
+    path = await asyncio.to_thread(_current_in_wal, tmp_path)
     _with_section(monkeypatch, GOOD_SECTION)
 
     a, b = await asyncio.gather(connect(path), connect(path))  # not idempotent: must run once
@@ -168,13 +169,13 @@ async def test_upgrade_runs_once_even_when_two_connections_race(
         assert db.execute("SELECT COUNT(*), MIN(note) FROM extra").fetchone() == (sessions, "upgraded")
     finally:
         db.close()
-    _matches(await export(path), _v1_expected())
+    _matches(await export(path), _current_expected())
 
 
 async def test_read_only_connection_refuses_an_old_version(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = await asyncio.to_thread(_v1_in_wal, tmp_path)
+    path = await asyncio.to_thread(_current_in_wal, tmp_path)
     before = _fingerprint(path)
     _with_section(monkeypatch, GOOD_SECTION)
     with pytest.raises(SchemaVersionError, match=rf"version {SCHEMA_VERSION} and needs an upgrade"):

@@ -1,0 +1,223 @@
+"""Keeping the search indexes in step with the messages table, inside the caller's transaction.
+
+Every function here runs on the connection's worker thread inside a write transaction that
+:mod:`.ops` (or :mod:`.admin`) opened, so a message and its index entries commit together:
+
+- ``messages_fts`` (FTS5, contentless): one row per message with text, rowid = message id;
+  removed by feeding FTS5 the text again (see :func:`delete_index`).
+- ``message_vectors``: one float32 embedding per embedded message.
+- ``message_codes`` (sqlite-vec ``vec0``, only where the extension runs): a binary code per
+  embedded message for a fast coarse KNN, with the filter columns search uses. Its width depends
+  on the embedding dimension, so it is created with the first embedding rather than in
+  ``schema.sql``. A connection without sqlite-vec cannot touch it; when such a connection
+  deletes messages it marks the codes stale (``settings.codes_stale``) and search falls back to
+  the exact scan until ``reindex`` rebuilds them.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from typing import Any, Final
+
+from axio_context.codec import decode_content
+from axio_context.errors import DecodeError, EmbeddingMismatchError
+from axio_context.messages import Message
+
+from .fts import fts_columns
+from .storage import FLAG_ZLIB, ROLE_NAMES
+from .vec import code_bits
+
+__all__ = [
+    "CODES_TABLE",
+    "EmbeddingRow",
+    "codes_table_exists",
+    "copy_index",
+    "delete_index",
+    "ensure_embedding_settings",
+    "index_all_messages",
+    "index_text",
+    "row_text",
+    "store_embeddings",
+    "vec_available",
+]
+
+CODES_TABLE: Final = "message_codes"
+_LOW: Final = (1 << 32) - 1
+
+#: (message id, float32 BLOB, binary code or None, sid, project, role code, created_at ms)
+EmbeddingRow = tuple[int, bytes, bytes | None, int, str | None, int, int]
+
+
+def index_text(c: Any, rows: Sequence[tuple[int, str, str]]) -> None:
+    """Index ``(message id, body, tool)``; messages without any text get no FTS row."""
+    wanted = [r for r in rows if r[1] or r[2]]
+    if wanted:
+        c.executemany("INSERT INTO messages_fts (rowid, body, tool) VALUES (?, ?, ?)", wanted)
+
+
+def row_text(role: int, flags: int, payload: bytes) -> tuple[str, str]:
+    """The (body, tool) text of a stored row, without restoring its media."""
+    data = zlib.decompress(payload) if flags & FLAG_ZLIB else payload
+    return fts_columns(Message(role=ROLE_NAMES[role], content=decode_content(data)))
+
+
+def vec_available(c: Any) -> bool:
+    """Whether sqlite-vec is loaded on this connection."""
+    try:
+        c.execute("SELECT vec_version()").fetchone()
+    except Exception:
+        return False
+    return True
+
+
+def codes_table_exists(c: Any) -> bool:
+    return (
+        c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (CODES_TABLE,)).fetchone()
+        is not None
+    )
+
+
+def _setting(c: Any, key: str) -> str | None:
+    r = c.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
+    return None if r is None else str(r[0])
+
+
+def _set(c: Any, key: str, value: str) -> None:
+    c.execute(
+        "INSERT INTO settings (key, value) VALUES (?, ?)"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
+
+
+def ensure_embedding_settings(c: Any, model: str, dimension: int) -> None:
+    """Record the embedder on first use; refuse vectors from a different model or dimension."""
+    stored_model = _setting(c, "embedding_model")
+    stored_dim = _setting(c, "embedding_dimension")
+    if stored_model is None:
+        _set(c, "embedding_model", model)
+        _set(c, "embedding_dimension", str(dimension))
+        return
+    if stored_model != model or stored_dim != str(dimension):
+        raise EmbeddingMismatchError(
+            f"this database's embeddings come from {stored_model!r} ({stored_dim} dimensions); "
+            f"refusing vectors from {model!r} ({dimension} dimensions). Use the same embedder, "
+            "or re-embed the database with `reindex --rebuild`"
+        )
+
+
+def _ensure_codes_table(c: Any, dimension: int) -> None:
+    c.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {CODES_TABLE} USING vec0("
+        f"sid integer, project text, role integer, created_at integer, code bit[{code_bits(dimension)}])"
+    )
+
+
+def store_embeddings(c: Any, model: str, dimension: int, rows: Sequence[EmbeddingRow]) -> None:
+    """Store embeddings (and their codes, when given and sqlite-vec runs here)."""
+    if not rows:
+        return
+    ensure_embedding_settings(c, model, dimension)
+    for r in rows:
+        if len(r[1]) != 4 * dimension:
+            raise EmbeddingMismatchError(
+                f"an embedding of {len(r[1]) // 4} dimensions does not fit this database's {dimension}"
+            )
+    c.executemany(
+        "INSERT INTO message_vectors (id, embedding) VALUES (?, ?)"
+        " ON CONFLICT (id) DO UPDATE SET embedding = excluded.embedding",
+        [(r[0], r[1]) for r in rows],
+    )
+    coded = [r for r in rows if r[2] is not None]
+    if coded and vec_available(c):
+        _ensure_codes_table(c, dimension)
+        c.executemany(f"DELETE FROM {CODES_TABLE} WHERE rowid = ?", [(r[0],) for r in coded])
+        c.executemany(
+            f"INSERT INTO {CODES_TABLE} (rowid, sid, project, role, created_at, code)"
+            " VALUES (?, ?, ?, ?, ?, vec_bit(?))",
+            [(r[0], r[3], r[4] or "", r[5], r[6], r[2]) for r in coded],
+        )
+    elif coded or codes_table_exists(c):
+        _set(c, "codes_stale", "1")
+
+
+def delete_index(c: Any, lo_key: int, hi_key: int) -> None:
+    """Drop index entries of message ids in ``[lo_key, hi_key)``; call before deleting the rows.
+
+    A contentless FTS5 row is removed by handing FTS5 the exact text it indexed, which is
+    re-extracted from the payload (the extraction is deterministic; changing it needs a
+    migration that rebuilds the index).
+    """
+    rows = c.execute(
+        "SELECT id, role, flags, payload FROM messages WHERE id >= ? AND id < ?", (lo_key, hi_key)
+    ).fetchall()
+    entries = []
+    for mid, role, flags, payload in rows:
+        try:
+            body, tool = row_text(role, flags, payload)
+        except (DecodeError, zlib.error, IndexError):
+            continue  # never indexed (see index_all_messages) or unreadable: nothing to remove
+        if body or tool:
+            entries.append((mid, body, tool))
+    if entries:
+        c.executemany(
+            "INSERT INTO messages_fts (messages_fts, rowid, body, tool) VALUES ('delete', ?, ?, ?)", entries
+        )
+    c.execute("DELETE FROM message_vectors WHERE id >= ? AND id < ?", (lo_key, hi_key))
+    if codes_table_exists(c):
+        if vec_available(c):
+            c.execute(f"DELETE FROM {CODES_TABLE} WHERE rowid >= ? AND rowid < ?", (lo_key, hi_key))
+        else:
+            _set(c, "codes_stale", "1")
+
+
+def copy_index(c: Any, lo_key: int, hi_key: int, dest_sid: int, dest_project: str | None) -> None:
+    """Index copies of the rows ``[lo_key, hi_key)`` made under session ``dest_sid``."""
+    base = dest_sid << 32
+    rows = c.execute(
+        "SELECT id, role, flags, payload FROM messages WHERE id >= ? AND id < ?", (lo_key, hi_key)
+    ).fetchall()
+    index_text(
+        c, [(base + (mid & _LOW), *row_text(role, flags, payload)) for mid, role, flags, payload in rows]
+    )
+    c.execute(
+        "INSERT INTO message_vectors (id, embedding) SELECT ? + (id & ?), embedding FROM message_vectors"
+        " WHERE id >= ? AND id < ?",
+        (base, _LOW, lo_key, hi_key),
+    )
+    if codes_table_exists(c):
+        if vec_available(c):
+            codes = c.execute(
+                f"SELECT rowid, role, created_at, code FROM {CODES_TABLE} WHERE rowid >= ? AND rowid < ?",
+                (lo_key, hi_key),
+            ).fetchall()
+            c.executemany(
+                f"INSERT INTO {CODES_TABLE} (rowid, sid, project, role, created_at, code)"
+                " VALUES (?, ?, ?, ?, ?, vec_bit(?))",
+                [
+                    (base + (rid & _LOW), dest_sid, dest_project or "", role, ts, code)
+                    for rid, role, ts, code in codes
+                ],
+            )
+        else:
+            _set(c, "codes_stale", "1")
+
+
+def index_all_messages(c: Any) -> None:
+    """Index every stored message's text (the upgrade to schema version 2)."""
+    last = -1
+    while True:
+        rows = c.execute(
+            "SELECT id, role, flags, payload FROM messages WHERE id > ? ORDER BY id LIMIT 512", (last,)
+        ).fetchall()
+        if not rows:
+            return
+        entries = []
+        for mid, role, flags, payload in rows:
+            try:
+                entries.append((mid, *row_text(role, flags, payload)))
+            except (DecodeError, zlib.error, IndexError):
+                continue  # a damaged row stays unindexed; reading it reports CorruptDataError
+        index_text(c, entries)
+        last = rows[-1][0]
