@@ -40,7 +40,7 @@ from .admin import (
     VacuumReport,
 )
 from .connection import connect, run
-from .fts import match_expression, raw_expression
+from .fts import match_terms, raw_expression
 from .ops import SessionPage
 from .search import MAX_K, MODES, IndexStatus, Mode, Query, ReindexReport, SearchHit
 from .storage import ROLE_CODES
@@ -188,9 +188,13 @@ class Database:
             if role not in ROLE_CODES:
                 raise ValueError(f"role must be one of {', '.join(ROLE_CODES)}, not {role!r}")
             role_code = ROLE_CODES[role]
-        match = None
+        match = terms = None
         if mode != "semantic":
-            match = raw_expression(query) if raw else match_expression(query)
+            if raw:
+                match = raw_expression(query)
+            else:
+                terms = match_terms(query)
+                match = " OR ".join(terms) if terms else None
         vector = None
         model = dimension = None
         if mode != "keyword":
@@ -212,6 +216,7 @@ class Database:
             k=k,
             match=match,
             raw=raw,
+            terms=terms,
             vector=vector,
             model=model,
             dimension=dimension,

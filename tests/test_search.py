@@ -29,6 +29,7 @@ from axio_context.errors import (
 )
 from axio_context.testing import text
 from axio_context_sqlite import SearchHit, SQLiteContextStore, connect
+from axio_context_sqlite import search as search_module
 from axio_context_sqlite.database import Database, open_database
 
 from .sqlite_checks import raw_connect
@@ -210,8 +211,13 @@ async def _family(path: Path) -> tuple[str, str]:
         return parent.session_id, child.session_id
 
 
+@pytest.mark.parametrize("vec0", [False, True], ids=["exact-scan", "vec0"])
 @pytest.mark.parametrize("mode", MODES)
-async def test_inherited_messages_are_found_once_as_the_owners(tmp_path: Path, mode: str) -> None:
+async def test_inherited_messages_are_found_once_as_the_owners(
+    tmp_path: Path, mode: str, vec0: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if vec0:  # a session filter through vec0 (sid IN, over-fetching what the parent added later)
+        monkeypatch.setattr(search_module, "EXACT_ROWS", 0)
     path = tmp_path / "fork.db"
     parent, child = await _family(path)
     async with open_database(path) as db:
@@ -462,3 +468,65 @@ async def test_vectors_stored_before_the_codes_table_existed_are_not_lost(tmp_pa
         await db.reindex(EMB)
         assert (await db.index_status()).semantic == "vec0"
         assert where(await db.search("kernel panic driver", mode="semantic", k=1)) == [("first", 0)]
+
+
+# --- the paths large databases take, forced on small ones ---------------------------------------
+
+
+@pytest.fixture
+def vec0_for_filters(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Filtered semantic searches through vec0 (``sid IN``) even over a handful of messages."""
+    monkeypatch.setattr(search_module, "EXACT_ROWS", 0)
+
+
+@pytest.mark.usefixtures("vec0_for_filters")
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+async def test_filtered_vec0_path_agrees_with_the_exact_scan(tmp_path: Path, mode: str) -> None:
+    path = tmp_path / "filtered.db"
+    queries = await _corpus(path, n_sessions=6)
+    async with open_database(path) as db:
+        child = await db.fork("s02")  # inherits all 40: a session filter whose rows are s02's
+        await SQLiteContextStore(db.connection, child, "/p/2", embedder=EMB).append(
+            text("user", "parser tokenizer bracket nested unicode in the fork")
+        )
+        await SQLiteContextStore(db.connection, "s02", "/p/2", embedder=EMB).append_many(
+            [text("user", f"parser tokenizer bracket after the fork {i}") for i in range(30)]
+        )
+        cases = [{"project": "/p/1"}, {"session_id": child}, {"session_id": child, "role": "user"}]
+        expected = [
+            [where(await db.search(q, mode=mode, k=5, **case)) for q in queries]  # type: ignore[arg-type]
+            for case in cases
+        ]
+    async with plain_sqlean(path) as conn:
+        plain = Database(conn, path)
+        for case, hits in zip(cases, expected, strict=True):
+            assert [where(await plain.search(q, mode=mode, k=5, **case)) for q in queries] == hits  # type: ignore[arg-type]
+        # the fork's own message is found, the parent's messages after the fork are not
+        mine = where(await plain.search("parser tokenizer bracket fork", mode=mode, session_id=child, k=50))  # type: ignore[arg-type]
+        assert mine[0] == (child, 40) and all(pos <= 40 for _, pos in mine)
+    assert all(pos <= 40 for hits in expected[1] for _, pos in hits)
+
+
+async def test_words_in_most_messages_do_not_rank_on_a_large_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bm25 gives a word in over half the messages no weight; past PRUNE_MIN_ROWS it is left
+    out of the ranking, and messages matching only it follow the ranked ones, newest first."""
+    path = tmp_path / "common.db"
+    async with connect(path) as conn:
+        store = SQLiteContextStore(conn, "s", "/p")
+        await store.append_many([text("user", f"common note {i}") for i in range(20)])
+        await store.append(text("user", "common note about a rare zeppelin"))
+        await store.append(text("user", "zeppelin only"))
+    async with open_database(path) as db:
+        exact = where(await db.search("common zeppelin", mode="keyword", k=5))
+        monkeypatch.setattr(search_module, "PRUNE_MIN_ROWS", 10)
+        pruned = await db.search("common zeppelin", mode="keyword", k=5)
+        assert set(where(pruned)[:2]) == set(exact[:2]) == {("s", 20), ("s", 21)}
+        assert [p for _, p in where(pruned)[2:]] == [19, 18, 17]  # newest first
+        assert [h.score for h in pruned[2:]] == [0.0, 0.0, 0.0]
+        everything = await db.search("common zeppelin", mode="keyword", k=100)
+        assert sorted(p for _, p in where(everything)) == list(range(22))
+        # raw queries are ranked as written
+        raw = where(await db.search('"common" OR "zeppelin"', mode="keyword", raw=True, k=5))
+        assert raw == exact
