@@ -12,6 +12,7 @@ import contextlib
 import functools
 import os
 import re
+import shutil
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from datetime import datetime, timedelta
@@ -25,11 +26,12 @@ from click.shell_completion import CompletionItem
 
 from axio_context import __version__
 from axio_context.codec import encode_json
-from axio_context.errors import AxioContextError
+from axio_context.errors import AxioContextError, EmbedderUnavailableError
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FORMATS, FormatName, message_range, render_blocks, render_header
 
 from .database import Database, open_database
+from .search import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit
 
 __all__ = ["cli", "default_db_path", "main"]
 
@@ -675,6 +677,257 @@ def backup(ctx: click.Context, dest: Path, force: bool) -> None:
     """Write a consistent copy of the database to DEST, even while it is in use."""
     _with_db(ctx, False, lambda db: db.backup(dest, overwrite=force))
     click.echo(f"backed up {_settings(ctx).path} to {dest} ({_size(dest.stat().st_size)})")
+
+
+# --- search --------------------------------------------------------------------------------------
+
+
+def _color() -> bool:
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _snippet_cell(hit: SearchHit, width: int, color: bool) -> str:
+    """The snippet cut to ``width`` characters, matches in bold (on a terminal) or ``**``."""
+    text, spans = hit.snippet, hit.highlights
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+        spans = [(a, min(b, width - 1)) for a, b in spans if a < width - 1]
+    out: list[str] = []
+    last = 0
+    for a, b in spans:
+        out.append(text[last:a])
+        out.append(click.style(text[a:b], bold=True, fg="yellow") if color else f"**{text[a:b]}**")
+        last = b
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _hit_dict(hit: SearchHit) -> dict[str, Any]:
+    return {f: getattr(hit, f) for f in SearchHit.__struct_fields__}
+
+
+SEARCH_COLUMNS = [
+    Column("session", "SESSION"),
+    Column("position", "POS", right=True),
+    Column("role", "ROLE"),
+    Column("when", "WHEN"),
+    Column("snippet", "SNIPPET"),
+]
+
+
+def _hit_rows(hits: Sequence[SearchHit]) -> list[dict[str, Any]]:
+    color = _color()
+    used = 12 + 6 + 10 + 16 + 4 * 2
+    width = max(40, shutil.get_terminal_size((120, 24)).columns - used) if sys.stdout.isatty() else 100
+    return [
+        {
+            "session": h.session_id[:12],
+            "position": str(h.position),
+            "role": h.role,
+            "when": _local(h.created_at),
+            "snippet": _snippet_cell(h, width, color),
+        }
+        for h in hits
+    ]
+
+
+@cli.command("search")
+@click.argument("query", nargs=-1, required=True)
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default="hybrid",
+    show_default=True,
+    help="keyword: the words (FTS5); semantic: nearest embeddings; hybrid: both, fused.",
+)
+@click.option(
+    "-k", "--limit", type=click.IntRange(1, MAX_K), default=10, show_default=True, help="At most N hits."
+)
+@_project_option
+@click.option(
+    "-s",
+    "--session",
+    shell_complete=_complete_sessions,
+    help="Only this session's transcript (id or unique prefix), inherited messages included.",
+)
+@click.option(
+    "--role", type=click.Choice(["user", "assistant", "system"]), help="Only messages of this role."
+)
+@click.option("--since", type=When(), help="Only messages since (a date, or an age like 7d).")
+@click.option("--raw", is_flag=True, help='QUERY is FTS5 syntax: AND, OR, NOT, NEAR, "phrases", prefix*.')
+@click.option(
+    "--model",
+    help="Embedder for semantic/hybrid: hashing, minilm, or a model directory "
+    "(default: the one the database was embedded with).",
+)
+@output_options
+@click.pass_context
+def search_(
+    ctx: click.Context,
+    query: tuple[str, ...],
+    mode: str,
+    limit: int,
+    project: str | None,
+    here: bool,
+    session: str | None,
+    role: str | None,
+    since: datetime | None,
+    raw: bool,
+    model: str | None,
+    as_json: bool,
+    nl: bool,
+) -> None:
+    """Search every session's messages for QUERY (words; quotes keep a phrase)."""
+    if as_json and nl:
+        raise click.UsageError("--json and --nl cannot be used together")
+    scope = _project(project, here)
+    text = " ".join(query)
+
+    async def go(db: Database) -> tuple[list[SearchHit], str | None]:
+        session_id = await db.resolve(session) if session is not None else None
+        how, embedder, note = mode, None, None
+        if mode != "keyword":
+            if mode == "hybrid" and await db.embedding_model() is None:
+                how = "keyword"
+                note = (
+                    "no message is embedded yet, so this was a keyword search; "
+                    "`axio-context reindex` embeds them"
+                )
+            else:
+                try:
+                    embedder = await db.embedder(model)
+                except EmbedderUnavailableError as exc:
+                    if mode != "hybrid" or model is not None:
+                        raise
+                    how, note = "keyword", f"{exc}; this was a keyword search"
+        hits = await db.search(
+            text,
+            k=limit,
+            mode=cast(Any, how),
+            project=scope,
+            session_id=session_id,
+            role=role,
+            since=since,
+            raw=raw,
+            embedder=embedder,
+        )
+        return hits, note
+
+    hits, note = _with_db(ctx, False, go)
+    if note is not None:
+        click.echo(f"note: {note}", err=True)
+    if not hits and not (as_json or nl):
+        click.echo("no matches", err=True)
+        return
+    emit([_hit_dict(h) for h in hits], SEARCH_COLUMNS, as_json, nl, lambda: _hit_rows(hits))
+
+
+class _StageProgress:
+    """Progress bars on stderr for a reindex, one per stage, only on a terminal."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.bar: Any = None
+        self.stage = ""
+        self.done = 0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if not self.enabled or total < PROGRESS_MIN:
+            return
+        if stage != self.stage:
+            self.close()
+            self.stage, self.done = stage, 0
+            self.bar = click.progressbar(length=total, label=stage, file=sys.stderr)
+        self.bar.update(done - self.done)
+        self.done = done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.render_finish()
+            self.bar = None
+
+
+@cli.command()
+@click.option(
+    "--model",
+    help="hashing, minilm, or a model directory (default: the database's model, else hashing).",
+)
+@click.option(
+    "--dimension",
+    type=click.IntRange(8, 8192),
+    help="Width of the hashing embedder (default: the database's, else 384).",
+)
+@click.option("--rebuild", is_flag=True, help="Drop every embedding first and re-embed with --model.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Output what was done as JSON.")
+@click.pass_context
+def reindex(
+    ctx: click.Context,
+    model: str | None,
+    dimension: int | None,
+    rebuild: bool,
+    batch_size: int,
+    as_json: bool,
+) -> None:
+    """Embed the messages stored without an embedding (resumable), and repair stale codes."""
+    progress = _StageProgress()
+
+    async def go(db: Database) -> ReindexReport:
+        embedder = await db.embedder(model, dimension=dimension)
+        return await db.reindex(embedder, batch_size=batch_size, progress=progress, rebuild=rebuild)
+
+    try:
+        r = _with_db(ctx, False, go)
+    finally:
+        progress.close()
+    if as_json:
+        click.echo(msgspec.json.format(encode_json(r), indent=2).decode())
+        return
+    what = "re-embedded" if r.rebuilt else "embedded"
+    click.echo(f"{what} {r.embedded:,} message(s) with {r.model} ({r.dimension} dimensions)")
+    if r.without_text:
+        click.echo(f"{r.without_text:,} message(s) have no text to embed")
+    if r.codes_added or r.codes_removed:
+        click.echo(f"binary codes: {r.codes_added:,} added, {r.codes_removed:,} removed")
+    if r.codes_stale:
+        click.echo(
+            "sqlite-vec does not run here, so semantic search uses the exact scan until reindex "
+            "runs where it loads",
+            err=True,
+        )
+
+
+def _status_lines(s: IndexStatus) -> list[str]:
+    model = (
+        "(none yet: `axio-context reindex`)" if s.model is None else f"{s.model} ({s.dimension} dimensions)"
+    )
+    missing = s.messages - s.embedded
+    note = f" ({missing:,} without: no text, or stored without an embedder)" if missing else ""
+    semantic = {
+        "vec0": "vec0 binary codes, re-scored exactly",
+        "exact": "exact scan of every embedding (slower)",
+        "none": "unavailable until messages are embedded",
+    }[s.semantic]
+    return [
+        f"model        {model}",
+        f"embedded     {s.embedded:,} of {s.messages:,} stored message(s){note}",
+        f"sqlite-vec   {'loaded' if s.vec_available else 'unavailable on this platform'}",
+        f"codes        {'stale: `axio-context reindex` repairs them' if s.codes_stale else 'up to date'}",
+        f"semantic     {semantic}",
+        "keyword      FTS5, kept with every message",
+    ]
+
+
+@cli.command("index")
+@click.option("--json", "as_json", is_flag=True, help="Output JSON.")
+@click.pass_context
+def index_(ctx: click.Context, as_json: bool) -> None:
+    """Show the search indexes: embedding model, coverage, sqlite-vec."""
+    s = _with_db(ctx, False, lambda db: db.index_status())
+    if as_json:
+        click.echo(msgspec.json.format(encode_json(s), indent=2).decode())
+        return
+    click.echo("\n".join(_status_lines(s)))
 
 
 def main() -> None:

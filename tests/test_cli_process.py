@@ -214,3 +214,74 @@ def test_progress_bar_only_on_a_terminal_and_a_closed_pipe(console_script: Path,
     proc.stderr.close()
     assert proc.wait(60) == 1
     assert err == b"Error: the output was closed before everything was written\n"
+
+
+async def _unembedded(path: Path, n: int) -> None:
+    async with connect(path) as conn:
+        store = SQLiteContextStore(conn, "notes", project="/proj")
+        await store.append_many(
+            [text("user", f"note {i} about the parser and topic{i % 13}") for i in range(n)]
+        )
+
+
+def test_search_reindex_index_in_a_real_process(console_script: Path, tmp_path: Path) -> None:
+    """search, reindex (its progress bar on a terminal only) and index, as a person runs them."""
+    import pty
+
+    db = tmp_path / "search.db"
+    asyncio.run(_unembedded(db, 2000))
+    env = _env(tmp_path, COLUMNS="80")
+
+    def run(*args: str, code: int = 0) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [str(console_script), "--db", str(db), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == code, (done.stdout, done.stderr)
+        assert "Traceback" not in done.stderr
+        return done
+
+    first = run("search", "topic7", "-k", "3")
+    assert first.stderr.startswith("note: no message is embedded yet")
+    assert first.stdout.splitlines()[0].split() == ["SESSION", "POS", "ROLE", "WHEN", "SNIPPET"]
+    assert "**topic7**" in first.stdout
+    assert run("search", "--raw", "(topic7", code=1).stderr.startswith("Error: invalid FTS5 query")
+    assert run("search", "--", '-"NEAR(topic7').returncode == 0
+
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            [str(console_script), "--db", str(db), "reindex"],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            env=env,
+            cwd=tmp_path,
+            check=False,
+            timeout=120,
+        )
+        os.close(follower)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(leader)
+    assert done.returncode == 0
+    assert done.stdout == b"embedded 2,000 message(s) with axio-hashing-v1 (384 dimensions)\n"
+    assert b"embedding" in drawn and b"100%" in drawn
+    again = run("reindex")
+    assert again.stderr == ""  # not a terminal: no bar
+    status = json.loads(run("index", "--json").stdout)
+    assert (status["embedded"], status["semantic"]) == (2000, "vec0")
+    hits = json.loads(run("search", "topic7 parser note", "--mode", "semantic", "-k", "5", "--json").stdout)
+    assert len(hits) == 5 and all("topic7" in h["snippet"] for h in hits)
