@@ -1,0 +1,329 @@
+"""Search benchmark: keyword, semantic and hybrid search over 100,000 stored messages.
+
+Builds a database of bench/workload.py agent transcripts (500 sessions of 200 messages in 10
+projects, 384-d HashingEmbedder vectors) two ways and times both: ``append_many`` with the
+embedder (embedding on append, batches of 50), and ``append_many`` without it followed by
+``Database.reindex``. The labelled set (tests/data/retrieval.json) is added to the first
+database as 7 more sessions. Then, on that database, warm:
+
+- latency (median, p95) of ``Database.search`` in each mode over a set of queries people type
+  (the labelled set's 30 queries, 20 about the workload's topics, identifiers, absent words),
+  the whole call: thread hop, ranking, decoding the hits and their snippets;
+- a brute-force NumPy scan of the same vectors (read from the database) for the same queries,
+  and recall@10 of semantic search against it (tie-aware: any vector as near as the exact
+  10th counts), over those queries and 200 held-out user messages;
+- the cost embedding adds to ``append`` (one message, and a four-message turn) on that database;
+- recall@5 of each mode on the labelled set, alone in its own database and among the 100,000.
+
+Run: ``python -m bench.bench_search`` (``--quick``: 10,000 messages, a fraction of the work).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sqlean
+
+from axio_context import Message
+from axio_context.embeddings import HashingEmbedder
+from axio_context.testing import text
+from axio_context_sqlite import Database, SQLiteContextStore, connect, open_database
+
+from .workload import iter_transcript, transcript
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.retrieval_set import RetrievalSet, load_retrieval_set, recall_at  # noqa: E402
+
+DIM = 384
+PER_SESSION = 200
+PROJECTS = 10
+BATCH = 50
+MODES = ("keyword", "semantic", "hybrid")
+TARGET_MS = {"keyword": 50.0, "semantic": 25.0, "hybrid": 75.0}
+
+#: Queries about the workload's topics, the way a person types them, plus identifiers and words
+#: that occur nowhere (the workload draws from a 50-word vocabulary).
+WORKLOAD_QUERIES = [
+    "parser fails on nested brackets",
+    "tokenizer state machine",
+    "unicode escapes",
+    "trailing commas edge cases",
+    "database migration index",
+    "query latency",
+    "cache invalidation",
+    "retry with backoff after a timeout",
+    "permission denied",
+    "socket timeout",
+    "config file path",
+    "empty input",
+    "refactor the tokenizer and add tests",
+    "why does the parser fail on unicode escapes in the config file",
+    "src/mod_42.py",
+    "call_000123",
+    "run_tests",
+    "read_file src/mod_7.py",
+    "kubernetes pod keeps restarting",
+    "react useEffect infinite loop",
+]
+
+
+def ms(samples: Sequence[float]) -> tuple[float, float]:
+    s = sorted(samples)
+    return statistics.median(s) * 1e3, s[min(len(s) - 1, round(0.95 * (len(s) - 1)))] * 1e3
+
+
+# --- building ------------------------------------------------------------------------------------
+
+
+def sessions(n: int) -> list[tuple[str, str, list[Message]]]:
+    out = []
+    for s in range(max(1, n // PER_SESSION)):
+        out.append((f"w{s:05d}", f"/work/project-{s % PROJECTS}", transcript(PER_SESSION, seed=1000 + s)))
+    return out
+
+
+async def build(path: Path, data: list[tuple[str, str, list[Message]]], embed: bool) -> float:
+    """Store every session with append_many batches; returns seconds."""
+    emb = HashingEmbedder(DIM) if embed else None
+    t0 = time.perf_counter()
+    async with connect(path) as conn:
+        for sid, project, messages in data:
+            store = SQLiteContextStore(conn, sid, project, embedder=emb)
+            for i in range(0, len(messages), BATCH):
+                await store.append_many(messages[i : i + BATCH])
+    return time.perf_counter() - t0
+
+
+async def add_labelled(path: Path, rs: RetrievalSet) -> None:
+    async with connect(path) as conn:
+        by: dict[tuple[str, str], list[Message]] = {}
+        for m in rs.messages:
+            by.setdefault((m.session_id, m.project), []).append(m.message)
+        for (sid, project), messages in by.items():
+            await SQLiteContextStore(conn, sid, project, embedder=HashingEmbedder(DIM)).append_many(messages)
+
+
+# --- measuring -----------------------------------------------------------------------------------
+
+
+async def timed(call: Callable[[], Awaitable[Any]], reps: int) -> list[float]:
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        await call()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+async def latency(db: Database, queries: list[str], reps: int) -> dict[str, tuple[float, float]]:
+    emb = HashingEmbedder(DIM)
+    result: dict[str, tuple[float, float]] = {}
+    variants: list[tuple[str, str, dict[str, Any]]] = [(m, m, {}) for m in MODES]
+    variants += [
+        ("keyword, --role user", "keyword", {"role": "user"}),
+        ("semantic, --project", "semantic", {"project": "/work/project-3"}),
+        ("hybrid, --session", "hybrid", {"session_id": "w00042"}),
+    ]
+    for label, mode, extra in variants:
+        for q in queries[:3]:
+            await db.search(q, mode=mode, embedder=emb, **extra)  # type: ignore[arg-type]
+        samples: list[float] = []
+        for q in queries:
+            samples += await timed(
+                lambda q=q, mode=mode, extra=extra: db.search(q, mode=mode, embedder=emb, **extra),  # type: ignore[misc]
+                reps,
+            )
+        result[label] = ms(samples)
+    return result
+
+
+def load_vectors(path: Path) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    conn = sqlean.connect(str(path))
+    try:
+        rows = conn.execute("SELECT id, embedding FROM message_vectors ORDER BY id").fetchall()
+        sids = dict(conn.execute("SELECT id, sid FROM sessions").fetchall())
+    finally:
+        conn.close()
+    ids = np.array([r[0] for r in rows], dtype=np.int64)
+    x = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), DIM)
+    return ids, x, sids
+
+
+async def semantic_recall(
+    db: Database, vectors: tuple[np.ndarray, np.ndarray, dict[str, int]], queries: list[str]
+) -> tuple[float, list[float], int]:
+    """Recall@10 of semantic search against NumPy's exact top 10, and NumPy's times."""
+    ids, x, sids = vectors
+    emb = HashingEmbedder(DIM)
+    recalls: list[float] = []
+    np_times: list[float] = []
+    used = 0
+    for query in queries:
+        [v] = emb.embed_sync([query])
+        q = np.frombuffer(v.tobytes(), dtype=np.float32)
+        if not q.any():
+            continue
+        t0 = time.perf_counter()
+        sims = x @ q
+        top = np.argpartition(-sims, 10)[:10]
+        top = top[np.argsort(-sims[top])]
+        np_times.append(time.perf_counter() - t0)
+        kth = float(sims[top[-1]])
+        hits = await db.search(query, mode="semantic", k=10, embedder=emb)
+        got = [(sids[h.session_id] << 32) | h.position for h in hits]
+        pos = np.searchsorted(ids, got)
+        near = sum(1 for p in pos if float(sims[p]) >= kth - 1e-5)
+        recalls.append(min(near, 10) / 10)
+        used += 1
+    return statistics.fmean(recalls), np_times, used
+
+
+async def append_cost(db: Database, reps: int) -> dict[str, tuple[float, float]]:
+    """Median/p95 of appending one message and one four-message turn, with and without embedding."""
+    turn = transcript(4 * reps, seed=4242)
+    single = [text("user", m.text or "a question about the parser") for m in turn[::4]][:reps]
+    out: dict[str, tuple[float, float]] = {}
+    for label, emb in (("without embedder", None), ("with embedder", HashingEmbedder(DIM))):
+        store = SQLiteContextStore(db.connection, f"append-{label[:4]}", "/work/append", embedder=emb)
+        await store.append(text("user", "warm up"))
+        one = [0.0] * 0
+        for m in single:
+            t0 = time.perf_counter()
+            await store.append(m)
+            one.append(time.perf_counter() - t0)
+        turns = []
+        for i in range(0, len(turn), 4):
+            t0 = time.perf_counter()
+            await store.append_many(turn[i : i + 4])
+            turns.append(time.perf_counter() - t0)
+        out[f"append, 1 message, {label}"] = ms(one)
+        out[f"append_many, 4-message turn, {label}"] = ms(turns)
+    return out
+
+
+async def labelled_recall(db: Database, rs: RetrievalSet) -> dict[str, float]:
+    emb = HashingEmbedder(DIM)
+    out = {}
+    for mode in MODES:
+        scores = []
+        for q in rs.queries:
+            hits = await db.search(q.query, mode=mode, k=5, embedder=emb)  # type: ignore[arg-type]
+            scores.append(recall_at([f"{h.session_id}:{h.position}" for h in hits], q.relevant, 5))
+        out[mode] = statistics.fmean(scores)
+    return out
+
+
+def held_out_queries(n: int) -> list[str]:
+    out = []
+    for m in iter_transcript(n * 8, seed=99):
+        if m.role == "user" and m.text:
+            out.append(m.text)
+        if len(out) == n:
+            break
+    return out
+
+
+# --- main ----------------------------------------------------------------------------------------
+
+
+async def run(args: argparse.Namespace, tmp: Path) -> None:
+    n = args.n
+    rs = load_retrieval_set()
+    data = sessions(n)
+    total = sum(len(m) for _, _, m in data)
+    print(f"sqlite {sqlean.sqlite_version}, numpy {np.__version__}, {os.cpu_count()} cores")
+    print(f"workload: {len(data)} sessions x {PER_SESSION} = {total:,} messages, {DIM}-d HashingEmbedder")
+
+    a, b = tmp / "append.db", tmp / "reindex.db"
+    secs_a = await build(a, data, embed=True)
+    print(f"  build A, append_many({BATCH}) with embedder: {secs_a:7.1f} s ({total / secs_a:,.0f} msg/s)")
+    secs_b0 = await build(b, data, embed=False)
+    async with open_database(b) as db:
+        t0 = time.perf_counter()
+        report = await db.reindex(HashingEmbedder(DIM), batch_size=256)
+        secs_b1 = time.perf_counter() - t0
+    print(
+        f"  build B, append_many({BATCH}) without:       {secs_b0:7.1f} s ({total / secs_b0:,.0f} msg/s)"
+        f" + reindex {secs_b1:.1f} s ({report.embedded:,} embedded) = {secs_b0 + secs_b1:.1f} s"
+    )
+    del data
+    await add_labelled(a, rs)
+
+    queries = [q.query for q in rs.queries] + WORKLOAD_QUERIES
+    async with open_database(a) as db:
+        status = await db.index_status()
+        print(
+            f"  database A: {status.messages:,} messages, {status.embedded:,} embedded, semantic via "
+            f"{status.semantic}, {a.stat().st_size / 1e6:,.0f} MB"
+        )
+        print(f"\n== search latency, warm, {len(queries)} queries x {args.reps} ({'k=10'}) ==")
+        print(f"  {'':28s} {'median':>8s} {'p95':>8s}  target (median)")
+        lat = await latency(db, queries, args.reps)
+        groups = {
+            "held-out user messages": held_out_queries(args.held_out),
+            "queries on workload topics": WORKLOAD_QUERIES,
+            "labelled-set queries": [q.query for q in rs.queries],
+        }
+        vectors = load_vectors(a)
+        recalls = {name: await semantic_recall(db, vectors, qs) for name, qs in groups.items()}
+        del vectors
+        for label, (med, p95) in lat.items():
+            target = TARGET_MS.get(label)
+            verdict = "" if target is None else f"< {target:.0f} ms {'ok' if med < target else 'MISSED'}"
+            print(f"  {label:28s} {med:8.1f} {p95:8.1f}  {verdict}")
+        np_ms = ms([t for _, times, _ in recalls.values() for t in times])
+        print(
+            f"  {'numpy brute force (exact)':28s} {np_ms[0]:8.1f} {np_ms[1]:8.1f}"
+            "  (same vectors in memory, matmul + top 10 only)"
+        )
+        print("\n  semantic recall@10 against the exact top 10 (target >= 0.95):")
+        for name, (recall10, _, used) in recalls.items():
+            print(f"    {name:28s} {recall10:.3f}  ({used} queries)")
+        overall = sum(r * n for r, _, n in recalls.values()) / sum(n for _, _, n in recalls.values())
+        print(f"    {'all':28s} {overall:.3f}")
+
+        print(f"\n== append cost on this database, {args.append_reps} appends ==")
+        for label, (med, p95) in (await append_cost(db, args.append_reps)).items():
+            print(f"  {label:46s} median {med:7.2f} ms  p95 {p95:7.2f} ms")
+
+        mixed = await labelled_recall(db, rs)
+    small = tmp / "labelled.db"
+    await add_labelled(small, rs)
+    async with open_database(small) as db:
+        alone = await labelled_recall(db, rs)
+    print(f"\n== recall@5 on tests/data/retrieval.json ({len(rs.queries)} queries) ==")
+    print(f"  {'mode':10s} {'alone':>7s} {'among ' + format(total, ','):>16s}")
+    for mode in MODES:
+        print(f"  {mode:10s} {alone[mode]:7.3f} {mixed[mode]:16.3f}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="10,000 messages, fewer repetitions")
+    parser.add_argument("--n", type=int, default=None, help="messages (default 100,000)")
+    parser.add_argument("--tmp", default=None, help="directory for the database files")
+    args = parser.parse_args(argv)
+    if args.n is None:
+        args.n = 10_000 if args.quick else 100_000
+    args.reps = 1 if args.quick else 3
+    args.held_out = 50 if args.quick else 200
+    args.append_reps = 50 if args.quick else 200
+    with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
+        asyncio.run(run(args, Path(tmp)))
+
+
+if __name__ == "__main__":
+    main()
