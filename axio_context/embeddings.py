@@ -30,6 +30,7 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 from .errors import EmbedderUnavailableError
 
 __all__ = [
+    "STOPWORDS",
     "Embedder",
     "HashingEmbedder",
     "SentenceTransformerEmbedder",
@@ -90,6 +91,8 @@ _STOPWORD_TEXT = """a about above after again against all am an and any are as a
     these they this those through to too under until up very was we were what when where which
     while who whom why will with would you your yours yourself yourselves"""
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+#: The English function words :class:`HashingEmbedder` ignores (lowercase).
+STOPWORDS = _STOPWORDS
 
 _WORD = re.compile(r"\w+")
 _MAX_CACHE = 200_000

@@ -38,6 +38,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from axio_context.embeddings import STOPWORDS
 from axio_context.errors import (
     DecodeError,
     EmbeddingMismatchError,
@@ -48,7 +49,7 @@ from axio_context.errors import (
 )
 
 from . import indexing, ops
-from .fts import BM25_WEIGHTS, FTS_TOKENIZE, fts_errors, match_expression
+from .fts import BM25_WEIGHTS, FTS_TOKENIZE, fts_errors, match_terms
 from .indexing import CODES_TABLE
 from .ops import iso, key, read_tx, write_tx
 from .ranking import reciprocal_rank_fusion
@@ -643,11 +644,18 @@ def search(c: Any, q: Query) -> list[SearchHit]:
                 )
             sem = _semantic(c, q, scope, depth)
         ranked = _rank(q, kw, sem)
-        highlight = match_expression(q.text) if q.mode == "semantic" or not q.raw else q.match
+        highlight = _meaningful(q.text) if q.mode == "semantic" else q.match
         if q.raw and highlight is not None and q.mode != "semantic":
             with fts_errors(q.text):
                 return _hits(c, ranked, scope, highlight)
         return _hits(c, ranked, scope, highlight)
+
+
+def _meaningful(query: str) -> str | None:
+    """What a semantic hit highlights: the query's words, less the function words the hashing
+    embedder ignores (they would light up in every snippet)."""
+    terms = [t for t in match_terms(query) if t.strip('" *').lower() not in STOPWORDS]
+    return " OR ".join(terms) if terms else None
 
 
 def similar(c: Any, session_id: str, position: int, k: int) -> list[SearchHit]:

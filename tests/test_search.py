@@ -530,3 +530,10 @@ async def test_words_in_most_messages_do_not_rank_on_a_large_database(
         # raw queries are ranked as written
         raw = where(await db.search('"common" OR "zeppelin"', mode="keyword", raw=True, k=5))
         assert raw == exact
+
+
+async def test_semantic_hits_highlight_the_querys_words_not_its_function_words(db: Database) -> None:
+    hits = await db.search("the crash of the parser", mode="semantic", k=3)
+    marked = {h.marked() for h in hits}
+    assert "The JSON [parser] [crashes] on nested brackets like [[1, [2]], 3]." in marked
+    assert "Let me read the [parser]." in marked
