@@ -191,3 +191,15 @@ def test_model_extra_missing_is_one_line(db: Path) -> None:
     # hybrid without --model on a minilm database would fall back; with --model it is an error too
     hybrid = invoke("--db", db, "search", "parser", "--model", "minilm", ok=False)
     assert hybrid.exit_code == 1
+
+
+def test_every_command_is_in_the_readme() -> None:
+    from axio_context_sqlite.cli import cli
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    missing = [
+        name
+        for name in cli.commands
+        if not any(form in readme for form in (f"axio-context {name}", f"`{name} ", f"`{name}`"))
+    ]
+    assert missing == []
