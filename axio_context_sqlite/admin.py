@@ -481,7 +481,7 @@ def _insert_messages(c: Any, sid: int, first: int, batch: Sequence[_Stamped]) ->
     c.executemany(
         "INSERT INTO messages (id, role, flags, created_at, tokens, payload) VALUES (?, ?, ?, ?, ?, ?)", rows
     )
-    indexing.index_text(c, [(row[0], *text) for row, text in zip(rows, texts, strict=True)])
+    indexing.index_text(c, [(row[0], *text) for row, text in zip(rows, texts, strict=True)])  # one batch
     if blobs:
         ops._add_blob_refs(c, blobs)
     return spent

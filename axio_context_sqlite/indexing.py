@@ -4,7 +4,10 @@ Every function here runs on the connection's worker thread inside a write transa
 :mod:`.ops` (or :mod:`.admin`) opened, so a message and its index entries commit together:
 
 - ``messages_fts`` (FTS5, contentless): one row per message with text, rowid = message id;
-  removed by feeding FTS5 the text again (see :func:`delete_index`).
+  removed by feeding FTS5 the text again (see :func:`delete_index`). New messages first go to
+  the ``fts_pending`` queue, committed with the message, and are folded into the index
+  :data:`FLUSH_AT` at a time or before a keyword search (:func:`flush_pending`): FTS5 pays a
+  whole new index segment per transaction, which would more than double the cost of an append.
 - ``message_vectors``: one float32 embedding per embedded message.
 - ``message_codes`` (sqlite-vec ``vec0``, only where the extension runs): a binary code per
   embedded message for a fast coarse KNN, with the filter columns search uses. Its width depends
@@ -30,13 +33,16 @@ from .vec import code_bits
 
 __all__ = [
     "CODES_TABLE",
+    "FLUSH_AT",
     "EmbeddingRow",
     "codes_table_exists",
     "copy_index",
     "delete_index",
     "ensure_embedding_settings",
+    "flush_pending",
     "index_all_messages",
     "index_text",
+    "queue_text",
     "row_text",
     "store_embeddings",
     "vec_available",
@@ -49,11 +55,38 @@ _LOW: Final = (1 << 32) - 1
 EmbeddingRow = tuple[int, bytes, bytes | None, int, str | None, int, int]
 
 
+#: Pending messages that trigger folding the queue into the FTS index inside an append.
+FLUSH_AT: Final = 64
+
+
 def index_text(c: Any, rows: Sequence[tuple[int, str, str]]) -> None:
-    """Index ``(message id, body, tool)``; messages without any text get no FTS row."""
+    """Index ``(message id, body, tool)`` now; messages without any text get no FTS row."""
     wanted = [r for r in rows if r[1] or r[2]]
     if wanted:
         c.executemany("INSERT INTO messages_fts (rowid, body, tool) VALUES (?, ?, ?)", wanted)
+
+
+def queue_text(c: Any, ids: Sequence[int]) -> None:
+    """Queue new messages for the keyword index (same transaction as the messages)."""
+    c.executemany("INSERT OR IGNORE INTO fts_pending (id) VALUES (?)", [(i,) for i in ids])
+    if c.execute("SELECT count(*) FROM fts_pending").fetchone()[0] >= FLUSH_AT:
+        flush_pending(c)
+
+
+def flush_pending(c: Any) -> int:
+    """Fold every queued message into the FTS index (inside the caller's write transaction)."""
+    rows = c.execute(
+        "SELECT m.id, m.role, m.flags, m.payload FROM fts_pending p JOIN messages m ON m.id = p.id"
+    ).fetchall()
+    entries = []
+    for mid, role, flags, payload in rows:
+        try:
+            entries.append((mid, *row_text(role, flags, payload)))
+        except (DecodeError, zlib.error, IndexError):
+            continue  # a damaged row stays unindexed; reading it reports CorruptDataError
+    index_text(c, entries)
+    c.execute("DELETE FROM fts_pending")
+    return len(rows)
 
 
 def row_text(role: int, flags: int, payload: bytes) -> tuple[str, str]:
@@ -150,8 +183,11 @@ def delete_index(c: Any, lo_key: int, hi_key: int) -> None:
     migration that rebuilds the index).
     """
     rows = c.execute(
-        "SELECT id, role, flags, payload FROM messages WHERE id >= ? AND id < ?", (lo_key, hi_key)
+        "SELECT id, role, flags, payload FROM messages WHERE id >= ? AND id < ?"
+        " AND id NOT IN (SELECT id FROM fts_pending WHERE id >= ? AND id < ?)",
+        (lo_key, hi_key, lo_key, hi_key),
     ).fetchall()
+    c.execute("DELETE FROM fts_pending WHERE id >= ? AND id < ?", (lo_key, hi_key))
     entries = []
     for mid, role, flags, payload in rows:
         try:
