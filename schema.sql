@@ -96,8 +96,9 @@ INSERT INTO messages_fts (messages_fts, rank) VALUES ('rank', 'bm25(1.0, 0.25)')
 -- Messages committed but not yet in messages_fts. FTS5 writes a new index segment for every
 -- transaction that touches it (~100-200 us here, more than the rest of an append), so an
 -- append records its message here, in its own transaction, and the queue is folded into the
--- index in one step every 64 messages and before every keyword search. A search therefore
--- always sees every committed message; a crash leaves the queue, never a lost entry.
+-- index in one step before every keyword search (and by an append once it holds 1,024). A
+-- search therefore always sees every committed message; a crash leaves the queue, never a
+-- lost entry.
 CREATE TABLE fts_pending (
     id  INTEGER PRIMARY KEY                       -- messages.id
 );
