@@ -31,6 +31,7 @@ import sqlean
 from axio_context.errors import StoreClosedError
 
 from .errors import translate_error
+from .ops import install_temp_objects
 from .schema import apply_schema, refuse_newer
 from .vec import load_sqlite_vec
 
@@ -186,6 +187,7 @@ def connect(
                 raw.execute(f"PRAGMA synchronous = {synchronous}")
                 holder["vec"] = load_sqlite_vec(raw)
                 apply_schema(raw, readonly=readonly, path=str(path))
+                install_temp_objects(raw)
             except BaseException:
                 raw.close()
                 raise
@@ -266,6 +268,7 @@ async def _prepare_foreign(conn: aiosqlite.Connection) -> None:
             with contextlib.suppress(Exception):
                 raw.execute("PRAGMA journal_mode = WAL")
             apply_schema(raw, readonly=False, path="")
+            install_temp_objects(raw)
 
         try:
             raw = conn._conn

@@ -294,12 +294,37 @@ def append(
 ) -> int:
     """Append a batch, its search index entries and embeddings in one transaction.
 
-    Returns the first position the batch got.
+    Returns the first position the batch got (-1 for the one-statement path, which does not
+    read it back).
     """
     n = len(encoded)
     if n == 0:
         return -1
     now = now_ms()
+    if (
+        n == 1
+        and not encoded[0].blobs
+        and (embeddings is None or not embeddings.rows)
+        and not c.in_transaction
+    ):
+        # The common case, one plain message: one statement whose temp trigger does the whole
+        # transaction (see _APPEND_TRIGGER), ~40% cheaper than four statements from Python.
+        e = encoded[0]
+        c.execute(
+            "INSERT INTO temp.axio_append VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session_id,
+                project,
+                e.role,
+                e.flags,
+                now,
+                tokens[0],
+                e.payload,
+                None if preview is None else preview[1],
+            ),
+        )
+        _maybe_flush(c)
+        return -1
     with write_tx(c):
         r = c.execute(
             "UPDATE sessions SET next_position = next_position + ?, est_tokens = est_tokens + ?,"
@@ -341,6 +366,60 @@ def append(
                 (preview[1], first + preview[0], sid),
             )
     return int(first)
+
+
+_appends_since_check = 0
+
+
+def _maybe_flush(c: Any) -> None:
+    """Every 64 one-statement appends in this process, fold a long FTS queue into the index."""
+    global _appends_since_check
+    _appends_since_check += 1
+    if _appends_since_check < 64:
+        return
+    _appends_since_check = 0
+    if c.execute("SELECT count(*) FROM fts_pending").fetchone()[0] >= indexing.FLUSH_AT:
+        with write_tx(c):
+            indexing.flush_pending(c)
+
+
+#: Per-connection objects (TEMP: not part of the database file's schema): appending one message
+#: is a single INSERT into this view, and the trigger creates the session row if needed, stores
+#: the message at the session's next position, queues it for the keyword index and bumps the
+#: session's counters (and sets the preview from the first user message), atomically.
+_APPEND_VIEW: Final = """
+CREATE TEMP VIEW IF NOT EXISTS axio_append
+    (session_id, project, role, flags, created_at, tokens, payload, preview)
+    AS SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+"""
+_APPEND_TRIGGER: Final = """
+CREATE TEMP TRIGGER IF NOT EXISTS axio_append_row INSTEAD OF INSERT ON axio_append BEGIN
+    INSERT INTO sessions (id, project, created_at, updated_at)
+        VALUES (NEW.session_id, NEW.project, NEW.created_at, NEW.created_at)
+        ON CONFLICT (id) DO NOTHING;
+    INSERT INTO messages (id, role, flags, created_at, tokens, payload)
+        SELECT (sid << 32) | next_position, NEW.role, NEW.flags, NEW.created_at, NEW.tokens, NEW.payload
+        FROM sessions WHERE id = NEW.session_id;
+    INSERT INTO fts_pending (id) SELECT (sid << 32) | next_position FROM sessions WHERE id = NEW.session_id;
+    UPDATE sessions SET
+        next_position = next_position + 1,
+        est_tokens = est_tokens + NEW.tokens,
+        updated_at = NEW.created_at,
+        preview = CASE WHEN preview_pos IS NULL AND NEW.preview IS NOT NULL THEN NEW.preview ELSE preview END,
+        preview_pos = CASE WHEN preview_pos IS NULL AND NEW.preview IS NOT NULL THEN next_position
+                      ELSE preview_pos END
+        WHERE id = NEW.session_id;
+END
+"""
+
+
+def install_temp_objects(c: Any) -> None:
+    """Create this connection's TEMP objects (when a connection is opened or adopted)."""
+    # Reading sqlite_master refreshes this connection's copy of the schema: another process may
+    # have created the tables since it was loaded, and the trigger is compiled against it.
+    c.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    c.execute(_APPEND_VIEW)
+    c.execute(_APPEND_TRIGGER)
 
 
 def _add_blob_refs(c: Any, blobs: Sequence[tuple[bytes, bytes]]) -> None:

@@ -59,7 +59,10 @@ async def _run(path: Path, steps: list[tuple]) -> None:  # type: ignore[type-arg
                 for _ in range(step[2]):
                     counter += 1
                     batch.append(_msg(counter, step[3]))
-                await real.append_many(batch)
+                if len(batch) == 1:  # the one-statement path
+                    await real.append(batch[0])
+                else:
+                    await real.append_many(batch)
                 await model.append_many(batch)
             elif kind == "fork":
                 pairs.append((await real.fork(), await model.fork()))
