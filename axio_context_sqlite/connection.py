@@ -181,6 +181,10 @@ def connect(
                 # A newer database is refused before the journal-mode switch could rewrite it.
                 refuse_newer(raw, str(path))
                 if not readonly:
+                    if raw.execute("PRAGMA page_count").fetchone()[0] == 0:
+                        # Only a brand-new file can take this (before its first table and before
+                        # WAL): `vacuum` can then give space back without copying the database.
+                        raw.execute("PRAGMA auto_vacuum = INCREMENTAL")
                     mode = raw.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                     if str(mode).lower() != "wal":
                         raw.execute("PRAGMA journal_mode = WAL")
