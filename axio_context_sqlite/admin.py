@@ -472,7 +472,7 @@ def _insert_messages(c: Any, sid: int, first: int, batch: Sequence[_Stamped]) ->
     blobs: list[tuple[bytes, bytes]] = []
     spent = 0
     for i, item in enumerate(batch):
-        e = encode_message(item.message)
+        e = encode_message(item.message, text=True)
         t = estimate_message_tokens(item.message)
         spent += t
         rows.append((key(sid, first + i), e.role, e.flags, item.created_ms, t, e.payload))

@@ -20,7 +20,6 @@ Every function here runs on the connection's worker thread inside a write transa
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -29,7 +28,7 @@ from axio_context.errors import DecodeError, EmbeddingMismatchError
 from axio_context.messages import Message
 
 from .fts import fts_columns
-from .storage import FLAG_ZLIB, ROLE_NAMES
+from .storage import PAYLOAD_ERRORS, ROLE_NAMES, inflate
 from .vec import code_bits
 
 __all__ = [
@@ -85,7 +84,7 @@ def flush_pending(c: Any) -> int:
     for mid, role, flags, payload in rows:
         try:
             entries.append((mid, *row_text(role, flags, payload)))
-        except (DecodeError, zlib.error, IndexError):
+        except (DecodeError, *PAYLOAD_ERRORS, IndexError):
             continue  # a damaged row stays unindexed; reading it reports CorruptDataError
     index_text(c, entries)
     c.execute("DELETE FROM fts_pending")
@@ -94,8 +93,7 @@ def flush_pending(c: Any) -> int:
 
 def row_text(role: int, flags: int, payload: bytes) -> tuple[str, str]:
     """The (body, tool) text of a stored row, without restoring its media."""
-    data = zlib.decompress(payload) if flags & FLAG_ZLIB else payload
-    return fts_columns(Message(role=ROLE_NAMES[role], content=decode_content(data)))
+    return fts_columns(Message(role=ROLE_NAMES[role], content=decode_content(inflate(flags, payload))))
 
 
 def vec_available(c: Any) -> bool:
@@ -195,7 +193,7 @@ def delete_index(c: Any, lo_key: int, hi_key: int) -> None:
     for mid, role, flags, payload in rows:
         try:
             body, tool = row_text(role, flags, payload)
-        except (DecodeError, zlib.error, IndexError):
+        except (DecodeError, *PAYLOAD_ERRORS, IndexError):
             continue  # never indexed (see index_all_messages) or unreadable: nothing to remove
         if body or tool:
             entries.append((mid, body, tool))
@@ -256,7 +254,7 @@ def index_all_messages(c: Any) -> None:
         for mid, role, flags, payload in rows:
             try:
                 entries.append((mid, *row_text(role, flags, payload)))
-            except (DecodeError, zlib.error, IndexError):
+            except (DecodeError, *PAYLOAD_ERRORS, IndexError):
                 continue  # a damaged row stays unindexed; reading it reports CorruptDataError
         index_text(c, entries)
         last = rows[-1][0]

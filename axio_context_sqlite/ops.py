@@ -16,7 +16,6 @@ leaves either all of the operation or none of it.
 from __future__ import annotations
 
 import time
-import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
@@ -31,14 +30,23 @@ from axio_context.messages import PREVIEW_CHARS, Message, SessionInfo
 from axio_context.transcript import format_time
 
 from . import indexing
-from .storage import FLAG_BLOBS, FLAG_ZLIB, ROLE_NAMES, EncodedMessage, blob_digests, decode_row
+from .storage import (
+    FLAG_BLOBS,
+    FLAG_ZSTD,
+    PAYLOAD_ERRORS,
+    ROLE_NAMES,
+    EncodedMessage,
+    blob_digests,
+    decode_row,
+    unzstd,
+)
 
 __all__ = ["SHIFT", "Embeddings", "SessionPage"]
 
 SHIFT: Final = 32
 _ROLES: Final = ROLE_NAMES
 _decode_content: Final = decode_content
-_inflate: Final = zlib.decompress
+_unzstd: Final = unzstd
 _LOW: Final = (1 << SHIFT) - 1
 
 
@@ -194,15 +202,15 @@ def read_messages(
             raise CorruptDataError(f"session {session_id!r}: positions {lo}..{hi - 1} have {len(rows)} rows")
         done = len(out)
         try:
-            # The hot loop of every load: plain and zlib-only rows skip decode_row's generality.
+            # The hot loop of every load: plain and compressed rows skip decode_row's generality.
             for _, role, flags, payload in rows:
                 if flags == 0:
                     out.append(Message(role=_ROLES[role], content=_decode_content(payload)))
-                elif flags == FLAG_ZLIB:
-                    out.append(Message(role=_ROLES[role], content=_decode_content(_inflate(payload))))
+                elif flags == FLAG_ZSTD:
+                    out.append(Message(role=_ROLES[role], content=_decode_content(_unzstd(payload))))
                 else:
                     out.append(decode_row(role, flags, payload, fetch))
-        except (DecodeError, zlib.error, IndexError, TypeError):
+        except (DecodeError, *PAYLOAD_ERRORS, IndexError, TypeError):
             # Find the damaged row again, slowly, for an error naming it.
             for mid, role, flags, payload in rows[len(out) - done :]:
                 decode_row(role, flags, payload, fetch, where=_where(session_id, mid))

@@ -269,7 +269,8 @@ def _overwrite(db_path: Path, session: str, position: int, payload: bytes, flags
     [
         (b"\xc1\xc1 junk that is not msgpack", 0),  # not MessagePack at all
         (b"\x92\xa4text\x01", 0),  # MessagePack, but not a list of blocks
-        (b"not zlib data", 1),  # claims compression, is not
+        (b"not zlib data", 1),  # claims zlib compression, is not
+        (b"not zstd data", 4),  # claims Zstandard compression, is not
         (b"\x91\x82\xa4type\xa5image\xa4data\xc4\x01x", 2),  # an image block without media_type
     ],
 )
