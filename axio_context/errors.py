@@ -20,6 +20,8 @@ __all__ = [
     "DestinationExistsError",
     "EmbedderUnavailableError",
     "EmbeddingMismatchError",
+    "MessageNotFoundError",
+    "NoEmbeddingsError",
     "NotAnAxioDatabaseError",
     "ReadOnlyDatabaseError",
     "SchemaVersionError",
@@ -33,6 +35,7 @@ __all__ = [
     "SummarizerTimeoutError",
     "TranscriptError",
     "UnknownModelError",
+    "VecUnavailableError",
 ]
 
 
@@ -150,3 +153,15 @@ class DestinationExistsError(AxioContextError, FileExistsError):
 
 class EmbeddingMismatchError(AxioContextError, ValueError):
     """Vectors from another embedding model or dimension than the one the database records."""
+
+
+class NoEmbeddingsError(AxioContextError, LookupError):
+    """Semantic search needs embeddings that are not there yet; ``reindex`` computes them."""
+
+
+class MessageNotFoundError(AxioContextError, LookupError):
+    """No message at that position of the session."""
+
+
+class VecUnavailableError(AxioContextError, RuntimeError):
+    """An operation needs sqlite-vec, which does not run on this connection."""

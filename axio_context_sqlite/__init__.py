@@ -2,11 +2,27 @@
 
 ``connect(path)`` opens (and creates or upgrades) a database; ``SQLiteContextStore(conn,
 session_id, project=None)`` is one session in it, with axio's ContextStore surface.
+``open_database(path)`` gives a :class:`Database`: every session at once (search, reindex,
+export, import, maintenance).
 """
 
 from .connection import Connection, connect
+from .database import Database, open_database
 from .ops import SessionPage
 from .schema import SCHEMA_VERSION
+from .search import IndexStatus, Mode, ReindexReport, SearchHit
 from .store import SQLiteContextStore
 
-__all__ = ["SCHEMA_VERSION", "Connection", "SQLiteContextStore", "SessionPage", "connect"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Connection",
+    "Database",
+    "IndexStatus",
+    "Mode",
+    "ReindexReport",
+    "SQLiteContextStore",
+    "SearchHit",
+    "SessionPage",
+    "connect",
+    "open_database",
+]

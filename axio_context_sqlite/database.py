@@ -8,7 +8,7 @@ hop to the connection's worker thread (the SQL lives in :mod:`.admin` and :mod:`
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
@@ -17,11 +17,18 @@ from uuid import uuid4
 
 import aiosqlite
 
-from axio_context.errors import DatabaseNotFoundError
+from axio_context.embeddings import (
+    BUNDLED_MINILM,
+    Embedder,
+    HashingEmbedder,
+    SentenceTransformerEmbedder,
+    vector_to_blob,
+)
+from axio_context.errors import DatabaseNotFoundError, EmbeddingMismatchError
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FormatName, TranscriptWriter, writer_for
 
-from . import admin
+from . import admin, search
 from .admin import (
     AxioImportReport,
     ExportSummary,
@@ -33,18 +40,35 @@ from .admin import (
     VacuumReport,
 )
 from .connection import connect, run
+from .fts import match_terms, raw_expression
 from .ops import SessionPage
+from .search import MAX_K, MODES, IndexStatus, Mode, Query, ReindexReport, SearchHit
+from .storage import ROLE_CODES
+from .vectors import embed_batch
 
 __all__ = [
     "AxioImportReport",
     "Database",
     "ExportSummary",
     "ImportReport",
+    "IndexStatus",
+    "ReindexProgress",
+    "ReindexReport",
+    "SearchHit",
     "SessionView",
     "Stats",
     "VacuumReport",
     "open_database",
 ]
+
+
+#: ``progress(stage, done, total)`` during a reindex; stage is "embedding" or "codes".
+ReindexProgress = Callable[[str, int, int], object]
+
+#: Dimension of the hashing embedder a database gets when nothing is recorded yet.
+DEFAULT_DIMENSION = 384
+#: The model name the hashing embedder records.
+HASHING_MODEL = HashingEmbedder().model
 
 
 def _ms(when: datetime | None) -> int | None:
@@ -61,6 +85,7 @@ class Database:
     def __init__(self, conn: aiosqlite.Connection, path: str | Path) -> None:
         self._conn = conn
         self._path = Path(path)
+        self._models: dict[str, Embedder] = {}
 
     @property
     def path(self) -> Path:
@@ -129,6 +154,174 @@ class Database:
     async def stats(self) -> Stats:
         """Totals, per project, and size on disk."""
         return await run(self._conn, admin.stats, self._path)
+
+    # -- searching -------------------------------------------------------------------------------
+
+    async def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        mode: Mode = "hybrid",
+        project: str | None = None,
+        session_id: str | None = None,
+        role: str | None = None,
+        since: datetime | None = None,
+        raw: bool = False,
+        embedder: Embedder | None = None,
+    ) -> list[SearchHit]:
+        """The ``k`` messages across every session that best match ``query``, best first.
+
+        ``mode``: ``keyword`` (FTS5 bm25 over the words; ``raw`` takes FTS5 query syntax),
+        ``semantic`` (nearest embeddings; needs the database's embedder, by default the one its
+        model name says), or ``hybrid`` (both, fused by reciprocal rank). Filters: ``project``
+        (of the session owning the message), ``session_id`` (that session's whole transcript,
+        inherited messages included), ``role``, ``since`` (message time). A person's words never
+        raise a syntax error; a raw query FTS5 rejects raises SearchQueryError.
+        """
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+            raise ValueError(f"k must be between 1 and {MAX_K}, not {k!r}")
+        role_code = None
+        if role is not None:
+            if role not in ROLE_CODES:
+                raise ValueError(f"role must be one of {', '.join(ROLE_CODES)}, not {role!r}")
+            role_code = ROLE_CODES[role]
+        match = terms = None
+        if mode != "semantic":
+            if raw:
+                match = raw_expression(query)
+            else:
+                terms = match_terms(query)
+                match = " OR ".join(terms) if terms else None
+        vector = None
+        model = dimension = None
+        if mode != "keyword":
+            emb = embedder or await self.embedder()
+            model, dimension = emb.model, emb.dimension
+            if query.strip():
+                [vec] = await emb.embed([query])
+                if len(vec) != dimension:
+                    raise EmbeddingMismatchError(
+                        f"embedder {model!r} returned a {len(vec)}-d vector; it declares {dimension}"
+                    )
+                if any(vec):
+                    vector = vector_to_blob(vec)
+        if match is None and vector is None:
+            return []
+        q = Query(
+            text=query,
+            mode=mode,
+            k=k,
+            match=match,
+            raw=raw,
+            terms=terms,
+            vector=vector,
+            model=model,
+            dimension=dimension,
+            project=project,
+            session_id=session_id,
+            role=role_code,
+            since_ms=_ms(since),
+        )
+        return await run(self._conn, search.search, q)
+
+    async def similar(self, session_id: str, position: int, k: int = 10) -> list[SearchHit]:
+        """The ``k`` messages nearest in meaning to message ``position`` of a session (itself
+        left out), from its stored embedding: no embedder needed."""
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+            raise ValueError(f"k must be between 1 and {MAX_K}, not {k!r}")
+        return await run(self._conn, search.similar, session_id, position, k)
+
+    async def index_status(self) -> IndexStatus:
+        """The embedder recorded, how many messages are embedded, and how semantic search runs."""
+        return await run(self._conn, search.index_status)
+
+    async def embedding_model(self) -> tuple[str, int] | None:
+        """The (model, dimension) this database's embeddings come from; None before the first."""
+        settings = await run(self._conn, search.read_settings)
+        model, dim = settings.get("embedding_model"), settings.get("embedding_dimension")
+        return None if model is None or dim is None else (model, int(dim))
+
+    async def embedder(self, model: str | None = None, *, dimension: int | None = None) -> Embedder:
+        """The embedder for ``model``, by default the one this database's embeddings come from.
+
+        ``hashing`` (or its model name, ``axio-hashing-v1``) is the offline
+        :class:`HashingEmbedder`, as wide as the database's embeddings (else ``dimension``, else
+        384); ``minilm`` is the bundled all-MiniLM-L6-v2 of the ``minilm`` extra; anything else a
+        local sentence-transformers model directory or cached name. Loaded once per Database.
+        """
+        recorded = await self.embedding_model()
+        name = model or (recorded[0] if recorded else "hashing")
+        if name in ("hashing", HASHING_MODEL):
+            if dimension is None:
+                dimension = recorded[1] if recorded and recorded[0] == HASHING_MODEL else DEFAULT_DIMENSION
+            return HashingEmbedder(dimension)
+        name = BUNDLED_MINILM if name == "minilm" else name
+        if name not in self._models:
+            self._models[name] = await SentenceTransformerEmbedder.load(
+                None if name == BUNDLED_MINILM else name
+            )
+        return self._models[name]
+
+    async def reindex(
+        self,
+        embedder: Embedder,
+        *,
+        batch_size: int = 256,
+        progress: ReindexProgress | None = None,
+        rebuild: bool = False,
+    ) -> ReindexReport:
+        """Embed every message that has no embedding yet, then bring the sqlite-vec codes in step.
+
+        Resumable: each batch commits on its own, so an interrupted run loses nothing and the
+        next one starts where it stopped. ``rebuild`` first clears every embedding and records
+        ``embedder`` as the database's model, in one transaction (switching models), then
+        re-embeds. Stale codes (left by a connection without sqlite-vec) are reconciled here.
+        """
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        model, dim = embedder.model, embedder.dimension
+        missing, vec = await run(self._conn, search.reindex_begin, model, dim, rebuild)
+        embedded = without_text = scanned = 0
+        after = -1
+        if progress is not None:
+            progress("embedding", 0, missing)
+        while True:
+            pending = await run(self._conn, search.reindex_read, after, batch_size)
+            if pending.scanned == 0:
+                break
+            batch = await embed_batch(embedder, pending.texts, vec)
+            embedded += await run(self._conn, search.reindex_write, model, dim, pending, batch.rows)
+            without_text += pending.scanned - len(batch.rows)
+            scanned += pending.scanned
+            after = pending.last_id
+            if progress is not None:
+                progress("embedding", min(scanned, missing), max(missing, scanned))
+        added = removed = 0
+        needed, token = await run(self._conn, search.codes_plan)
+        if needed and token is not None:
+            orphans, uncoded = await run(self._conn, search.codes_diff)
+            removed = await run(self._conn, search.codes_remove, orphans)
+            if progress is not None:
+                progress("codes", 0, len(uncoded))
+            for start in range(0, len(uncoded), batch_size):
+                added += await run(self._conn, search.codes_add, uncoded[start : start + batch_size])
+                if progress is not None:
+                    progress("codes", min(start + batch_size, len(uncoded)), len(uncoded))
+            await run(self._conn, search.codes_finish, token)
+        settings = await run(self._conn, search.read_settings)
+        return ReindexReport(
+            model=model,
+            dimension=dim,
+            embedded=embedded,
+            without_text=without_text,
+            codes_added=added,
+            codes_removed=removed,
+            rebuilt=rebuild,
+            codes_stale="codes_stale" in settings,
+        )
 
     # -- writing ---------------------------------------------------------------------------------
 

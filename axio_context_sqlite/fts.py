@@ -31,6 +31,7 @@ __all__ = [
     "fts_errors",
     "is_fts_query_error",
     "match_expression",
+    "match_terms",
     "raw_expression",
 ]
 
@@ -104,6 +105,15 @@ def match_expression(query: str, *, operator: Literal["AND", "OR"] = "OR") -> st
     """
     if operator not in ("AND", "OR"):
         raise ValueError(f"operator must be 'AND' or 'OR', got {operator!r}")
+    terms = match_terms(query)
+    if not terms:
+        return None
+    return f" {operator} ".join(terms)
+
+
+def match_terms(query: str) -> list[str]:
+    """The terms :func:`match_expression` joins: each a quoted FTS5 string (a word or a phrase),
+    ``*`` after a prefix; none when the query has no word to search for."""
     text = _clean(query)
     chunks: list[tuple[str, bool]] = []  # (words, is_quoted_phrase)
     last = 0
@@ -129,9 +139,7 @@ def match_expression(query: str, *, operator: Literal["AND", "OR"] = "OR") -> st
             terms.append(term)
         if len(terms) == MAX_TERMS:
             break
-    if not terms:
-        return None
-    return f" {operator} ".join(terms)
+    return terms
 
 
 # --- raw FTS5 syntax ----------------------------------------------------------------------------

@@ -164,6 +164,7 @@ def store_embeddings(c: Any, model: str, dimension: int, rows: Sequence[Embeddin
         [(r[0], r[1]) for r in rows],
     )
     coded = [r for r in rows if r[2] is not None]
+    stored = 0
     if coded and vec_available(c):
         _ensure_codes_table(c, dimension)
         c.executemany(f"DELETE FROM {CODES_TABLE} WHERE rowid = ?", [(r[0],) for r in coded])
@@ -172,7 +173,10 @@ def store_embeddings(c: Any, model: str, dimension: int, rows: Sequence[Embeddin
             " VALUES (?, ?, ?, ?, ?, vec_bit(?))",
             [(r[0], r[3], r[4] or "", r[5], r[6], r[2]) for r in coded],
         )
-    elif coded or codes_table_exists(c):
+        stored = len(coded)
+    if stored < len(rows):
+        # Vectors without codes: even where no codes table exists yet, since one created later
+        # (by a connection with sqlite-vec) would silently lack them.
         _set(c, "codes_stale", "1")
 
 

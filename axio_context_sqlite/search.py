@@ -1,0 +1,898 @@
+"""Searching every session: keyword (FTS5 bm25), semantic (embeddings), hybrid (both, fused).
+
+A search is one thread hop and one read snapshot (the query is embedded just before it):
+
+- **keyword**: ``messages_fts MATCH`` with the person's words made into an expression that cannot
+  be a syntax error (:func:`.fts.match_expression`), or with ``raw`` FTS5 syntax whose errors
+  become :class:`SearchQueryError`; ranked by the table's bm25 (body 1.0, tool output 0.25).
+- **semantic**: the query's binary code against ``message_codes``
+  (``code MATCH vec_bit(?) AND k = ?``, with the filters as vec0 metadata constraints) gives
+  :data:`CANDIDATES` candidates, re-scored exactly from ``message_vectors``. Where sqlite-vec does
+  not run on the connection, or the codes are stale (see :mod:`.indexing`), an exact scan of
+  ``message_vectors`` (filters in SQL, distances in Python) answers instead; it is what the
+  codes approximate, so both give the same top hits. A query embedder whose model or
+  dimension differ from the database's is refused (:class:`EmbeddingMismatchError`).
+- **hybrid**: reciprocal rank fusion (:mod:`.ranking`) of the top :data:`DEPTH` of each.
+
+Where a message is found: once, under the session that owns its row. A fork's inherited messages
+are its ancestor's rows, so a search finds them as the ancestor's; ``project`` filters on the
+owner's project. With ``session_id`` the search covers that session's whole transcript (the
+lineage segments of :func:`.ops.segments`) and reports every hit as that session's, at the
+position it has there. A deleted session's rows and index entries went with it.
+
+Snippets: ``messages_fts`` is contentless, so FTS5's ``snippet()`` has no text to cut. The hits'
+rows are decoded and put in a temporary FTS5 table with the same tokenizer (in the connection's
+``temp`` schema: the database file is not written), and ``snippet()`` there, with the same MATCH
+expression, marks exactly the tokens FTS5 matched: Porter stems, prefixes, phrases, ``NEAR``.
+A hit with no matching word (found by meaning alone) shows the start of its text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import re
+import zlib
+from collections.abc import Iterable, Sequence
+from typing import Any, Final, Literal
+
+import msgspec
+
+from axio_context.errors import (
+    DecodeError,
+    EmbeddingMismatchError,
+    MessageNotFoundError,
+    NoEmbeddingsError,
+    SessionNotFoundError,
+    VecUnavailableError,
+)
+
+from . import indexing, ops
+from .fts import BM25_WEIGHTS, FTS_TOKENIZE, fts_errors, match_expression
+from .indexing import CODES_TABLE
+from .ops import iso, key, read_tx, write_tx
+from .ranking import reciprocal_rank_fusion
+from .storage import ROLE_NAMES
+from .vec import binary_code, brute_force_knn
+
+__all__ = [
+    "CANDIDATES",
+    "DEPTH",
+    "MAX_K",
+    "IndexStatus",
+    "Mode",
+    "Query",
+    "ReindexReport",
+    "SearchHit",
+]
+
+Mode = Literal["hybrid", "keyword", "semantic"]
+MODES: Final = ("hybrid", "keyword", "semantic")
+
+#: Largest ``k`` a search accepts.
+MAX_K: Final = 1000
+#: Binary-code candidates re-scored exactly per semantic search (at least; 2k when k is larger).
+#: 100 kept 99.7% of the exact top 10 on real text (see :mod:`.vec`).
+CANDIDATES: Final = 100
+#: How deep each ranking goes before hybrid fuses them (at least ``k``).
+DEPTH: Final = 50
+#: sqlite-vec's largest ``k``.
+VEC_K_MAX: Final = 4096
+#: A filtered semantic search over at most this many messages scans them exactly instead of
+#: asking vec0 (measured on 100,000 messages: 10,000 rows scan in about 20 ms, while vec0 with a
+#: ``sid IN`` filter matching them took about 55 ms).
+EXACT_ROWS: Final = 8192
+#: From this many stored messages on, words in more than half of them are left out of the
+#: keyword ranking (see :func:`_keyword`).
+PRUNE_MIN_ROWS: Final = 20_000
+#: Tokens of context in a snippet, and characters of the excerpt shown for a hit found by meaning.
+SNIPPET_TOKENS: Final = 24
+EXCERPT_CHARS: Final = 160
+#: Characters per column put in the snippet table (bounds the cost of a huge tool output).
+SNIPPET_TEXT_MAX: Final = 65_536
+
+_LOW: Final = (1 << ops.SHIFT) - 1
+_SNIPPETS: Final = "axio_snippets"
+_OPEN, _CLOSE = "\x01", "\x02"
+# Control characters become spaces before text enters the snippet table: unicode61 treats them
+# as separators anyway, and it frees two of them to mark matches.
+_CONTROL: Final = {i: " " for i in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F)}
+_SPACE = re.compile(r"\s+")
+
+
+# --- result types --------------------------------------------------------------------------------
+
+
+class SearchHit(msgspec.Struct, frozen=True):
+    """One message found: where it is, why, and a snippet of it.
+
+    ``snippet`` is plain text (whitespace collapsed, ``…`` where it was cut); ``highlights`` are
+    ``(start, end)`` character ranges in it of the words that matched the query. ``score`` is
+    higher for better hits: the bm25 relevance in keyword mode, the cosine similarity in semantic
+    mode, the fused RRF score in hybrid mode. ``keyword_rank`` / ``semantic_rank`` are the hit's
+    1-based place in each ranking (None where it was not in it). ``preview``, ``title`` and
+    ``project`` are the session's; ``created_at`` is the message's time (ISO 8601, UTC).
+    """
+
+    session_id: str
+    position: int
+    role: str
+    snippet: str
+    highlights: list[tuple[int, int]]
+    score: float
+    keyword_rank: int | None
+    semantic_rank: int | None
+    preview: str
+    project: str | None
+    created_at: str
+    title: str | None = None
+
+    def marked(self, before: str = "[", after: str = "]") -> str:
+        """The snippet with every highlighted range wrapped in ``before`` ... ``after``."""
+        out: list[str] = []
+        last = 0
+        for start, end in self.highlights:
+            out += [self.snippet[last:start], before, self.snippet[start:end], after]
+            last = end
+        out.append(self.snippet[last:])
+        return "".join(out)
+
+
+class IndexStatus(msgspec.Struct, frozen=True):
+    """The state of a database's search indexes.
+
+    ``messages`` counts stored rows (a fork's inherited messages are its ancestor's rows);
+    ``embedded`` those with an embedding (a message without text never gets one). ``semantic``
+    says how semantic search runs here: ``vec0`` (binary codes, re-scored), ``exact`` (the
+    brute-force scan: sqlite-vec absent or codes stale) or ``none`` (nothing embedded yet).
+    """
+
+    model: str | None
+    dimension: int | None
+    messages: int
+    embedded: int
+    vec_available: bool
+    codes_stale: bool
+    semantic: Literal["vec0", "exact", "none"]
+
+
+class ReindexReport(msgspec.Struct, frozen=True):
+    """What a reindex did: embeddings added (and messages without text, which get none), binary
+    codes added and removed, whether it cleared the old embeddings first, and whether the codes
+    are still stale (when sqlite-vec does not run on this connection)."""
+
+    model: str
+    dimension: int
+    embedded: int
+    without_text: int
+    codes_added: int
+    codes_removed: int
+    rebuilt: bool
+    codes_stale: bool
+
+
+class Query(msgspec.Struct, frozen=True):
+    """A search, ready for :func:`search`: the expression and vector are computed beforehand."""
+
+    text: str
+    mode: Mode
+    k: int
+    match: str | None  # FTS5 expression of the keyword part (None: no keyword part)
+    raw: bool
+    terms: list[str] | None  # the terms ``match`` ORs together (None for a raw query)
+    vector: bytes | None  # float32 embedding of the query (None: no semantic part)
+    model: str | None
+    dimension: int | None
+    project: str | None = None
+    session_id: str | None = None
+    role: int | None = None
+    since_ms: int | None = None
+
+
+# --- settings ------------------------------------------------------------------------------------
+
+
+def _settings(c: Any) -> dict[str, str]:
+    return {
+        str(k): str(v)
+        for k, v in c.execute(
+            "SELECT key, value FROM settings WHERE key IN"
+            " ('embedding_model', 'embedding_dimension', 'codes_stale')"
+        ).fetchall()
+    }
+
+
+def _check_model(
+    settings: dict[str, str], model: str, dimension: int, what: str = "the query embedder"
+) -> bool:
+    """True when the database has embeddings from this model; raise when from another one."""
+    stored = settings.get("embedding_model")
+    if stored is None:
+        return False
+    stored_dim = settings.get("embedding_dimension")
+    if stored != model or stored_dim != str(dimension):
+        raise EmbeddingMismatchError(
+            f"this database's embeddings come from {stored!r} ({stored_dim} dimensions); "
+            f"{what} is {model!r} ({dimension} dimensions). Use the same embedder, "
+            "or re-embed the database with `reindex --rebuild`"
+        )
+    return True
+
+
+def _codes_usable(c: Any, settings: dict[str, str]) -> bool:
+    """Whether the vec0 codes can answer: sqlite-vec runs here, they exist and are complete."""
+    return "codes_stale" not in settings and indexing.vec_available(c) and indexing.codes_table_exists(c)
+
+
+# --- scope ---------------------------------------------------------------------------------------
+
+
+class _Scope(msgspec.Struct):
+    """A search within one session: its transcript's segments, and the rows the owners of those
+    segments have outside them (which a vec0 ``sid IN (...)`` filter cannot exclude)."""
+
+    session_id: str
+    project: str | None
+    preview: str | None
+    title: str | None
+    segments: list[tuple[int, int, int]]
+    outside: int
+
+    @property
+    def sids(self) -> list[int]:
+        return sorted({s for s, _, _ in self.segments})
+
+
+def _scope(c: Any, session_id: str) -> _Scope:
+    row = ops._session(c, session_id)
+    if row is None:
+        raise SessionNotFoundError(f"no session {session_id!r}")
+    preview, title = c.execute("SELECT preview, title FROM sessions WHERE sid = ?", (row.sid,)).fetchone()
+    segments = ops.segments(c, row)
+    outside = 0
+    for sid, lo, hi in segments:
+        base_len, next_position = c.execute(
+            "SELECT base_len, next_position FROM sessions WHERE sid = ?", (sid,)
+        ).fetchone()
+        outside += (next_position - base_len) - (hi - lo)
+    return _Scope(session_id, row.project, preview, title, segments, outside)
+
+
+# --- keyword -------------------------------------------------------------------------------------
+
+
+def _fts(
+    c: Any, q: Query, scope: _Scope | None, expr: str, limit: int, recent: bool = False
+) -> list[tuple[int, float]]:
+    """``(message id, bm25)`` of the messages matching ``expr`` that pass the filters, best
+    first (bm25 as FTS5 gives it: lower is better); with ``recent`` newest first, bm25 as 0."""
+    joins: list[str] = []
+    where = ["messages_fts MATCH ?"]
+    args: list[Any] = [expr]
+    if q.role is not None or q.since_ms is not None:
+        joins.append("JOIN messages m ON m.id = messages_fts.rowid")
+        if q.role is not None:
+            where.append("m.role = ?")
+            args.append(q.role)
+        if q.since_ms is not None:
+            where.append("m.created_at >= ?")
+            args.append(q.since_ms)
+    if q.project is not None and scope is None:
+        joins.append("JOIN sessions s ON s.sid = (messages_fts.rowid >> 32)")
+        where.append("s.project = ?")
+        args.append(q.project)
+    # bm25() named with its weights: about twice as fast as ORDER BY the configured rank,
+    # which goes through FTS5's sorter (measured: 75 against 138 ms for a word in 100,000 rows)
+    score = "0.0" if recent else f"bm25(messages_fts, {BM25_WEIGHTS[0]}, {BM25_WEIGHTS[1]})"
+    order = "messages_fts.rowid DESC" if recent else "2, messages_fts.rowid"
+    sql = (
+        f"SELECT messages_fts.rowid, {score} FROM messages_fts {' '.join(joins)} WHERE {' AND '.join(where)}"
+    )
+    found: list[tuple[int, float]] = []
+    with fts_errors(q.text) if q.raw else contextlib.nullcontext():
+        if scope is None:
+            found = c.execute(f"{sql} ORDER BY {order} LIMIT ?", (*args, limit)).fetchall()
+        else:
+            # one query per segment: FTS5 turns a rowid range into a seek, and bm25 values of
+            # one index compare across queries, so the lists merge by value
+            for sid, lo, hi in scope.segments:
+                found += c.execute(
+                    f"{sql} AND messages_fts.rowid >= ? AND messages_fts.rowid < ? ORDER BY {order} LIMIT ?",
+                    (*args, key(sid, lo), key(sid, hi), limit),
+                ).fetchall()
+            found.sort(key=(lambda r: -r[0]) if recent else (lambda r: (r[1], r[0])))
+    return [(int(r[0]), float(r[1])) for r in found[:limit]]
+
+
+def _keyword(c: Any, q: Query, scope: _Scope | None, depth: int) -> list[tuple[int, float]]:
+    """The keyword ranking, best first.
+
+    bm25 costs about a microsecond per matching message and word, so a word found in most of
+    100,000 messages costs 75 ms to rank by, and it ranks nothing: FTS5's bm25 gives a word in
+    more than half the messages an IDF of 1e-6. On a large database (``PRUNE_MIN_ROWS``) such
+    words are therefore left out of the ranking: messages are ranked by the other words, and
+    messages that match only the common words follow, newest first. A raw query is ranked as
+    written.
+    """
+    assert q.match is not None
+    if q.raw or not q.terms:
+        return _fts(c, q, scope, q.match, depth)
+    stored = int(c.execute("SELECT COALESCE(SUM(next_position - base_len), 0) FROM sessions").fetchone()[0])
+    if stored < PRUNE_MIN_ROWS:
+        return _fts(c, q, scope, q.match, depth)
+    half = stored // 2
+    rare: list[str] = []
+    common: list[str] = []
+    for term in q.terms:
+        hits = c.execute(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)",
+            (term, half + 1),
+        ).fetchone()[0]
+        (common if hits > half else rare).append(term)
+    if not common:
+        return _fts(c, q, scope, q.match, depth)
+    ranked = _fts(c, q, scope, " OR ".join(rare), depth) if rare else []
+    if len(ranked) < depth:
+        rest = f"({' OR '.join(common)})" + (f" NOT ({' OR '.join(rare)})" if rare else "")
+        ranked += _fts(c, q, scope, rest, depth - len(ranked), recent=True)
+    return ranked
+
+
+# --- semantic ------------------------------------------------------------------------------------
+
+
+def _candidates(depth: int) -> int:
+    return min(VEC_K_MAX, max(CANDIDATES, 2 * depth))
+
+
+class _Population(msgspec.Struct):
+    """The messages a filtered semantic search looks at: id ranges ``[lo, hi)`` of the sessions
+    ``sids``, and how many rows those sessions hold outside the ranges."""
+
+    ranges: list[tuple[int, int]]
+    sids: list[int]
+    outside: int
+
+    @property
+    def rows(self) -> int:
+        return sum(hi - lo for lo, hi in self.ranges)
+
+    def contains(self, mid: int) -> bool:
+        return any(lo <= mid < hi for lo, hi in self.ranges)
+
+
+def _population(c: Any, q: Query, scope: _Scope | None) -> _Population | None:
+    if scope is not None:
+        ranges = [(key(sid, lo), key(sid, hi)) for sid, lo, hi in scope.segments]
+        return _Population(ranges, scope.sids, scope.outside)
+    if q.project is not None:
+        own = c.execute(
+            "SELECT sid, base_len, next_position FROM sessions"
+            " WHERE project = ? AND next_position > base_len",
+            (q.project,),
+        ).fetchall()
+        return _Population([(key(sid, lo), key(sid, hi)) for sid, lo, hi in own], [r[0] for r in own], 0)
+    return None
+
+
+def _semantic(
+    c: Any, q: Query, scope: _Scope | None, depth: int, exclude: int | None = None
+) -> list[tuple[int, float]]:
+    """``(message id, L2 distance)`` nearest first; ``exclude`` leaves one message out.
+
+    Through the codes when they can answer and the search is not narrowed to a few thousand
+    messages; a small population (a session, a small project) is scanned exactly, which is
+    both exact and faster there than vec0's per-row metadata filtering.
+    """
+    assert q.vector is not None
+    settings = _settings(c)
+    if q.model is None or q.dimension is None or not _check_model(settings, q.model, q.dimension):
+        return []
+    want = depth + (exclude is not None)
+    population = _population(c, q, scope)
+    if population is not None and not population.ranges:
+        return []
+    if _codes_usable(c, settings) and (population is None or population.rows > EXACT_ROWS):
+        candidates = _candidates(want) + (population.outside if population is not None else 0)
+        if candidates <= VEC_K_MAX:
+            return _semantic_codes(c, q, population, want, candidates, exclude)
+    return _semantic_exact(c, q, population, want, exclude)
+
+
+def _semantic_codes(
+    c: Any, q: Query, population: _Population | None, depth: int, candidates: int, exclude: int | None
+) -> list[tuple[int, float]]:
+    assert q.vector is not None
+    where = ["code MATCH vec_bit(?)", "k = ?"]
+    args: list[Any] = [binary_code(q.vector), candidates]
+    if q.role is not None:
+        where.append("role = ?")
+        args.append(q.role)
+    if q.since_ms is not None:
+        where.append("created_at >= ?")
+        args.append(q.since_ms)
+    if population is not None:
+        # by session rather than the project text column: vec0 compares long text metadata
+        # row by row from a side table, several times slower
+        where.append("sid IN (SELECT value FROM json_each(?))")
+        args.append(_ids_json(population.sids))
+    ids = [r[0] for r in c.execute(f"SELECT rowid FROM {CODES_TABLE} WHERE {' AND '.join(where)}", args)]
+    if population is not None and population.outside:
+        ids = [i for i in ids if population.contains(i)]
+    if exclude is not None:
+        ids = [i for i in ids if i != exclude]
+    # exact distances of the candidates only, computed by sqlite-vec
+    rows = c.execute(
+        "SELECT id, vec_distance_l2(embedding, ?) AS d FROM message_vectors"
+        " WHERE id IN (SELECT value FROM json_each(?)) ORDER BY d, id LIMIT ?",
+        (q.vector, _ids_json(ids), depth),
+    ).fetchall()
+    return [(int(r[0]), float(r[1])) for r in rows]
+
+
+def _semantic_exact(
+    c: Any, q: Query, population: _Population | None, depth: int, exclude: int | None
+) -> list[tuple[int, float]]:
+    """The exact answer: every embedded message that passes the filters, by distance (computed
+    by sqlite-vec where it runs, else in Python), nearest ``depth`` kept on a heap."""
+    assert q.vector is not None
+    joins: list[str] = []
+    where: list[str] = []
+    args: list[Any] = []
+    if q.role is not None or q.since_ms is not None:
+        joins.append("JOIN messages m ON m.id = v.id")
+        if q.role is not None:
+            where.append("m.role = ?")
+            args.append(q.role)
+        if q.since_ms is not None:
+            where.append("m.created_at >= ?")
+            args.append(q.since_ms)
+    if exclude is not None:
+        where.append("v.id != ?")
+        args.append(exclude)
+    in_sql = indexing.vec_available(c)
+    column = "vec_distance_l2(v.embedding, ?)" if in_sql else "v.embedding"
+    sql = f"SELECT v.id, {column} FROM message_vectors v {' '.join(joins)}"
+    head = [q.vector] if in_sql else []
+
+    def rows() -> Iterable[Any]:
+        if population is None:
+            yield from c.execute(sql + (f" WHERE {' AND '.join(where)}" if where else ""), (*head, *args))
+            return
+        clauses = " AND ".join([*where, "v.id >= ?", "v.id < ?"])
+        for lo, hi in population.ranges:
+            yield from c.execute(f"{sql} WHERE {clauses}", (*head, *args, lo, hi))
+
+    if in_sql:
+        return [(int(r[0]), float(r[1])) for r in heapq.nsmallest(depth, rows(), key=lambda r: (r[1], r[0]))]
+    return brute_force_knn(q.vector, rows(), depth)
+
+
+# --- hits ----------------------------------------------------------------------------------------
+
+
+class _Ranked(msgspec.Struct):
+    mid: int
+    score: float
+    keyword_rank: int | None
+    semantic_rank: int | None
+
+
+def _rank(q: Query, kw: list[tuple[int, float]], sem: list[tuple[int, float]]) -> list[_Ranked]:
+    if q.mode == "keyword":
+        return [_Ranked(mid, -bm25, i, None) for i, (mid, bm25) in enumerate(kw[: q.k], 1)]
+    if q.mode == "semantic":
+        # unit vectors: cosine similarity = 1 - d^2 / 2
+        return [_Ranked(mid, 1.0 - d * d / 2.0, None, i) for i, (mid, d) in enumerate(sem[: q.k], 1)]
+    fused = reciprocal_rank_fusion([[m for m, _ in kw], [m for m, _ in sem]], limit=q.k)
+    return [_Ranked(f.key, f.score, f.ranks[0], f.ranks[1]) for f in fused]
+
+
+def _ids_json(ids: Iterable[int]) -> str:
+    return msgspec.json.encode(list(ids)).decode()
+
+
+def _hits(c: Any, ranked: Sequence[_Ranked], scope: _Scope | None, highlight: str | None) -> list[SearchHit]:
+    """Decode the ranked messages (only those) into hits with their sessions and snippets."""
+    if not ranked:
+        return []
+    ids = [r.mid for r in ranked]
+    rows = {
+        r[0]: r
+        for r in c.execute(
+            "SELECT id, role, flags, payload, created_at FROM messages"
+            " WHERE id IN (SELECT value FROM json_each(?))",
+            (_ids_json(ids),),
+        )
+    }
+    sessions = {
+        r[0]: r
+        for r in c.execute(
+            "SELECT sid, id, project, preview, title FROM sessions"
+            " WHERE sid IN (SELECT value FROM json_each(?))",
+            (_ids_json({i >> ops.SHIFT for i in ids}),),
+        )
+    }
+    texts: dict[int, tuple[str, str]] = {}
+    for mid, (_, role, flags, payload, _) in rows.items():
+        try:
+            texts[mid] = indexing.row_text(role, flags, payload)
+        except (DecodeError, zlib.error, IndexError):
+            texts[mid] = ("", "")  # a damaged row: found by its index entry, shown without text
+    snippets = _snippets(c, texts, highlight)
+    hits: list[SearchHit] = []
+    for r in ranked:
+        row = rows.get(r.mid)
+        owner = sessions.get(r.mid >> ops.SHIFT)
+        if row is None or owner is None:
+            continue  # defensive: an index entry whose message is gone
+        snippet, spans = snippets.get(r.mid) or _excerpt(texts[r.mid])
+        if scope is not None:
+            session_id, project, preview, title = scope.session_id, scope.project, scope.preview, scope.title
+        else:
+            session_id, project, preview, title = owner[1], owner[2], owner[3], owner[4]
+        hits.append(
+            SearchHit(
+                session_id=session_id,
+                position=r.mid & _LOW,
+                role=ROLE_NAMES[row[1]] if 0 <= row[1] < len(ROLE_NAMES) else str(row[1]),
+                snippet=snippet,
+                highlights=spans,
+                score=r.score,
+                keyword_rank=r.keyword_rank,
+                semantic_rank=r.semantic_rank,
+                preview=preview or "(empty)",
+                project=project,
+                created_at=iso(row[4]),
+                title=title,
+            )
+        )
+    return hits
+
+
+def _snippets(
+    c: Any, texts: dict[int, tuple[str, str]], expression: str | None
+) -> dict[int, tuple[str, list[tuple[int, int]]]]:
+    """FTS5 ``snippet()`` of each text that ``expression`` matches, as (plain text, highlights)."""
+    if expression is None or not texts:
+        return {}
+    c.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_SNIPPETS}"
+        f" USING fts5(body, tool, tokenize = '{FTS_TOKENIZE}')"
+    )
+    c.execute(f"DELETE FROM temp.{_SNIPPETS}")
+    try:
+        c.executemany(
+            f"INSERT INTO temp.{_SNIPPETS} (rowid, body, tool) VALUES (?, ?, ?)",
+            [
+                (
+                    mid,
+                    body[:SNIPPET_TEXT_MAX].translate(_CONTROL),
+                    tool[:SNIPPET_TEXT_MAX].translate(_CONTROL),
+                )
+                for mid, (body, tool) in texts.items()
+            ],
+        )
+        rows = c.execute(
+            f"SELECT rowid, snippet({_SNIPPETS}, -1, ?, ?, '…', ?) FROM temp.{_SNIPPETS}"
+            f" WHERE {_SNIPPETS} MATCH ?",
+            (_OPEN, _CLOSE, SNIPPET_TOKENS, expression),
+        ).fetchall()
+    finally:
+        c.execute(f"DELETE FROM temp.{_SNIPPETS}")
+    return {mid: _unmark(text) for mid, text in rows}
+
+
+def _unmark(marked: str) -> tuple[str, list[tuple[int, int]]]:
+    """Plain text (whitespace collapsed) and the character ranges between the markers."""
+    out: list[str] = []
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    start: int | None = None
+    pending_space = False
+    for ch in marked:
+        if ch == _OPEN:
+            if pending_space and out:
+                out.append(" ")
+                pos += 1
+            pending_space = False
+            start = pos
+        elif ch == _CLOSE:
+            if start is not None and pos > start:
+                spans.append((start, pos))
+            start = None
+        elif ch.isspace():
+            pending_space = True
+        else:
+            if pending_space and out:
+                out.append(" ")
+                pos += 1
+            pending_space = False
+            out.append(ch)
+            pos += 1
+    return "".join(out), spans
+
+
+def _excerpt(text: tuple[str, str]) -> tuple[str, list[tuple[int, int]]]:
+    """The start of a message's text (body first), cut at a word near EXCERPT_CHARS."""
+    source = text[0] if text[0].strip() else text[1]
+    flat = _SPACE.sub(" ", source[: EXCERPT_CHARS * 4]).strip()
+    if len(flat) <= EXCERPT_CHARS:
+        return flat, []
+    cut = flat.rfind(" ", EXCERPT_CHARS // 2, EXCERPT_CHARS)
+    return flat[: cut if cut > 0 else EXCERPT_CHARS].rstrip() + " …", []
+
+
+# --- entry points (each runs on the connection's worker thread) ----------------------------------
+
+
+def search(c: Any, q: Query) -> list[SearchHit]:
+    """Run a search in one read snapshot."""
+    with read_tx(c):
+        scope = _scope(c, q.session_id) if q.session_id is not None else None
+        if scope is not None and q.project is not None and scope.project != q.project:
+            return []
+        depth = max(DEPTH, q.k) if q.mode == "hybrid" else q.k
+        kw = _keyword(c, q, scope, depth) if q.match is not None and q.mode != "semantic" else []
+        sem: list[tuple[int, float]] = []
+        if q.vector is not None and q.mode != "keyword":
+            if q.mode == "semantic" and "embedding_model" not in _settings(c):
+                raise NoEmbeddingsError(
+                    "no message of this database is embedded yet, so there is nothing to search by "
+                    "meaning; `reindex` embeds them"
+                )
+            sem = _semantic(c, q, scope, depth)
+        ranked = _rank(q, kw, sem)
+        highlight = match_expression(q.text) if q.mode == "semantic" or not q.raw else q.match
+        if q.raw and highlight is not None and q.mode != "semantic":
+            with fts_errors(q.text):
+                return _hits(c, ranked, scope, highlight)
+        return _hits(c, ranked, scope, highlight)
+
+
+def similar(c: Any, session_id: str, position: int, k: int) -> list[SearchHit]:
+    """Messages nearest in meaning to one message (itself left out), across every session."""
+    with read_tx(c):
+        row = ops._session(c, session_id)
+        if row is None:
+            raise SessionNotFoundError(f"no session {session_id!r}")
+        if not 0 <= position < row.next_position:
+            raise MessageNotFoundError(
+                f"session {session_id!r} has no message {position} (it has {row.next_position})"
+            )
+        owner = ops.segments(c, row, position, position + 1)[0][0]
+        mid = key(owner, position)
+        found = c.execute("SELECT embedding FROM message_vectors WHERE id = ?", (mid,)).fetchone()
+        if found is None:
+            raise NoEmbeddingsError(
+                f"message {position} of session {session_id!r} has no embedding "
+                "(it has no text, or it was stored without an embedder: `reindex` adds them)"
+            )
+        settings = _settings(c)
+        dimension = int(settings.get("embedding_dimension", "0"))
+        q = Query(
+            text="",
+            mode="semantic",
+            k=k,
+            match=None,
+            raw=False,
+            terms=None,
+            vector=bytes(found[0]),
+            model=settings.get("embedding_model"),
+            dimension=dimension,
+        )
+        ranked = _rank(q, [], _semantic(c, q, None, k, exclude=mid))
+        return _hits(c, ranked, None, None)
+
+
+def index_status(c: Any) -> IndexStatus:
+    """Model, dimension and coverage of the embeddings; which way semantic search runs."""
+    with read_tx(c):
+        settings = _settings(c)
+        messages = int(c.execute("SELECT COUNT(*) FROM messages").fetchone()[0])
+        embedded = int(c.execute("SELECT COUNT(*) FROM message_vectors").fetchone()[0])
+        vec = indexing.vec_available(c)
+        table = indexing.codes_table_exists(c)
+    stale = "codes_stale" in settings or (embedded > 0 and not table)
+    model = settings.get("embedding_model")
+    semantic: Literal["vec0", "exact", "none"]
+    if model is None or embedded == 0:
+        semantic = "none"
+    elif vec and not stale:
+        semantic = "vec0"
+    else:
+        semantic = "exact"
+    dim = settings.get("embedding_dimension")
+    return IndexStatus(
+        model=model,
+        dimension=int(dim) if dim is not None else None,
+        messages=messages,
+        embedded=embedded,
+        vec_available=vec,
+        codes_stale=stale,
+        semantic=semantic,
+    )
+
+
+# --- reindex -------------------------------------------------------------------------------------
+
+
+def reindex_begin(c: Any, model: str, dimension: int, rebuild: bool) -> tuple[int, bool]:
+    """Check (or with ``rebuild`` switch) the database's embedder; returns the number of messages
+    without an embedding and whether sqlite-vec runs here (so batches carry codes).
+
+    A rebuild is one transaction: every embedding and code goes and the new model is recorded,
+    so the database is never half one model and half another; the fill that follows resumes
+    where it stopped if interrupted. A concurrent writer still using the old embedder is then
+    refused with :class:`EmbeddingMismatchError` rather than mixing vectors.
+    """
+    vec = indexing.vec_available(c)
+    if rebuild:
+        with write_tx(c):
+            if indexing.codes_table_exists(c):
+                if not vec:
+                    raise VecUnavailableError(
+                        "this database has sqlite-vec codes, and sqlite-vec does not run on this "
+                        "connection, so they cannot be dropped: rebuild where sqlite-vec loads"
+                    )
+                c.execute(f"DROP TABLE {CODES_TABLE}")
+            c.execute("DELETE FROM message_vectors")
+            c.execute(
+                "DELETE FROM settings WHERE key IN ('embedding_model', 'embedding_dimension', 'codes_stale')"
+            )
+            indexing.ensure_embedding_settings(c, model, dimension)
+    else:
+        _check_model(_settings(c), model, dimension, "the embedder given")
+    missing = int(
+        c.execute(
+            "SELECT COUNT(*) FROM messages m"
+            " WHERE NOT EXISTS (SELECT 1 FROM message_vectors v WHERE v.id = m.id)"
+        ).fetchone()[0]
+    )
+    return missing, vec
+
+
+class Pending(msgspec.Struct, frozen=True):
+    """Messages read for embedding: ids, a fingerprint of each payload, and their (body, tool)."""
+
+    ids: list[int]
+    fingerprints: list[int]
+    texts: list[tuple[str, str]]
+    scanned: int
+    last_id: int
+
+
+def reindex_read(c: Any, after_id: int, limit: int) -> Pending:
+    """The next ``limit`` messages (by id, after ``after_id``) that have no embedding."""
+    rows = c.execute(
+        "SELECT m.id, m.role, m.flags, m.payload FROM messages m WHERE m.id > ?"
+        " AND NOT EXISTS (SELECT 1 FROM message_vectors v WHERE v.id = m.id) ORDER BY m.id LIMIT ?",
+        (after_id, limit),
+    ).fetchall()
+    ids: list[int] = []
+    fingerprints: list[int] = []
+    texts: list[tuple[str, str]] = []
+    for mid, role, flags, payload in rows:
+        try:
+            text = indexing.row_text(role, flags, payload)
+        except (DecodeError, zlib.error, IndexError):
+            continue  # unreadable: reading it reports CorruptDataError; nothing to embed
+        ids.append(mid)
+        fingerprints.append(zlib.crc32(payload) ^ (len(payload) << 32))
+        texts.append(text)
+    return Pending(ids, fingerprints, texts, len(rows), rows[-1][0] if rows else after_id)
+
+
+def reindex_write(
+    c: Any, model: str, dimension: int, pending: Pending, vectors: Sequence[tuple[int, bytes, bytes | None]]
+) -> int:
+    """Store the embeddings of ``pending`` (``(index, vector, code)``) in one transaction, skipping
+    messages that changed, went, or were embedded by someone else since they were read."""
+    if not vectors:
+        return 0
+    with write_tx(c):
+        wanted = {pending.ids[i]: (pending.fingerprints[i], vec, code) for i, vec, code in vectors}
+        current = c.execute(
+            "SELECT m.id, m.role, m.created_at, m.payload, s.sid, s.project FROM messages m"
+            " JOIN sessions s ON s.sid = (m.id >> 32)"
+            " WHERE m.id IN (SELECT value FROM json_each(?))"
+            " AND NOT EXISTS (SELECT 1 FROM message_vectors v WHERE v.id = m.id)",
+            (_ids_json(wanted),),
+        ).fetchall()
+        rows: list[indexing.EmbeddingRow] = []
+        for mid, role, created, payload, sid, project in current:
+            fingerprint, vec, code = wanted[mid]
+            if zlib.crc32(payload) ^ (len(payload) << 32) == fingerprint:
+                rows.append((mid, vec, code, sid, project, role, created))
+        indexing.store_embeddings(c, model, dimension, rows)
+    return len(rows)
+
+
+def codes_plan(c: Any) -> tuple[bool, str | None]:
+    """Whether the codes need reconciling here, and if so the token that marks this run.
+
+    The token replaces the stale flag; a connection without sqlite-vec that writes meanwhile
+    sets the flag back to ``1``, and :func:`codes_finish` then leaves it for the next run.
+    """
+    if not indexing.vec_available(c):
+        return False, None
+    with write_tx(c):
+        settings = _settings(c)
+        dim = settings.get("embedding_dimension")
+        if dim is None:
+            return False, None
+        table = indexing.codes_table_exists(c)
+        any_vector = c.execute("SELECT 1 FROM message_vectors LIMIT 1").fetchone() is not None
+        if "codes_stale" not in settings and (table or not any_vector):
+            return False, None
+        if not table:
+            indexing._ensure_codes_table(c, int(dim))
+        token = f"reconciling-{ops.now_ms()}"
+        c.execute(
+            "INSERT INTO settings (key, value) VALUES ('codes_stale', ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (token,),
+        )
+    return True, token
+
+
+def codes_diff(c: Any) -> tuple[list[int], list[int]]:
+    """Code rowids without an embedding, and embedding ids without a code."""
+    with read_tx(c):
+        coded = {r[0] for r in c.execute(f"SELECT rowid FROM {CODES_TABLE}")}
+        vectors = [r[0] for r in c.execute("SELECT id FROM message_vectors")]
+    have = set(vectors)
+    return sorted(coded - have), [v for v in vectors if v not in coded]
+
+
+def codes_remove(c: Any, ids: Sequence[int]) -> int:
+    """Delete the codes of ``ids`` that still have no embedding."""
+    removed = 0
+    with write_tx(c):
+        for mid in ids:
+            if c.execute("SELECT 1 FROM message_vectors WHERE id = ?", (mid,)).fetchone() is None:
+                c.execute(f"DELETE FROM {CODES_TABLE} WHERE rowid = ?", (mid,))
+                removed += 1
+    return removed
+
+
+def codes_add(c: Any, ids: Sequence[int]) -> int:
+    """Compute and store codes for the embeddings of ``ids`` that still lack one."""
+    with write_tx(c):
+        have = {
+            r[0]
+            for r in c.execute(
+                f"SELECT rowid FROM {CODES_TABLE} WHERE rowid IN (SELECT value FROM json_each(?))",
+                (_ids_json(ids),),
+            )
+        }
+        rows = c.execute(
+            "SELECT v.id, v.embedding, s.sid, s.project, m.role, m.created_at FROM message_vectors v"
+            " JOIN messages m ON m.id = v.id JOIN sessions s ON s.sid = (v.id >> 32)"
+            " WHERE v.id IN (SELECT value FROM json_each(?))",
+            (_ids_json(i for i in ids if i not in have),),
+        ).fetchall()
+        c.executemany(
+            f"INSERT INTO {CODES_TABLE} (rowid, sid, project, role, created_at, code)"
+            " VALUES (?, ?, ?, ?, ?, vec_bit(?))",
+            [
+                (mid, sid, project or "", role, ts, binary_code(bytes(vec)))
+                for mid, vec, sid, project, role, ts in rows
+            ],
+        )
+    return len(rows)
+
+
+def codes_finish(c: Any, token: str) -> bool:
+    """Clear the stale flag if no one set it again since :func:`codes_plan`; True if cleared."""
+    with write_tx(c):
+        r = c.execute("SELECT value FROM settings WHERE key = 'codes_stale'").fetchone()
+        if r is not None and r[0] == token:
+            c.execute("DELETE FROM settings WHERE key = 'codes_stale'")
+            return True
+    return False
+
+
+def read_settings(c: Any) -> dict[str, str]:
+    """The embedding settings (model, dimension, codes_stale) as recorded."""
+    return _settings(c)
