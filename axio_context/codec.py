@@ -229,15 +229,15 @@ def decode_messages_msgpack(data: bytes) -> list[Message]:
 
 
 def decode_content(data: bytes) -> list[ContentBlock]:
-    """Inverse of :func:`encode_content`."""
-    return _fast(
-        _mp_content.decode,
-        data,
-        _MSGPACK,
-        lambda: _slow(
-            lambda: [_MSGPACK.block(b, f"$[{i}]") for i, b in enumerate(_MSGPACK.raw_blocks.decode(data))],
-        ),
-    )
+    """Inverse of :func:`encode_content` (the hot path of every load: no per-call closures)."""
+    try:
+        return _mp_content.decode(data)
+    except msgspec.ValidationError:
+        return _slow(
+            lambda: [_MSGPACK.block(b, f"$[{i}]") for i, b in enumerate(_MSGPACK.raw_blocks.decode(data))]
+        )
+    except msgspec.DecodeError as exc:
+        raise DecodeError(f"malformed MessagePack: {exc}") from None
 
 
 def decode_content_json(data: bytes | str) -> list[ContentBlock]:

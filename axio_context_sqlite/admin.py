@@ -472,7 +472,7 @@ def _insert_messages(c: Any, sid: int, first: int, batch: Sequence[_Stamped]) ->
     blobs: list[tuple[bytes, bytes]] = []
     spent = 0
     for i, item in enumerate(batch):
-        e = encode_message(item.message)
+        e = encode_message(item.message, text=True)
         t = estimate_message_tokens(item.message)
         spent += t
         rows.append((key(sid, first + i), e.role, e.flags, item.created_ms, t, e.payload))
@@ -481,7 +481,7 @@ def _insert_messages(c: Any, sid: int, first: int, batch: Sequence[_Stamped]) ->
     c.executemany(
         "INSERT INTO messages (id, role, flags, created_at, tokens, payload) VALUES (?, ?, ?, ?, ?, ?)", rows
     )
-    indexing.index_text(c, [(row[0], *text) for row, text in zip(rows, texts, strict=True)])
+    indexing.index_text(c, [(row[0], *text) for row, text in zip(rows, texts, strict=True)])  # one batch
     if blobs:
         ops._add_blob_refs(c, blobs)
     return spent

@@ -31,6 +31,7 @@ import sqlean
 from axio_context.errors import StoreClosedError
 
 from .errors import translate_error
+from .ops import install_temp_objects
 from .schema import apply_schema, refuse_newer
 from .vec import load_sqlite_vec
 
@@ -183,6 +184,10 @@ def connect(
                 # A newer database is refused before the journal-mode switch could rewrite it.
                 refuse_newer(raw, str(path))
                 if not readonly:
+                    if raw.execute("PRAGMA page_count").fetchone()[0] == 0:
+                        # Only a brand-new file can take this (before its first table and before
+                        # WAL): `vacuum` can then give space back without copying the database.
+                        raw.execute("PRAGMA auto_vacuum = INCREMENTAL")
                     mode = raw.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                     if str(mode).lower() != "wal":
                         raw.execute("PRAGMA journal_mode = WAL")
@@ -193,6 +198,7 @@ def connect(
                 raw.execute(f"PRAGMA mmap_size = {MMAP_SIZE}")
                 holder["vec"] = load_sqlite_vec(raw)
                 apply_schema(raw, readonly=readonly, path=str(path))
+                install_temp_objects(raw)
             except BaseException:
                 raw.close()
                 raise
@@ -273,6 +279,7 @@ async def _prepare_foreign(conn: aiosqlite.Connection) -> None:
             with contextlib.suppress(Exception):
                 raw.execute("PRAGMA journal_mode = WAL")
             apply_schema(raw, readonly=False, path="")
+            install_temp_objects(raw)
 
         try:
             raw = conn._conn

@@ -18,23 +18,35 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import Any, Final
 
 import msgspec
 
 from axio_context.blocks import TextBlock
 from axio_context.checkpoints import Checkpoint
-from axio_context.codec import decode_messages_msgpack, encode_messages_msgpack
+from axio_context.codec import decode_content, decode_messages_msgpack, encode_messages_msgpack
 from axio_context.errors import CheckpointError, CorruptDataError, DecodeError, SessionNotFoundError
 from axio_context.messages import PREVIEW_CHARS, Message, SessionInfo
+from axio_context.transcript import format_time
 
 from . import indexing
-from .storage import FLAG_BLOBS, EncodedMessage, blob_digests, decode_row
+from .storage import (
+    FLAG_BLOBS,
+    FLAG_ZSTD,
+    PAYLOAD_ERRORS,
+    ROLE_NAMES,
+    EncodedMessage,
+    blob_digests,
+    decode_row,
+    unzstd,
+)
 
 __all__ = ["SHIFT", "Embeddings", "SessionPage"]
 
 SHIFT: Final = 32
+_ROLES: Final = ROLE_NAMES
+_decode_content: Final = decode_content
+_unzstd: Final = unzstd
 _LOW: Final = (1 << SHIFT) - 1
 
 
@@ -44,10 +56,16 @@ def now_ms() -> int:
 
 
 def iso(ms: int | None) -> str:
-    """ISO-8601 UTC text for a stored millisecond time ('' for none)."""
-    if ms is None:
-        return ""
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+    """ISO-8601 UTC text for a stored millisecond time ('' for none), by integer arithmetic."""
+    return "" if ms is None else format_time(ms)
+
+
+def _iso_sql(column: str) -> str:
+    """SQL that formats a millisecond column exactly as :func:`iso` does, in C."""
+    return (
+        f"CASE WHEN {column} IS NULL THEN '' ELSE strftime('%Y-%m-%dT%H:%M:%S', {column} / 1000, 'unixepoch')"
+        f" || printf('.%03d+00:00', {column} % 1000) END"
+    )
 
 
 def key(sid: int, position: int) -> int:
@@ -182,11 +200,21 @@ def read_messages(
         ).fetchall()
         if len(rows) != hi - lo:
             raise CorruptDataError(f"session {session_id!r}: positions {lo}..{hi - 1} have {len(rows)} rows")
-        for mid, role, flags, payload in rows:
-            if flags:
-                out.append(decode_row(role, flags, payload, fetch, where=_where(session_id, mid)))
-            else:
-                out.append(decode_row(role, 0, payload, where=_where(session_id, mid)))
+        done = len(out)
+        try:
+            # The hot loop of every load: plain and compressed rows skip decode_row's generality.
+            for _, role, flags, payload in rows:
+                if flags == 0:
+                    out.append(Message(role=_ROLES[role], content=_decode_content(payload)))
+                elif flags == FLAG_ZSTD:
+                    out.append(Message(role=_ROLES[role], content=_decode_content(_unzstd(payload))))
+                else:
+                    out.append(decode_row(role, flags, payload, fetch))
+        except (DecodeError, *PAYLOAD_ERRORS, IndexError, TypeError):
+            # Find the damaged row again, slowly, for an error naming it.
+            for mid, role, flags, payload in rows[len(out) - done :]:
+                decode_row(role, flags, payload, fetch, where=_where(session_id, mid))
+            raise
     return out
 
 
@@ -274,12 +302,37 @@ def append(
 ) -> int:
     """Append a batch, its search index entries and embeddings in one transaction.
 
-    Returns the first position the batch got.
+    Returns the first position the batch got (-1 for the one-statement path, which does not
+    read it back).
     """
     n = len(encoded)
     if n == 0:
         return -1
     now = now_ms()
+    if (
+        n == 1
+        and not encoded[0].blobs
+        and (embeddings is None or not embeddings.rows)
+        and not c.in_transaction
+    ):
+        # The common case, one plain message: one statement whose temp trigger does the whole
+        # transaction (see _APPEND_TRIGGER), ~40% cheaper than four statements from Python.
+        e = encoded[0]
+        c.execute(
+            "INSERT INTO temp.axio_append VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session_id,
+                project,
+                e.role,
+                e.flags,
+                now,
+                tokens[0],
+                e.payload,
+                None if preview is None else preview[1],
+            ),
+        )
+        _maybe_flush(c)
+        return -1
     with write_tx(c):
         r = c.execute(
             "UPDATE sessions SET next_position = next_position + ?, est_tokens = est_tokens + ?,"
@@ -301,7 +354,7 @@ def append(
                 for i, (e, t) in enumerate(zip(encoded, tokens, strict=True))
             ],
         )
-        indexing.index_text(c, [(base + i, e.body, e.tool) for i, e in enumerate(encoded)])
+        indexing.queue_text(c, range(base, base + n))
         if embeddings is not None and embeddings.rows:
             indexing.store_embeddings(
                 c,
@@ -321,6 +374,60 @@ def append(
                 (preview[1], first + preview[0], sid),
             )
     return int(first)
+
+
+_appends_since_check = 0
+
+
+def _maybe_flush(c: Any) -> None:
+    """Every 64 one-statement appends in this process, fold a long FTS queue into the index."""
+    global _appends_since_check
+    _appends_since_check += 1
+    if _appends_since_check < 64:
+        return
+    _appends_since_check = 0
+    if c.execute("SELECT count(*) FROM fts_pending").fetchone()[0] >= indexing.FLUSH_AT:
+        with write_tx(c):
+            indexing.flush_pending(c)
+
+
+#: Per-connection objects (TEMP: not part of the database file's schema): appending one message
+#: is a single INSERT into this view, and the trigger creates the session row if needed, stores
+#: the message at the session's next position, queues it for the keyword index and bumps the
+#: session's counters (and sets the preview from the first user message), atomically.
+_APPEND_VIEW: Final = """
+CREATE TEMP VIEW IF NOT EXISTS axio_append
+    (session_id, project, role, flags, created_at, tokens, payload, preview)
+    AS SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+"""
+_APPEND_TRIGGER: Final = """
+CREATE TEMP TRIGGER IF NOT EXISTS axio_append_row INSTEAD OF INSERT ON axio_append BEGIN
+    INSERT INTO sessions (id, project, created_at, updated_at)
+        VALUES (NEW.session_id, NEW.project, NEW.created_at, NEW.created_at)
+        ON CONFLICT (id) DO NOTHING;
+    INSERT INTO messages (id, role, flags, created_at, tokens, payload)
+        SELECT (sid << 32) | next_position, NEW.role, NEW.flags, NEW.created_at, NEW.tokens, NEW.payload
+        FROM sessions WHERE id = NEW.session_id;
+    INSERT INTO fts_pending (id) SELECT (sid << 32) | next_position FROM sessions WHERE id = NEW.session_id;
+    UPDATE sessions SET
+        next_position = next_position + 1,
+        est_tokens = est_tokens + NEW.tokens,
+        updated_at = NEW.created_at,
+        preview = CASE WHEN preview_pos IS NULL AND NEW.preview IS NOT NULL THEN NEW.preview ELSE preview END,
+        preview_pos = CASE WHEN preview_pos IS NULL AND NEW.preview IS NOT NULL THEN next_position
+                      ELSE preview_pos END
+        WHERE id = NEW.session_id;
+END
+"""
+
+
+def install_temp_objects(c: Any) -> None:
+    """Create this connection's TEMP objects (when a connection is opened or adopted)."""
+    # Reading sqlite_master refreshes this connection's copy of the schema: another process may
+    # have created the tables since it was loaded, and the trigger is compiled against it.
+    c.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    c.execute(_APPEND_VIEW)
+    c.execute(_APPEND_TRIGGER)
 
 
 def _add_blob_refs(c: Any, blobs: Sequence[tuple[bytes, bytes]]) -> None:
@@ -587,9 +694,10 @@ def list_checkpoints(c: Any, session_id: str) -> list[Checkpoint]:
 
 # --- listing -------------------------------------------------------------------------------------
 
+# Times are formatted by SQLite (in C): building 2 datetimes per row was most of a listing's cost.
 _INFO_COLUMNS: Final = (
-    "id, next_position, preview, created_at, input_tokens, output_tokens, project, updated_at,"
-    " parent_id, fork_position, title, sid"
+    f"id, next_position, preview, {_iso_sql('created_at')}, input_tokens, output_tokens, project,"
+    f" {_iso_sql('updated_at')}, parent_id, fork_position, title, sid, created_at"
 )
 
 
@@ -598,11 +706,11 @@ def _info(r: Sequence[Any]) -> SessionInfo:
         session_id=r[0],
         message_count=r[1],
         preview=r[2] or "(empty)",
-        created_at=iso(r[3]),
+        created_at=r[3],
         input_tokens=r[4],
         output_tokens=r[5],
         project=r[6],
-        updated_at=iso(r[7]),
+        updated_at=r[7],
         parent_id=r[8],
         fork_position=r[9],
         title=r[10],
@@ -649,7 +757,7 @@ def list_sessions(
     next_cursor = None
     if limit is not None and len(rows) > limit:
         rows = rows[:limit]
-        next_cursor = f"{rows[-1][3]}.{rows[-1][11]}"
+        next_cursor = f"{rows[-1][12]}.{rows[-1][11]}"
     return SessionPage(sessions=[_info(r) for r in rows], next_cursor=next_cursor)
 
 

@@ -44,16 +44,18 @@ from axio_context.errors import (
     EmbeddingMismatchError,
     MessageNotFoundError,
     NoEmbeddingsError,
+    ReadOnlyDatabaseError,
     SessionNotFoundError,
     VecUnavailableError,
 )
 
 from . import indexing, ops
+from .errors import translate_error
 from .fts import BM25_WEIGHTS, FTS_TOKENIZE, fts_errors, match_terms
 from .indexing import CODES_TABLE
 from .ops import iso, key, read_tx, write_tx
 from .ranking import reciprocal_rank_fusion
-from .storage import ROLE_NAMES
+from .storage import PAYLOAD_ERRORS, ROLE_NAMES
 from .vec import binary_code, brute_force_knn
 
 __all__ = [
@@ -518,7 +520,7 @@ def _hits(c: Any, ranked: Sequence[_Ranked], scope: _Scope | None, highlight: st
     for mid, (_, role, flags, payload, _) in rows.items():
         try:
             texts[mid] = indexing.row_text(role, flags, payload)
-        except (DecodeError, zlib.error, IndexError):
+        except (DecodeError, *PAYLOAD_ERRORS, IndexError):
             texts[mid] = ("", "")  # a damaged row: found by its index entry, shown without text
     snippets = _snippets(c, texts, highlight)
     hits: list[SearchHit] = []
@@ -627,8 +629,25 @@ def _excerpt(text: tuple[str, str]) -> tuple[str, list[tuple[int, int]]]:
 # --- entry points (each runs on the connection's worker thread) ----------------------------------
 
 
+def fold_queue(c: Any) -> bool:
+    """Fold messages queued for the keyword index into it (see indexing.py); False when this
+    connection cannot write, in which case the newest queued messages are not searchable yet."""
+    if c.execute("SELECT 1 FROM fts_pending LIMIT 1").fetchone() is None:
+        return True
+    try:
+        with write_tx(c):
+            indexing.flush_pending(c)
+    except Exception as exc:  # a read-only file or connection; anything else is a real error
+        if isinstance(translate_error(exc), ReadOnlyDatabaseError):
+            return False
+        raise
+    return True
+
+
 def search(c: Any, q: Query) -> list[SearchHit]:
-    """Run a search in one read snapshot."""
+    """Fold the keyword queue, then run the search in one read snapshot."""
+    if q.match is not None and q.mode != "semantic":
+        fold_queue(c)
     with read_tx(c):
         scope = _scope(c, q.session_id) if q.session_id is not None else None
         if scope is not None and q.project is not None and scope.project != q.project:
@@ -783,7 +802,7 @@ def reindex_read(c: Any, after_id: int, limit: int) -> Pending:
     for mid, role, flags, payload in rows:
         try:
             text = indexing.row_text(role, flags, payload)
-        except (DecodeError, zlib.error, IndexError):
+        except (DecodeError, *PAYLOAD_ERRORS, IndexError):
             continue  # unreadable: reading it reports CorruptDataError; nothing to embed
         ids.append(mid)
         fingerprints.append(zlib.crc32(payload) ^ (len(payload) << 32))

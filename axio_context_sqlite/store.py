@@ -86,7 +86,8 @@ class SQLiteContextStore(ContextStore):
         batch = list(messages)
         if not batch:
             return
-        encoded = [encode_message(m) for m in batch]
+        embed = self._embedder is not None
+        encoded = [encode_message(m, text=embed) for m in batch]
         tokens = [self._counter.count(m) for m in batch]
         preview = ops.preview_for(batch)
         embeddings = None

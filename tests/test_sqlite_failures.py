@@ -269,7 +269,8 @@ def _overwrite(db_path: Path, session: str, position: int, payload: bytes, flags
     [
         (b"\xc1\xc1 junk that is not msgpack", 0),  # not MessagePack at all
         (b"\x92\xa4text\x01", 0),  # MessagePack, but not a list of blocks
-        (b"not zlib data", 1),  # claims compression, is not
+        (b"not zlib data", 1),  # claims zlib compression, is not
+        (b"not zstd data", 4),  # claims Zstandard compression, is not
         (b"\x91\x82\xa4type\xa5image\xa4data\xc4\x01x", 2),  # an image block without media_type
     ],
 )
@@ -413,11 +414,13 @@ async def test_folder_where_the_file_should_be(tmp_path: Path) -> None:
 
 
 def _damage_pages(path: Path) -> None:
-    """Overwrite the middle of the file (b-tree pages of messages) with junk, as a bad disk would."""
-    size = path.stat().st_size
+    """Overwrite every third page past the first tenth of the file with junk, as a bad disk would
+    (whatever the table layout, the messages' b-tree is hit)."""
+    pages = path.stat().st_size // 4096
     with path.open("r+b") as f:
-        f.seek(size // 2 - (size // 2) % 4096)
-        f.write(b"\xde\xad\xbe\xef" * 2048)
+        for page in range(max(1, pages // 10), pages, 3):
+            f.seek(page * 4096)
+            f.write(b"\xde\xad\xbe\xef" * 1024)
 
 
 async def test_damaged_pages_are_a_named_error(db_path: Path) -> None:
