@@ -914,7 +914,7 @@ def _status_lines(s: IndexStatus) -> list[str]:
         f"sqlite-vec   {'loaded' if s.vec_available else 'unavailable on this platform'}",
         f"codes        {'stale: `axio-context reindex` repairs them' if s.codes_stale else 'up to date'}",
         f"semantic     {semantic}",
-        "keyword      FTS5, kept with every message",
+        "keyword      FTS5: every committed message (the newest are folded in before a search)",
     ]
 
 
