@@ -4,14 +4,16 @@ A search is one thread hop and one read snapshot (the query is embedded just bef
 
 - **keyword**: ``messages_fts MATCH`` with the person's words made into an expression that cannot
   be a syntax error (:func:`.fts.match_expression`), or with ``raw`` FTS5 syntax whose errors
-  become :class:`SearchQueryError`; ranked by the table's bm25 (body 1.0, tool output 0.25).
+  become :class:`SearchQueryError`; ranked by bm25 (body 1.0, tool output 0.25), leaving out
+  of the ranking, on a large database, words found in most messages (:func:`_keyword`).
 - **semantic**: the query's binary code against ``message_codes``
   (``code MATCH vec_bit(?) AND k = ?``, with the filters as vec0 metadata constraints) gives
   :data:`CANDIDATES` candidates, re-scored exactly from ``message_vectors``. Where sqlite-vec does
   not run on the connection, or the codes are stale (see :mod:`.indexing`), an exact scan of
   ``message_vectors`` (filters in SQL, distances in Python) answers instead; it is what the
   codes approximate, so both give the same top hits. A query embedder whose model or
-  dimension differ from the database's is refused (:class:`EmbeddingMismatchError`).
+  dimension differ from the database's is refused (:class:`EmbeddingMismatchError`). A search
+  narrowed to at most :data:`EXACT_ROWS` messages (a session, a project) scans them exactly.
 - **hybrid**: reciprocal rank fusion (:mod:`.ranking`) of the top :data:`DEPTH` of each.
 
 Where a message is found: once, under the session that owns its row. A fork's inherited messages
