@@ -207,8 +207,14 @@ def connect(
         conn = Connection(connector)
         try:
             await conn
-        except sqlean.Error as exc:
-            raise translate_error(exc, str(path)) from None
+        except BaseException as exc:
+            # aiosqlite stops the worker after a failed open but does not wait for it; a worker
+            # finishing after the event loop closed would die with "Event loop is closed".
+            if conn._thread.is_alive():
+                await asyncio.get_running_loop().run_in_executor(None, conn._thread.join, 10.0)
+            if isinstance(exc, sqlean.Error):
+                raise translate_error(exc, str(path)) from None
+            raise
         conn.vec_loaded = bool(holder.get("vec"))
         if not conn.vec_loaded:
             _warn_vec_once("it did not load or failed its self-test on this platform")
