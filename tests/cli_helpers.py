@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,8 @@ from axio_context import Checkpoint, ImageBlock, Message, TextBlock
 from axio_context.testing import every_block_message, text
 from axio_context_sqlite import SQLiteContextStore, connect
 from axio_context_sqlite.cli import cli
-from axio_context_sqlite.storage import blob_digests
+
+from . import sqlite_checks
 
 PHOTO = bytes(range(256)) * 16  # 4 KiB: stored once in the blobs table
 
@@ -94,19 +94,5 @@ async def build_rich_db(path: Path) -> dict[str, str]:
 
 
 def check_storage(path: Path) -> None:
-    """Rows, blob reference counts and SQLite's own integrity check agree with the sessions."""
-    db = sqlite3.connect(path)
-    try:
-        sessions = db.execute("SELECT sid, base_len, next_position FROM sessions").fetchall()
-        own_rows = {sid: next_pos - base_len for sid, base_len, next_pos in sessions}
-        counted: dict[int, int] = {}
-        refs: dict[bytes, int] = {}
-        for mid, flags, payload in db.execute("SELECT id, flags, payload FROM messages"):
-            counted[mid >> 32] = counted.get(mid >> 32, 0) + 1
-            for digest in blob_digests(flags, payload):
-                refs[digest] = refs.get(digest, 0) + 1
-        assert {k: v for k, v in own_rows.items() if v} == counted
-        assert dict(db.execute("SELECT hash, refs FROM blobs").fetchall()) == refs
-        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-    finally:
-        db.close()
+    """Rows, blob reference counts, the keyword index and SQLite's integrity check agree."""
+    sqlite_checks.check_storage(path)

@@ -13,6 +13,7 @@ from typing import Any
 import sqlean
 
 from axio_context import Message, TextBlock
+from axio_context_sqlite.indexing import row_text
 from axio_context_sqlite.storage import blob_digests
 
 
@@ -43,7 +44,9 @@ def check_storage(path: Path) -> dict[str, int]:
     - ``PRAGMA integrity_check`` is ok;
     - every session's own rows are exactly positions ``[base_len, next_position)``, no gap;
     - no message row belongs to a session that does not exist;
-    - every blob's ``refs`` equals the number of rows referencing it, and no blob is unreferenced.
+    - every blob's ``refs`` equals the number of rows referencing it, and no blob is unreferenced;
+    - every message with text is in the keyword index or its queue, exactly once (FTS5's own
+      integrity check passes too).
     """
     db = raw_connect(path)
     try:
@@ -65,6 +68,20 @@ def check_storage(path: Path) -> dict[str, int]:
         assert not own, f"message rows of missing sessions: {sorted(own)}"
         stored = dict(db.execute("SELECT hash, refs FROM blobs").fetchall())
         assert stored == dict(refs), "blob reference counts do not match the rows"
+        # every message with text is in the keyword index or queued for it, once; nothing else is
+        indexed = [r[0] for r in db.execute("SELECT rowid FROM messages_fts")]
+        queued = [r[0] for r in db.execute("SELECT id FROM fts_pending")]
+        assert len(set(indexed + queued)) == len(indexed) + len(queued), (
+            "indexed twice, or indexed and queued"
+        )
+        rows = {
+            mid: (role, flags, payload)
+            for mid, role, flags, payload in db.execute("SELECT id, role, flags, payload FROM messages")
+        }
+        assert set(indexed + queued) <= set(rows), "index entries of messages that are gone"
+        for mid in set(rows) - set(indexed) - set(queued):
+            assert row_text(*rows[mid]) == ("", ""), f"message {mid} has text but is not indexed"
+        db.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
         return lengths
     finally:
         db.close()

@@ -12,13 +12,13 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 
 import pytest
-import sqlean
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from axio_context import Checkpoint, ImageBlock, MemoryContextStore, Message, TextBlock
 from axio_context_sqlite import SQLiteContextStore, connect, indexing
-from axio_context_sqlite.storage import blob_digests
+
+from .sqlite_checks import check_storage
 
 IMAGES = [bytes([i]) * 3000 for i in range(3)]
 
@@ -89,32 +89,7 @@ async def _run(path: Path, steps: list[tuple]) -> None:  # type: ignore[type-arg
                 assert [c.position for c in await r.list_checkpoints()] == [
                     c.position for c in await m.list_checkpoints()
                 ]
-    _check_storage(path)
-
-
-def _check_storage(path: Path) -> None:
-    db = sqlean.connect(str(path))
-    try:
-        sessions = db.execute("SELECT sid, base_len, next_position FROM sessions").fetchall()
-        own_rows = {sid: next_pos - base_len for sid, base_len, next_pos in sessions}
-        counted: dict[int, int] = {}
-        refs: dict[bytes, int] = {}
-        for mid, flags, payload in db.execute("SELECT id, flags, payload FROM messages"):
-            counted[mid >> 32] = counted.get(mid >> 32, 0) + 1
-            for digest in blob_digests(flags, payload):
-                refs[digest] = refs.get(digest, 0) + 1
-        assert {k: v for k, v in own_rows.items() if v} == counted
-        assert dict(db.execute("SELECT hash, refs FROM blobs").fetchall()) == refs
-        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        # every stored row is indexed once under its own id, and nothing else is
-        # (or queued for it: the queue is folded into the index in batches)
-        indexed = [r[0] for r in db.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'm*'")]
-        pending = [r[0] for r in db.execute("SELECT id FROM fts_pending")]
-        assert not set(indexed) & set(pending)
-        assert sorted(indexed + pending) == sorted(r[0] for r in db.execute("SELECT id FROM messages"))
-        db.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
-    finally:
-        db.close()
+    check_storage(path)  # rows, blob refs, keyword index (or its queue), integrity
 
 
 @pytest.mark.parametrize("flush_at", [64, 2], ids=["fts-batched", "fts-flushed-often"])
