@@ -15,8 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from axio_context.errors import DatabaseError, SchemaVersionError
+from axio_context.transcript import format_time
 from axio_context_sqlite import SCHEMA_VERSION, SQLiteContextStore, connect, schema
 
 from .fixtures.make_fixture import export, load
@@ -182,3 +185,52 @@ async def test_read_only_connection_refuses_an_old_version(
         await connect(path, readonly=True)
     assert _fingerprint(path)[:2] == before[:2]
     assert _user_version(path) == SCHEMA_VERSION
+
+
+# --- version 3: listing times stored formatted ----------------------------------------------------
+
+_YEAR_1_MS = -62_135_596_800_000
+_YEAR_9999_END_MS = 253_402_300_799_999
+
+
+@pytest.fixture(scope="module")
+def current_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("v3") / "times.db"
+
+    async def create() -> None:
+        async with connect(path):
+            pass
+
+    asyncio.run(create())
+    return path
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    created=st.integers(_YEAR_1_MS, _YEAR_9999_END_MS)
+    | st.sampled_from([0, -1, 999, 1000, -1000, -1001, _YEAR_1_MS, _YEAR_9999_END_MS]),
+    updated=st.integers(_YEAR_1_MS, _YEAR_9999_END_MS),
+)
+def test_stored_listing_times_are_exactly_pythons(current_file: Path, created: int, updated: int) -> None:
+    # The generated columns must give the text format_time gives, before 1970 included, on
+    # insert and when a later statement changes the time.
+    db = raw_connect(current_file)
+    try:
+        db.execute("BEGIN")
+        db.execute("INSERT INTO sessions (id, created_at, updated_at) VALUES ('t', ?, ?)", (created, created))
+        db.execute("UPDATE sessions SET updated_at = ? WHERE id = 't'", (updated,))
+        row = db.execute("SELECT created_iso, updated_iso FROM sessions WHERE id = 't'").fetchone()
+        db.execute("ROLLBACK")
+    finally:
+        db.close()
+    assert row == (format_time(created), format_time(updated))
+
+
+async def test_listing_reads_the_stored_times(tmp_path: Path) -> None:
+    async with connect(tmp_path / "t.db") as conn:
+        store = SQLiteContextStore(conn, "s", project="p")
+        await store.append(text_message("hello"))
+        await conn.execute("UPDATE sessions SET created_at = -1, updated_at = 1795451521979")
+        await conn.commit()
+        [info] = await store.list_sessions()
+    assert (info.created_at, info.updated_at) == ("1969-12-31T23:59:59.999+00:00", format_time(1795451521979))
