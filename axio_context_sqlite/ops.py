@@ -38,6 +38,9 @@ from .storage import (
     EncodedMessage,
     blob_digests,
     decode_row,
+    inflate,
+    media_digests,
+    restore_media,
     unzstd,
 )
 
@@ -173,17 +176,29 @@ def segments(c: Any, row: _Row, start: int = 0, end: int | None = None) -> list[
 def _fetch_blobs(c: Any) -> Any:
     def fetch(digests: list[bytes]) -> dict[bytes, bytes]:
         wanted = list(dict.fromkeys(digests))
-        marks = ",".join("?" * len(wanted))
-        return dict(c.execute(f"SELECT hash, data FROM blobs WHERE hash IN ({marks})", wanted).fetchall())
+        found: dict[bytes, bytes] = {}
+        for i in range(0, len(wanted), _BLOBS_PER_QUERY):
+            chunk = wanted[i : i + _BLOBS_PER_QUERY]
+            marks = ",".join("?" * len(chunk))
+            found.update(c.execute(f"SELECT hash, data FROM blobs WHERE hash IN ({marks})", chunk).fetchall())
+        return found
 
     return fetch
+
+
+#: Digests per blob query: well under SQLite's 32,766 bound parameters, whichever library runs.
+_BLOBS_PER_QUERY: Final = 500
 
 
 def read_messages(
     c: Any, session_id: str, row: _Row, start: int = 0, end: int | None = None
 ) -> list[Message]:
-    """Decode positions ``[start, end)`` of a session (the row must come from this snapshot)."""
-    out: list[Message] = []
+    """Decode positions ``[start, end)`` of a session (the row must come from this snapshot).
+
+    One query per lineage segment for the messages, then one for every media blob they use.
+    """
+    out: list[Any] = []
+    with_media: list[tuple[int, int, Any, list[Any]]] = []  # (index in out, id, role, content)
     fetch = _fetch_blobs(c)
     for sid, lo, hi in segments(c, row, start, end):
         rows = c.execute(
@@ -195,18 +210,26 @@ def read_messages(
         done = len(out)
         try:
             # The hot loop of every load: plain and compressed rows skip decode_row's generality.
-            for _, role, flags, payload in rows:
+            for mid, role, flags, payload in rows:
                 if flags == 0:
                     out.append(Message(role=_ROLES[role], content=_decode_content(payload)))
                 elif flags == FLAG_ZSTD:
                     out.append(Message(role=_ROLES[role], content=_decode_content(_unzstd(payload))))
+                elif flags & FLAG_BLOBS:
+                    content = _decode_content(inflate(flags, payload))
+                    with_media.append((len(out), mid, _ROLES[role], content))
+                    out.append(None)
                 else:
-                    out.append(decode_row(role, flags, payload, fetch))
+                    out.append(decode_row(role, flags, payload))
         except (DecodeError, *PAYLOAD_ERRORS, IndexError, TypeError):
             # Find the damaged row again, slowly, for an error naming it.
             for mid, role, flags, payload in rows[len(out) - done :]:
                 decode_row(role, flags, payload, fetch, where=_where(session_id, mid))
             raise
+    if with_media:
+        found = fetch([d for *_, content in with_media for d in media_digests(content)])
+        for i, mid, role_name, content in with_media:
+            out[i] = Message(role=role_name, content=restore_media(content, found, _where(session_id, mid)))
     return out
 
 
@@ -453,7 +476,12 @@ def _digests_in_range(c: Any, lo_key: int, hi_key: int) -> list[bytes]:
 
 def set_tokens(c: Any, session_id: str, project: str | None, input_tokens: int, output_tokens: int) -> None:
     now = now_ms()
-    c.execute(
+    if c.execute(
+        "UPDATE sessions SET input_tokens = ?, output_tokens = ?, updated_at = ? WHERE id = ?",
+        (input_tokens, output_tokens, now, session_id),
+    ).rowcount:
+        return
+    c.execute(  # the session's first write (the upsert covers another writer creating it meanwhile)
         "INSERT INTO sessions (id, project, created_at, updated_at, input_tokens, output_tokens)"
         " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
         " input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,"
@@ -463,7 +491,14 @@ def set_tokens(c: Any, session_id: str, project: str | None, input_tokens: int, 
 
 
 def add_tokens(c: Any, session_id: str, project: str | None, input_tokens: int, output_tokens: int) -> None:
+    """One autocommit statement (an UPDATE; an upsert for a session's first write): no races."""
     now = now_ms()
+    if c.execute(
+        "UPDATE sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,"
+        " updated_at = ? WHERE id = ?",
+        (input_tokens, output_tokens, now, session_id),
+    ).rowcount:
+        return
     c.execute(
         "INSERT INTO sessions (id, project, created_at, updated_at, input_tokens, output_tokens)"
         " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"

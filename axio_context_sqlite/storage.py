@@ -45,6 +45,8 @@ __all__ = [
     "EncodedMessage",
     "decode_row",
     "encode_message",
+    "media_digests",
+    "restore_media",
 ]
 
 COMPRESS_MIN: Final = 512
@@ -173,7 +175,22 @@ def blob_digests(flags: int, payload: bytes) -> list[bytes]:
     """The digests a stored row references (empty unless it has the blobs flag)."""
     if not flags & FLAG_BLOBS:
         return []
-    return [b.data for b in _media_blocks(decode_content(inflate(flags, payload)))]
+    return media_digests(decode_content(inflate(flags, payload)))
+
+
+def media_digests(content: Sequence[ContentBlock]) -> list[bytes]:
+    """The blob digests a decoded FLAG_BLOBS payload holds in place of its media bytes."""
+    return [b.data for b in _media_blocks(content)]
+
+
+def restore_media(
+    content: list[ContentBlock], found: dict[bytes, bytes], where: str = ""
+) -> list[ContentBlock]:
+    """Put the media bytes back (``found``: digest -> data); a missing blob is corrupt data."""
+    missing = [d.hex()[:12] for d in media_digests(content) if d not in found]
+    if missing:
+        raise CorruptDataError(f"{where}: media blob(s) {', '.join(missing)} missing")
+    return _map_media(content, lambda b: msgspec.structs.replace(b, data=found[b.data]))
 
 
 def decode_row(role: int, flags: int, payload: bytes, fetch_blobs: Any = None, *, where: str = "") -> Message:
@@ -181,12 +198,7 @@ def decode_row(role: int, flags: int, payload: bytes, fetch_blobs: Any = None, *
     try:
         content = decode_content(inflate(flags, payload))
         if flags & FLAG_BLOBS:
-            digests = [b.data for b in _media_blocks(content)]
-            found: dict[bytes, bytes] = fetch_blobs(digests)
-            missing = [d.hex()[:12] for d in digests if d not in found]
-            if missing:
-                raise CorruptDataError(f"{where}: media blob(s) {', '.join(missing)} missing")
-            content = _map_media(content, lambda b: msgspec.structs.replace(b, data=found[b.data]))
+            content = restore_media(content, fetch_blobs(media_digests(content)), where)
         return Message(role=ROLE_NAMES[role], content=content)
     except CorruptDataError:
         raise

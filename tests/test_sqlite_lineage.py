@@ -107,3 +107,28 @@ def test_random_lineage_operations_match_the_model(
     monkeypatch.setattr(indexing, "FLUSH_AT", flush_at)
     with TemporaryDirectory() as tmp:
         asyncio.run(_run(Path(tmp) / "lineage.db", steps))
+
+
+async def test_loading_reads_every_media_blob_in_one_query(tmp_path: Path) -> None:
+    # 60 screenshot messages (three distinct images) split across a fork's two lineage segments:
+    # the load is one messages query per segment and one blobs query, with every image restored.
+    async with connect(tmp_path / "media.db") as conn:
+        parent = SQLiteContextStore(conn, "parent", project="p")
+        await parent.append_many([_msg(i, i % 3) for i in range(30)])
+        child = await parent.fork()
+        await child.append_many([_msg(i, (i + 1) % 3) for i in range(30, 60)])
+        await child.append(_msg(60, -1))
+
+        statements: list[str] = []
+        raw = conn._conn
+        await conn._execute(raw.set_trace_callback, statements.append)
+        try:
+            history = await child.get_history()
+        finally:
+            await conn._execute(raw.set_trace_callback, None)
+
+    expected = [_msg(i, i % 3) for i in range(30)] + [_msg(i, (i + 1) % 3) for i in range(30, 60)]
+    assert history == [*expected, _msg(60, -1)]
+    reads = [s for s in statements if "FROM messages" in s or "FROM blobs" in s]
+    assert sum("FROM messages" in s for s in reads) == 2, reads
+    assert sum("FROM blobs" in s for s in reads) == 1, reads
