@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import os
 import sqlite3 as _stdlib_sqlite3
+import threading
 import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Generator
@@ -61,6 +62,76 @@ def _warn_vec_once(reason: str) -> None:
         )
 
 
+#: WAL frames (pages) written since the last background checkpoint at which the next one starts:
+#: half of SQLite's own auto-checkpoint threshold (1,000), which stays as the fallback.
+CHECKPOINT_FRAMES = 300
+
+
+class _Checkpointer:
+    """Copies the WAL back into the database on a thread and connection of its own.
+
+    SQLite checkpoints inside the commit that crosses its threshold, and with ``synchronous``
+    NORMAL a checkpoint's two fsyncs made that one append ~16 ms instead of ~0.2 ms here (every
+    ~300 appends: a third of an append's mean cost). A PASSIVE checkpoint on another connection
+    runs concurrently with writers and readers, so appends no longer wait for the disk; the
+    connection's own auto-checkpoint still runs if this one falls behind. Durability is unchanged:
+    the same ``synchronous`` level applies to this connection's checkpoints.
+    """
+
+    def __init__(self, path: str, synchronous: str) -> None:
+        self._path = path
+        self._synchronous = synchronous
+        self._frames = 0
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self.runs = 0  # checkpoints done (observable by tests and the bench)
+
+    def wrote(self, frames: int) -> None:
+        """Count roughly ``frames`` pages written; start a checkpoint past the threshold."""
+        self._frames += frames
+        if self._frames < CHECKPOINT_FRAMES or self._stopping:
+            return
+        self._frames = 0
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="axio-context checkpoint", daemon=True)
+            self._thread.start()
+        self._wake.set()
+
+    def _loop(self) -> None:
+        db = None
+        try:
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                if self._stopping:
+                    return
+                try:
+                    if db is None:
+                        db = sqlean.connect(self._path, isolation_level=None, check_same_thread=True)
+                        db.execute(f"PRAGMA synchronous = {self._synchronous}")
+                    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    self.runs += 1
+                except sqlean.Error:
+                    pass  # busy or failing: the writing connection's own auto-checkpoint remains
+        finally:
+            if db is not None:
+                db.close()
+
+    def stop(self) -> threading.Thread | None:
+        """Ask the thread to end (it closes its connection); returns it for joining."""
+        self._stopping = True
+        self._wake.set()
+        return self._thread
+
+
+def wrote(conn: aiosqlite.Connection, frames: int) -> None:
+    """Tell ``conn``'s background checkpointer (if it has one) about a write of ~``frames`` pages."""
+    checkpointer: _Checkpointer | None = getattr(conn, "checkpointer", None)
+    if checkpointer is not None:
+        checkpointer.wrote(frames)
+
+
 class Connection(aiosqlite.Connection):
     """An aiosqlite connection whose close joins its thread and whose thread never blocks exit.
 
@@ -74,16 +145,25 @@ class Connection(aiosqlite.Connection):
         self._thread.daemon = True
         self.vec_loaded = False
         self.path: str = ""
+        self.checkpointer: _Checkpointer | None = None
 
     async def close(self) -> None:
         """Finish queued work, close the database and join the worker thread; final."""
         if self._connection is None:
             return
+        loop = asyncio.get_running_loop()
         try:
-            await super().close()
+            if self.checkpointer is not None:
+                # First, so that this connection is the file's last and cleans the WAL up.
+                thread = self.checkpointer.stop()
+                if thread is not None and thread.is_alive():
+                    await loop.run_in_executor(None, thread.join, 10.0)
         finally:
-            if self._thread.is_alive():
-                await asyncio.get_running_loop().run_in_executor(None, self._thread.join, 10.0)
+            try:
+                await super().close()
+            finally:
+                if self._thread.is_alive():
+                    await loop.run_in_executor(None, self._thread.join, 10.0)
 
 
 class _Opener:
@@ -219,6 +299,10 @@ def connect(
         if not conn.vec_loaded:
             _warn_vec_once("it did not load or failed its self-test on this platform")
         conn.path = str(path)
+        if not readonly:
+            conn.checkpointer = _Checkpointer(str(path), synchronous)
+            # Unclosed and collected: let the thread end (it holds no reference to the connection).
+            weakref.finalize(conn, conn.checkpointer.stop)
         _READY.add(conn)
         return conn
 

@@ -11,6 +11,8 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import aiosqlite
@@ -175,3 +177,72 @@ async def test_close_finishes_what_was_queued_before_it(db_path: Path) -> None:
         assert texts(await SQLiteContextStore(again, "s", project="p").get_history()) == [
             f"m{i}" for i in range(50)
         ]
+
+
+# --- the background checkpointer ------------------------------------------------------------------
+
+
+def _eventually(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def _wal_frames(path: Path) -> int:
+    wal = path.with_name(path.name + "-wal")
+    return (wal.stat().st_size - 32) // (4096 + 24) if wal.exists() else 0
+
+
+async def test_background_checkpoints_copy_the_wal_and_close_joins_their_thread(db_path: Path) -> None:
+    conn = await connect(db_path)
+    store = SQLiteContextStore(conn, "s", project="p")
+    assert conn.checkpointer is not None
+    for i in range(200):  # ~4 WAL pages each: past the threshold twice
+        await store.append(text_message(f"m{i}"))
+    checkpointer = conn.checkpointer
+    assert await asyncio.to_thread(_eventually, lambda: checkpointer.runs >= 1)
+    thread = checkpointer._thread
+    assert thread is not None and thread.is_alive()
+
+    await conn.close()
+    assert not thread.is_alive()
+    assert not db_path.with_name(db_path.name + "-wal").exists()  # the last connection cleaned up
+    assert check_storage(db_path) == {"s": 200}
+
+
+async def test_checkpoints_keep_the_wal_bounded_while_appending(db_path: Path) -> None:
+    async with connect(db_path) as conn:
+        store = SQLiteContextStore(conn, "s", project="p")
+        for i in range(3000):
+            await store.append(text_message(f"message {i} " * 20))
+        # Back-to-back appends never leave the background checkpointer an idle WAL to finish;
+        # SQLite's own threshold must still bound it (3,000 appends write ~12,000 pages).
+        assert _wal_frames(db_path) < 2000
+    assert check_storage(db_path) == {"s": 3000}
+
+
+async def test_unclosed_connection_stops_its_checkpointer(db_path: Path) -> None:
+    conn = await connect(db_path)
+    store = SQLiteContextStore(conn, "s", project="p")
+    for i in range(100):
+        await store.append(text_message(f"m{i}"))
+    assert conn.checkpointer is not None
+    thread = conn.checkpointer._thread
+    assert thread is not None
+    held: list[object] = [conn, store]
+    del conn, store
+    with pytest.warns(ResourceWarning, match="deleted before being closed"):
+        _drop(held)
+    thread.join(5)
+    assert not thread.is_alive()
+    assert check_storage(db_path) == {"s": 100}
+
+
+async def test_read_only_connection_has_no_checkpointer(db_path: Path) -> None:
+    async with connect(db_path) as conn:
+        await SQLiteContextStore(conn, "s", project="p").append(text_message("x"))
+    async with connect(db_path, readonly=True) as ro:
+        assert ro.checkpointer is None
