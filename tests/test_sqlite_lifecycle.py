@@ -84,19 +84,24 @@ def _drop(held: list[object]) -> None:
     gc.collect()
 
 
-async def test_unclosed_connection_warns_after_use(db_path: Path) -> None:
+async def test_unclosed_connection_warns_after_use_and_its_threads_end(db_path: Path) -> None:
     conn = await connect(db_path)
     store = SQLiteContextStore(conn, "s", project="p")
     await _use(store)
     await store.fork()
-    thread = conn._thread
+    for i in range(100):  # enough pages for the background checkpointer to start
+        await store.append(text_message(f"m{i}"))
+    assert conn.checkpointer is not None
+    threads = [conn._thread, conn.checkpointer._thread]
     held: list[object] = [conn, store]
     del conn, store
     with pytest.warns(ResourceWarning, match="deleted before being closed"):
         _drop(held)
-    thread.join(5)
-    assert not thread.is_alive()
-    assert check_storage(db_path)["s"] == 1
+    for thread in threads:
+        assert thread is not None
+        thread.join(5)
+        assert not thread.is_alive()
+    assert check_storage(db_path)["s"] == 101
 
 
 FORGETFUL = textwrap.dedent(
@@ -222,23 +227,6 @@ async def test_checkpoints_keep_the_wal_bounded_while_appending(db_path: Path) -
         # SQLite's own threshold must still bound it (3,000 appends write ~12,000 pages).
         assert _wal_frames(db_path) < 2000
     assert check_storage(db_path) == {"s": 3000}
-
-
-async def test_unclosed_connection_stops_its_checkpointer(db_path: Path) -> None:
-    conn = await connect(db_path)
-    store = SQLiteContextStore(conn, "s", project="p")
-    for i in range(100):
-        await store.append(text_message(f"m{i}"))
-    assert conn.checkpointer is not None
-    thread = conn.checkpointer._thread
-    assert thread is not None
-    held: list[object] = [conn, store]
-    del conn, store
-    with pytest.warns(ResourceWarning, match="deleted before being closed"):
-        _drop(held)
-    thread.join(5)
-    assert not thread.is_alive()
-    assert check_storage(db_path) == {"s": 100}
 
 
 async def test_read_only_connection_has_no_checkpointer(db_path: Path) -> None:
