@@ -17,7 +17,7 @@ from .blocks import (
 )
 from .errors import DecodeError
 
-__all__ = ["PREVIEW_CHARS", "Message", "Role", "SessionInfo", "preview_of", "searchable_text"]
+__all__ = ["PREVIEW_CHARS", "Message", "Role", "SessionInfo", "preview_of", "searchable_text", "text_columns"]
 
 Role: TypeAlias = Literal["user", "assistant", "system"]
 
@@ -88,22 +88,29 @@ def preview_of(history: list[Message], limit: int = PREVIEW_CHARS) -> str:
     return "(empty)"
 
 
-def searchable_text(message: Message) -> str:
-    """The plain text search indexes: text blocks, tool names and inputs, tool results."""
-    parts: list[str] = []
+def text_columns(message: Message) -> tuple[str, str]:
+    """A message's plain text in two parts: ``body`` (what people and the model wrote) and
+    ``tool`` (tool names, inputs and results), so search can weigh them differently."""
+    body: list[str] = []
+    tool: list[str] = []
     for block in message.content:
         if isinstance(block, TextBlock):
-            parts.append(block.text)
+            body.append(block.text)
         elif isinstance(block, ToolUseBlock):
-            parts.append(block.name)
-            parts.append(msgspec.json.encode(block.input).decode())
+            tool.append(block.name)
+            tool.append(msgspec.json.encode(block.input).decode())
         elif isinstance(block, ToolResultBlock):
             if isinstance(block.content, str):
-                parts.append(block.content)
+                tool.append(block.content)
             else:
-                parts.extend(b.text for b in block.content if isinstance(b, TextBlock))
+                tool.extend(b.text for b in block.content if isinstance(b, TextBlock))
         elif isinstance(block, UnknownBlock):
             text = block.data.get("text")
             if isinstance(text, str):
-                parts.append(text)
-    return "\n".join(p for p in parts if p)
+                body.append(text)
+    return "\n".join(p for p in body if p), "\n".join(p for p in tool if p)
+
+
+def searchable_text(message: Message) -> str:
+    """The plain text search indexes, body then tool text (see :func:`text_columns`)."""
+    return "\n".join(p for p in text_columns(message) if p)

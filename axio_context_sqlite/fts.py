@@ -16,12 +16,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Literal
 
-import msgspec
 import sqlean
 
-from axio_context.blocks import TextBlock, ToolResultBlock, ToolUseBlock, UnknownBlock
 from axio_context.errors import SearchQueryError
-from axio_context.messages import Message
+from axio_context.messages import text_columns
 
 __all__ = [
     "BM25_WEIGHTS",
@@ -46,27 +44,8 @@ BM25_WEIGHTS = (1.0, 0.25)
 MAX_TERMS = 32
 
 
-def fts_columns(message: Message) -> tuple[str, str]:
-    """The (body, tool) text a message is indexed under; together the same text as
-    :func:`axio_context.messages.searchable_text`."""
-    body: list[str] = []
-    tool: list[str] = []
-    for block in message.content:
-        if isinstance(block, TextBlock):
-            body.append(block.text)
-        elif isinstance(block, ToolUseBlock):
-            tool.append(block.name)
-            tool.append(msgspec.json.encode(block.input).decode())
-        elif isinstance(block, ToolResultBlock):
-            if isinstance(block.content, str):
-                tool.append(block.content)
-            else:
-                tool.extend(b.text for b in block.content if isinstance(b, TextBlock))
-        elif isinstance(block, UnknownBlock):
-            text = block.data.get("text")
-            if isinstance(text, str):
-                body.append(text)
-    return "\n".join(p for p in body if p), "\n".join(p for p in tool if p)
+#: The (body, tool) text a message is indexed under: the core package's one extractor.
+fts_columns = text_columns
 
 
 # --- a person's query ---------------------------------------------------------------------------
