@@ -34,6 +34,7 @@ from .vec import code_bits
 __all__ = [
     "CODES_TABLE",
     "FLUSH_AT",
+    "FOLD_BATCH",
     "EmbeddingRow",
     "codes_table_exists",
     "copy_index",
@@ -68,10 +69,16 @@ def index_text(c: Any, rows: Sequence[tuple[int, str, str]]) -> None:
         c.executemany("INSERT INTO messages_fts (rowid, body, tool) VALUES (?, ?, ?)", wanted)
 
 
+#: A batch of at least this many messages folds the queue (itself included) in its own
+#: transaction: FTS5's per-transaction cost is then shared by enough messages to be noise, and a
+#: bulk load or import leaves nothing for a later single append or search to inherit.
+FOLD_BATCH: Final = 64
+
+
 def queue_text(c: Any, ids: Sequence[int]) -> None:
     """Queue new messages for the keyword index (same transaction as the messages)."""
     c.executemany("INSERT OR IGNORE INTO fts_pending (id) VALUES (?)", [(i,) for i in ids])
-    if c.execute("SELECT count(*) FROM fts_pending").fetchone()[0] >= FLUSH_AT:
+    if len(ids) >= FOLD_BATCH or c.execute("SELECT count(*) FROM fts_pending").fetchone()[0] >= FLUSH_AT:
         flush_pending(c)
 
 

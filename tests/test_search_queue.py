@@ -50,6 +50,20 @@ async def test_a_long_queue_is_folded_by_an_append(db_path: Path, monkeypatch: p
         assert len(hits) == 81
 
 
+async def test_a_large_batch_indexes_itself_and_the_queue(db_path: Path) -> None:
+    async with connect(db_path) as conn:
+        store = SQLiteContextStore(conn, "s", project="p")
+        await store.append(text("user", "a queued tapir"))
+        await store.append_many([text("user", f"tapir {i}") for i in range(indexing.FOLD_BATCH - 1)])
+        assert _queued(db_path) == indexing.FOLD_BATCH  # a small batch only queues
+        await store.append_many([text("assistant", f"bulk tapir {i}") for i in range(indexing.FOLD_BATCH)])
+        assert _queued(db_path) == 0
+    # Nothing waits for a writer: even a read-only connection (which cannot fold) finds all.
+    async with connect(db_path, readonly=True) as ro:
+        hits = await Database(ro, db_path).search("tapir", mode="keyword", k=1000)
+        assert sorted(h.position for h in hits) == list(range(2 * indexing.FOLD_BATCH))
+
+
 async def test_a_read_only_connection_searches_what_is_indexed(db_path: Path) -> None:
     async with connect(db_path) as conn:
         store = SQLiteContextStore(conn, "s", project="p")
