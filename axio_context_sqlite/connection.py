@@ -108,7 +108,9 @@ class _Checkpointer:
                     return
                 try:
                     if db is None:
-                        db = sqlean.connect(self._path, isolation_level=None, check_same_thread=True)
+                        # mode=rw: never create a file, whatever happened to the path meanwhile
+                        target = Path(self._path).as_uri() + "?mode=rw"
+                        db = sqlean.connect(target, uri=True, isolation_level=None, check_same_thread=True)
                         db.execute(f"PRAGMA synchronous = {self._synchronous}")
                     db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
                     self.runs += 1
@@ -244,6 +246,8 @@ def connect(
     ``readonly`` opens an existing file without writing anything (no schema upgrade).
     """
     path = Path(db_path).expanduser()
+    # The checkpoint thread opens the file later, perhaps after the program changed directory.
+    absolute = os.path.abspath(path)
     if synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
         raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
     if busy_timeout < 0:
@@ -300,7 +304,7 @@ def connect(
             _warn_vec_once("it did not load or failed its self-test on this platform")
         conn.path = str(path)
         if not readonly:
-            conn.checkpointer = _Checkpointer(str(path), synchronous)
+            conn.checkpointer = _Checkpointer(absolute, synchronous)
             # Unclosed and collected: let the thread end (it holds no reference to the connection).
             weakref.finalize(conn, conn.checkpointer.stop)
         _READY.add(conn)

@@ -229,6 +229,23 @@ async def test_checkpoints_keep_the_wal_bounded_while_appending(db_path: Path) -
     assert check_storage(db_path) == {"s": 3000}
 
 
+async def test_checkpointer_finds_a_relative_path_after_a_change_of_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path)
+    async with connect("rel.db") as conn:
+        monkeypatch.chdir(tmp_path / "elsewhere")
+        store = SQLiteContextStore(conn, "s", project="p")
+        for i in range(100):
+            await store.append(text_message(f"m{i}"))
+        checkpointer = conn.checkpointer
+        assert checkpointer is not None
+        assert await asyncio.to_thread(_eventually, lambda: checkpointer.runs >= 1)
+    assert list((tmp_path / "elsewhere").iterdir()) == []  # nothing created where it now runs
+    assert check_storage(tmp_path / "rel.db") == {"s": 100}
+
+
 async def test_read_only_connection_has_no_checkpointer(db_path: Path) -> None:
     async with connect(db_path) as conn:
         await SQLiteContextStore(conn, "s", project="p").append(text_message("x"))
