@@ -354,11 +354,13 @@ def append(
             " updated_at = ? WHERE id = ? RETURNING sid, next_position - ?, preview_pos, project",
             (n, sum(tokens), now, session_id, n),
         ).fetchone()
-        if r is None:
+        if r is None:  # the session's first write: its preview goes in with the row
+            text, pos = (None, None) if preview is None else (preview[1], preview[0])
             r = c.execute(
-                "INSERT INTO sessions (id, project, created_at, updated_at, next_position, est_tokens)"
-                " VALUES (?, ?, ?, ?, ?, ?) RETURNING sid, 0, NULL, project",
-                (session_id, project, now, now, n, sum(tokens)),
+                "INSERT INTO sessions (id, project, created_at, updated_at, next_position, est_tokens,"
+                " preview, preview_pos) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " RETURNING sid, 0, preview_pos, project",
+                (session_id, project, now, now, n, sum(tokens), text, pos),
             ).fetchone()
         sid, first, preview_pos, session_project = r
         base = key(sid, first)
