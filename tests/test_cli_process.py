@@ -149,30 +149,15 @@ def test_python_dash_m(console_script: Path, tmp_path: Path) -> None:
     assert done.stdout == "axio-context, version 0.1.0\n"
 
 
-async def _long(path: Path) -> None:
-    async with connect(path) as conn:
-        store = SQLiteContextStore(conn, "long", project="/proj")
-        await store.append_many([text("user", f"message {i} " + "x" * 200) for i in range(3000)])
+def _with_terminal_stderr(
+    args: list[str], env: dict[str, str], cwd: Path, timeout: float, **kw: object
+) -> tuple[subprocess.CompletedProcess[bytes], bytes]:
+    """Run ``args`` with stderr on a pseudo-terminal; returns the process and what it drew there."""
+    import pty  # POSIX only
 
-
-def test_progress_bar_only_on_a_terminal_and_a_closed_pipe(console_script: Path, tmp_path: Path) -> None:
-    import pty
-
-    db = tmp_path / "long.db"
-    asyncio.run(_long(db))
-    env = _env(tmp_path, COLUMNS="80")
-    # stderr is a terminal: the bar is drawn there, stdout still gets the whole export
     leader, follower = pty.openpty()
-    out = tmp_path / "out.json"
     try:
-        done = subprocess.run(
-            [str(console_script), "--db", str(db), "export", "--all", "-o", str(out)],
-            stderr=follower,
-            env=env,
-            cwd=tmp_path,
-            check=False,
-            timeout=60,
-        )
+        done = subprocess.run(args, stderr=follower, env=env, cwd=cwd, check=False, timeout=timeout, **kw)  # type: ignore[call-overload]
         os.close(follower)
         drawn = b""
         while True:
@@ -185,6 +170,24 @@ def test_progress_bar_only_on_a_terminal_and_a_closed_pipe(console_script: Path,
             drawn += chunk
     finally:
         os.close(leader)
+    return done, drawn
+
+
+async def _long(path: Path) -> None:
+    async with connect(path) as conn:
+        store = SQLiteContextStore(conn, "long", project="/proj")
+        await store.append_many([text("user", f"message {i} " + "x" * 200) for i in range(3000)])
+
+
+def test_progress_bar_only_on_a_terminal_and_a_closed_pipe(console_script: Path, tmp_path: Path) -> None:
+    db = tmp_path / "long.db"
+    asyncio.run(_long(db))
+    env = _env(tmp_path, COLUMNS="80")
+    # stderr is a terminal: the bar is drawn there, stdout still gets the whole export
+    out = tmp_path / "out.json"
+    done, drawn = _with_terminal_stderr(
+        [str(console_script), "--db", str(db), "export", "--all", "-o", str(out)], env, tmp_path, 60
+    )
     assert done.returncode == 0
     assert b"exporting" in drawn and b"100%" in drawn
     assert b"exported 1 session(s), 3000 message(s)" in drawn
@@ -226,8 +229,6 @@ async def _unembedded(path: Path, n: int) -> None:
 
 def test_search_reindex_index_in_a_real_process(console_script: Path, tmp_path: Path) -> None:
     """search, reindex (its progress bar on a terminal only) and index, as a person runs them."""
-    import pty
-
     db = tmp_path / "search.db"
     asyncio.run(_unembedded(db, 2000))
     env = _env(tmp_path, COLUMNS="80")
@@ -253,29 +254,9 @@ def test_search_reindex_index_in_a_real_process(console_script: Path, tmp_path: 
     assert run("search", "--raw", "(topic7", code=1).stderr.startswith("Error: invalid FTS5 query")
     assert run("search", "--", '-"NEAR(topic7').returncode == 0
 
-    leader, follower = pty.openpty()
-    try:
-        done = subprocess.run(
-            [str(console_script), "--db", str(db), "reindex"],
-            stdout=subprocess.PIPE,
-            stderr=follower,
-            env=env,
-            cwd=tmp_path,
-            check=False,
-            timeout=120,
-        )
-        os.close(follower)
-        drawn = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            drawn += chunk
-    finally:
-        os.close(leader)
+    done, drawn = _with_terminal_stderr(
+        [str(console_script), "--db", str(db), "reindex"], env, tmp_path, 120, stdout=subprocess.PIPE
+    )
     assert done.returncode == 0
     assert done.stdout == b"embedded 2,000 message(s) with axio-hashing-v1 (384 dimensions)\n"
     assert b"embedding" in drawn and b"100%" in drawn
