@@ -266,22 +266,30 @@ def _scope(c: Any, session_id: str) -> _Scope:
 # --- keyword -------------------------------------------------------------------------------------
 
 
+def _message_filters(q: Query, prefix: str = "") -> tuple[list[str], list[Any]]:
+    """The role and time filters as SQL conditions on ``{prefix}role`` and ``{prefix}created_at``."""
+    where: list[str] = []
+    args: list[Any] = []
+    if q.role is not None:
+        where.append(f"{prefix}role = ?")
+        args.append(q.role)
+    if q.since_ms is not None:
+        where.append(f"{prefix}created_at >= ?")
+        args.append(q.since_ms)
+    return where, args
+
+
 def _fts(
     c: Any, q: Query, scope: _Scope | None, expr: str, limit: int, recent: bool = False
 ) -> list[tuple[int, float]]:
     """``(message id, bm25)`` of the messages matching ``expr`` that pass the filters, best
     first (bm25 as FTS5 gives it: lower is better); with ``recent`` newest first, bm25 as 0."""
     joins: list[str] = []
-    where = ["messages_fts MATCH ?"]
-    args: list[Any] = [expr]
-    if q.role is not None or q.since_ms is not None:
+    filters, args = _message_filters(q, "m.")
+    where = ["messages_fts MATCH ?", *filters]
+    args.insert(0, expr)
+    if filters:
         joins.append("JOIN messages m ON m.id = messages_fts.rowid")
-        if q.role is not None:
-            where.append("m.role = ?")
-            args.append(q.role)
-        if q.since_ms is not None:
-            where.append("m.created_at >= ?")
-            args.append(q.since_ms)
     if q.project is not None and scope is None:
         joins.append("JOIN sessions s ON s.sid = (messages_fts.rowid >> 32)")
         where.append("s.project = ?")
@@ -408,14 +416,9 @@ def _semantic_codes(
     c: Any, q: Query, population: _Population | None, depth: int, candidates: int, exclude: int | None
 ) -> list[tuple[int, float]]:
     assert q.vector is not None
-    where = ["code MATCH vec_bit(?)", "k = ?"]
-    args: list[Any] = [binary_code(q.vector), candidates]
-    if q.role is not None:
-        where.append("role = ?")
-        args.append(q.role)
-    if q.since_ms is not None:
-        where.append("created_at >= ?")
-        args.append(q.since_ms)
+    filters, args = _message_filters(q)  # vec0 keeps role and created_at as metadata columns
+    where = ["code MATCH vec_bit(?)", "k = ?", *filters]
+    args[:0] = [binary_code(q.vector), candidates]
     if population is not None:
         # by session rather than the project text column: vec0 compares long text metadata
         # row by row from a side table, several times slower
@@ -441,17 +444,8 @@ def _semantic_exact(
     """The exact answer: every embedded message that passes the filters, by distance (computed
     by sqlite-vec where it runs, else in Python), nearest ``depth`` kept on a heap."""
     assert q.vector is not None
-    joins: list[str] = []
-    where: list[str] = []
-    args: list[Any] = []
-    if q.role is not None or q.since_ms is not None:
-        joins.append("JOIN messages m ON m.id = v.id")
-        if q.role is not None:
-            where.append("m.role = ?")
-            args.append(q.role)
-        if q.since_ms is not None:
-            where.append("m.created_at >= ?")
-            args.append(q.since_ms)
+    where, args = _message_filters(q, "m.")
+    joins = ["JOIN messages m ON m.id = v.id"] if where else []
     if exclude is not None:
         where.append("v.id != ?")
         args.append(exclude)
