@@ -240,18 +240,14 @@ def list_sessions(
 # --- reading sessions ----------------------------------------------------------------------------
 
 _COLS: Final = (
-    "sid, base_sid, base_len, next_position, est_tokens, project, id, title, metadata, created_at,"
-    " updated_at, parent_id, fork_position, input_tokens, output_tokens"
+    f"{ops.ROW_COLUMNS}, id, title, metadata, created_at, updated_at, parent_id, fork_position,"
+    " input_tokens, output_tokens"
 )
 
 
-class _Full(msgspec.Struct):
-    sid: int
-    base_sid: int | None
-    base_len: int
-    next_position: int
-    est_tokens: int
-    project: str | None
+class _Full(ops._Row):
+    """A session's whole row: the lineage part every read needs, then the rest, as in ``_COLS``."""
+
     id: str
     title: str | None
     metadata: str | None
@@ -261,11 +257,6 @@ class _Full(msgspec.Struct):
     fork_position: int | None
     input_tokens: int
     output_tokens: int
-
-    def row(self) -> ops._Row:
-        return ops._Row(
-            self.sid, self.base_sid, self.base_len, self.next_position, self.est_tokens, self.project
-        )
 
 
 def _full(c: Any, session_id: str) -> _Full:
@@ -326,7 +317,7 @@ def _records(c: Any, s: _Full, start: int, end: int) -> list[MessageRecord]:
     """Positions ``[start, end)`` with their created times."""
     out: list[MessageRecord] = []
     fetch = ops._fetch_blobs(c)
-    for sid, lo, hi in ops.segments(c, s.row(), start, end):
+    for sid, lo, hi in ops.segments(c, s, start, end):
         rows = c.execute(
             "SELECT id, role, flags, created_at, payload FROM messages WHERE id >= ? AND id < ? ORDER BY id",
             (key(sid, lo), key(sid, hi)),
@@ -360,8 +351,8 @@ def _shared_prefix(c: Any, child: _Full, parent: _Full) -> int:
     """How many leading positions of ``child`` are the very rows of ``parent``'s transcript."""
     if child.base_sid is None:
         return 0
-    a = ops.segments(c, child.row(), 0, child.base_len)
-    b = ops.segments(c, parent.row(), 0, min(child.base_len, parent.next_position))
+    a = ops.segments(c, child, 0, child.base_len)
+    b = ops.segments(c, parent, 0, min(child.base_len, parent.next_position))
     shared = i = j = 0
     while i < len(a) and j < len(b):
         if a[i][0] != b[j][0]:

@@ -124,9 +124,9 @@ class _Row(msgspec.Struct):
     project: str | None
 
 
-_ROW_SQL: Final = (
-    "SELECT sid, base_sid, base_len, next_position, est_tokens, project FROM sessions WHERE id = ?"
-)
+#: The sessions columns of :class:`_Row`, in its field order.
+ROW_COLUMNS: Final = "sid, base_sid, base_len, next_position, est_tokens, project"
+_ROW_SQL: Final = f"SELECT {ROW_COLUMNS} FROM sessions WHERE id = ?"
 
 
 def _session(c: Any, session_id: str) -> _Row | None:
