@@ -43,6 +43,7 @@ __all__ = [
     "flush_pending",
     "index_all_messages",
     "index_text",
+    "queue_is_long",
     "queue_text",
     "row_text",
     "store_embeddings",
@@ -78,8 +79,13 @@ FOLD_BATCH: Final = 64
 def queue_text(c: Any, ids: Sequence[int]) -> None:
     """Queue new messages for the keyword index (same transaction as the messages)."""
     c.executemany("INSERT OR IGNORE INTO fts_pending (id) VALUES (?)", [(i,) for i in ids])
-    if len(ids) >= FOLD_BATCH or c.execute("SELECT count(*) FROM fts_pending").fetchone()[0] >= FLUSH_AT:
+    if len(ids) >= FOLD_BATCH or queue_is_long(c):
         flush_pending(c)
+
+
+def queue_is_long(c: Any) -> bool:
+    """Whether the queue holds :data:`FLUSH_AT` messages or more (time to fold it)."""
+    return bool(c.execute("SELECT count(*) FROM fts_pending").fetchone()[0] >= FLUSH_AT)
 
 
 def flush_pending(c: Any) -> int:
@@ -87,15 +93,21 @@ def flush_pending(c: Any) -> int:
     rows = c.execute(
         "SELECT m.id, m.role, m.flags, m.payload FROM fts_pending p JOIN messages m ON m.id = p.id"
     ).fetchall()
+    _index_rows(c, rows)
+    c.execute("DELETE FROM fts_pending")
+    return len(rows)
+
+
+def _index_rows(c: Any, rows: Sequence[tuple[int, int, int, bytes]]) -> None:
+    """Index stored ``(id, role, flags, payload)`` rows; a damaged row stays unindexed (reading
+    it reports CorruptDataError)."""
     entries = []
     for mid, role, flags, payload in rows:
         try:
             entries.append((mid, *row_text(role, flags, payload)))
         except (DecodeError, *PAYLOAD_ERRORS, IndexError):
-            continue  # a damaged row stays unindexed; reading it reports CorruptDataError
+            continue
     index_text(c, entries)
-    c.execute("DELETE FROM fts_pending")
-    return len(rows)
 
 
 def row_text(role: int, flags: int, payload: bytes) -> tuple[str, str]:
@@ -261,11 +273,5 @@ def index_all_messages(c: Any) -> None:
         ).fetchall()
         if not rows:
             return
-        entries = []
-        for mid, role, flags, payload in rows:
-            try:
-                entries.append((mid, *row_text(role, flags, payload)))
-            except (DecodeError, *PAYLOAD_ERRORS, IndexError):
-                continue  # a damaged row stays unindexed; reading it reports CorruptDataError
-        index_text(c, entries)
+        _index_rows(c, rows)
         last = rows[-1][0]

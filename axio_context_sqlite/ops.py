@@ -403,7 +403,7 @@ def _maybe_flush(c: Any) -> None:
     if _appends_since_check < 64:
         return
     _appends_since_check = 0
-    if c.execute("SELECT count(*) FROM fts_pending").fetchone()[0] >= indexing.FLUSH_AT:
+    if indexing.queue_is_long(c):
         with write_tx(c):
             indexing.flush_pending(c)
 
