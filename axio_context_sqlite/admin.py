@@ -52,7 +52,7 @@ from axio_context.transcript import (
 
 from . import indexing, ops
 from .ops import SessionPage, key
-from .storage import ROLE_NAMES, decode_row, encode_message
+from .storage import ROLE_NAMES, encode_message
 
 __all__ = [
     "AxioImportReport",
@@ -315,20 +315,12 @@ def _header(c: Any, s: _Full, inherited: int) -> SessionHeader:
 
 def _records(c: Any, s: _Full, start: int, end: int) -> list[MessageRecord]:
     """Positions ``[start, end)`` with their created times."""
-    out: list[MessageRecord] = []
-    fetch = ops._fetch_blobs(c)
-    for sid, lo, hi in ops.segments(c, s, start, end):
-        rows = c.execute(
-            "SELECT id, role, flags, created_at, payload FROM messages WHERE id >= ? AND id < ? ORDER BY id",
-            (key(sid, lo), key(sid, hi)),
-        ).fetchall()
-        if len(rows) != hi - lo:
-            raise CorruptDataError(f"session {s.id!r}: positions {lo}..{hi - 1} have {len(rows)} rows")
-        for mid, role, flags, created, payload in rows:
-            where = ops._where(s.id, mid)
-            m = decode_row(role, flags, payload, fetch if flags else None, where=where)
-            out.append(MessageRecord(role=m.role, content=m.content, created_at=format_time(created)))
-    return out
+    times: list[int] = []
+    messages = ops.read_messages(c, s.id, s, start, end, times=times)
+    return [
+        MessageRecord(role=m.role, content=m.content, created_at=format_time(t))
+        for m, t in zip(messages, times, strict=True)
+    ]
 
 
 def show(c: Any, session_id: str, full: bool) -> SessionView:

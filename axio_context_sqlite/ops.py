@@ -191,26 +191,35 @@ _BLOBS_PER_QUERY: Final = 500
 
 
 def read_messages(
-    c: Any, session_id: str, row: _Row, start: int = 0, end: int | None = None
+    c: Any,
+    session_id: str,
+    row: _Row,
+    start: int = 0,
+    end: int | None = None,
+    *,
+    times: list[int] | None = None,
 ) -> list[Message]:
     """Decode positions ``[start, end)`` of a session (the row must come from this snapshot).
 
     One query per lineage segment for the messages, then one for every media blob they use.
+    ``times``, when given, receives each message's ``created_at`` (ms), in the same order.
     """
     out: list[Any] = []
     with_media: list[tuple[int, int, Any, list[Any]]] = []  # (index in out, id, role, content)
     fetch = _fetch_blobs(c)
     for sid, lo, hi in segments(c, row, start, end):
         rows = c.execute(
-            "SELECT id, role, flags, payload FROM messages WHERE id >= ? AND id < ? ORDER BY id",
+            "SELECT id, role, flags, payload, created_at FROM messages WHERE id >= ? AND id < ? ORDER BY id",
             (key(sid, lo), key(sid, hi)),
         ).fetchall()
         if len(rows) != hi - lo:
             raise CorruptDataError(f"session {session_id!r}: positions {lo}..{hi - 1} have {len(rows)} rows")
+        if times is not None:
+            times.extend(r[4] for r in rows)
         done = len(out)
         try:
             # The hot loop of every load: plain and compressed rows skip decode_row's generality.
-            for mid, role, flags, payload in rows:
+            for mid, role, flags, payload, _ in rows:
                 if flags == 0:
                     out.append(Message(role=_ROLES[role], content=_decode_content(payload)))
                 elif flags == FLAG_ZSTD:
@@ -223,7 +232,7 @@ def read_messages(
                     out.append(decode_row(role, flags, payload))
         except (DecodeError, *PAYLOAD_ERRORS, IndexError, TypeError):
             # Find the damaged row again, slowly, for an error naming it.
-            for mid, role, flags, payload in rows[len(out) - done :]:
+            for mid, role, flags, payload, _ in rows[len(out) - done :]:
                 decode_row(role, flags, payload, fetch, where=_where(session_id, mid))
             raise
     if with_media:
