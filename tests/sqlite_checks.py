@@ -87,10 +87,15 @@ def check_storage(path: Path) -> dict[str, int]:
         db.close()
 
 
-def message_row_count(path: Path) -> int:
-    """How many rows the messages table holds."""
+def scalar(path: Path, sql: str) -> Any:
+    """The one value ``sql`` returns, read on a connection of its own."""
     db = raw_connect(path)
     try:
-        return int(db.execute("SELECT COUNT(*) FROM messages").fetchone()[0])
+        return db.execute(sql).fetchone()[0]
     finally:
         db.close()
+
+
+def message_row_count(path: Path) -> int:
+    """How many rows the messages table holds."""
+    return int(scalar(path, "SELECT COUNT(*) FROM messages"))

@@ -9,15 +9,11 @@ import pytest
 from axio_context.testing import text
 from axio_context_sqlite import Database, SQLiteContextStore, connect, indexing, open_database
 
-from .sqlite_checks import raw_connect
+from .sqlite_checks import scalar
 
 
 def _queued(path: Path) -> int:
-    db = raw_connect(path)
-    try:
-        return int(db.execute("SELECT count(*) FROM fts_pending").fetchone()[0])
-    finally:
-        db.close()
+    return int(scalar(path, "SELECT count(*) FROM fts_pending"))
 
 
 async def test_a_search_sees_every_appended_message(db_path: Path) -> None:

@@ -23,7 +23,7 @@ from axio_context.transcript import format_time
 from axio_context_sqlite import SCHEMA_VERSION, SQLiteContextStore, connect, schema
 
 from .fixtures.make_fixture import export, load
-from .sqlite_checks import check_storage, raw_connect, text_message
+from .sqlite_checks import check_storage, raw_connect, scalar, text_message
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 DUMPS = sorted(FIXTURES.glob("schema_v*.sql"), key=lambda p: int(re.findall(r"\d+", p.name)[0]))
@@ -34,11 +34,7 @@ def _version_of(dump: Path) -> int:
 
 
 def _user_version(path: Path) -> int:
-    db = raw_connect(path)
-    try:
-        return int(db.execute("PRAGMA user_version").fetchone()[0])
-    finally:
-        db.close()
+    return int(scalar(path, "PRAGMA user_version"))
 
 
 def _load_dump(dump: Path, path: Path) -> Any:
