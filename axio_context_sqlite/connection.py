@@ -62,11 +62,12 @@ def _warn_vec_once(reason: str) -> None:
         )
 
 
-#: WAL frames (pages) written since the last background checkpoint at which the next one starts:
-#: well under SQLite's own auto-checkpoint threshold (1,000), which stays as the fallback. At 500
-#: the inline checkpoint still caught up under back-to-back appends (stalls of 6-10 ms); at 300
-#: it finds little left to sync (4-7 ms).
-CHECKPOINT_FRAMES = 300
+#: Rows changed since the last background checkpoint at which the next one starts. A row change
+#: costs about one WAL page (an append changes 3-4 rows and writes ~4 pages), so this stays well
+#: under SQLite's own auto-checkpoint at 1,000 pages, the fallback. At 500 the inline checkpoint
+#: still caught up under back-to-back appends (stalls of 6-10 ms); at 300 it finds little left to
+#: sync (4-7 ms).
+CHECKPOINT_ROWS = 300
 
 
 class _Checkpointer:
@@ -83,18 +84,19 @@ class _Checkpointer:
     def __init__(self, path: str, synchronous: str) -> None:
         self._path = path
         self._synchronous = synchronous
-        self._frames = 0
+        self._changed = 0
         self._wake = threading.Event()
         self._stopping = False
         self._thread: threading.Thread | None = None
         self.runs = 0  # checkpoints done (observable by tests and the bench)
 
-    def wrote(self, frames: int) -> None:
-        """Count roughly ``frames`` pages written; start a checkpoint past the threshold."""
-        self._frames += frames
-        if self._frames < CHECKPOINT_FRAMES or self._stopping:
+    def wrote(self, rows: int) -> None:
+        """Count ``rows`` changed (on the connection's worker thread); past the threshold, wake
+        the checkpoint thread."""
+        self._changed += rows
+        if self._changed < CHECKPOINT_ROWS or self._stopping:
             return
-        self._frames = 0
+        self._changed = 0
         if self._thread is None:
             self._thread = threading.Thread(target=self._loop, name="axio-context checkpoint", daemon=True)
             self._thread.start()
@@ -127,13 +129,6 @@ class _Checkpointer:
         self._stopping = True
         self._wake.set()
         return self._thread
-
-
-def wrote(conn: aiosqlite.Connection, frames: int) -> None:
-    """Tell ``conn``'s background checkpointer (if it has one) about a write of ~``frames`` pages."""
-    checkpointer: _Checkpointer | None = getattr(conn, "checkpointer", None)
-    if checkpointer is not None:
-        checkpointer.wrote(frames)
 
 
 class Connection(aiosqlite.Connection):
@@ -335,7 +330,7 @@ async def run(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any, **kw
         # an unclosed connection from being collected (no ResourceWarning, a thread leaked).
         raw = conn._conn
         execute = cast(Callable[..., Awaitable[T]], conn._execute)
-        return await execute(_call, raw, fn, args, kwargs)
+        return await execute(_call, raw, fn, args, kwargs, getattr(conn, "checkpointer", None))
     except ValueError as exc:
         if "closed" in str(exc) or "no active connection" in str(exc):
             raise StoreClosedError("the database connection is closed") from None
@@ -348,11 +343,18 @@ async def run(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any, **kw
         raise translate_error(exc, getattr(conn, "path", "")) from None
 
 
-def _call(raw: Any, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+def _call(
+    raw: Any,
+    fn: Callable[..., T],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    checkpointer: _Checkpointer | None = None,
+) -> T:
     # A plain aiosqlite connection is in sqlite3's legacy transaction mode: a lone INSERT or
     # UPDATE (a token update) silently opens a transaction that nobody commits, holding the
     # write lock and breaking the next BEGIN. Finish what the call implicitly opened.
     began = raw.in_transaction
+    changes = raw.total_changes
     try:
         result = fn(raw, *args, **kwargs)
     except BaseException:
@@ -361,6 +363,8 @@ def _call(raw: Any, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[st
         raise
     if not began and raw.in_transaction:
         raw.commit()
+    if checkpointer is not None and raw.total_changes != changes:
+        checkpointer.wrote(raw.total_changes - changes)
     return result
 
 

@@ -22,7 +22,7 @@ from axio_context.messages import Message, SessionInfo
 from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
 
 from . import ops
-from .connection import run, wrote
+from .connection import run
 from .ops import SessionPage
 from .storage import encode_message
 from .vectors import embed_batch
@@ -98,7 +98,6 @@ class SQLiteContextStore(ContextStore):
         await run(
             self._conn, ops.append, self._session_id, self._project, encoded, tokens, preview, embeddings
         )
-        wrote(self._conn, 3 + (sum(len(e.payload) for e in encoded) + 4095) // 4096)
 
     def _vec_codes(self) -> bool:
         return bool(getattr(self._conn, "vec_loaded", False))
@@ -135,7 +134,6 @@ class SQLiteContextStore(ContextStore):
 
     async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
         await run(self._conn, ops.set_tokens, self._session_id, self._project, input_tokens, output_tokens)
-        wrote(self._conn, 1)
 
     async def get_context_tokens(self) -> tuple[int, int]:
         return await run(self._conn, ops.get_tokens, self._session_id)
@@ -143,7 +141,6 @@ class SQLiteContextStore(ContextStore):
     async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
         """Add to the totals in one statement (no read-modify-write race across processes)."""
         await run(self._conn, ops.add_tokens, self._session_id, self._project, input_tokens, output_tokens)
-        wrote(self._conn, 1)
 
     # -- checkpoints -----------------------------------------------------------------------------
 
