@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
 
@@ -88,6 +88,9 @@ def preview_of(history: list[Message], limit: int = PREVIEW_CHARS) -> str:
     return "(empty)"
 
 
+_input_json: Final = msgspec.json.Encoder()
+
+
 def text_columns(message: Message) -> tuple[str, str]:
     """A message's plain text in two parts: ``body`` (what people and the model wrote) and
     ``tool`` (tool names, inputs and results), so search can weigh them differently."""
@@ -98,7 +101,7 @@ def text_columns(message: Message) -> tuple[str, str]:
             body.append(block.text)
         elif isinstance(block, ToolUseBlock):
             tool.append(block.name)
-            tool.append(msgspec.json.encode(block.input).decode())
+            tool.append(_input_json.encode(block.input).decode())
         elif isinstance(block, ToolResultBlock):
             if isinstance(block.content, str):
                 tool.append(block.content)

@@ -27,7 +27,6 @@ import msgspec
 from axio_context.codec import decode_content_json, encode_messages_msgpack
 from axio_context.errors import (
     AmbiguousSessionError,
-    CorruptDataError,
     DecodeError,
     DestinationExistsError,
     NotAnAxioDatabaseError,
@@ -287,12 +286,7 @@ def _checkpoints(c: Any, s: _Full) -> list[CheckpointRecord]:
 
 
 def _metadata(s: _Full) -> dict[str, Any] | None:
-    if s.metadata is None:
-        return None
-    try:
-        return msgspec.json.decode(s.metadata, type=dict[str, Any])
-    except msgspec.DecodeError as exc:
-        raise CorruptDataError(f"session {s.id!r}: metadata is not a JSON object ({exc})") from None
+    return None if s.metadata is None else ops.decode_metadata(s.id, s.metadata)
 
 
 def _header(c: Any, s: _Full, inherited: int) -> SessionHeader:
@@ -530,7 +524,7 @@ def _insert_session(
         p = c.execute("SELECT preview, preview_pos FROM sessions WHERE sid = ?", (parent.sid,)).fetchone()
         if p[1] is not None and p[1] < header.inherited:
             preview = (int(p[1]), str(p[0] or ""))
-    metadata = None if header.metadata is None else msgspec.json.encode(header.metadata).decode()
+    metadata = None if header.metadata is None else ops.encode_metadata(header.metadata)
     sid = int(
         c.execute(
             "INSERT INTO sessions (id, project, parent_id, fork_position, base_sid, base_len, next_position,"

@@ -829,20 +829,31 @@ def set_title(c: Any, session_id: str, project: str | None, title: str | None) -
         c.execute("UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?", (title, now, session_id))
 
 
-def get_metadata(c: Any, session_id: str) -> dict[str, Any]:
-    r = c.execute("SELECT metadata FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    if r is None or r[0] is None:
-        return {}
+_metadata_decoder: Final = msgspec.json.Decoder(dict[str, Any])
+_metadata_encoder: Final = msgspec.json.Encoder()
+
+
+def encode_metadata(metadata: dict[str, Any]) -> str:
+    """The ``sessions.metadata`` text of a mapping (JSON)."""
+    return _metadata_encoder.encode(metadata).decode()
+
+
+def decode_metadata(session_id: str, text: str) -> dict[str, Any]:
+    """A stored ``sessions.metadata`` back as a mapping; anything else is corrupt data."""
     try:
-        value = msgspec.json.decode(r[0], type=dict[str, Any])
+        return _metadata_decoder.decode(text)
     except msgspec.DecodeError as exc:
         raise CorruptDataError(f"session {session_id!r}: metadata is not a JSON object ({exc})") from None
-    return value
+
+
+def get_metadata(c: Any, session_id: str) -> dict[str, Any]:
+    r = c.execute("SELECT metadata FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    return {} if r is None or r[0] is None else decode_metadata(session_id, r[0])
 
 
 def set_metadata(c: Any, session_id: str, project: str | None, metadata: dict[str, Any]) -> None:
     now = now_ms()
-    data = msgspec.json.encode(metadata).decode()
+    data = encode_metadata(metadata)
     with write_tx(c):
         _ensure(c, session_id, project, now)
         c.execute("UPDATE sessions SET metadata = ?, updated_at = ? WHERE id = ?", (data, now, session_id))
