@@ -30,7 +30,7 @@ from axio_context.errors import (
     ReadOnlyDatabaseError,
     SchemaVersionError,
 )
-from axio_context_sqlite import SCHEMA_VERSION, SQLiteContextStore, connect
+from axio_context_sqlite import SCHEMA_VERSION, Database, SQLiteContextStore, connect
 
 from .sqlite_checks import check_storage, raw_connect, text_message, texts
 
@@ -467,3 +467,23 @@ def test_disk_full_loses_nothing_and_recovers(tmp_path: Path) -> None:
     assert out["stored"] == [f"m{i}.{j}" for i in range(out["batches"]) for j in range(3)]
     assert out["after"] == len(out["stored"]) + 3
     assert out["checked"] is True
+
+
+async def test_corrupt_session_metadata_is_named_and_nothing_else_breaks(db_path: Path) -> None:
+    async with connect(db_path) as conn:
+        store = SQLiteContextStore(conn, "s", project="p")
+        await store.append(text_message("kept"))
+        await store.set_metadata({"model": "m"})
+    db = raw_connect(db_path)
+    db.execute("UPDATE sessions SET metadata = '[1, 2' WHERE id = 's'")
+    db.commit()
+    db.close()
+    async with connect(db_path) as conn:
+        store = SQLiteContextStore(conn, "s", project="p")
+        with pytest.raises(CorruptDataError, match=r"session 's': metadata is not a JSON object"):
+            await store.get_metadata()
+        with pytest.raises(CorruptDataError, match=r"session 's': metadata is not a JSON object"):
+            await Database(conn, db_path).show("s")  # the command line's show and export read it too
+        assert texts(await store.get_history()) == ["kept"]
+        await store.set_metadata({"model": "n"})  # a new value repairs it
+        assert await store.get_metadata() == {"model": "n"}
