@@ -28,7 +28,7 @@ from axio_context.errors import DatabaseNotFoundError, EmbeddingMismatchError
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FormatName, TranscriptWriter, writer_for
 
-from . import admin, search
+from . import admin, axio_migration, search
 from .admin import (
     AxioImportReport,
     ExportSummary,
@@ -339,8 +339,8 @@ class Database:
         return await run(self._conn, admin.import_file, Path(path), format, replace, new_ids)
 
     async def import_axio(self, path: str | Path, *, replace: bool = False) -> AxioImportReport:
-        """Migrate an axio-context-sqlite database; idempotent (see :func:`.admin.import_axio`)."""
-        return await run(self._conn, admin.import_axio, Path(path), replace)
+        """Migrate an axio-context-sqlite database; idempotent (see :func:`.axio_migration.import_axio`)."""
+        return await run(self._conn, axio_migration.import_axio, Path(path), replace)
 
     async def fork(self, session_id: str, new_id: str | None = None) -> str:
         """Fork a session (copy-on-write, O(1)); returns the new session's id."""
