@@ -159,3 +159,15 @@ CREATE INDEX sessions_by_project ON sessions (project, created_at DESC, sid DESC
 CREATE INDEX sessions_by_created ON sessions (created_at DESC, sid DESC);
 CREATE INDEX sessions_by_base ON sessions (base_sid) WHERE base_sid IS NOT NULL;
 CREATE INDEX sessions_by_parent ON sessions (parent_id) WHERE parent_id IS NOT NULL;
+
+-- version: 4
+
+-- Zstandard dictionaries, trained from the database's own payloads (see
+-- axio_context_sqlite/storage.py). A payload compressed with one says so in messages.flags
+-- (flags >> 8 = id); a dictionary is kept while any payload may use it.
+CREATE TABLE zstd_dicts (
+    id          INTEGER PRIMARY KEY,
+    data        BLOB NOT NULL,                    -- the dictionary, as zstd writes it
+    samples     INTEGER NOT NULL,                 -- payloads it was trained on
+    created_at  INTEGER NOT NULL
+);

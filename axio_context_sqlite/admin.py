@@ -43,7 +43,7 @@ from axio_context.transcript import (
     sniff_format,
 )
 
-from . import indexing, ops
+from . import indexing, ops, storage
 from .ops import SessionPage, key
 from .storage import encode_message
 
@@ -442,8 +442,9 @@ def _insert_messages(c: Any, sid: int, first: int, batch: Sequence[_Stamped]) ->
     texts: list[tuple[str, str]] = []
     blobs: list[tuple[bytes, bytes]] = []
     spent = 0
+    dicts = storage.bound_or_none()
     for i, item in enumerate(batch):
-        e = encode_message(item.message, text=True)
+        e = encode_message(item.message, text=True, dicts=dicts)
         t = estimate_message_tokens(item.message)
         spent += t
         rows.append((key(sid, first + i), e.role, e.flags, item.created_ms, t, e.payload))
@@ -453,6 +454,8 @@ def _insert_messages(c: Any, sid: int, first: int, batch: Sequence[_Stamped]) ->
         "INSERT INTO messages (id, role, flags, created_at, tokens, payload) VALUES (?, ?, ?, ?, ?, ?)", rows
     )
     indexing.index_text(c, [(row[0], *text) for row, text in zip(rows, texts, strict=True)])  # one batch
+    if dicts is not None:
+        dicts.count(row[2] for row in rows)
     if blobs:
         ops._add_blob_refs(c, blobs)
     return spent
@@ -618,6 +621,7 @@ def import_file(
             _insert_session(c, rec, new_id, parent_new, _stamped(rec.messages))
         if aside is not None:
             ops.delete_session(c, aside)
+        ops.train_if_due(c)
         report.append(ImportedSession(rec.id, new_id, len(rec.messages), aside is not None))
     return ImportReport(format=fmt, sessions=report)
 

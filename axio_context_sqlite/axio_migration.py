@@ -189,6 +189,7 @@ def import_axio(c: Any, path: Path, replace: bool) -> AxioImportReport:
             else:
                 added.append(ps.id)
             written += len(ps.messages)
+            ops.train_if_due(c)
     finally:
         peer.close()
     return AxioImportReport(added, updated, unchanged, conflicts, replaced, written)

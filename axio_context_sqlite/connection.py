@@ -31,6 +31,7 @@ import sqlean
 
 from axio_context.errors import StoreClosedError
 
+from . import storage
 from .errors import translate_error
 from .ops import install_temp_objects
 from .schema import apply_schema, refuse_newer
@@ -135,7 +136,8 @@ class _Checkpointer:
 class Connection(aiosqlite.Connection):
     """An aiosqlite connection whose close joins its thread and whose thread never blocks exit.
 
-    ``vec_loaded`` says whether sqlite-vec loaded and passed its self-test on this connection.
+    ``vec_loaded`` says whether sqlite-vec loaded and passed its self-test on this connection;
+    ``dicts`` holds its database's compression dictionaries (see :mod:`.storage`).
     """
 
     def __init__(self, connector: Callable[[], Any], iter_chunk_size: int = 64) -> None:
@@ -146,6 +148,7 @@ class Connection(aiosqlite.Connection):
         self.vec_loaded = False
         self.path: str = ""
         self.checkpointer: _Checkpointer | None = None
+        self.dicts: storage.Dictionaries | None = None
 
     async def close(self) -> None:
         """Finish queued work, close the database and join the worker thread; final."""
@@ -281,6 +284,7 @@ def connect(
                 holder["vec"] = load_sqlite_vec(raw)
                 apply_schema(raw, readonly=readonly, path=str(path))
                 install_temp_objects(raw)
+                holder["dicts"] = storage.bind(raw)
             except BaseException:
                 raw.close()
                 raise
@@ -298,6 +302,7 @@ def connect(
                 raise translate_error(exc, str(path)) from None
             raise
         conn.vec_loaded = bool(holder.get("vec"))
+        conn.dicts = holder["dicts"]
         if not conn.vec_loaded:
             _warn_vec_once("it did not load or failed its self-test on this platform")
         conn.path = str(path)
@@ -376,16 +381,17 @@ async def _prepare_foreign(conn: aiosqlite.Connection) -> None:
         if conn in _READY:
             return
 
-        def prepare(raw: Any) -> None:
+        def prepare(raw: Any) -> storage.Dictionaries:
             with contextlib.suppress(Exception):
                 raw.execute("PRAGMA journal_mode = WAL")
             apply_schema(raw, readonly=False, path="")
             install_temp_objects(raw)
+            return storage.bind(raw)
 
         try:
             raw = conn._conn
-            execute = cast(Callable[..., Awaitable[None]], conn._execute)
-            await execute(_call, raw, prepare, (), {})
+            execute = cast(Callable[..., Awaitable[storage.Dictionaries]], conn._execute)
+            conn.dicts = await execute(_call, raw, prepare, (), {})  # type: ignore[attr-defined]
         except ValueError as exc:
             raise StoreClosedError("the database connection is closed") from exc
         except (sqlean.Error, _stdlib_sqlite3.Error) as exc:

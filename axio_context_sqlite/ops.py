@@ -29,8 +29,9 @@ from axio_context.errors import CheckpointError, CorruptDataError, DecodeError, 
 from axio_context.messages import PREVIEW_CHARS, Message, SessionInfo
 from axio_context.transcript import format_time
 
-from . import indexing
+from . import indexing, storage
 from .storage import (
+    DICT_SHIFT,
     FLAG_BLOBS,
     FLAG_ZSTD,
     PAYLOAD_ERRORS,
@@ -42,6 +43,9 @@ from .storage import (
     media_digests,
     restore_media,
     unzstd,
+)
+from .storage import (
+    write_tx as write_tx,
 )
 
 __all__ = ["SHIFT", "Embeddings", "SessionPage"]
@@ -66,24 +70,6 @@ def iso(ms: int | None) -> str:
 def key(sid: int, position: int) -> int:
     """The messages-table key of a session's position."""
     return (sid << SHIFT) | position
-
-
-@contextmanager
-def write_tx(c: Any) -> Iterator[None]:
-    """One write transaction that takes the write lock up front."""
-    c.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        if c.in_transaction:
-            c.execute("ROLLBACK")
-        raise
-    try:
-        c.execute("COMMIT")
-    except BaseException:
-        if c.in_transaction:
-            c.execute("ROLLBACK")
-        raise
 
 
 @contextmanager
@@ -207,6 +193,8 @@ def read_messages(
     out: list[Any] = []
     with_media: list[tuple[int, int, Any, list[Any]]] = []  # (index in out, id, role, content)
     fetch = _fetch_blobs(c)
+    dicts = storage.bound_or_none()
+    dict_id, undict = 0, None  # the last dictionary's decompressor: a session rarely has two
     for sid, lo, hi in segments(c, row, start, end):
         rows = c.execute(
             "SELECT id, role, flags, payload, created_at FROM messages WHERE id >= ? AND id < ? ORDER BY id",
@@ -224,6 +212,12 @@ def read_messages(
                     out.append(Message(role=_ROLES[role], content=_decode_content(payload)))
                 elif flags == FLAG_ZSTD:
                     out.append(Message(role=_ROLES[role], content=_decode_content(_unzstd(payload))))
+                elif flags & _LOW_FLAGS == FLAG_ZSTD and dicts is not None:
+                    if flags >> DICT_SHIFT != dict_id:
+                        dict_id = flags >> DICT_SHIFT
+                        undict = dicts.decompressor(dict_id).decompress
+                    content = _decode_content(undict(payload))  # type: ignore[misc]
+                    out.append(Message(role=_ROLES[role], content=content))
                 elif flags & FLAG_BLOBS:
                     content = _decode_content(inflate(flags, payload))
                     with_media.append((len(out), mid, _ROLES[role], content))
@@ -240,6 +234,10 @@ def read_messages(
         for i, mid, role_name, content in with_media:
             out[i] = Message(role=role_name, content=restore_media(content, found, _where(session_id, mid)))
     return out
+
+
+#: The flag bits below the dictionary id.
+_LOW_FLAGS: Final = (1 << DICT_SHIFT) - 1
 
 
 def _where(session_id: str, mid: int) -> str:
@@ -356,6 +354,7 @@ def append(
             ),
         )
         _maybe_flush(c)
+        _after_append(c, [e.flags])
         return -1
     with write_tx(c):
         r = c.execute(
@@ -399,7 +398,33 @@ def append(
                 "UPDATE sessions SET preview = ?, preview_pos = ? WHERE sid = ?",
                 (preview[1], first + preview[0], sid),
             )
+    _after_append(c, [e.flags for e in encoded])
     return int(first)
+
+
+def _after_append(c: Any, flags: Sequence[int]) -> None:
+    """Count committed compressed payloads toward the database's first dictionary, and train it
+    when due (:class:`.storage.Dictionaries`)."""
+    dicts = storage.bound_or_none()
+    if dicts is None or dicts.current is not None:
+        return
+    dicts.count(flags)
+    train_if_due(c)
+
+
+def train_if_due(c: Any) -> None:
+    """Train the database's first compression dictionary if it is due.
+
+    Runs after committed writes: nothing here may fail them, so a failed training (locked,
+    read-only, disk full) is left for a later write to retry; it costs compression ratio only.
+    """
+    dicts = storage.bound_or_none()
+    if dicts is None or dicts.current is not None or c.in_transaction:
+        return
+    try:
+        dicts.train_if_due()
+    except Exception:
+        return
 
 
 _appends_since_check = 0

@@ -9,14 +9,26 @@ to compress and 60% of the time to decompress, which is most of a long session's
 after decoding itself. Rows flagged zlib (``FLAG_ZLIB``) are still read. When a message holds
 media of ``BLOB_MIN`` bytes or more, every media block's bytes are replaced by their SHA-256
 digest and stored once in the ``blobs`` table, shared by every message and fork that uses them.
+
+Zstandard dictionaries. One message is a few KB, too little for a compressor to learn a
+transcript's vocabulary from, while the database as a whole repeats it endlessly. Once a database
+holds ``TRAIN_AT`` compressed payloads, the next append trains a dictionary from up to
+``TRAIN_SAMPLES`` of them (zstd's fast COVER trainer: ~3 ms) and stores it in ``zstd_dicts``; later
+payloads are compressed with it and record its id in their flags (``flags >> DICT_SHIFT``). On the
+bench transcripts that took the compressed size from 0.29 to 0.22 of the MessagePack and cut
+decompression (most of a long session's load) by 40%. A connection keeps its database's
+dictionaries in a :class:`Dictionaries`, bound to the connection's worker thread (see
+:func:`bind`): every function that reads payloads runs there.
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
+import time
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Final
 
 import msgspec
@@ -38,24 +50,43 @@ from .fts import fts_columns
 __all__ = [
     "BLOB_MIN",
     "COMPRESS_MIN",
+    "DICT_SHIFT",
     "FLAG_BLOBS",
     "FLAG_ZLIB",
+    "FLAG_ZSTD",
     "ROLE_CODES",
     "ROLE_NAMES",
+    "Dictionaries",
     "EncodedMessage",
+    "bind",
+    "bound",
+    "bound_or_none",
     "decode_row",
     "encode_message",
     "media_digests",
     "restore_media",
+    "unbind",
+    "write_tx",
 ]
 
 COMPRESS_MIN: Final = 512
+#: With a dictionary, small payloads compress too: 0.35-0.41 of 64-512 bytes for 2-4 us.
+DICT_COMPRESS_MIN: Final = 64
 ZSTD_LEVEL: Final = 3  # zstd's default: level 1 is no faster on payloads this small
 BLOB_MIN: Final = 1024
 
 FLAG_ZLIB: Final = 1  # written by earlier development builds; read, never written
 FLAG_BLOBS: Final = 2
 FLAG_ZSTD: Final = 4
+#: ``flags >> DICT_SHIFT`` is the ``zstd_dicts`` row a FLAG_ZSTD payload needs (0: none).
+DICT_SHIFT: Final = 8
+
+#: Compressed payloads a database holds before its dictionary is trained.
+TRAIN_AT: Final = 64
+#: The most payloads a dictionary is trained on (the newest ones).
+TRAIN_SAMPLES: Final = 256
+#: Dictionary size: 16, 32 and 64 KB gave ratios within 1% of each other on the bench transcripts.
+DICT_SIZE: Final = 16 * 1024
 
 #: What a damaged compressed payload raises.
 PAYLOAD_ERRORS: Final = (zlib.error, zstandard.ZstdError)
@@ -73,7 +104,7 @@ def _compressor() -> zstandard.ZstdCompressor:
 
 
 def unzstd(payload: bytes) -> bytes:
-    """Decompress a FLAG_ZSTD payload."""
+    """Decompress a FLAG_ZSTD payload made without a dictionary."""
     d: zstandard.ZstdDecompressor | None = getattr(_local, "d", None)
     if d is None:
         d = _local.d = zstandard.ZstdDecompressor()
@@ -81,12 +112,207 @@ def unzstd(payload: bytes) -> bytes:
 
 
 def inflate(flags: int, payload: bytes) -> bytes:
-    """A stored payload's MessagePack bytes, whatever compression its flags say."""
+    """A stored payload's MessagePack bytes, whatever compression its flags say.
+
+    A payload compressed with a dictionary is read through the dictionaries bound to this
+    thread (:func:`bind`).
+    """
     if flags & FLAG_ZSTD:
+        if flags >> DICT_SHIFT:
+            return bound().decompress(flags >> DICT_SHIFT, payload)
         return unzstd(payload)
     if flags & FLAG_ZLIB:
         return zlib.decompress(payload)
     return payload
+
+
+class Dictionaries:
+    """The Zstandard dictionaries of one database, as one connection knows them.
+
+    ``current`` (the newest) compresses new payloads; older ones are loaded when a payload needs
+    them. Compression may run on any thread (the event loop's, for appends); loading, training and
+    decompressing run on the connection's own thread, with its connection.
+    """
+
+    def __init__(self, db: Any) -> None:
+        self._db = db
+        self._dicts: dict[int, zstandard.ZstdCompressionDict] = {}
+        self._local = threading.local()
+        #: ``(id, dictionary)`` new payloads are compressed with; None until one is trained.
+        self.current: tuple[int, zstandard.ZstdCompressionDict] | None = None
+        # Compressed payloads stored without a dictionary (None: not counted yet this connection).
+        self._untrained: int | None = None
+
+    def load(self) -> None:
+        """Adopt the database's newest dictionary (none on a database too old to have the table)."""
+        try:
+            row = self._db.execute("SELECT id, data FROM zstd_dicts ORDER BY id DESC LIMIT 1").fetchone()
+        except Exception as exc:  # a read-only connection to a pre-version-4 file
+            if "no such table" in str(exc):
+                return
+            raise
+        if row is not None:
+            self.current = (int(row[0]), self._adopt(int(row[0]), bytes(row[1])))
+
+    def _adopt(self, dict_id: int, data: bytes) -> zstandard.ZstdCompressionDict:
+        d = zstandard.ZstdCompressionDict(data, dict_type=zstandard.DICT_TYPE_FULLDICT)
+        d.precompute_compress(level=ZSTD_LEVEL)  # read-only from here on: safe to share
+        self._dicts[dict_id] = d
+        return d
+
+    def _dictionary(self, dict_id: int) -> zstandard.ZstdCompressionDict:
+        d = self._dicts.get(dict_id)
+        if d is None:
+            row = self._db.execute("SELECT data FROM zstd_dicts WHERE id = ?", (dict_id,)).fetchone()
+            if row is None:
+                raise DecodeError(f"compression dictionary {dict_id} is missing")
+            try:
+                d = self._adopt(dict_id, bytes(row[0]))
+            except zstandard.ZstdError as exc:
+                raise DecodeError(f"compression dictionary {dict_id} is damaged ({exc})") from None
+        return d
+
+    def decompressor(self, dict_id: int) -> zstandard.ZstdDecompressor:
+        """This thread's decompressor for dictionary ``dict_id`` (loaded on first use)."""
+        cache: dict[int, zstandard.ZstdDecompressor] | None = getattr(self._local, "d", None)
+        if cache is None:
+            cache = self._local.d = {}
+        d = cache.get(dict_id)
+        if d is None:
+            d = cache[dict_id] = zstandard.ZstdDecompressor(dict_data=self._dictionary(dict_id))
+        return d
+
+    def decompress(self, dict_id: int, payload: bytes) -> bytes:
+        """The bytes of a payload compressed with dictionary ``dict_id``."""
+        return self.decompressor(dict_id).decompress(payload)
+
+    def compress(self, payload: bytes) -> tuple[int, bytes]:
+        """``(flags, bytes)`` of ``payload`` compressed with the current dictionary, if any."""
+        current = self.current
+        if current is None:
+            return FLAG_ZSTD, _compressor().compress(payload)
+        dict_id, d = current
+        cache: dict[int, zstandard.ZstdCompressor] | None = getattr(self._local, "c", None)
+        if cache is None:
+            cache = self._local.c = {}
+        c = cache.get(dict_id)
+        if c is None:
+            c = cache[dict_id] = zstandard.ZstdCompressor(
+                level=ZSTD_LEVEL, dict_data=d, write_checksum=False, write_dict_id=False
+            )
+        return FLAG_ZSTD | dict_id << DICT_SHIFT, c.compress(payload)
+
+    def count(self, flags: Iterable[int]) -> None:
+        """Count stored rows' compressed payloads toward the first dictionary's training."""
+        if self.current is None and self._untrained is not None:
+            self._untrained += sum(1 for f in flags if f & FLAG_ZSTD)
+
+    def train_if_due(self) -> None:
+        """Train the first dictionary once the database holds ``TRAIN_AT`` compressed payloads.
+
+        Call it outside a transaction, after the rows were committed.
+        """
+        if self.current is not None:
+            return
+        if self._untrained is None:  # first time on this connection: count what is stored
+            self._untrained = int(
+                self._db.execute(
+                    "SELECT count(*) FROM (SELECT 1 FROM messages WHERE flags & ? LIMIT ?)",
+                    (FLAG_ZSTD, TRAIN_AT),
+                ).fetchone()[0]
+            )
+        if self._untrained >= TRAIN_AT:
+            try:
+                self.train()
+            except BaseException:
+                self._untrained = 0  # back off: the next try comes TRAIN_AT payloads later
+                raise
+
+    def train(self, *, replace: bool = False) -> int | None:
+        """Train a dictionary on the newest compressed payloads and make it current.
+
+        Another connection's dictionary is adopted instead when there is one, unless ``replace``.
+        Returns the new dictionary's id, or None when there is too little to learn from.
+        """
+        with write_tx(self._db):
+            if not replace:
+                self.load()
+                if self.current is not None:
+                    return None
+            rows = self._db.execute(
+                "SELECT flags, payload FROM messages WHERE flags & ? ORDER BY id DESC LIMIT ?",
+                (FLAG_ZSTD, TRAIN_SAMPLES),
+            ).fetchall()
+            samples: list[Any] = []
+            for flags, payload in rows:
+                try:
+                    samples.append(inflate(flags, payload))
+                except (*PAYLOAD_ERRORS, DecodeError):
+                    continue  # a damaged row is reported when it is read, not here
+            self._untrained = len(samples)
+            if len(samples) < TRAIN_AT:
+                return None
+            dict_id = int(self._db.execute("SELECT coalesce(max(id), 0) + 1 FROM zstd_dicts").fetchone()[0])
+            try:
+                # fastcover with fixed parameters: ~3 ms for 64 samples, against ~50 ms for the
+                # default parameter search, for a ratio within 1% of it.
+                trained = zstandard.train_dictionary(
+                    DICT_SIZE, samples, dict_id=dict_id, k=256, d=8, f=16, accel=5, steps=1
+                )
+            except zstandard.ZstdError:
+                self._untrained = 0  # nothing learnable (tiny or random payloads): retry later
+                return None
+            data = trained.as_bytes()
+            self._db.execute(
+                "INSERT INTO zstd_dicts (id, data, samples, created_at) VALUES (?, ?, ?, ?)",
+                (dict_id, data, len(samples), time.time_ns() // 1_000_000),
+            )
+        self.current = (dict_id, self._adopt(dict_id, data))
+        return dict_id
+
+
+def bind(db: Any) -> Dictionaries:
+    """Make ``db``'s dictionaries the ones this thread reads payloads with (a connection's thread)."""
+    d: Dictionaries = Dictionaries(db)
+    d.load()
+    _local.dicts = d
+    return d
+
+
+def unbind() -> None:
+    """Forget this thread's dictionaries (code that bound a connection of its own, then closed it)."""
+    _local.__dict__.pop("dicts", None)
+
+
+def bound() -> Dictionaries:
+    """The dictionaries bound to this thread; a payload that needs them cannot be read without."""
+    d: Dictionaries | None = getattr(_local, "dicts", None)
+    if d is None:
+        raise DecodeError("payload needs a compression dictionary, and no database is bound to this thread")
+    return d
+
+
+def bound_or_none() -> Dictionaries | None:
+    """The dictionaries bound to this thread, if any."""
+    return getattr(_local, "dicts", None)
+
+
+@contextmanager
+def write_tx(c: Any) -> Iterator[None]:
+    """One write transaction that takes the write lock up front."""
+    c.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if c.in_transaction:
+            c.execute("ROLLBACK")
+        raise
+    try:
+        c.execute("COMMIT")
+    except BaseException:
+        if c.in_transaction:
+            c.execute("ROLLBACK")
+        raise
 
 
 ROLE_CODES: Final = {"user": 0, "assistant": 1, "system": 2}
@@ -136,11 +362,14 @@ def _map_media(content: Sequence[ContentBlock], fn: Any) -> list[ContentBlock]:
     return out
 
 
-def encode_message(message: Message, *, text: bool = False) -> EncodedMessage:
+def encode_message(
+    message: Message, *, text: bool = False, dicts: Dictionaries | None = None
+) -> EncodedMessage:
     """The row for ``message``: role code, flags, payload, and blobs to store.
 
     ``text=True`` also extracts the (body, tool) text for indexing or embedding now; appends
     leave it to the keyword index's batched fold, which re-reads it from the payload.
+    ``dicts``: the database's dictionaries, to compress with its current one.
     """
     try:
         role = ROLE_CODES[message.role]
@@ -162,11 +391,14 @@ def encode_message(message: Message, *, text: bool = False) -> EncodedMessage:
         payload = encode_content(content)
     except (TypeError, msgspec.EncodeError) as exc:
         raise DecodeError(f"message cannot be encoded: {exc}") from None
-    if len(payload) >= COMPRESS_MIN:
-        packed = _compressor().compress(payload)
+    if len(payload) >= (COMPRESS_MIN if dicts is None or dicts.current is None else DICT_COMPRESS_MIN):
+        if dicts is None:
+            zflags, packed = FLAG_ZSTD, _compressor().compress(payload)
+        else:
+            zflags, packed = dicts.compress(payload)
         if len(packed) < len(payload):
             payload = packed
-            flags |= FLAG_ZSTD
+            flags |= zflags
     body, tool = fts_columns(message) if text else ("", "")
     return EncodedMessage(role=role, flags=flags, payload=payload, blobs=blobs, body=body, tool=tool)
 

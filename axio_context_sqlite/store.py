@@ -87,7 +87,8 @@ class SQLiteContextStore(ContextStore):
         if not batch:
             return
         embed = self._embedder is not None
-        encoded = [encode_message(m, text=embed) for m in batch]
+        dicts = getattr(self._conn, "dicts", None)
+        encoded = [encode_message(m, text=embed, dicts=dicts) for m in batch]
         tokens = [self._counter.count(m) for m in batch]
         preview = ops.preview_for(batch)
         embeddings = None

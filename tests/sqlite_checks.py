@@ -13,6 +13,7 @@ from typing import Any
 import sqlean
 
 from axio_context import Message, TextBlock
+from axio_context_sqlite import storage
 from axio_context_sqlite.indexing import row_text
 from axio_context_sqlite.storage import blob_digests
 
@@ -46,11 +47,16 @@ def check_storage(path: Path) -> dict[str, int]:
     - no message row belongs to a session that does not exist;
     - every blob's ``refs`` equals the number of rows referencing it, and no blob is unreferenced;
     - every message with text is in the keyword index or its queue, exactly once (FTS5's own
-      integrity check passes too).
+      integrity check passes too);
+    - every compression dictionary a row names exists.
     """
     db = raw_connect(path)
+    storage.bind(db)  # payloads compressed with a dictionary are read through this connection
     try:
         assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        dicts = {r[0] for r in db.execute("SELECT id FROM zstd_dicts")}
+        used = {r[0] for r in db.execute("SELECT DISTINCT flags >> 8 FROM messages WHERE flags >> 8")}
+        assert used <= dicts, f"rows use missing compression dictionaries {used - dicts}"
         sessions = db.execute("SELECT sid, id, base_len, next_position FROM sessions").fetchall()
         own: dict[int, list[int]] = {}
         refs: Counter[bytes] = Counter()
@@ -84,6 +90,7 @@ def check_storage(path: Path) -> dict[str, int]:
         db.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
         return lengths
     finally:
+        storage.unbind()
         db.close()
 
 

@@ -1,0 +1,205 @@
+"""Zstandard dictionaries: trained from the database's own payloads, stored in it, used by every
+connection that reads it, and never at the cost of an append."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from axio_context import Message, TextBlock, ToolResultBlock
+from axio_context.errors import CorruptDataError
+from axio_context_sqlite import SQLiteContextStore, connect, open_database, storage
+from axio_context_sqlite.connection import run
+from axio_context_sqlite.storage import DICT_SHIFT, FLAG_ZSTD, TRAIN_AT
+
+from .sqlite_checks import check_storage, raw_connect
+
+_WORDS = (
+    "parser", "tokenizer", "state", "machine", "nested", "brackets", "database", "migration", "index",
+    "query", "latency", "cache", "retry", "backoff", "config", "path", "permission", "denied",
+    "timeout", "socket", "refactor", "edge", "unicode", "escape",
+)  # fmt: skip
+
+
+def _prose(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(n))
+
+
+def transcript(n: int, seed: int = 3) -> list[Message]:
+    """Tool results of ~0.6-3 KB (compressed alone) and short texts (compressed with a dictionary)."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        if i % 2:
+            out.append(
+                Message(
+                    role="user",
+                    content=[ToolResultBlock(tool_use_id=f"c{i}", content=_prose(rng, rng.randint(90, 400)))],
+                )
+            )
+        else:
+            out.append(Message(role="assistant", content=[TextBlock(text=_prose(rng, rng.randint(12, 40)))]))
+    return out
+
+
+def _dict_ids(path: Path) -> list[int]:
+    db = raw_connect(path)
+    try:
+        return [r[0] for r in db.execute("SELECT id FROM zstd_dicts ORDER BY id")]
+    finally:
+        db.close()
+
+
+def _flags(path: Path) -> list[int]:
+    db = raw_connect(path)
+    try:
+        return [r[0] for r in db.execute("SELECT flags FROM messages ORDER BY id")]
+    finally:
+        db.close()
+
+
+async def test_first_dictionary_is_trained_once_enough_payloads_are_compressed(db_path: Path) -> None:
+    messages = transcript(2 * TRAIN_AT + 40)
+    compressible = [i for i, m in enumerate(messages) if i % 2]  # every tool result is >= 512 bytes
+    due = compressible[TRAIN_AT - 1]  # the append that stores the TRAIN_AT-th compressed payload
+    async with connect(db_path) as conn:
+        store = SQLiteContextStore(conn, "s")
+        for m in messages[:due]:
+            await store.append(m)
+        assert _dict_ids(db_path) == []
+        await store.append(messages[due])
+        assert _dict_ids(db_path) == [1]
+        for m in messages[due + 1 :]:
+            await store.append(m)
+        assert await store.get_history() == messages
+    flags = _flags(db_path)
+    assert all(f >> DICT_SHIFT == 0 for f in flags[: due + 1])
+    after = flags[due + 1 :]
+    # every later payload of 64 bytes or more is compressed with dictionary 1, short texts too
+    assert after and all(f == FLAG_ZSTD | 1 << DICT_SHIFT for f in after)
+    async with connect(db_path) as conn:  # a new connection reads it, and compresses with it
+        store = SQLiteContextStore(conn, "s")
+        assert await store.get_history() == messages
+        await store.append(messages[1])
+    assert _flags(db_path)[-1] == FLAG_ZSTD | 1 << DICT_SHIFT
+    check_storage(db_path)
+
+
+async def test_dictionary_payloads_are_smaller_than_plain_zstd(db_path: Path) -> None:
+    messages = transcript(6 * TRAIN_AT)
+    async with connect(db_path) as conn:
+        await SQLiteContextStore(conn, "s").append_many(messages[: 2 * TRAIN_AT])
+        store = SQLiteContextStore(conn, "t")
+        for m in messages[2 * TRAIN_AT :]:
+            await store.append(m)
+    db = raw_connect(db_path)
+    try:
+        storage.bind(db)
+        with_dict = plain = 0
+        plain_zstd = zstandard.ZstdCompressor(level=storage.ZSTD_LEVEL)
+        for flags, payload in db.execute("SELECT flags, payload FROM messages WHERE flags >> 8"):
+            raw = storage.inflate(flags, payload)
+            with_dict += len(payload)
+            plain += min(len(raw), len(plain_zstd.compress(raw)))
+    finally:
+        storage.unbind()
+        db.close()
+    assert with_dict < 0.85 * plain, (with_dict, plain)
+
+
+async def test_connections_share_one_dictionary(db_path: Path) -> None:
+    """A connection that has not seen the database's dictionary adopts it instead of training its own."""
+    messages = transcript(2 * TRAIN_AT + 20)
+    async with connect(db_path) as a, connect(db_path) as b:
+        sa, sb = SQLiteContextStore(a, "a"), SQLiteContextStore(b, "b")
+        await sa.append(messages[1])  # a has counted the stored payloads: 1
+        for m in messages:
+            await sb.append(m)  # b trains dictionary 1
+        assert _dict_ids(db_path) == [1]
+        for m in messages[: 2 * TRAIN_AT]:
+            await sa.append(m)  # a reaches the count, finds dictionary 1 and adopts it
+        assert _dict_ids(db_path) == [1]
+        await sa.append(messages[3])
+        assert await sa.get_history() == [messages[1], *messages[: 2 * TRAIN_AT], messages[3]]
+        assert await sb.get_history() == messages
+    assert _flags(db_path)[-1] == FLAG_ZSTD | 1 << DICT_SHIFT
+    check_storage(db_path)
+
+
+async def test_rows_of_an_older_dictionary_stay_readable(db_path: Path) -> None:
+    messages = transcript(3 * TRAIN_AT)
+    async with connect(db_path) as conn:
+        store = SQLiteContextStore(conn, "s")
+        for m in messages[: 2 * TRAIN_AT + 20]:
+            await store.append(m)
+        assert conn.dicts is not None
+        assert await run(conn, lambda _c: conn.dicts.train(replace=True)) == 2  # type: ignore[union-attr]
+        for m in messages[2 * TRAIN_AT + 20 :]:
+            await store.append(m)
+    used = {f >> DICT_SHIFT for f in _flags(db_path)}
+    assert {1, 2} <= used
+    async with connect(db_path) as conn:  # current is 2; dictionary 1 is loaded when a row needs it
+        assert conn.dicts is not None and conn.dicts.current is not None
+        assert conn.dicts.current[0] == 2
+        assert await SQLiteContextStore(conn, "s").get_history() == messages
+    check_storage(db_path)
+
+
+async def test_a_missing_dictionary_is_named_and_other_sessions_still_read(db_path: Path) -> None:
+    messages = transcript(2 * TRAIN_AT + 10)
+    async with connect(db_path) as conn:
+        await SQLiteContextStore(conn, "plain").append(messages[0])  # before the dictionary
+        for m in messages:
+            await SQLiteContextStore(conn, "s").append(m)
+    db = raw_connect(db_path)
+    with db:
+        db.execute("DELETE FROM zstd_dicts")
+    db.close()
+    async with connect(db_path) as conn:
+        with pytest.raises(CorruptDataError, match=r"session 's' position \d+.*dictionary 1 is missing"):
+            await SQLiteContextStore(conn, "s").get_history()
+        assert await SQLiteContextStore(conn, "plain").get_history() == [messages[0]]
+
+
+async def test_a_failed_training_never_fails_the_append(db_path: Path) -> None:
+    """The append is committed before training; a training that fails is retried later."""
+    messages = transcript(4 * TRAIN_AT + 10)
+    async with connect(db_path) as conn:
+        db = raw_connect(db_path)
+        with db:
+            db.execute(
+                "CREATE TRIGGER no_dicts BEFORE INSERT ON zstd_dicts"
+                " BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+            )
+        store = SQLiteContextStore(conn, "s")
+        for m in messages[: 2 * TRAIN_AT + 10]:
+            await store.append(m)  # training fails at the TRAIN_AT-th compressed payload
+        assert _dict_ids(db_path) == []
+        with db:
+            db.execute("DROP TRIGGER no_dicts")
+        db.close()
+        for m in messages[2 * TRAIN_AT + 10 :]:
+            await store.append(m)  # TRAIN_AT compressed payloads later it is tried again
+        assert _dict_ids(db_path) == [1]
+        assert await store.get_history() == messages
+    check_storage(db_path)
+
+
+async def test_bulk_imports_train_too(db_path: Path, tmp_path: Path) -> None:
+    messages = transcript(2 * TRAIN_AT + 10)
+    src = tmp_path / "src.db"
+    async with connect(src) as conn:
+        await SQLiteContextStore(conn, "s").append_many(messages)
+    out = tmp_path / "s.jsonl"
+    async with open_database(src) as db:
+        with out.open("wb") as f:
+            await db.export(f.write, format="jsonl")
+    async with open_database(db_path) as db:
+        await db.import_file(out)
+    assert _dict_ids(db_path) == [1]
+    async with connect(db_path) as conn:
+        assert await SQLiteContextStore(conn, "s").get_history() == messages
+    check_storage(db_path)
