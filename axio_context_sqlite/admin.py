@@ -150,6 +150,8 @@ class Stats(msgspec.Struct, frozen=True):
     file_bytes: int
     wal_bytes: int
     by_project: list[ProjectStats]
+    payload_bytes: int = 0  # the stored rows' payloads, as stored (compressed or not)
+    dictionaries: int = 0  # Zstandard dictionaries the payloads are compressed with
 
 
 class VacuumReport(msgspec.Struct, frozen=True):
@@ -695,7 +697,10 @@ def stats(c: Any, path: Path) -> Stats:
                 " FROM sessions GROUP BY project ORDER BY COUNT(*) DESC, project"
             ).fetchall()
         ]
-        stored = int(c.execute("SELECT COUNT(*) FROM messages").fetchone()[0])
+        stored, payload_bytes = c.execute(
+            "SELECT COUNT(*), COALESCE(SUM(length(payload)), 0) FROM messages"
+        ).fetchone()
+        dictionaries = int(c.execute("SELECT COUNT(*) FROM zstd_dicts").fetchone()[0])
         checkpoints = int(c.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0])
         blobs, blob_bytes = c.execute("SELECT COUNT(*), COALESCE(SUM(length(data)), 0) FROM blobs").fetchone()
         page_size = int(c.execute("PRAGMA page_size").fetchone()[0])
@@ -705,7 +710,7 @@ def stats(c: Any, path: Path) -> Stats:
     return Stats(
         sessions=sum(p.sessions for p in by_project),
         messages=sum(p.messages for p in by_project),
-        stored_messages=stored,
+        stored_messages=int(stored),
         input_tokens=sum(p.input_tokens for p in by_project),
         output_tokens=sum(p.output_tokens for p in by_project),
         checkpoints=checkpoints,
@@ -718,6 +723,8 @@ def stats(c: Any, path: Path) -> Stats:
         file_bytes=_size(path),
         wal_bytes=_size(_wal(path)),
         by_project=by_project,
+        payload_bytes=int(payload_bytes),
+        dictionaries=dictionaries,
     )
 
 

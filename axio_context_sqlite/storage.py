@@ -246,7 +246,8 @@ class Dictionaries:
             samples: list[Any] = []
             for flags, payload in rows:
                 try:
-                    samples.append(inflate(flags, payload))
+                    dict_id = flags >> DICT_SHIFT
+                    samples.append(self.decompress(dict_id, payload) if dict_id else inflate(flags, payload))
                 except (*PAYLOAD_ERRORS, DecodeError):
                     continue  # a damaged row is reported when it is read, not here
             self._untrained = len(samples)

@@ -19,6 +19,7 @@ from axio_context_sqlite import SQLiteContextStore, connect
 from axio_context_sqlite.cli import cli
 
 from .cli_helpers import build_rich_db, check_storage, invoke, invoke_json
+from .sqlite_checks import scalar
 
 
 @pytest.fixture
@@ -562,7 +563,10 @@ def test_stats(rich: dict[str, str], db: Path) -> None:
     projects = {p["project"]: p for p in s["by_project"]}
     assert projects["/work/beta"]["sessions"] == 2
     assert json.loads(invoke("stats", "--nl").stdout) == s
+    assert s["payload_bytes"] == scalar(db, "SELECT SUM(length(payload)) FROM messages") > 0
+    assert s["dictionaries"] == scalar(db, "SELECT COUNT(*) FROM zstd_dicts") == 0  # short messages only
     text_out = invoke("stats").stdout
+    assert "(0 compression dictionaries)" in text_out
     assert f"database   {db}" in text_out and "sessions   7" in text_out and "/work/gamma" in text_out
 
 

@@ -15,7 +15,7 @@ from axio_context_sqlite import SQLiteContextStore, connect, open_database, stor
 from axio_context_sqlite.connection import run
 from axio_context_sqlite.storage import DICT_SHIFT, FLAG_ZSTD, TRAIN_AT
 
-from .sqlite_checks import check_storage, raw_connect
+from .sqlite_checks import check_storage, raw_connect, scalar
 
 _WORDS = (
     "parser", "tokenizer", "state", "machine", "nested", "brackets", "database", "migration", "index",
@@ -199,7 +199,10 @@ async def test_bulk_imports_train_too(db_path: Path, tmp_path: Path) -> None:
             await db.export(f.write, format="jsonl")
     async with open_database(db_path) as db:
         await db.import_file(out)
+        stats = await db.stats()
     assert _dict_ids(db_path) == [1]
+    assert stats.dictionaries == 1
+    assert stats.payload_bytes == scalar(db_path, "SELECT SUM(length(payload)) FROM messages")
     async with connect(db_path) as conn:
         assert await SQLiteContextStore(conn, "s").get_history() == messages
     check_storage(db_path)
