@@ -23,6 +23,7 @@ import msgspec
 from axio_context.codec import encode_messages_msgpack
 from axio_context.errors import (
     AmbiguousSessionError,
+    DecodeError,
     DestinationExistsError,
     SessionExistsError,
     SessionNotFoundError,
@@ -53,6 +54,7 @@ __all__ = [
     "ImportReport",
     "ImportedSession",
     "ProjectStats",
+    "RecompressReport",
     "SessionView",
     "Stats",
     "VacuumReport",
@@ -165,6 +167,15 @@ class VacuumReport(msgspec.Struct, frozen=True):
     bytes_before: int
     bytes_after: int
     wal_busy: bool
+
+
+class RecompressReport(msgspec.Struct, frozen=True):
+    """What :func:`recompress` rewrote: payloads, their bytes before and after, the dictionary."""
+
+    dictionary: int | None  # None: too few compressible payloads to train one
+    rows: int
+    bytes_before: int
+    bytes_after: int
 
 
 # --- resolving ids -------------------------------------------------------------------------------
@@ -764,27 +775,77 @@ def prune(
     return infos
 
 
-def vacuum(c: Any, path: Path) -> VacuumReport:
+#: Rows rewritten per transaction by :func:`recompress`.
+_RECOMPRESS_BATCH: Final = 1000
+
+
+def recompress(c: Any, progress: Progress | None = None) -> RecompressReport:
+    """Train a new compression dictionary on a random sample of the whole database, then rewrite
+    every payload that is not compressed with it, a batch per transaction.
+
+    For a database upgraded from before dictionaries, or whose content drifted from what its
+    dictionary was trained on. The contents do not change, only their encoding; readers see each
+    row before or after, and a crash leaves finished batches done. Older dictionaries stay: another
+    connection may still be compressing with one.
+    """
+    dicts = storage.bound()
+    new_id = dicts.train(replace=True, spread=True)
+    if new_id is None:
+        return RecompressReport(dictionary=None, rows=0, bytes_before=0, bytes_after=0)
+    total = int(c.execute("SELECT COUNT(*) FROM messages").fetchone()[0])
+    done = rows = before = after = 0
+    last = -1
+    while True:
+        with ops.write_tx(c):
+            batch = c.execute(
+                "SELECT id, flags, payload FROM messages WHERE id > ? ORDER BY id LIMIT ?",
+                (last, _RECOMPRESS_BATCH),
+            ).fetchall()
+            if not batch:
+                break
+            updates = []
+            for mid, flags, payload in batch:
+                if flags >> storage.DICT_SHIFT == new_id:
+                    continue
+                try:
+                    new_flags, new_payload = storage.recompress(dicts, flags, payload)
+                except (*storage.PAYLOAD_ERRORS, DecodeError):
+                    continue  # a damaged row stays as it is; reading it names it
+                if new_payload != payload:
+                    updates.append((new_flags, new_payload, mid))
+                    before += len(payload)
+                    after += len(new_payload)
+            c.executemany("UPDATE messages SET flags = ?, payload = ? WHERE id = ?", updates)
+        rows += len(updates)
+        done += len(batch)
+        last = batch[-1][0]
+        if progress is not None:
+            progress(done, total)
+    return RecompressReport(dictionary=new_id, rows=rows, bytes_before=before, bytes_after=after)
+
+
+def vacuum(c: Any, path: Path, full: bool = False) -> VacuumReport:
     """Reclaim free pages, then truncate the WAL.
 
     With ``auto_vacuum = INCREMENTAL`` the free pages are moved to the end of the file and cut
-    off in place (``PRAGMA incremental_vacuum``): no copy of the database, no extra disk. Otherwise
-    SQLite's only way is ``VACUUM``, which rebuilds the database through a temporary copy and
-    the WAL, so it needs up to about twice the database's size free while it runs.
+    off in place (``PRAGMA incremental_vacuum``): no copy of the database, no extra disk. Otherwise,
+    or with ``full``, SQLite's ``VACUUM`` rebuilds the database through a temporary copy and the
+    WAL, so it needs up to about twice the database's size free while it runs; it also packs
+    pages that rows shrank on (after :func:`recompress`), which the incremental way cannot.
     """
     on_disk = _size(path) + _size(_wal(path))
     mode = int(c.execute("PRAGMA auto_vacuum").fetchone()[0])
     page_size = int(c.execute("PRAGMA page_size").fetchone()[0])
     before = int(c.execute("PRAGMA page_count").fetchone()[0])
     free = int(c.execute("PRAGMA freelist_count").fetchone()[0])
-    if mode == 2:
+    if mode == 2 and not full:
         c.execute("PRAGMA incremental_vacuum").fetchall()
     else:
         c.execute("VACUUM")
     busy = c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
     after = int(c.execute("PRAGMA page_count").fetchone()[0])
     return VacuumReport(
-        method="incremental" if mode == 2 else "full",
+        method="incremental" if mode == 2 and not full else "full",
         pages_before=before,
         pages_after=after,
         free_pages_before=free,

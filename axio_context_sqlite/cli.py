@@ -30,7 +30,7 @@ from axio_context.errors import AxioContextError, EmbedderUnavailableError
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FORMATS, FormatName, message_range, render_blocks, render_header
 
-from .database import Database, open_database
+from .database import Database, RecompressReport, VacuumReport, open_database
 from .search import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit
 
 __all__ = ["cli", "default_db_path", "main"]
@@ -663,10 +663,29 @@ def prune(
 
 
 @cli.command()
+@click.option(
+    "--recompress",
+    is_flag=True,
+    help="First retrain the compression dictionary on the whole database, rewrite every payload "
+    "with it, then rebuild the file (a full vacuum).",
+)
 @click.pass_context
-def vacuum(ctx: click.Context) -> None:
+def vacuum(ctx: click.Context, recompress: bool) -> None:
     """Reclaim the space deleted sessions left, and truncate the WAL."""
-    r = _with_db(ctx, False, lambda db: db.vacuum())
+
+    async def both(db: Database) -> tuple[RecompressReport | None, VacuumReport]:
+        # rows shrink in place: only a full rebuild packs the pages they leave part-empty
+        return (await db.recompress() if recompress else None), await db.vacuum(full=recompress)
+
+    rc, r = _with_db(ctx, False, both)
+    if rc is not None:
+        if rc.dictionary is None:
+            click.echo("recompress: too few compressible payloads to train a dictionary yet")
+        else:
+            click.echo(
+                f"recompressed {rc.rows:,} payload(s) with dictionary {rc.dictionary}:"
+                f" {_size(rc.bytes_before)} -> {_size(rc.bytes_after)}"
+            )
     note = " (WAL still in use by another connection)" if r.wal_busy else ""
     click.echo(f"{r.method} vacuum: {_size(r.bytes_before)} -> {_size(r.bytes_after)}{note}")
 

@@ -34,6 +34,7 @@ from .admin import (
     ExportSummary,
     ImportReport,
     Progress,
+    RecompressReport,
     SessionView,
     Sink,
     Stats,
@@ -52,6 +53,7 @@ __all__ = [
     "ExportSummary",
     "ImportReport",
     "IndexStatus",
+    "RecompressReport",
     "ReindexProgress",
     "ReindexReport",
     "SearchHit",
@@ -372,9 +374,15 @@ class Database:
         recently updated (within ``project`` if given); returns them (only lists with ``dry_run``)."""
         return await run(self._conn, admin.prune, _ms(before), keep, project, dry_run)
 
-    async def vacuum(self) -> VacuumReport:
-        """Reclaim free space and truncate the WAL (see :func:`.admin.vacuum` for which way)."""
-        return await run(self._conn, admin.vacuum, self._path)
+    async def recompress(self, progress: Progress | None = None) -> RecompressReport:
+        """Retrain the compression dictionary on the whole database and rewrite every payload
+        with it (see :func:`.admin.recompress`); ``vacuum`` then gives the space back."""
+        return await run(self._conn, admin.recompress, progress)
+
+    async def vacuum(self, *, full: bool = False) -> VacuumReport:
+        """Reclaim free space and truncate the WAL (see :func:`.admin.vacuum` for which way;
+        ``full`` always rebuilds the file)."""
+        return await run(self._conn, admin.vacuum, self._path, full)
 
     async def backup(self, dest: str | Path, *, overwrite: bool = False) -> None:
         """Write a consistent copy to ``dest`` with SQLite's backup API, while the database is in use."""

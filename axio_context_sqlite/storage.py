@@ -64,6 +64,7 @@ __all__ = [
     "decode_row",
     "encode_message",
     "media_digests",
+    "recompress",
     "restore_media",
     "unbind",
     "write_tx",
@@ -228,19 +229,22 @@ class Dictionaries:
                 self._untrained = 0  # back off: the next try comes TRAIN_AT payloads later
                 raise
 
-    def train(self, *, replace: bool = False) -> int | None:
-        """Train a dictionary on the newest compressed payloads and make it current.
+    def train(self, *, replace: bool = False, spread: bool = False) -> int | None:
+        """Train a dictionary on compressed payloads and make it current.
 
-        Another connection's dictionary is adopted instead when there is one, unless ``replace``.
-        Returns the new dictionary's id, or None when there is too little to learn from.
+        The samples are the newest payloads, or with ``spread`` a random draw from the whole
+        database. Another connection's dictionary is adopted instead when there is one, unless
+        ``replace``. Returns the new dictionary's id, or None when there is too little to learn from.
         """
         with write_tx(self._db):
             if not replace:
                 self.load()
                 if self.current is not None:
                     return None
+            chosen = "ORDER BY random()" if spread else "ORDER BY id DESC"
             rows = self._db.execute(
-                "SELECT flags, payload FROM messages WHERE flags & ? ORDER BY id DESC LIMIT ?",
+                "SELECT flags, payload FROM messages WHERE id IN"
+                f" (SELECT id FROM messages WHERE flags & ? {chosen} LIMIT ?)",
                 (FLAG_ZSTD, TRAIN_SAMPLES),
             ).fetchall()
             samples: list[Any] = []
@@ -270,6 +274,18 @@ class Dictionaries:
             )
         self.current = (dict_id, self._adopt(dict_id, data))
         return dict_id
+
+
+def recompress(dicts: Dictionaries, flags: int, payload: bytes) -> tuple[int, bytes]:
+    """A stored row's ``(flags, payload)`` compressed with the current dictionary (or stored
+    plain when that is not smaller); the blobs flag is kept."""
+    dict_id = flags >> DICT_SHIFT
+    raw = dicts.decompress(dict_id, payload) if dict_id else inflate(flags, payload)
+    keep = flags & FLAG_BLOBS
+    if len(raw) < DICT_COMPRESS_MIN:
+        return keep, raw
+    zflags, packed = dicts.compress(raw)
+    return (keep | zflags, packed) if len(packed) < len(raw) else (keep, raw)
 
 
 def bind(db: Any) -> Dictionaries:

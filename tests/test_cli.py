@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import secrets
 import sqlite3
 from pathlib import Path
@@ -648,6 +649,29 @@ def test_prune_keeps_forks_of_pruned_sessions(rich: dict[str, str], db: Path) ->
     ids = {s["session_id"] for s in invoke_json("list-sessions", "--json")}
     assert rich["child"] not in ids and len(ids) == 6
     assert invoke_json("show", rich["grandchild"], "--json", "--full") == before
+    check_storage(db)
+
+
+def test_vacuum_recompress(db: Path) -> None:
+    words = ("retry", "the", "failing", "query", "with", "a", "smaller", "batch", "then", "log", "latency")
+    rng = random.Random(5)
+
+    def prose(n: int) -> str:
+        return " ".join(rng.choice(words) for _ in range(n))
+
+    sessions = {f"s{i}": [text("user", prose(150)), text("assistant", prose(20))] for i in range(40)}
+    _make(db, sessions)
+    assert invoke("vacuum", "--recompress").stdout.startswith("recompress: too few")  # 40 < 64
+    _make(db, {f"t{i}": [text("user", prose(150))] for i in range(40)})
+    first, second = invoke("vacuum", "--recompress").stdout.splitlines()
+    assert first.startswith("recompressed ") and " with dictionary " in first
+    assert second.startswith("full vacuum: ")  # rows shrank in place: only a rebuild packs them
+    s = invoke_json("stats", "--json")
+    assert s["dictionaries"] == scalar(db, "SELECT COUNT(*) FROM zstd_dicts") >= 1
+    assert scalar(db, "SELECT COUNT(*) FROM messages WHERE flags >> 8 = 0 AND length(payload) >= 64") == 0
+    assert [m["content"][0]["text"] for m in invoke_json("show", "s7", "--json")["messages"]] == [
+        m.text for m in sessions["s7"]
+    ]
     check_storage(db)
 
 

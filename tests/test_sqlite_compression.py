@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from axio_context import Message, TextBlock, ToolResultBlock
+from axio_context import ImageBlock, Message, TextBlock, ToolResultBlock
 from axio_context.errors import CorruptDataError
 from axio_context_sqlite import SQLiteContextStore, connect, open_database, storage
 from axio_context_sqlite.connection import run
@@ -206,3 +206,78 @@ async def test_bulk_imports_train_too(db_path: Path, tmp_path: Path) -> None:
     async with connect(db_path) as conn:
         assert await SQLiteContextStore(conn, "s").get_history() == messages
     check_storage(db_path)
+
+
+async def _stored_without_dictionary(db_path: Path, messages: list[Message]) -> None:
+    """Store ``messages`` the way a database from before dictionaries holds them."""
+    async with connect(db_path) as conn:
+        blocker = raw_connect(db_path)
+        with blocker:
+            blocker.execute(
+                "CREATE TRIGGER no_dicts BEFORE INSERT ON zstd_dicts"
+                " BEGIN SELECT RAISE(ABORT, 'not yet'); END"
+            )
+        await SQLiteContextStore(conn, "old").append_many(messages)
+        with blocker:
+            blocker.execute("DROP TRIGGER no_dicts")
+        blocker.close()
+
+
+async def test_recompress_rewrites_every_payload_with_a_new_dictionary(db_path: Path) -> None:
+    image = Message(
+        role="user",
+        content=[
+            TextBlock(text="and this screenshot " * 30),
+            ImageBlock(media_type="image/png", data=bytes(range(256)) * 8),
+        ],
+    )
+    messages = [*transcript(3 * TRAIN_AT), image]
+    await _stored_without_dictionary(db_path, messages)
+    assert _dict_ids(db_path) == [] and not any(f >> DICT_SHIFT for f in _flags(db_path))
+    before = scalar(db_path, "SELECT SUM(length(payload)) FROM messages")
+    async with connect(db_path) as conn:
+        fork = await SQLiteContextStore(conn, "old").fork()
+    async with open_database(db_path) as db:
+        report = await db.recompress()
+    assert report.dictionary == 1 and _dict_ids(db_path) == [1]
+    after = scalar(db_path, "SELECT SUM(length(payload)) FROM messages")
+    assert report.bytes_before - report.bytes_after == before - after > 0.15 * before
+    flags = _flags(db_path)
+    assert report.rows == sum(1 for f in flags if f >> DICT_SHIFT == 1) > 2 * TRAIN_AT
+    assert flags[-1] & storage.FLAG_BLOBS  # the image row kept its blob reference
+    async with connect(db_path) as conn:
+        assert await SQLiteContextStore(conn, "old").get_history() == messages
+        assert await SQLiteContextStore(conn, fork.session_id).get_history() == messages
+    check_storage(db_path)
+
+
+async def test_recompress_keeps_older_dictionaries_for_connections_still_using_them(db_path: Path) -> None:
+    messages = transcript(3 * TRAIN_AT)
+    async with connect(db_path) as conn:
+        store = SQLiteContextStore(conn, "s")
+        for m in messages[: 2 * TRAIN_AT + 10]:
+            await store.append(m)  # trains dictionary 1; this connection keeps compressing with it
+        async with open_database(db_path) as db:
+            assert (await db.recompress()).dictionary == 2
+        for m in messages[2 * TRAIN_AT + 10 :]:
+            await store.append(m)
+    assert _dict_ids(db_path) == [1, 2]
+    flags = _flags(db_path)
+    # the rows before the recompress use dictionary 2; the old connection's later ones use 1
+    assert {f >> DICT_SHIFT for f in flags[: 2 * TRAIN_AT + 10]} == {2}
+    assert {f >> DICT_SHIFT for f in flags[2 * TRAIN_AT + 10 :]} == {1}
+    async with connect(db_path) as conn:
+        assert await SQLiteContextStore(conn, "s").get_history() == messages
+    check_storage(db_path)
+
+
+async def test_recompress_with_too_little_to_learn_from_changes_nothing(db_path: Path) -> None:
+    messages = transcript(20)
+    async with connect(db_path) as conn:
+        await SQLiteContextStore(conn, "s").append_many(messages)
+    rows = scalar(db_path, "SELECT group_concat(hex(payload)) FROM messages")
+    async with open_database(db_path) as db:
+        report = await db.recompress()
+    assert (report.dictionary, report.rows) == (None, 0)
+    assert scalar(db_path, "SELECT group_concat(hex(payload)) FROM messages") == rows
+    assert _dict_ids(db_path) == []
