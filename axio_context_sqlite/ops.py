@@ -44,12 +44,10 @@ from .storage import (
     media_digests,
     restore_media,
     unzstd,
-)
-from .storage import (
-    write_tx as write_tx,
+    write_tx,
 )
 
-__all__ = ["SHIFT", "Embeddings", "SessionPage"]
+__all__ = ["SHIFT", "Embeddings", "SessionPage", "write_tx"]
 
 SHIFT: Final = 32
 _ROLES: Final = ROLE_NAMES
@@ -192,7 +190,7 @@ def read_messages(
     ``times``, when given, receives each message's ``created_at`` (ms), in the same order.
     """
     out: list[Any] = []
-    with_media: list[tuple[int, int, Any, list[Any]]] = []  # (index in out, id, role, content)
+    with_media: list[tuple[int, int, Any, list[Any]]] = []  # (index in out, position, role, content)
     fetch = _fetch_blobs(c)
     dicts = storage.bound_or_none()
     dict_id, undict = 0, None  # the last dictionary's decompressor: a session rarely has two
