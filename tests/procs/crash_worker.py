@@ -35,6 +35,15 @@ IMAGES = [bytes([i + 1]) * 2000 for i in range(3)]
 MAX_SESSIONS = 10
 
 
+_WORDS = ("commit", "rollback", "page", "journal", "checkpoint", "reader", "writer", "lock", "frame")
+
+
+def _filler(rng: random.Random) -> str:
+    """Often nothing; else ~1 KB of words, so payloads get compressed and a compression
+    dictionary gets trained (and killed in the middle of) during the rounds."""
+    return "" if rng.random() < 0.6 else " " + " ".join(rng.choice(_WORDS) for _ in range(130))
+
+
 def make_message(text: str, image: int) -> Message:
     """The message a log record describes: its text, and image ``image`` unless it is -1."""
     content: list[Any] = [TextBlock(text=text)]
@@ -64,14 +73,16 @@ async def lineage(db: str, log: Log, round_no: int, rng: random.Random) -> None:
             roll = rng.random()
             if roll < 0.45:
                 k += 1
-                msgs = [[f"r{round_no}-{k}", rng.choice([-1, -1, -1, 0, 1, 2])]]
+                msgs = [[f"r{round_no}-{k}{_filler(rng)}", rng.choice([-1, -1, -1, 0, 1, 2])]]
                 log.write("I", {"op": "append", "s": sid, "msgs": msgs})
                 await store.append(make_message(*msgs[0]))
                 log.write("A", {})
             elif roll < 0.75:
                 k += 1
                 n = rng.randint(2, 6)
-                msgs = [[f"r{round_no}-{k}.{j}/{n}", rng.choice([-1, -1, 0, 1])] for j in range(n)]
+                msgs = [
+                    [f"r{round_no}-{k}.{j}/{n}{_filler(rng)}", rng.choice([-1, -1, 0, 1])] for j in range(n)
+                ]
                 log.write("I", {"op": "append", "s": sid, "msgs": msgs})
                 await store.append_many([make_message(*m) for m in msgs])
                 log.write("A", {})
