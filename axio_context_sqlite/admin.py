@@ -176,6 +176,7 @@ class RecompressReport(msgspec.Struct, frozen=True):
     rows: int
     bytes_before: int
     bytes_after: int
+    dictionaries_removed: int = 0  # older dictionaries no row used any more
 
 
 # --- resolving ids -------------------------------------------------------------------------------
@@ -456,8 +457,8 @@ def _insert_messages(c: Any, sid: int, first: int, batch: Sequence[_Stamped]) ->
     blobs: list[tuple[bytes, bytes]] = []
     spent = 0
     dicts = storage.bound_or_none()
-    for i, item in enumerate(batch):
-        e = encode_message(item.message, text=True, dicts=dicts)
+    encoded = ops.ensure_dictionaries(c, [encode_message(m.message, text=True, dicts=dicts) for m in batch])
+    for i, (item, e) in enumerate(zip(batch, encoded, strict=True)):
         t = estimate_message_tokens(item.message)
         spent += t
         rows.append((key(sid, first + i), e.role, e.flags, item.created_ms, t, e.payload))
@@ -784,9 +785,10 @@ def recompress(c: Any, progress: Progress | None = None) -> RecompressReport:
     every payload that is not compressed with it, a batch per transaction.
 
     For a database upgraded from before dictionaries, or whose content drifted from what its
-    dictionary was trained on. The contents do not change, only their encoding; readers see each
-    row before or after, and a crash leaves finished batches done. Older dictionaries stay: another
-    connection may still be compressing with one.
+    dictionary was trained on, or to forget deleted sessions: a dictionary holds fragments of
+    what it was trained on, so the older ones no row uses any more are deleted, and the keyword
+    index is merged (dropping deleted messages' terms). The contents do not change, only their
+    encoding; readers see each row before or after, and a crash leaves finished batches done.
     """
     dicts = storage.bound()
     new_id = dicts.train(replace=True, spread=True)
@@ -821,7 +823,18 @@ def recompress(c: Any, progress: Progress | None = None) -> RecompressReport:
         last = batch[-1][0]
         if progress is not None:
             progress(done, total)
-    return RecompressReport(dictionary=new_id, rows=rows, bytes_before=before, bytes_after=after)
+    with ops.write_tx(c):
+        # Another connection may still be compressing with an older dictionary: its append finds
+        # the dictionary gone (the append trigger checks) and compresses again with the new one.
+        removed = c.execute(
+            "DELETE FROM zstd_dicts WHERE id != ? AND id NOT IN"
+            " (SELECT DISTINCT flags >> ? FROM messages WHERE flags >> ?) RETURNING id",
+            (new_id, storage.DICT_SHIFT, storage.DICT_SHIFT),
+        ).fetchall()
+        # Merging the keyword index into one segment drops the terms of deleted messages too.
+        indexing.flush_pending(c)
+        c.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
+    return RecompressReport(new_id, rows, before, after, dictionaries_removed=len(removed))
 
 
 def vacuum(c: Any, path: Path, full: bool = False) -> VacuumReport:

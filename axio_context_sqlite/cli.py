@@ -684,7 +684,8 @@ def vacuum(ctx: click.Context, recompress: bool) -> None:
         else:
             click.echo(
                 f"recompressed {rc.rows:,} payload(s) with dictionary {rc.dictionary}:"
-                f" {_size(rc.bytes_before)} -> {_size(rc.bytes_after)}"
+                f" {_size(rc.bytes_before)} -> {_size(rc.bytes_after)};"
+                f" {rc.dictionaries_removed} unused dictionary(ies) deleted"
             )
     note = " (WAL still in use by another connection)" if r.wal_busy else ""
     click.echo(f"{r.method} vacuum: {_size(r.bytes_before)} -> {_size(r.bytes_after)}{note}")

@@ -345,19 +345,15 @@ def append(
         # The common case, one plain message: one statement whose temp trigger does the whole
         # transaction (see _APPEND_TRIGGER), ~40% cheaper than four statements from Python.
         e = encoded[0]
-        c.execute(
-            "INSERT INTO temp.axio_append VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                session_id,
-                project,
-                e.role,
-                e.flags,
-                now,
-                tokens[0],
-                e.payload,
-                None if preview is None else preview[1],
-            ),
-        )
+        text = None if preview is None else preview[1]
+        try:
+            _append_one(c, session_id, project, e, now, tokens[0], text)
+        except Exception as exc:
+            if _DICT_GONE not in str(exc):
+                raise
+            # `vacuum --recompress` deleted the dictionary this payload was compressed with after
+            # it was encoded: compress it again with the database's newest one.
+            _append_one(c, session_id, project, _reencode(c, encoded)[0], now, tokens[0], text)
         _maybe_flush(c)
         _after_append(c, [e.flags])
         return -1
@@ -377,6 +373,7 @@ def append(
             ).fetchone()
         sid, first, preview_pos, session_project = r
         base = key(sid, first)
+        encoded = ensure_dictionaries(c, encoded)
         c.executemany(
             "INSERT INTO messages (id, role, flags, created_at, tokens, payload) VALUES (?, ?, ?, ?, ?, ?)",
             [
@@ -405,6 +402,51 @@ def append(
             )
     _after_append(c, [e.flags for e in encoded])
     return int(first)
+
+
+def _append_one(
+    c: Any,
+    session_id: str,
+    project: str | None,
+    e: EncodedMessage,
+    now: int,
+    tokens: int,
+    preview: str | None,
+) -> None:
+    c.execute(
+        "INSERT INTO temp.axio_append VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (session_id, project, e.role, e.flags, now, tokens, e.payload, preview),
+    )
+
+
+#: What the append trigger raises for a payload whose compression dictionary is gone.
+_DICT_GONE: Final = "axio: compression dictionary gone"
+
+
+def ensure_dictionaries(c: Any, encoded: Sequence[EncodedMessage]) -> Sequence[EncodedMessage]:
+    """``encoded``, re-encoded if a dictionary it was compressed with is no longer in the
+    database (``vacuum --recompress`` deletes the ones no row uses). Inside the write transaction,
+    so the check holds until the rows are in."""
+    used = {e.flags >> DICT_SHIFT for e in encoded} - {0}
+    if not used:
+        return encoded
+    marks = ",".join("?" * len(used))
+    found = {r[0] for r in c.execute(f"SELECT id FROM zstd_dicts WHERE id IN ({marks})", sorted(used))}
+    return encoded if found == used else _reencode(c, encoded)
+
+
+def _reencode(c: Any, encoded: Sequence[EncodedMessage]) -> list[EncodedMessage]:
+    """Payloads made with a dictionary that is gone, compressed again with the newest one (the
+    old one is still in this connection's memory, which is how they are read back)."""
+    dicts = storage.bound()
+    dicts.load()
+    out = []
+    for e in encoded:
+        if e.flags >> DICT_SHIFT:
+            flags, payload = storage.recompress(dicts, e.flags, e.payload)
+            e = msgspec.structs.replace(e, flags=flags, payload=payload)
+        out.append(e)
+    return out
 
 
 def _after_append(c: Any, flags: Sequence[int]) -> None:
@@ -458,6 +500,8 @@ CREATE TEMP VIEW IF NOT EXISTS axio_append
 """
 _APPEND_TRIGGER: Final = """
 CREATE TEMP TRIGGER IF NOT EXISTS axio_append_row INSTEAD OF INSERT ON axio_append BEGIN
+    SELECT RAISE(ABORT, 'axio: compression dictionary gone')
+        WHERE NEW.flags >= 256 AND NOT EXISTS (SELECT 1 FROM zstd_dicts WHERE id = NEW.flags >> 8);
     INSERT INTO sessions (id, project, created_at, updated_at)
         VALUES (NEW.session_id, NEW.project, NEW.created_at, NEW.created_at)
         ON CONFLICT (id) DO NOTHING;

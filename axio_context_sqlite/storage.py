@@ -145,15 +145,15 @@ class Dictionaries:
         self._untrained: int | None = None
 
     def load(self) -> None:
-        """Adopt the database's newest dictionary (none on a database too old to have the table)."""
+        """Adopt the database's newest dictionary as current (none when it has none, or is too old
+        to have the table)."""
         try:
             row = self._db.execute("SELECT id, data FROM zstd_dicts ORDER BY id DESC LIMIT 1").fetchone()
         except Exception as exc:  # a read-only connection to a pre-version-4 file
             if "no such table" in str(exc):
                 return
             raise
-        if row is not None:
-            self.current = (int(row[0]), self._adopt(int(row[0]), bytes(row[1])))
+        self.current = None if row is None else (int(row[0]), self._adopt(int(row[0]), bytes(row[1])))
 
     def _adopt(self, dict_id: int, data: bytes) -> zstandard.ZstdCompressionDict:
         d = zstandard.ZstdCompressionDict(data, dict_type=zstandard.DICT_TYPE_FULLDICT)

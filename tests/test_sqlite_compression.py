@@ -11,7 +11,7 @@ import zstandard
 
 from axio_context import ImageBlock, Message, TextBlock, ToolResultBlock
 from axio_context.errors import CorruptDataError
-from axio_context_sqlite import SQLiteContextStore, connect, open_database, storage
+from axio_context_sqlite import Database, SQLiteContextStore, connect, open_database, storage
 from axio_context_sqlite.connection import run
 from axio_context_sqlite.storage import DICT_SHIFT, FLAG_ZSTD, TRAIN_AT
 
@@ -43,6 +43,12 @@ def transcript(n: int, seed: int = 3) -> list[Message]:
         else:
             out.append(Message(role="assistant", content=[TextBlock(text=_prose(rng, rng.randint(12, 40)))]))
     return out
+
+
+def _on_disk(path: Path) -> bytes:
+    """The database file and its WAL, as bytes."""
+    wal = path.with_name(path.name + "-wal")
+    return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
 
 
 def _dict_ids(path: Path) -> list[int]:
@@ -251,23 +257,69 @@ async def test_recompress_rewrites_every_payload_with_a_new_dictionary(db_path: 
     check_storage(db_path)
 
 
-async def test_recompress_keeps_older_dictionaries_for_connections_still_using_them(db_path: Path) -> None:
+async def test_appends_of_a_connection_whose_dictionary_was_deleted_compress_again(
+    db_path: Path, tmp_path: Path
+) -> None:
+    """recompress deletes the dictionaries no row uses; a connection still compressing with one
+    finds it gone when it writes (the append trigger checks, a batch checks in its transaction)
+    and stores its payloads compressed with the newest one instead."""
     messages = transcript(3 * TRAIN_AT)
+    split = 2 * TRAIN_AT + 10
+    out = tmp_path / "s.json"
     async with connect(db_path) as conn:
         store = SQLiteContextStore(conn, "s")
-        for m in messages[: 2 * TRAIN_AT + 10]:
-            await store.append(m)  # trains dictionary 1; this connection keeps compressing with it
+        for m in messages[:split]:
+            await store.append(m)  # trains dictionary 1, which this connection keeps using
+        assert conn.dicts is not None
+        stale = conn.dicts.current
         async with open_database(db_path) as db:
-            assert (await db.recompress()).dictionary == 2
-        for m in messages[2 * TRAIN_AT + 10 :]:
+            report = await db.recompress()
+        assert (report.dictionary, report.dictionaries_removed) == (2, 1)
+        assert _dict_ids(db_path) == [2]
+        rest = messages[split:]
+        await store.append(rest[0])  # one statement
+        await store.append_many(rest[1:6])  # one transaction
+        for m in rest[6:]:
             await store.append(m)
-    assert _dict_ids(db_path) == [1, 2]
-    flags = _flags(db_path)
-    # the rows before the recompress use dictionary 2; the old connection's later ones use 1
-    assert {f >> DICT_SHIFT for f in flags[: 2 * TRAIN_AT + 10]} == {2}
-    assert {f >> DICT_SHIFT for f in flags[2 * TRAIN_AT + 10 :]} == {1}
+        assert await store.get_history() == messages
+        chunks: list[bytes] = []
+        async with open_database(db_path) as db:
+            await db.export(chunks.append, format="json", session_ids=["s"])
+        out.write_bytes(b"".join(chunks))
+        assert conn.dicts.current is not None and conn.dicts.current[0] == 2  # the appends reloaded
+        conn.dicts.current = stale  # as if it had not seen the recompress: now an import
+        await Database(conn, db_path).import_file(out, new_ids=True)
+    assert {f >> DICT_SHIFT for f in _flags(db_path)} == {2}
+    check_storage(db_path)
+
+
+async def test_recompress_forgets_deleted_sessions(db_path: Path) -> None:
+    """A dictionary holds fragments of what it was trained on, and the keyword index keeps a
+    deleted message's terms until its segments merge: after deleting a session and
+    ``vacuum --recompress``, nothing of it is left in the file."""
+    secret = "zqxwvsecrettokenvalue"
+    rng = random.Random(9)
+    secrets_ = [
+        Message(
+            role="user",
+            content=[ToolResultBlock(tool_use_id=f"k{i}", content=f"{secret} {_prose(rng, 120)}")],
+        )
+        for i in range(TRAIN_AT + 10)
+    ]
     async with connect(db_path) as conn:
-        assert await SQLiteContextStore(conn, "s").get_history() == messages
+        await SQLiteContextStore(conn, "private").append_many(secrets_)  # trains dictionary 1 on them
+        kept = SQLiteContextStore(conn, "kept")
+        for m in transcript(2 * TRAIN_AT + 10):
+            await kept.append(m)
+        await SQLiteContextStore(conn, "private").delete_session()
+    assert secret.encode() in bytes(scalar(db_path, "SELECT data FROM zstd_dicts WHERE id = 1"))
+    async with open_database(db_path) as db:
+        await db.recompress()
+        await db.vacuum(full=True)
+    assert b"zqxwvsecret" not in _on_disk(db_path)  # nor its stem in the keyword index
+    assert _dict_ids(db_path) == [2]
+    async with connect(db_path) as conn:
+        assert await SQLiteContextStore(conn, "kept").get_history() == transcript(2 * TRAIN_AT + 10)
     check_storage(db_path)
 
 
