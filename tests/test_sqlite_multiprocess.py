@@ -131,3 +131,22 @@ async def test_processes_append_to_their_own_sessions(tmp_path: Path, writers: i
         listed = await SQLiteContextStore(conn, "any", project="mp").list_sessions()
         assert len(listed) == writers + TOKEN_CALLS // 5
     assert sum(1 for s in lengths if s.startswith("s-")) == writers
+
+
+async def test_recompress_while_other_processes_append(tmp_path: Path) -> None:
+    """One process retrains the compression dictionary and deletes the old ones while two others
+    append compressible messages with whatever dictionary they hold: every append succeeds (one
+    that finds its dictionary gone compresses again), nothing is lost or out of order, and every
+    row's dictionary exists."""
+    db = tmp_path / "recompress.db"
+    names = ["w0", "w1"]
+    jobs = [("append_long", f"s-{name}", name, APPENDS) for name in names]
+    jobs.append(("recompress", "r", "r", 12))
+    results = run_workers(db, jobs)
+
+    check_storage(db)  # includes: every dictionary a row names exists
+    assert sum(results[-1]["removed"]) >= 1  # dictionaries in use by the writers were deleted
+    async with connect(db) as conn:
+        for name in names:
+            history = texts(await SQLiteContextStore(conn, f"s-{name}", project="mp").get_history())
+            assert [t.split(" ", 1)[0] for t in history] == expected_texts(name, APPENDS)

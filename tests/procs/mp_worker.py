@@ -4,7 +4,11 @@ Usage: ``mp_worker.py DB ROLE SESSION NAME COUNT``
 
 - ``append``: COUNT appends to SESSION, every fifth one an ``append_many`` of three messages;
   texts are ``NAME-i`` (``NAME-i.j`` inside a batch), in call order.
+- ``append_long``: as ``append``, each text followed by ~1 KB of words (so it is compressed,
+  and a compression dictionary gets trained), with a 30 ms pause every fifth call.
 - ``tokens_forks``: COUNT ``add_context_tokens(1, 2)`` calls on SESSION, forking it every fifth.
+- ``recompress``: COUNT ``Database.recompress()`` calls, 50 ms apart; the JSON line also has
+  ``"removed"``, the dictionaries each call deleted.
 
 Prints "ready" once connected, waits for a line on stdin, and at the end prints one JSON line
 ``{"forks": [[fork_id, fork_position], ...]}``. Any exception ends the process with status 1 and
@@ -18,10 +22,15 @@ import json
 import sys
 
 from axio_context import Message, TextBlock
-from axio_context_sqlite import SQLiteContextStore, connect
+from axio_context_sqlite import Database, SQLiteContextStore, connect
+
+_WORDS = ("page", "frame", "journal", "reader", "writer", "commit", "rollback", "checkpoint")
 
 
-def _msg(text: str) -> Message:
+def _msg(text: str, long: bool = False) -> Message:
+    if long:
+        n = sum(map(ord, text))
+        text += " " + " ".join(_WORDS[(n + i * i) % len(_WORDS)] for i in range(140))
     return Message(role="user", content=[TextBlock(text=text)])
 
 
@@ -31,12 +40,19 @@ async def main(db: str, role: str, session: str, name: str, count: int) -> None:
         print("ready", flush=True)
         sys.stdin.readline()
         forks: list[tuple[str, int]] = []
+        removed: list[int] = []
+        long = role == "append_long"
         for i in range(count):
-            if role == "append":
+            if role in ("append", "append_long"):
                 if i % 5 == 4:
-                    await store.append_many([_msg(f"{name}-{i}.{j}") for j in range(3)])
+                    await store.append_many([_msg(f"{name}-{i}.{j}", long) for j in range(3)])
                 else:
-                    await store.append(_msg(f"{name}-{i}"))
+                    await store.append(_msg(f"{name}-{i}", long))
+                if long and i % 5 == 4:
+                    await asyncio.sleep(0.03)  # pauses, in which a recompress can delete our dictionary
+            elif role == "recompress":
+                await asyncio.sleep(0.05)
+                removed.append((await Database(conn, db).recompress()).dictionaries_removed)
             elif role == "tokens_forks":
                 await store.add_context_tokens(1, 2)
                 if i % 5 == 0:
@@ -44,7 +60,7 @@ async def main(db: str, role: str, session: str, name: str, count: int) -> None:
                     forks.append((child.session_id, (await child.info()).fork_position or 0))
             else:
                 raise SystemExit(f"unknown role {role!r}")
-        print(json.dumps({"forks": forks}), flush=True)
+        print(json.dumps({"forks": forks, "removed": removed}), flush=True)
 
 
 if __name__ == "__main__":
