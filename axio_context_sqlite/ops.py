@@ -413,6 +413,7 @@ def _append_one(
     tokens: int,
     preview: str | None,
 ) -> None:
+    """One message in one statement: the temp view's trigger does the rest (_APPEND_TRIGGER)."""
     c.execute(
         "INSERT INTO temp.axio_append VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (session_id, project, e.role, e.flags, now, tokens, e.payload, preview),
