@@ -23,7 +23,6 @@ import msgspec
 from axio_context.codec import encode_messages_msgpack
 from axio_context.errors import (
     AmbiguousSessionError,
-    DecodeError,
     DestinationExistsError,
     SessionExistsError,
     SessionNotFoundError,
@@ -811,7 +810,7 @@ def recompress(c: Any, progress: Progress | None = None) -> RecompressReport:
                     continue
                 try:
                     new_flags, new_payload = storage.recompress(dicts, flags, payload)
-                except (*storage.PAYLOAD_ERRORS, DecodeError):
+                except storage.ROW_ERRORS:
                     continue  # a damaged row stays as it is; reading it names it
                 if new_payload != payload:
                     updates.append((new_flags, new_payload, mid))

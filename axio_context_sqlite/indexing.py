@@ -24,11 +24,11 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from axio_context.codec import decode_content
-from axio_context.errors import DecodeError, EmbeddingMismatchError
+from axio_context.errors import EmbeddingMismatchError
 from axio_context.messages import Message
 
 from .fts import fts_columns
-from .storage import PAYLOAD_ERRORS, ROLE_NAMES, inflate
+from .storage import ROLE_NAMES, ROW_ERRORS, inflate
 from .vec import code_bits
 
 __all__ = [
@@ -105,7 +105,7 @@ def _index_rows(c: Any, rows: Sequence[tuple[int, int, int, bytes]]) -> None:
     for mid, role, flags, payload in rows:
         try:
             entries.append((mid, *row_text(role, flags, payload)))
-        except (DecodeError, *PAYLOAD_ERRORS, IndexError):
+        except ROW_ERRORS:
             continue
     index_text(c, entries)
 
@@ -216,7 +216,7 @@ def delete_index(c: Any, lo_key: int, hi_key: int) -> None:
     for mid, role, flags, payload in rows:
         try:
             body, tool = row_text(role, flags, payload)
-        except (DecodeError, *PAYLOAD_ERRORS, IndexError):
+        except ROW_ERRORS:
             continue  # never indexed (see index_all_messages) or unreadable: nothing to remove
         if body or tool:
             entries.append((mid, body, tool))

@@ -35,8 +35,8 @@ from .storage import (
     DICT_SHIFT,
     FLAG_BLOBS,
     FLAG_ZSTD,
-    PAYLOAD_ERRORS,
     ROLE_NAMES,
+    ROW_ERRORS,
     EncodedMessage,
     blob_digests,
     decode_row,
@@ -222,7 +222,7 @@ def read_messages(
                     out.append(None)
                 else:
                     out.append(decode_row(role, flags, payload))
-        except (DecodeError, *PAYLOAD_ERRORS, IndexError, TypeError):
+        except ROW_ERRORS:
             # Find the damaged row again, slowly, for an error naming it.
             for i, (role, flags, payload) in enumerate(rows[len(out) - first :], start=len(out) - first):
                 decode_row(role, flags, payload, fetch, where=_where(session_id, lo + i))

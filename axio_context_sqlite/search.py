@@ -42,7 +42,6 @@ import msgspec
 
 from axio_context.embeddings import STOPWORDS
 from axio_context.errors import (
-    DecodeError,
     EmbeddingMismatchError,
     MessageNotFoundError,
     NoEmbeddingsError,
@@ -57,7 +56,7 @@ from .fts import BM25_WEIGHTS, FTS_TOKENIZE, fts_errors, match_terms
 from .indexing import CODES_TABLE
 from .ops import iso, key, read_tx, write_tx
 from .ranking import reciprocal_rank_fusion
-from .storage import PAYLOAD_ERRORS, ROLE_NAMES
+from .storage import ROLE_NAMES, ROW_ERRORS
 from .vec import binary_code, brute_force_knn
 
 __all__ = [
@@ -516,7 +515,7 @@ def _hits(c: Any, ranked: Sequence[_Ranked], scope: _Scope | None, highlight: st
     for mid, (_, role, flags, payload, _) in rows.items():
         try:
             texts[mid] = indexing.row_text(role, flags, payload)
-        except (DecodeError, *PAYLOAD_ERRORS, IndexError):
+        except ROW_ERRORS:
             texts[mid] = ("", "")  # a damaged row: found by its index entry, shown without text
     snippets = _snippets(c, texts, highlight)
     hits: list[SearchHit] = []
@@ -798,7 +797,7 @@ def reindex_read(c: Any, after_id: int, limit: int) -> Pending:
     for mid, role, flags, payload in rows:
         try:
             text = indexing.row_text(role, flags, payload)
-        except (DecodeError, *PAYLOAD_ERRORS, IndexError):
+        except ROW_ERRORS:
             continue  # unreadable: reading it reports CorruptDataError; nothing to embed
         ids.append(mid)
         fingerprints.append(zlib.crc32(payload) ^ (len(payload) << 32))

@@ -56,6 +56,7 @@ __all__ = [
     "FLAG_ZSTD",
     "ROLE_CODES",
     "ROLE_NAMES",
+    "ROW_ERRORS",
     "Dictionaries",
     "EncodedMessage",
     "bind",
@@ -91,6 +92,9 @@ DICT_SIZE: Final = 16 * 1024
 
 #: What a damaged compressed payload raises.
 PAYLOAD_ERRORS: Final = (zlib.error, zstandard.ZstdError)
+#: What reading a damaged stored row raises anywhere on its way back to a message: the
+#: decompression, the MessagePack, an unknown role code, a field of the wrong type.
+ROW_ERRORS: Final = (*PAYLOAD_ERRORS, DecodeError, IndexError, TypeError)
 
 # (De)compression contexts are reused per thread: they are not thread-safe, and making one per
 # call costs a third of a small payload's decompression.
@@ -252,7 +256,7 @@ class Dictionaries:
                 try:
                     dict_id = flags >> DICT_SHIFT
                     samples.append(self.decompress(dict_id, payload) if dict_id else inflate(flags, payload))
-                except (*PAYLOAD_ERRORS, DecodeError):
+                except ROW_ERRORS:
                     continue  # a damaged row is reported when it is read, not here
             self._untrained = len(samples)
             if len(samples) < TRAIN_AT:
@@ -451,5 +455,5 @@ def decode_row(role: int, flags: int, payload: bytes, fetch_blobs: Any = None, *
         return Message(role=ROLE_NAMES[role], content=content)
     except CorruptDataError:
         raise
-    except (*PAYLOAD_ERRORS, DecodeError, IndexError, TypeError) as exc:
+    except ROW_ERRORS as exc:
         raise CorruptDataError(f"{where}: stored message does not decode ({exc})") from None
