@@ -25,7 +25,7 @@ from array import array
 from collections import Counter
 from collections.abc import Sequence
 from hashlib import blake2b
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
 
 from .errors import EmbedderUnavailableError
 
@@ -90,9 +90,8 @@ _STOPWORD_TEXT = """a about above after again against all am an and any are as a
     over own same she should so some such than that the their theirs them themselves then there
     these they this those through to too under until up very was we were what when where which
     while who whom why will with would you your yours yourself yourselves"""
-_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 #: The English function words :class:`HashingEmbedder` ignores (lowercase).
-STOPWORDS = _STOPWORDS
+STOPWORDS: Final = frozenset(_STOPWORD_TEXT.split())
 
 _WORD = re.compile(r"\w+")
 _MAX_CACHE = 200_000
@@ -217,7 +216,7 @@ class HashingEmbedder:
     def embed_one(self, text: str) -> Vector:
         """The vector of one text (synchronous; :meth:`embed` is the protocol's async form)."""
         words = _tokens(text[: self.MAX_CHARS])
-        content = [w for w in words if w not in _STOPWORDS]
+        content = [w for w in words if w not in STOPWORDS]
         if not content:
             content = words
         acc = [0.0] * self._dimension

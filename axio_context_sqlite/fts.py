@@ -19,13 +19,11 @@ from typing import Literal
 import sqlean
 
 from axio_context.errors import SearchQueryError
-from axio_context.messages import text_columns
 
 __all__ = [
     "BM25_WEIGHTS",
     "FTS_TOKENIZE",
     "MAX_TERMS",
-    "fts_columns",
     "fts_errors",
     "is_fts_query_error",
     "match_expression",
@@ -42,10 +40,6 @@ BM25_WEIGHTS = (1.0, 0.25)
 
 #: A query keeps at most this many terms; more would only slow the search down.
 MAX_TERMS = 32
-
-
-#: The (body, tool) text a message is indexed under: the core package's one extractor.
-fts_columns = text_columns
 
 
 # --- a person's query ---------------------------------------------------------------------------

@@ -25,9 +25,8 @@ from typing import Any, Final
 
 from axio_context.codec import decode_content
 from axio_context.errors import EmbeddingMismatchError
-from axio_context.messages import Message
+from axio_context.messages import Message, text_columns
 
-from .fts import fts_columns
 from .storage import ROLE_NAMES, ROW_ERRORS, inflate
 from .vec import code_bits
 
@@ -112,7 +111,7 @@ def _index_rows(c: Any, rows: Sequence[tuple[int, int, int, bytes]]) -> None:
 
 def row_text(role: int, flags: int, payload: bytes) -> tuple[str, str]:
     """The (body, tool) text of a stored row, without restoring its media."""
-    return fts_columns(Message(role=ROLE_NAMES[role], content=decode_content(inflate(flags, payload))))
+    return text_columns(Message(role=ROLE_NAMES[role], content=decode_content(inflate(flags, payload))))
 
 
 def vec_available(c: Any) -> bool:

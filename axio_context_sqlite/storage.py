@@ -43,9 +43,7 @@ from axio_context.blocks import (
 )
 from axio_context.codec import decode_content, encode_content
 from axio_context.errors import CorruptDataError, DecodeError
-from axio_context.messages import Message
-
-from .fts import fts_columns
+from axio_context.messages import Message, text_columns
 
 __all__ = [
     "BLOB_MIN",
@@ -349,7 +347,7 @@ class EncodedMessage(msgspec.Struct):
     flags: int
     payload: bytes
     blobs: list[tuple[bytes, bytes]]  # (digest, data) in reference order, repeats kept
-    body: str = ""  # text the keyword index holds (see fts.fts_columns), when asked for
+    body: str = ""  # text the keyword index holds (see axio_context.messages.text_columns), when asked for
     tool: str = ""
 
 
@@ -420,7 +418,7 @@ def encode_message(
         if len(packed) < len(payload):
             payload = packed
             flags |= zflags
-    body, tool = fts_columns(message) if text else ("", "")
+    body, tool = text_columns(message) if text else ("", "")
     return EncodedMessage(role=role, flags=flags, payload=payload, blobs=blobs, body=body, tool=tool)
 
 

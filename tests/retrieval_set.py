@@ -16,8 +16,8 @@ import msgspec
 
 from axio_context import Message
 from axio_context.embeddings import HashingEmbedder, vector_to_blob
-from axio_context.messages import searchable_text
-from axio_context_sqlite.fts import BM25_WEIGHTS, FTS_TOKENIZE, fts_columns, match_expression
+from axio_context.messages import searchable_text, text_columns
+from axio_context_sqlite.fts import BM25_WEIGHTS, FTS_TOKENIZE, match_expression
 from axio_context_sqlite.ranking import reciprocal_rank_fusion
 
 DATA = Path(__file__).parent / "data" / "retrieval.json"
@@ -106,7 +106,7 @@ def build_index(
         f"INSERT INTO messages_fts(messages_fts, rank) VALUES ('rank', 'bm25({weights[0]}, {weights[1]})')"
     )
     for rowid, m in enumerate(rs.messages, start=1):
-        body, tool = fts_columns(m.message)
+        body, tool = text_columns(m.message)
         conn.execute(
             "INSERT INTO messages (id, key, role, body, tool) VALUES (?, ?, ?, ?, ?)",
             (rowid, m.id, m.message.role, body, tool),

@@ -12,12 +12,11 @@ from hypothesis import strategies as st
 
 from axio_context import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from axio_context.errors import AxioContextError, SearchQueryError
-from axio_context.messages import searchable_text
+from axio_context.messages import searchable_text, text_columns
 from axio_context_sqlite.fts import (
     BM25_WEIGHTS,
     FTS_TOKENIZE,
     MAX_TERMS,
-    fts_columns,
     fts_errors,
     is_fts_query_error,
     match_expression,
@@ -283,7 +282,7 @@ def test_other_database_errors_pass_through_unchanged(conn: sqlean.Connection) -
 # --- what gets indexed -------------------------------------------------------------------------
 
 
-def test_fts_columns_split_people_text_from_tool_text() -> None:
+def test_text_columns_split_people_text_from_tool_text() -> None:
     msg = Message(
         role="assistant",
         content=[
@@ -293,9 +292,9 @@ def test_fts_columns_split_people_text_from_tool_text() -> None:
             ToolResultBlock(tool_use_id="c2", content=[TextBlock(text="nested result")]),
         ],
     )
-    body, tool = fts_columns(msg)
+    body, tool = text_columns(msg)
     assert body == "Let me grep."
     assert tool == 'grep\n{"pattern":"parse_array"}\nsrc/parser.py:12\nnested result'
     # The two columns hold exactly the text searchable_text indexes.
     assert sorted((body + "\n" + tool).split("\n")) == sorted(searchable_text(msg).split("\n"))
-    assert fts_columns(Message(role="user")) == ("", "")
+    assert text_columns(Message(role="user")) == ("", "")
