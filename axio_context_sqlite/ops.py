@@ -454,10 +454,9 @@ def _after_append(c: Any, flags: Sequence[int]) -> None:
     """Count committed compressed payloads toward the database's first dictionary, and train it
     when due (:class:`.storage.Dictionaries`)."""
     dicts = storage.bound_or_none()
-    if dicts is None or dicts.current is not None:
-        return
-    dicts.count(flags)
-    train_if_due(c)
+    if dicts is not None:
+        dicts.count(flags)
+        train_if_due(c)
 
 
 def train_if_due(c: Any) -> None:
@@ -467,10 +466,10 @@ def train_if_due(c: Any) -> None:
     read-only, disk full) is left for a later write to retry; it costs compression ratio only.
     """
     dicts = storage.bound_or_none()
-    if dicts is None or dicts.current is not None or c.in_transaction:
+    if dicts is None or c.in_transaction:
         return
     try:
-        dicts.train_if_due()
+        dicts.train_if_due()  # returns at once when the database has its dictionary
     except Exception:
         return
 
