@@ -181,6 +181,17 @@ def _cell(value: Any, width: int | None) -> str:
     return text
 
 
+def one_format(as_json: bool, nl: bool) -> None:
+    """Refuse ``--json`` with ``--nl`` (before any work is done)."""
+    if as_json and nl:
+        raise click.UsageError("--json and --nl cannot be used together")
+
+
+def echo_json(value: Any, indent: int = 2) -> None:
+    """Print ``value`` as JSON: indented (``--json``), or on one line with ``indent=0``."""
+    click.echo(msgspec.json.format(encode_json(value), indent=indent).decode())
+
+
 def emit(
     rows: Sequence[dict[str, Any]],
     columns: Sequence[Column],
@@ -190,10 +201,9 @@ def emit(
 ) -> None:
     """Print ``rows`` as JSON (``--json``/``--nl``) or as an aligned table of ``columns``
     (of ``table_rows()`` when given: rows formatted for people, built only when needed)."""
-    if as_json and nl:
-        raise click.UsageError("--json and --nl cannot be used together")
+    one_format(as_json, nl)
     if as_json:
-        click.echo(msgspec.json.format(encode_json(list(rows)), indent=2).decode())
+        echo_json(list(rows))
         return
     if nl:
         for row in rows:
@@ -309,8 +319,7 @@ def list_sessions(
     """List sessions, newest first."""
     settings = _settings(ctx)
     scope = _project(project, here)
-    if as_json and nl:
-        raise click.UsageError("--json and --nl cannot be used together")
+    one_format(as_json, nl)
     if not settings.explicit and not settings.path.exists():
         # A fresh machine: nothing stored yet is not an error (an explicit --db that is missing is).
         if as_json:
@@ -356,7 +365,7 @@ def show(ctx: click.Context, session: str | None, full: bool, fold: int, as_json
             {"position": view.start + i, **msgspec.structs.asdict(m)} for i, m in enumerate(view.messages)
         ]
         doc = {"session": view.header, "summary": view.summary, "start": view.start, "messages": messages}
-        click.echo(msgspec.json.format(encode_json(doc), indent=2).decode())
+        echo_json(doc)
         return
     out = [render_header(view.header)]
     if view.summary is not None:
@@ -464,7 +473,7 @@ def import_(
         ),
     )
     if as_json:
-        click.echo(msgspec.json.format(encode_json(report), indent=2).decode())
+        echo_json(report)
         return
     messages = sum(s.messages for s in report.sessions)
     replaced = sum(s.replaced for s in report.sessions)
@@ -481,7 +490,7 @@ def import_axio(ctx: click.Context, path: Path, replace: bool, as_json: bool) ->
     """Migrate a database written by axio-context-sqlite (safe to run again)."""
     report = _with_db(ctx, True, lambda db: db.import_axio(path, replace=replace))
     if as_json:
-        click.echo(msgspec.json.format(encode_json(report), indent=2).decode())
+        echo_json(report)
         return
     click.echo(
         f"{len(report.added)} added, {len(report.updated)} updated, {len(report.unchanged)} unchanged"
@@ -572,10 +581,8 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
     """Sessions, messages, tokens and size on disk, in total and by project."""
     s = _with_db(ctx, False, lambda db: db.stats())
     if as_json or nl:
-        if as_json and nl:
-            raise click.UsageError("--json and --nl cannot be used together")
-        data = msgspec.to_builtins(s)
-        click.echo(msgspec.json.format(encode_json(data), indent=2 if as_json else 0).decode())
+        one_format(as_json, nl)
+        echo_json(s, indent=2 if as_json else 0)
         return
     path = _settings(ctx).path
     click.echo(f"database   {path}")
@@ -800,8 +807,7 @@ def search_(
     nl: bool,
 ) -> None:
     """Search every session's messages for QUERY (words; quotes keep a phrase)."""
-    if as_json and nl:
-        raise click.UsageError("--json and --nl cannot be used together")
+    one_format(as_json, nl)
     scope = _project(project, here)
     text = " ".join(query)
 
@@ -903,7 +909,7 @@ def reindex(
     finally:
         progress.close()
     if as_json:
-        click.echo(msgspec.json.format(encode_json(r), indent=2).decode())
+        echo_json(r)
         return
     what = "re-embedded" if r.rebuilt else "embedded"
     click.echo(f"{what} {r.embedded:,} message(s) with {r.model} ({r.dimension} dimensions)")
@@ -947,7 +953,7 @@ def index_(ctx: click.Context, as_json: bool) -> None:
     """Show the search indexes: embedding model, coverage, sqlite-vec."""
     s = _with_db(ctx, False, lambda db: db.index_status())
     if as_json:
-        click.echo(msgspec.json.format(encode_json(s), indent=2).decode())
+        echo_json(s)
         return
     click.echo("\n".join(_status_lines(s)))
 
