@@ -103,6 +103,15 @@ def scalar(path: Path, sql: str) -> Any:
         db.close()
 
 
+def column(path: Path, sql: str) -> list[Any]:
+    """The first column of every row ``sql`` returns, read on a connection of its own."""
+    db = raw_connect(path)
+    try:
+        return [r[0] for r in db.execute(sql)]
+    finally:
+        db.close()
+
+
 def message_row_count(path: Path) -> int:
     """How many rows the messages table holds."""
     return int(scalar(path, "SELECT COUNT(*) FROM messages"))

@@ -21,6 +21,7 @@ from axio_context_sqlite.cli import cli
 
 from .cli_helpers import build_rich_db, check_storage, invoke, invoke_json
 from .sqlite_checks import scalar
+from .words import prose
 
 
 @pytest.fixture
@@ -653,16 +654,13 @@ def test_prune_keeps_forks_of_pruned_sessions(rich: dict[str, str], db: Path) ->
 
 
 def test_vacuum_recompress(db: Path) -> None:
-    words = ("retry", "the", "failing", "query", "with", "a", "smaller", "batch", "then", "log", "latency")
     rng = random.Random(5)
-
-    def prose(n: int) -> str:
-        return " ".join(rng.choice(words) for _ in range(n))
-
-    sessions = {f"s{i}": [text("user", prose(150)), text("assistant", prose(20))] for i in range(40)}
+    sessions = {
+        f"s{i}": [text("user", prose(rng, 150)), text("assistant", prose(rng, 20))] for i in range(40)
+    }
     _make(db, sessions)
     assert invoke("vacuum", "--recompress").stdout.startswith("recompress: too few")  # 40 < 64
-    _make(db, {f"t{i}": [text("user", prose(150))] for i in range(40)})
+    _make(db, {f"t{i}": [text("user", prose(rng, 150))] for i in range(40)})
     first, second = invoke("vacuum", "--recompress").stdout.splitlines()
     # the appends trained dictionary 1; recompress trains 2, rewrites every row, deletes 1
     assert first.startswith("recompressed ") and " with dictionary 2: " in first

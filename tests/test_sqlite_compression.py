@@ -15,17 +15,8 @@ from axio_context_sqlite import Database, SQLiteContextStore, connect, open_data
 from axio_context_sqlite.connection import run
 from axio_context_sqlite.storage import DICT_SHIFT, FLAG_ZSTD, TRAIN_AT
 
-from .sqlite_checks import check_storage, raw_connect, scalar
-
-_WORDS = (
-    "parser", "tokenizer", "state", "machine", "nested", "brackets", "database", "migration", "index",
-    "query", "latency", "cache", "retry", "backoff", "config", "path", "permission", "denied",
-    "timeout", "socket", "refactor", "edge", "unicode", "escape",
-)  # fmt: skip
-
-
-def _prose(rng: random.Random, n: int) -> str:
-    return " ".join(rng.choice(_WORDS) for _ in range(n))
+from .sqlite_checks import check_storage, column, raw_connect, scalar
+from .words import prose
 
 
 def transcript(n: int, seed: int = 3) -> list[Message]:
@@ -37,11 +28,11 @@ def transcript(n: int, seed: int = 3) -> list[Message]:
             out.append(
                 Message(
                     role="user",
-                    content=[ToolResultBlock(tool_use_id=f"c{i}", content=_prose(rng, rng.randint(90, 400)))],
+                    content=[ToolResultBlock(tool_use_id=f"c{i}", content=prose(rng, rng.randint(90, 400)))],
                 )
             )
         else:
-            out.append(Message(role="assistant", content=[TextBlock(text=_prose(rng, rng.randint(12, 40)))]))
+            out.append(Message(role="assistant", content=[TextBlock(text=prose(rng, rng.randint(12, 40)))]))
     return out
 
 
@@ -52,19 +43,11 @@ def _on_disk(path: Path) -> bytes:
 
 
 def _dict_ids(path: Path) -> list[int]:
-    db = raw_connect(path)
-    try:
-        return [r[0] for r in db.execute("SELECT id FROM zstd_dicts ORDER BY id")]
-    finally:
-        db.close()
+    return column(path, "SELECT id FROM zstd_dicts ORDER BY id")
 
 
 def _flags(path: Path) -> list[int]:
-    db = raw_connect(path)
-    try:
-        return [r[0] for r in db.execute("SELECT flags FROM messages ORDER BY id")]
-    finally:
-        db.close()
+    return column(path, "SELECT flags FROM messages ORDER BY id")
 
 
 async def test_first_dictionary_is_trained_once_enough_payloads_are_compressed(db_path: Path) -> None:
@@ -302,7 +285,7 @@ async def test_recompress_forgets_deleted_sessions(db_path: Path) -> None:
     secrets_ = [
         Message(
             role="user",
-            content=[ToolResultBlock(tool_use_id=f"k{i}", content=f"{secret} {_prose(rng, 120)}")],
+            content=[ToolResultBlock(tool_use_id=f"k{i}", content=f"{secret} {prose(rng, 120)}")],
         )
         for i in range(TRAIN_AT + 10)
     ]

@@ -28,6 +28,7 @@ from typing import Any
 from axio_context import ImageBlock, Message, TextBlock
 from axio_context.compaction import AutoCompactStore, ExtractiveSummarizer
 from axio_context_sqlite import SQLiteContextStore, connect
+from tests.words import prose
 
 PROJECT = "crash"
 #: Images big enough to live in the blobs table; shared by every message that shows one.
@@ -35,13 +36,10 @@ IMAGES = [bytes([i + 1]) * 2000 for i in range(3)]
 MAX_SESSIONS = 10
 
 
-_WORDS = ("commit", "rollback", "page", "journal", "checkpoint", "reader", "writer", "lock", "frame")
-
-
 def _filler(rng: random.Random) -> str:
     """Often nothing; else ~1 KB of words, so payloads get compressed and a compression
     dictionary gets trained (and killed in the middle of) during the rounds."""
-    return "" if rng.random() < 0.6 else " " + " ".join(rng.choice(_WORDS) for _ in range(130))
+    return "" if rng.random() < 0.6 else " " + prose(rng, 130)
 
 
 def make_message(text: str, image: int) -> Message:

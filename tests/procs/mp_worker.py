@@ -19,18 +19,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import sys
 
 from axio_context import Message, TextBlock
 from axio_context_sqlite import Database, SQLiteContextStore, connect
-
-_WORDS = ("page", "frame", "journal", "reader", "writer", "commit", "rollback", "checkpoint")
+from tests.words import prose
 
 
 def _msg(text: str, long: bool = False) -> Message:
     if long:
-        n = sum(map(ord, text))
-        text += " " + " ".join(_WORDS[(n + i * i) % len(_WORDS)] for i in range(140))
+        text += " " + prose(random.Random(text), 140)
     return Message(role="user", content=[TextBlock(text=text)])
 
 
