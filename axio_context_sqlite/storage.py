@@ -13,10 +13,11 @@ digest and stored once in the ``blobs`` table, shared by every message and fork 
 Zstandard dictionaries. One message is a few KB, too little for a compressor to learn a
 transcript's vocabulary from, while the database as a whole repeats it endlessly. Once a database
 holds ``TRAIN_AT`` compressed payloads, the next append trains a dictionary from up to
-``TRAIN_SAMPLES`` of them (zstd's fast COVER trainer: ~3 ms) and stores it in ``zstd_dicts``; later
+``TRAIN_SAMPLES`` of them (zstd's fast COVER trainer: 2.4-3.2 ms) and stores it in ``zstd_dicts``; later
 payloads are compressed with it and record its id in their flags (``flags >> DICT_SHIFT``). On the
-bench transcripts that took the compressed size from 0.29 to 0.22 of the MessagePack and cut
-decompression (most of a long session's load) by 40%. A connection keeps its database's
+bench transcripts that took payloads of 512 bytes or more from 0.29 to 0.22 of the MessagePack
+and their decompression (most of a long session's load) from ~9 to ~6 us
+(``bench/bench_compression.py``). A connection keeps its database's
 dictionaries in a :class:`Dictionaries`, bound to the connection's worker thread (see
 :func:`bind`): every function that reads payloads runs there.
 """
@@ -70,7 +71,7 @@ __all__ = [
 ]
 
 COMPRESS_MIN: Final = 512
-#: With a dictionary, small payloads compress too: 0.35-0.41 of 64-512 bytes for 2-4 us.
+#: With a dictionary, small payloads compress too: 0.35-0.40 of 64-511 bytes for 2-5 us.
 DICT_COMPRESS_MIN: Final = 64
 ZSTD_LEVEL: Final = 3  # zstd's default: level 1 is no faster on payloads this small
 BLOB_MIN: Final = 1024
@@ -85,7 +86,7 @@ DICT_SHIFT: Final = 8
 TRAIN_AT: Final = 64
 #: The most payloads a dictionary is trained on (the newest ones).
 TRAIN_SAMPLES: Final = 256
-#: Dictionary size: 16, 32 and 64 KB gave ratios within 1% of each other on the bench transcripts.
+#: Dictionary size: 16, 32 and 64 KB give ratios within 1% of each other (bench_compression).
 DICT_SIZE: Final = 16 * 1024
 
 #: What a damaged compressed payload raises.
@@ -261,7 +262,7 @@ class Dictionaries:
                 return None
             dict_id = int(self._db.execute("SELECT coalesce(max(id), 0) + 1 FROM zstd_dicts").fetchone()[0])
             try:
-                # fastcover with fixed parameters: ~3 ms for 64 samples, against ~50 ms for the
+                # fastcover with fixed parameters: 2.4-3.2 ms for 64 samples, against ~44 ms for the
                 # default parameter search, for a ratio within 1% of it.
                 trained = zstandard.train_dictionary(
                     DICT_SIZE, samples, dict_id=dict_id, k=256, d=8, f=16, accel=5, steps=1
