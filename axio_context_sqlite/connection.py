@@ -22,9 +22,10 @@ import threading
 import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Generator
+from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Final, Literal, TypeVar, cast
 
 import aiosqlite
 import sqlean
@@ -37,7 +38,7 @@ from .ops import install_temp_objects
 from .schema import apply_schema, refuse_newer
 from .vec import load_sqlite_vec
 
-__all__ = ["Connection", "connect", "run", "sqlite_module"]
+__all__ = ["NOT_RUN", "Connection", "connect", "run", "run_inline", "run_short", "sqlite_module"]
 
 T = TypeVar("T")
 
@@ -93,7 +94,7 @@ class _Checkpointer:
         self.runs = 0  # checkpoints done (observable by tests and the bench)
 
     def wrote(self, rows: int) -> None:
-        """Count ``rows`` changed (on the connection's worker thread); past the threshold, wake
+        """Count ``rows`` changed (on the thread using the connection); past the threshold, wake
         the checkpoint thread."""
         self._changed += rows
         if self._changed < CHECKPOINT_ROWS or self._stopping:
@@ -133,11 +134,29 @@ class _Checkpointer:
         return self._thread
 
 
+class _Finished:
+    """How many jobs a connection's worker thread has finished (written there, read on the loop)."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+def _tracked(finished: _Finished, job: Callable[[], T]) -> T:
+    try:
+        return job()
+    finally:
+        finished.count += 1
+
+
 class Connection(aiosqlite.Connection):
     """An aiosqlite connection whose close joins its thread and whose thread never blocks exit.
 
     ``vec_loaded`` says whether sqlite-vec loaded and passed its self-test on this connection;
-    ``dicts`` holds its database's compression dictionaries (see :mod:`.storage`).
+    ``dicts`` holds its database's compression dictionaries (see :mod:`.storage`). It counts the
+    jobs it hands its worker and the ones finished, so :func:`run_inline` knows when the worker
+    is idle.
     """
 
     def __init__(self, connector: Callable[[], Any], iter_chunk_size: int = 64) -> None:
@@ -149,6 +168,31 @@ class Connection(aiosqlite.Connection):
         self.path: str = ""
         self.checkpointer: _Checkpointer | None = None
         self.dicts: storage.Dictionaries | None = None
+        #: Busy timeout (seconds) restored after an inline statement; None: no inline statements.
+        self.inline_timeout: float | None = None
+        self._submitted = 0
+        # Not the connection itself: the worker keeps its last job alive, and a reference to the
+        # connection there would keep an unclosed one from being collected.
+        self._finished = _Finished()
+
+    async def _execute(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """aiosqlite's job hand-off, counting jobs in and out."""
+        if not self._running or not self._connection:
+            raise ValueError("Connection closed")
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._tx.put_nowait((future, partial(_tracked, self._finished, partial(fn, *args, **kwargs))))
+        self._submitted += 1
+        return await future
+
+    @property
+    def jobs(self) -> int:
+        """Jobs handed to the worker thread so far: one thread hop each."""
+        return self._submitted
+
+    def idle(self) -> bool:
+        """Whether every job handed to the worker thread has finished (so it is not using the
+        database connection)."""
+        return self._submitted == self._finished.count
 
     async def close(self) -> None:
         """Finish queued work, close the database and join the worker thread; final."""
@@ -260,8 +304,10 @@ def connect(
 
         def connector() -> Any:
             target = f"file:{path}?mode=ro" if readonly else str(path)
+            # check_same_thread off: run_inline uses the connection on the event loop's thread
+            # too, only while the worker is idle, so never from two threads at once.
             raw = sqlean.connect(
-                target, uri=readonly, isolation_level=None, timeout=busy_timeout, check_same_thread=True
+                target, uri=readonly, isolation_level=None, timeout=busy_timeout, check_same_thread=False
             )
             try:
                 raw.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
@@ -306,6 +352,9 @@ def connect(
         if not conn.vec_loaded:
             _warn_vec_once("it did not load or failed its self-test on this platform")
         conn.path = str(path)
+        if not readonly and synchronous in ("OFF", "NORMAL"):
+            # FULL and EXTRA sync the disk on every commit: never on the event loop's thread.
+            conn.inline_timeout = busy_timeout
         if not readonly:
             conn.checkpointer = _Checkpointer(absolute, synchronous)
             # Unclosed and collected: let the thread end (it holds no reference to the connection).
@@ -347,6 +396,54 @@ async def run(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any, **kw
         raise translate_error(exc, getattr(conn, "path", "")) from None
     except (sqlean.Error, _stdlib_sqlite3.Error) as exc:
         raise translate_error(exc, getattr(conn, "path", "")) from None
+
+
+class _NotRun:
+    """The type of :data:`NOT_RUN`."""
+
+    __slots__ = ()
+
+
+#: What :func:`run_inline` returns when it did not run the function (or the function failed).
+NOT_RUN: Final = _NotRun()
+
+
+def run_inline(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> T | _NotRun:
+    """Run ``fn(raw_connection, *args)`` right here, on the event loop's thread: no thread hop.
+
+    For one short autocommit write (an append, a token update), where the hop to the worker
+    thread costs as much as the statement. It runs only when the worker is idle (nothing queued
+    or running, so the order of operations is kept) and with a busy timeout of zero, so it never
+    blocks the event loop waiting for another process. When it cannot run, or the statement fails
+    (a failed autocommit statement wrote nothing), it returns :data:`NOT_RUN` and the caller takes
+    the worker path, which waits for locks and reports errors as usual.
+    """
+    if not isinstance(conn, Connection) or conn.inline_timeout is None or not conn._running:
+        return NOT_RUN
+    raw: Any = conn._connection  # sqlean's connection (set_busy_timeout is its own)
+    if raw is None or not conn.idle() or raw.in_transaction:
+        return NOT_RUN
+    changes = raw.total_changes
+    raw.set_busy_timeout(0)
+    try:
+        result = fn(raw, *args)
+    except Exception:
+        if raw.in_transaction:
+            raw.rollback()
+        return NOT_RUN
+    finally:
+        raw.set_busy_timeout(conn.inline_timeout)
+    if conn.checkpointer is not None and raw.total_changes != changes:
+        conn.checkpointer.wrote(raw.total_changes - changes)
+    return result
+
+
+async def run_short(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> T:
+    """One short statement: :func:`run_inline` when the worker is idle, else :func:`run`."""
+    result = run_inline(conn, fn, *args)
+    if isinstance(result, _NotRun):
+        return await run(conn, fn, *args)
+    return result
 
 
 def _call(

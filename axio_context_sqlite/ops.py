@@ -1,4 +1,4 @@
-"""The SQL: synchronous operations run on a connection's worker thread, one call per thread hop.
+"""The SQL: synchronous operations, one call per thread hop (a few short ones also inline).
 
 Layout (see schema.sql): a message's key is ``(sid << 32) | position``, so a session's own rows
 are one contiguous range of the table's b-tree. A fork is a new session row whose ``base_sid`` /
@@ -404,6 +404,28 @@ def append(
     return int(first)
 
 
+def append_one(
+    c: Any,
+    session_id: str,
+    project: str | None,
+    e: EncodedMessage,
+    tokens: int,
+    preview: tuple[int, str] | None,
+) -> None:
+    """One plain message (no blobs) in one autocommit statement, and nothing else: the inline
+    append (:func:`.connection.run_inline`). A dictionary gone since encoding makes it fail, and
+    the worker path then compresses again; :func:`after_inline_append` does the follow-ups."""
+    _append_one(c, session_id, project, e, now_ms(), tokens, None if preview is None else preview[1])
+
+
+def after_inline_append(c: Any, fold: bool) -> None:
+    """What an inline append leaves to the worker thread when due: folding a long keyword-index
+    queue (``fold``), and training the database's first dictionary."""
+    if fold:
+        fold_if_long(c)
+    train_if_due(c)
+
+
 def _append_one(
     c: Any,
     session_id: str,
@@ -477,16 +499,33 @@ def train_if_due(c: Any) -> None:
 _appends_since_check = 0
 
 
-def _maybe_flush(c: Any) -> None:
-    """Every 64 one-statement appends in this process, fold a long FTS queue into the index."""
+def fold_due() -> bool:
+    """Count one one-statement append; every 64th in this process checks the keyword-index queue."""
     global _appends_since_check
     _appends_since_check += 1
     if _appends_since_check < 64:
-        return
+        return False
     _appends_since_check = 0
-    if indexing.queue_is_long(c):
-        with write_tx(c):
-            indexing.flush_pending(c)
+    return True
+
+
+def _maybe_flush(c: Any) -> None:
+    if fold_due():
+        fold_if_long(c)
+
+
+def fold_if_long(c: Any) -> None:
+    """Fold the keyword-index queue into the index once it is long.
+
+    Runs after an append committed, so a failure (locked, disk full) is not the append's: the
+    queue stays, and the next check or keyword search folds it.
+    """
+    try:
+        if indexing.queue_is_long(c):
+            with write_tx(c):
+                indexing.flush_pending(c)
+    except Exception:
+        return
 
 
 #: Per-connection objects (TEMP: not part of the database file's schema): appending one message

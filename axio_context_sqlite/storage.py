@@ -206,10 +206,18 @@ class Dictionaries:
             )
         return FLAG_ZSTD | dict_id << DICT_SHIFT, c.compress(payload)
 
-    def count(self, flags: Iterable[int]) -> None:
-        """Count stored rows' compressed payloads toward the first dictionary's training."""
-        if self.current is None and self._untrained is not None:
-            self._untrained += sum(1 for f in flags if f & FLAG_ZSTD)
+    def count(self, flags: Iterable[int]) -> bool:
+        """Count stored rows' compressed payloads toward the first dictionary's training.
+
+        Returns whether :meth:`train_if_due` has work: training is due, or this connection has
+        not counted the database's payloads yet.
+        """
+        if self.current is not None:
+            return False
+        if self._untrained is None:
+            return True
+        self._untrained += sum(1 for f in flags if f & FLAG_ZSTD)
+        return self._untrained >= TRAIN_AT
 
     def train_if_due(self) -> None:
         """Train the first dictionary once the database holds ``TRAIN_AT`` compressed payloads.

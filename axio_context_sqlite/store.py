@@ -3,7 +3,9 @@
 The caller owns the connection (from :func:`~axio_context_sqlite.connect`). Every method is one
 call on the connection's worker thread and, where it writes, one transaction: ``append`` and
 ``append_many`` cost the same for a 10- and a 100,000-message session, ``fork`` inserts one row,
-and token updates are single statements.
+and token updates are single statements. A single-message append and the token calls run their
+statement on the event loop's thread instead when the worker is idle (see
+:func:`.connection.run_inline`): the hop there and back costs as much as the statement.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from axio_context.messages import Message, SessionInfo
 from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
 
 from . import ops
-from .connection import run
+from .connection import NOT_RUN, run, run_inline, run_short
 from .ops import SessionPage
 from .storage import encode_message
 from .vectors import embed_batch
@@ -78,7 +80,7 @@ class SQLiteContextStore(ContextStore):
     # -- writing ---------------------------------------------------------------------------------
 
     async def append(self, message: Message) -> None:
-        """Append one message: one transaction, one thread hop."""
+        """Append one message: one statement, on the event loop's thread when the worker is idle."""
         await self.append_many((message,))
 
     async def append_many(self, messages: Iterable[Message]) -> None:
@@ -91,6 +93,17 @@ class SQLiteContextStore(ContextStore):
         encoded = [encode_message(m, text=embed, dicts=dicts) for m in batch]
         tokens = [self._counter.count(m) for m in batch]
         preview = ops.preview_for(batch)
+        if len(batch) == 1 and not embed and not encoded[0].blobs:
+            e = encoded[0]
+            if (
+                run_inline(self._conn, ops.append_one, self._session_id, self._project, e, tokens[0], preview)
+                is not NOT_RUN
+            ):
+                fold = ops.fold_due()
+                train = dicts is not None and dicts.count((e.flags,))
+                if fold or train:
+                    await run(self._conn, ops.after_inline_append, fold)
+                return
         embeddings = None
         if self._embedder is not None:
             embeddings = await embed_batch(
@@ -134,14 +147,18 @@ class SQLiteContextStore(ContextStore):
     # -- tokens ----------------------------------------------------------------------------------
 
     async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
-        await run(self._conn, ops.set_tokens, self._session_id, self._project, input_tokens, output_tokens)
+        await run_short(
+            self._conn, ops.set_tokens, self._session_id, self._project, input_tokens, output_tokens
+        )
 
     async def get_context_tokens(self) -> tuple[int, int]:
-        return await run(self._conn, ops.get_tokens, self._session_id)
+        return await run_short(self._conn, ops.get_tokens, self._session_id)
 
     async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
         """Add to the totals in one statement (no read-modify-write race across processes)."""
-        await run(self._conn, ops.add_tokens, self._session_id, self._project, input_tokens, output_tokens)
+        await run_short(
+            self._conn, ops.add_tokens, self._session_id, self._project, input_tokens, output_tokens
+        )
 
     # -- checkpoints -----------------------------------------------------------------------------
 

@@ -1,0 +1,177 @@
+"""The inline path: short writes run on the event loop's thread when the worker is idle.
+
+An append or token update then costs no thread hop; it must still keep the order of operations,
+never block the event loop on another process's lock, and leave everything else to the worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import pytest
+
+from axio_context_sqlite import Connection, SQLiteContextStore, connect, ops
+
+from .sqlite_checks import check_storage, text_message, texts
+from .test_sqlite_failures import _start_holder
+
+
+@pytest.fixture(autouse=True)
+def _no_fold_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Start this process's 1-in-64 keyword-queue check afresh (other tests moved the count)."""
+    monkeypatch.setattr(ops, "_appends_since_check", 0)
+
+
+async def test_idle_appends_and_token_updates_take_no_hop(conn: Connection, db_path: Path) -> None:
+    store = SQLiteContextStore(conn, "s", project="p")
+    await store.append(text_message("first"))  # counts the database's payloads, on the worker
+    jobs = conn.jobs
+    for i in range(20):
+        await store.append(text_message(f"m{i}", role="user" if i % 2 else "assistant"))
+    await store.add_context_tokens(3, 4)
+    await store.add_context_tokens(1, 1)
+    await store.set_context_tokens(10, 20)
+    assert await store.get_context_tokens() == (10, 20)
+    await store.add_context_tokens(1, 2)
+    assert await store.get_context_tokens() == (11, 22)
+    assert conn.jobs == jobs
+    history = await store.get_history()
+    assert texts(history) == ["first", *(f"m{i}" for i in range(20))]
+    info = await store.info()
+    assert (info.message_count, info.input_tokens, info.output_tokens) == (21, 11, 22)
+    assert info.preview == "first"
+    assert check_storage(db_path) == {"s": 21}
+
+
+async def test_a_new_session_and_its_tokens_inline(conn: Connection) -> None:
+    tokens = SQLiteContextStore(conn, "tokens-first", project="p")
+    await tokens.add_context_tokens(2, 3)  # the session's first write: UPDATE misses, upsert
+    assert await tokens.get_context_tokens() == (2, 3)
+    setter = SQLiteContextStore(conn, "set-first", project="p")
+    await setter.set_context_tokens(5, 6)
+    assert await setter.get_context_tokens() == (5, 6)
+    assert {i.session_id for i in await tokens.list_sessions()} == {"tokens-first", "set-first"}
+
+
+async def test_an_append_waits_behind_queued_work(conn: Connection) -> None:
+    """With a job queued, an append queues behind it instead of running first on the loop."""
+    store = SQLiteContextStore(conn, "s", project="p")
+    await store.append(text_message("old"))
+    gate = threading.Event()
+    blocked = asyncio.ensure_future(conn._execute(gate.wait, 10.0))
+    clearing = asyncio.ensure_future(store.clear())
+    await asyncio.sleep(0)  # the clear is queued behind the blocked job
+    appending = asyncio.ensure_future(store.append(text_message("new")))
+    await asyncio.sleep(0.05)
+    assert not appending.done()
+    gate.set()
+    await asyncio.gather(blocked, clearing, appending)
+    assert texts(await store.get_history()) == ["new"]
+
+
+async def test_tasks_keep_their_order_across_both_paths(conn: Connection) -> None:
+    """Appends from many tasks keep their call order: single appends issued while batches (which
+    always take the worker) wait for it queue behind them, and once the worker is idle single
+    appends are inline again."""
+    store = SQLiteContextStore(conn, "s", project="p")
+    gate = threading.Event()
+
+    async def append(i: int) -> None:
+        if i % 2:
+            await store.append(text_message(f"m{i}"))
+        else:
+            await store.append_many([text_message(f"m{i}"), text_message(f"m{i}+")])
+
+    blocked = asyncio.ensure_future(conn._execute(gate.wait, 10.0))
+    tasks = [asyncio.ensure_future(append(i)) for i in range(100)]
+    await asyncio.sleep(0.05)  # every task has issued its append; the worker is still blocked
+    assert not any(t.done() for t in tasks)
+    gate.set()
+    await asyncio.gather(blocked, *tasks)
+    jobs = conn.jobs
+    for i in range(101, 111, 2):
+        await append(i)
+    assert conn.jobs == jobs
+    expected: list[str] = []
+    for i in [*range(100), *range(101, 111, 2)]:
+        expected += [f"m{i}"] if i % 2 else [f"m{i}", f"m{i}+"]
+    assert texts(await store.get_history()) == expected
+
+
+async def test_a_locked_database_never_blocks_the_loop(db_path: Path) -> None:
+    """Another process holds the write lock: the append waits on the worker, not on the loop.
+
+    Had the inline attempt waited for the lock on the loop's thread, the loop would have stood
+    still for the whole busy timeout (5 s) before the worker took over; the longest gap between
+    the ticker's wake-ups shows it never did (the bound is half the timeout, far above noise).
+    """
+    async with connect(db_path) as conn:
+        await SQLiteContextStore(conn, "s", project="p").append(text_message("one"))
+    with _start_holder(db_path) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdin is not None
+            assert holder.stdout.readline().strip() == "holding"
+            async with connect(db_path, busy_timeout=5.0) as conn:
+                store = SQLiteContextStore(conn, "s", project="p")
+                await store.get_history()
+                stdin = holder.stdin
+
+                def release() -> None:
+                    stdin.write("go\n")
+                    stdin.flush()
+
+                loop = asyncio.get_running_loop()
+                gaps: list[float] = []
+                writing = True
+
+                async def ticker() -> None:
+                    last = loop.time()
+                    while writing:
+                        await asyncio.sleep(0.01)
+                        gaps.append(loop.time() - last)
+                        last = loop.time()
+
+                ticks = asyncio.ensure_future(ticker())
+                await asyncio.sleep(0.05)  # the ticker is running
+                loop.call_later(0.3, release)
+                jobs = conn.jobs
+                await store.append(text_message("two"))
+                await store.add_context_tokens(1, 1)
+                writing = False
+                await ticks
+                assert conn.jobs > jobs  # the append went to the worker, which waited for the lock
+                assert max(gaps) < 2.5
+                assert holder.stdout.readline().strip() == "released"
+                assert texts(await store.get_history()) == ["one", "two"]
+                assert await store.get_title() == "held"
+                assert await store.get_context_tokens() == (1, 1)
+        finally:
+            if holder.poll() is None:
+                holder.kill()
+    assert check_storage(db_path) == {"s": 2}
+
+
+async def test_full_sync_writes_stay_on_the_worker(db_path: Path) -> None:
+    """With synchronous FULL every commit syncs the disk: never on the event loop's thread."""
+    async with connect(db_path, synchronous="FULL") as conn:
+        store = SQLiteContextStore(conn, "s", project="p")
+        await store.append(text_message("first"))
+        jobs = conn.jobs
+        await store.append(text_message("second"))
+        await store.add_context_tokens(1, 1)
+        assert conn.jobs == jobs + 2
+        assert texts(await store.get_history()) == ["first", "second"]
+
+
+async def test_inside_an_open_transaction_appends_use_the_worker(conn: Connection) -> None:
+    """A transaction the caller opened on the connection is never joined by an inline write."""
+    store = SQLiteContextStore(conn, "s", project="p")
+    await store.append(text_message("one"))
+    await conn.execute("BEGIN")
+    jobs = conn.jobs
+    await store.add_context_tokens(1, 1)
+    assert conn.jobs == jobs + 1
+    await conn.execute("ROLLBACK")
+    assert await store.get_context_tokens() == (0, 0)
