@@ -38,7 +38,16 @@ from .ops import install_temp_objects
 from .schema import apply_schema, refuse_newer
 from .vec import load_sqlite_vec
 
-__all__ = ["NOT_RUN", "Connection", "connect", "run", "run_inline", "run_short", "sqlite_module"]
+__all__ = [
+    "NOT_RUN",
+    "Connection",
+    "checkpoint_due",
+    "connect",
+    "run",
+    "run_inline",
+    "run_short",
+    "sqlite_module",
+]
 
 T = TypeVar("T")
 
@@ -71,6 +80,17 @@ def _warn_vec_once(reason: str) -> None:
 #: sync (4-7 ms).
 CHECKPOINT_ROWS = 300
 
+#: Rows changed since the writing connection's own last checkpoint at which it runs the next one,
+#: on its worker thread (about 1,000 WAL pages for appends, where SQLite's would run). In a burst
+#: of writes the background checkpoint never finds the WAL idle, so only a checkpoint with no
+#: write in flight lets the next write start the WAL over; inline writes must not run it on the
+#: event loop's thread (two fsyncs, ~5 ms here).
+OWN_CHECKPOINT_ROWS = 750
+
+#: SQLite's own checkpoint threshold (pages) on this package's connections: a safety net for
+#: writes that change few rows but many pages (large media), far above the one above.
+WAL_AUTOCHECKPOINT_PAGES = 8000
+
 
 class _Checkpointer:
     """Copies the WAL back into the database on a thread and connection of its own.
@@ -79,16 +99,24 @@ class _Checkpointer:
     NORMAL a checkpoint's two fsyncs made that one append 15-22 ms instead of ~0.2 ms here (one
     append in ~300). ``bench/bench_checkpoints.py`` measures the trade: those stalls fall to
     5-8 ms and the mean append by ~10%, the p99 rises. A PASSIVE checkpoint on another connection
-    runs concurrently with writers and readers, so appends no longer wait for the disk; the
-    connection's own auto-checkpoint still runs if this one falls behind. Durability is unchanged:
-    the same ``synchronous`` level applies to this connection's checkpoints.
+    runs concurrently with writers and readers, so appends no longer wait for the disk.
+
+    It also tells the writing connection when its own checkpoint is due (``own_due``, every
+    ``OWN_CHECKPOINT_ROWS`` rows): that one runs on the connection's worker thread, never in an
+    inline write on the event loop's, and it is the one that lets the WAL start over during a
+    burst of writes. Durability is unchanged: the same ``synchronous`` level applies to both.
     """
 
     def __init__(self, path: str, synchronous: str) -> None:
         self._path = path
         self._synchronous = synchronous
         self._changed = 0
+        self._unsynced = 0  # rows since the writing connection's own checkpoint
+        #: The writing connection's own checkpoint is due (run by its next job on its thread).
+        self.own_due = False
         self._wake = threading.Event()
+        self._idle = threading.Event()  # set while the thread is not checkpointing
+        self._idle.set()
         self._stopping = False
         self._thread: threading.Thread | None = None
         self.runs = 0  # checkpoints done (observable by tests and the bench)
@@ -96,6 +124,9 @@ class _Checkpointer:
     def wrote(self, rows: int) -> None:
         """Count ``rows`` changed (on the thread using the connection); past the threshold, wake
         the checkpoint thread."""
+        self._unsynced += rows
+        if self._unsynced >= OWN_CHECKPOINT_ROWS:
+            self.own_due = True
         self._changed += rows
         if self._changed < CHECKPOINT_ROWS or self._stopping:
             return
@@ -105,6 +136,20 @@ class _Checkpointer:
             self._thread.start()
         self._wake.set()
 
+    def own(self, raw: Any) -> None:
+        """The writing connection's own checkpoint, on its worker thread, outside a transaction.
+
+        A failure (another connection's checkpoint running, an I/O error) is left for the next
+        one: the write that made it due has committed.
+        """
+        self.own_due = False
+        self._unsynced = 0
+        # A checkpoint already running (the thread's, mid-fsync) makes this one return at once
+        # having copied nothing: let it finish first (a few ms).
+        self._idle.wait(1.0)
+        with contextlib.suppress(sqlean.Error):
+            raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
     def _loop(self) -> None:
         db = None
         try:
@@ -113,6 +158,7 @@ class _Checkpointer:
                 self._wake.clear()
                 if self._stopping:
                     return
+                self._idle.clear()
                 try:
                     if db is None:
                         # mode=rw: never create a file, whatever happened to the path meanwhile
@@ -122,7 +168,9 @@ class _Checkpointer:
                     db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
                     self.runs += 1
                 except sqlean.Error:
-                    pass  # busy or failing: the writing connection's own auto-checkpoint remains
+                    pass  # busy or failing: the writing connection's own checkpoint remains
+                finally:
+                    self._idle.set()
         finally:
             if db is not None:
                 db.close()
@@ -323,6 +371,7 @@ def connect(
                     if str(mode).lower() != "wal":
                         raw.execute("PRAGMA journal_mode = WAL")
                 raw.execute(f"PRAGMA synchronous = {synchronous}")
+                raw.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
                 # Reads through a memory map: no copy per page. Semantic search scans the whole
                 # sqlite-vec codes table on every query; on 100,000 messages its KNN took 22 ms
                 # through the default 2 MB page cache, 18.8 ms mapped. Writes are unaffected.
@@ -443,7 +492,19 @@ async def run_short(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any
     result = run_inline(conn, fn, *args)
     if isinstance(result, _NotRun):
         return await run(conn, fn, *args)
+    if checkpoint_due(conn):
+        await run(conn, _nothing)  # the worker runs the due checkpoint after it (see _call)
     return result
+
+
+def checkpoint_due(conn: aiosqlite.Connection) -> bool:
+    """Whether the connection's own WAL checkpoint is due: the next job on its thread runs it."""
+    checkpointer = getattr(conn, "checkpointer", None)
+    return checkpointer is not None and bool(checkpointer.own_due)
+
+
+def _nothing(raw: Any) -> None:
+    return None
 
 
 def _call(
@@ -466,8 +527,11 @@ def _call(
         raise
     if not began and raw.in_transaction:
         raw.commit()
-    if checkpointer is not None and raw.total_changes != changes:
-        checkpointer.wrote(raw.total_changes - changes)
+    if checkpointer is not None:
+        if raw.total_changes != changes:
+            checkpointer.wrote(raw.total_changes - changes)
+        if checkpointer.own_due and not raw.in_transaction:
+            checkpointer.own(raw)
     return result
 
 

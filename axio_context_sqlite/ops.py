@@ -420,7 +420,8 @@ def append_one(
 
 def after_inline_append(c: Any, fold: bool) -> None:
     """What an inline append leaves to the worker thread when due: folding a long keyword-index
-    queue (``fold``), and training the database's first dictionary."""
+    queue (``fold``) and training the database's first dictionary (and, after this job, the
+    connection's own WAL checkpoint: see :func:`.connection.run`)."""
     if fold:
         fold_if_long(c)
     train_if_due(c)

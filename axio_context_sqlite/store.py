@@ -24,7 +24,7 @@ from axio_context.messages import Message, SessionInfo
 from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
 
 from . import ops
-from .connection import NOT_RUN, run, run_inline, run_short
+from .connection import NOT_RUN, checkpoint_due, run, run_inline, run_short
 from .ops import SessionPage
 from .storage import encode_message
 from .vectors import embed_batch
@@ -101,7 +101,7 @@ class SQLiteContextStore(ContextStore):
             ):
                 fold = ops.fold_due()
                 train = dicts is not None and dicts.count((e.flags,))
-                if fold or train:
+                if fold or train or checkpoint_due(self._conn):
                     await run(self._conn, ops.after_inline_append, fold)
                 return
         embeddings = None

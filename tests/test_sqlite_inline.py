@@ -9,10 +9,11 @@ from __future__ import annotations
 import asyncio
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from axio_context_sqlite import Connection, SQLiteContextStore, connect, ops
+from axio_context_sqlite import Connection, SQLiteContextStore, connect, connection, ops
 
 from .sqlite_checks import check_storage, text_message, texts
 from .test_sqlite_failures import _start_holder
@@ -175,3 +176,28 @@ async def test_inside_an_open_transaction_appends_use_the_worker(conn: Connectio
     assert conn.jobs == jobs + 1
     await conn.execute("ROLLBACK")
     assert await store.get_context_tokens() == (0, 0)
+
+
+async def test_checkpoints_after_inline_writes_run_on_the_worker(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection's own WAL checkpoint (two fsyncs) runs on its worker thread, never inside
+    an inline write on the event loop's; SQLite's in-commit one only past a far threshold."""
+    threads: list[int] = []
+    own = connection._Checkpointer.own
+
+    def recording(self: connection._Checkpointer, raw: Any) -> None:
+        threads.append(threading.get_ident())
+        own(self, raw)
+
+    monkeypatch.setattr(connection._Checkpointer, "own", recording)
+    async with connect(db_path) as conn:
+        rows = await conn.execute_fetchall("PRAGMA wal_autocheckpoint")
+        assert next(iter(rows))[0] == connection.WAL_AUTOCHECKPOINT_PAGES
+        store = SQLiteContextStore(conn, "s", project="p")
+        for i in range(1500):
+            await store.append(text_message(f"message {i} " * 20))
+        await store.add_context_tokens(1, 1)
+        assert len(threads) >= 4
+        assert set(threads) == {conn._thread.ident}
+    assert check_storage(db_path) == {"s": 1500}

@@ -224,7 +224,8 @@ async def test_checkpoints_keep_the_wal_bounded_while_appending(db_path: Path) -
         for i in range(3000):
             await store.append(text_message(f"message {i} " * 20))
         # Back-to-back appends never leave the background checkpointer an idle WAL to finish;
-        # SQLite's own threshold must still bound it (3,000 appends write ~12,000 pages).
+        # the connection's own checkpoints must still bound it (3,000 appends write ~12,000
+        # pages; SQLite's in-commit threshold is 8,000).
         assert _wal_frames(db_path) < 2000
     assert check_storage(db_path) == {"s": 3000}
 
