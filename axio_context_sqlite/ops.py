@@ -193,7 +193,9 @@ def read_messages(
     with_media: list[tuple[int, int, Any, list[Any]]] = []  # (index in out, position, role, content)
     fetch = _fetch_blobs(c)
     dicts = storage.bound_or_none()
-    dict_id, undict = 0, None  # the last dictionary's decompressor: a session rarely has two
+    # The flags of the last dictionary payload and that dictionary's decompressor: a session's
+    # rows rarely use two, so most rows take the first branch below.
+    dict_flags, undict = -1, None
     # Only the columns the loop needs: each one more is an object per row to build and free.
     sql = _READ_TIMED if times is not None else _READ
     for sid, lo, hi in segments(c, row, start, end):
@@ -204,18 +206,19 @@ def read_messages(
             times.extend(r[3] for r in rows)
             rows = [r[:3] for r in rows]
         first = len(out)  # out[first + i] is position lo + i
+        append = out.append
         try:
             # The hot loop of every load: the common kinds of row skip decode_row's generality.
             for role, flags, payload in rows:
-                if flags & _LOW_FLAGS == FLAG_ZSTD and flags != FLAG_ZSTD and dicts is not None:
-                    if flags >> DICT_SHIFT != dict_id:
-                        dict_id = flags >> DICT_SHIFT
-                        undict = dicts.decompressor(dict_id).decompress
-                    out.append(Message(_ROLES[role], _decode_content(undict(payload))))  # type: ignore[misc]
+                if flags == dict_flags:
+                    append(Message(_ROLES[role], _decode_content(undict(payload))))  # type: ignore[misc]
                 elif flags == 0:
-                    out.append(Message(_ROLES[role], _decode_content(payload)))
+                    append(Message(_ROLES[role], _decode_content(payload)))
+                elif flags & _LOW_FLAGS == FLAG_ZSTD and flags != FLAG_ZSTD and dicts is not None:
+                    dict_flags, undict = flags, dicts.decompressor(flags >> DICT_SHIFT).decompress
+                    append(Message(_ROLES[role], _decode_content(undict(payload))))
                 elif flags == FLAG_ZSTD:
-                    out.append(Message(_ROLES[role], _decode_content(_unzstd(payload))))
+                    append(Message(_ROLES[role], _decode_content(_unzstd(payload))))
                 elif flags & FLAG_BLOBS:
                     content = _decode_content(inflate(flags, payload))
                     with_media.append((len(out), lo + len(out) - first, _ROLES[role], content))
