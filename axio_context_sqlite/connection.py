@@ -114,6 +114,9 @@ class _Checkpointer:
         self._unsynced = 0  # rows since the writing connection's own checkpoint
         #: The writing connection's own checkpoint is due (run by its next job on its thread).
         self.own_due = False
+        #: The next write may start a new WAL (none yet, or a checkpoint copied all of it), and
+        #: SQLite syncs a new WAL's header to disk in that write: it goes to the worker thread.
+        self.wal_may_restart = True
         self._wake = threading.Event()
         self._idle = threading.Event()  # set while the thread is not checkpointing
         self._idle.set()
@@ -148,7 +151,9 @@ class _Checkpointer:
         # having copied nothing: let it finish first (a few ms).
         self._idle.wait(1.0)
         with contextlib.suppress(sqlean.Error):
-            raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            _, log, done = raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()[0]
+            if log == done:
+                self.wal_may_restart = True
 
     def _loop(self) -> None:
         db = None
@@ -165,7 +170,9 @@ class _Checkpointer:
                         target = Path(self._path).as_uri() + "?mode=rw"
                         db = sqlean.connect(target, uri=True, isolation_level=None, check_same_thread=True)
                         db.execute(f"PRAGMA synchronous = {self._synchronous}")
-                    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    _, log, done = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()[0]
+                    if log == done:
+                        self.wal_may_restart = True
                     self.runs += 1
                 except sqlean.Error:
                     pass  # busy or failing: the writing connection's own checkpoint remains
@@ -463,7 +470,8 @@ def run_inline(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> 
     For one short autocommit write (an append, a token update), where the hop to the worker
     thread costs as much as the statement. It runs only when the worker is idle (nothing queued
     or running, so the order of operations is kept) and with a busy timeout of zero, so it never
-    blocks the event loop waiting for another process. When it cannot run, or the statement fails
+    blocks the event loop waiting for another process. It leaves to the worker the write that may
+    start a new WAL, whose header SQLite syncs to disk. When it cannot run, or the statement fails
     (a failed autocommit statement wrote nothing), it returns :data:`NOT_RUN` and the caller takes
     the worker path, which waits for locks and reports errors as usual.
     """
@@ -471,6 +479,8 @@ def run_inline(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> 
         return NOT_RUN
     raw: Any = conn._connection  # sqlean's connection (set_busy_timeout is its own)
     if raw is None or not conn.idle() or raw.in_transaction:
+        return NOT_RUN
+    if conn.checkpointer is not None and conn.checkpointer.wal_may_restart:
         return NOT_RUN
     changes = raw.total_changes
     raw.set_busy_timeout(0)
@@ -529,6 +539,7 @@ def _call(
         raw.commit()
     if checkpointer is not None:
         if raw.total_changes != changes:
+            checkpointer.wal_may_restart = False
             checkpointer.wrote(raw.total_changes - changes)
         if checkpointer.own_due and not raw.in_transaction:
             checkpointer.own(raw)

@@ -14,15 +14,19 @@ from typing import Any
 import pytest
 
 from axio_context_sqlite import Connection, SQLiteContextStore, connect, connection, ops
+from axio_context_sqlite.connection import run
 
 from .sqlite_checks import check_storage, text_message, texts
 from .test_sqlite_failures import _start_holder
 
 
 @pytest.fixture(autouse=True)
-def _no_fold_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Start this process's 1-in-64 keyword-queue check afresh (other tests moved the count)."""
+def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Start this process's 1-in-64 keyword-queue check afresh (other tests moved the count), and
+    no checkpoints unless a test asks: each sends the write after it to the worker."""
     monkeypatch.setattr(ops, "_appends_since_check", 0)
+    monkeypatch.setattr(connection, "CHECKPOINT_ROWS", 10**9)
+    monkeypatch.setattr(connection, "OWN_CHECKPOINT_ROWS", 10**9)
 
 
 async def test_idle_appends_and_token_updates_take_no_hop(conn: Connection, db_path: Path) -> None:
@@ -191,6 +195,8 @@ async def test_checkpoints_after_inline_writes_run_on_the_worker(
         own(self, raw)
 
     monkeypatch.setattr(connection._Checkpointer, "own", recording)
+    monkeypatch.setattr(connection, "CHECKPOINT_ROWS", 300)
+    monkeypatch.setattr(connection, "OWN_CHECKPOINT_ROWS", 750)
     async with connect(db_path) as conn:
         rows = await conn.execute_fetchall("PRAGMA wal_autocheckpoint")
         assert next(iter(rows))[0] == connection.WAL_AUTOCHECKPOINT_PAGES
@@ -201,3 +207,25 @@ async def test_checkpoints_after_inline_writes_run_on_the_worker(
         assert len(threads) >= 4
         assert set(threads) == {conn._thread.ident}
     assert check_storage(db_path) == {"s": 1500}
+
+
+async def test_a_write_that_may_start_a_new_wal_takes_the_worker(conn: Connection) -> None:
+    """SQLite syncs a new WAL's header to disk in the first write after the WAL was copied back in
+    full: that write (and a connection's first) goes to the worker, and the next is inline."""
+    store = SQLiteContextStore(conn, "s", project="p")
+    checkpointer = conn.checkpointer
+    assert checkpointer is not None and checkpointer.wal_may_restart
+    await store.append(text_message("first"))
+    assert not checkpointer.wal_may_restart
+    for i in range(3):
+        await store.append(text_message(f"m{i}"))
+    await run(conn, checkpointer.own)  # copies the whole WAL back: the next write restarts it
+    assert checkpointer.wal_may_restart
+    jobs = conn.jobs
+    await store.add_context_tokens(1, 1)
+    assert conn.jobs == jobs + 1
+    await store.append(text_message("inline again"))
+    await store.add_context_tokens(1, 1)
+    assert conn.jobs == jobs + 1
+    assert texts(await store.get_history())[-1] == "inline again"
+    assert await store.get_context_tokens() == (2, 2)
