@@ -6,6 +6,11 @@ platform) and handed to aiosqlite through its connector hook; the worker thread 
 connection, loads sqlite-vec on it, and sets the pragmas. This module is the one place that
 knows which driver is used.
 
+Two ways to the database. Every operation runs on the connection's worker thread (aiosqlite's
+model: one thread hop per call, :func:`run`), except a few one-statement writes and reads, which
+:func:`run_inline` runs on the event loop's thread when the worker is idle: the hop costs as much
+as such a statement. The connection itself is shared by the two threads, never at once.
+
 Durability: WAL with ``synchronous=NORMAL`` by default. Every committed transaction survives a
 crash of the process (SIGKILL included) and the database is never corrupted; a power loss or OS
 crash may lose the last transactions before a WAL checkpoint. ``synchronous="FULL"`` fsyncs every
