@@ -75,10 +75,11 @@ def index_text(c: Any, rows: Sequence[tuple[int, str, str]]) -> None:
 FOLD_BATCH: Final = 64
 
 
-def queue_text(c: Any, ids: Sequence[int]) -> None:
-    """Queue new messages for the keyword index (same transaction as the messages)."""
+def queue_text(c: Any, ids: Sequence[int], *, fold: bool = True) -> None:
+    """Queue new messages for the keyword index (same transaction as the messages); with ``fold``,
+    fold the queue in too when the batch is big or the queue long."""
     c.executemany("INSERT OR IGNORE INTO fts_pending (id) VALUES (?)", [(i,) for i in ids])
-    if len(ids) >= FOLD_BATCH or queue_is_long(c):
+    if fold and (len(ids) >= FOLD_BATCH or queue_is_long(c)):
         flush_pending(c)
 
 

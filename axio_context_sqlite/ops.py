@@ -329,18 +329,23 @@ def append(
     tokens: Sequence[int],
     preview: tuple[int, str] | None,
     embeddings: Embeddings | None = None,
+    *,
+    inline: bool = False,
 ) -> int:
     """Append a batch, its search index entries and embeddings in one transaction.
 
     Returns the first position the batch got (-1 for the one-statement path, which does not
-    read it back).
+    read it back). ``inline``: on the event loop's thread (:func:`.connection.run_inline`), so
+    only the transaction: no keyword-index fold, no dictionary training, no second try with a
+    dictionary that is gone (the worker path does those).
     """
     n = len(encoded)
     if n == 0:
         return -1
     now = now_ms()
     if (
-        n == 1
+        not inline
+        and n == 1
         and not encoded[0].blobs
         and (embeddings is None or not embeddings.rows)
         and not c.in_transaction
@@ -376,7 +381,10 @@ def append(
             ).fetchone()
         sid, first, preview_pos, session_project = r
         base = key(sid, first)
-        encoded = ensure_dictionaries(c, encoded)
+        if not inline:
+            encoded = ensure_dictionaries(c, encoded)
+        elif not dictionaries_present(c, encoded):
+            raise DecodeError("a compression dictionary this batch was encoded with is gone")
         c.executemany(
             "INSERT INTO messages (id, role, flags, created_at, tokens, payload) VALUES (?, ?, ?, ?, ?, ?)",
             [
@@ -384,7 +392,7 @@ def append(
                 for i, (e, t) in enumerate(zip(encoded, tokens, strict=True))
             ],
         )
-        indexing.queue_text(c, range(base, base + n))
+        indexing.queue_text(c, range(base, base + n), fold=not inline)
         if embeddings is not None and embeddings.rows:
             indexing.store_embeddings(
                 c,
@@ -403,7 +411,8 @@ def append(
                 "UPDATE sessions SET preview = ?, preview_pos = ? WHERE sid = ?",
                 (preview[1], first + preview[0], sid),
             )
-    _after_append(c, [e.flags for e in encoded])
+    if not inline:
+        _after_append(c, [e.flags for e in encoded])
     return int(first)
 
 
@@ -419,6 +428,23 @@ def append_one(
     append (:func:`.connection.run_inline`). A dictionary gone since encoding makes it fail, and
     the worker path then compresses again; :func:`after_inline_append` does the follow-ups."""
     _append_one(c, session_id, project, e, now_ms(), tokens, None if preview is None else preview[1])
+
+
+def append_inline(
+    c: Any,
+    session_id: str,
+    project: str | None,
+    encoded: Sequence[EncodedMessage],
+    tokens: Sequence[int],
+    preview: tuple[int, str] | None,
+) -> bool:
+    """A small batch, or a message with media, in one transaction and nothing else: the inline
+    append of :func:`append` (see there); :func:`after_inline_append` does the follow-ups.
+
+    Returns whether the keyword-index queue is now long (a batch checks every time, as on the
+    worker path, where it folds in its own transaction)."""
+    append(c, session_id, project, encoded, tokens, preview, inline=True)
+    return indexing.queue_is_long(c)
 
 
 def after_inline_append(c: Any, fold: bool) -> None:
@@ -450,16 +476,21 @@ def _append_one(
 _DICT_GONE: Final = "axio: compression dictionary gone"
 
 
+def dictionaries_present(c: Any, encoded: Sequence[EncodedMessage]) -> bool:
+    """Whether every dictionary ``encoded`` was compressed with is still in the database."""
+    used = {e.flags >> DICT_SHIFT for e in encoded} - {0}
+    if not used:
+        return True
+    marks = ",".join("?" * len(used))
+    found = {r[0] for r in c.execute(f"SELECT id FROM zstd_dicts WHERE id IN ({marks})", sorted(used))}
+    return found == used
+
+
 def ensure_dictionaries(c: Any, encoded: Sequence[EncodedMessage]) -> Sequence[EncodedMessage]:
     """``encoded``, re-encoded if a dictionary it was compressed with is no longer in the
     database (``vacuum --recompress`` deletes the ones no row uses). Inside the write transaction,
     so the check holds until the rows are in."""
-    used = {e.flags >> DICT_SHIFT for e in encoded} - {0}
-    if not used:
-        return encoded
-    marks = ",".join("?" * len(used))
-    found = {r[0] for r in c.execute(f"SELECT id FROM zstd_dicts WHERE id IN ({marks})", sorted(used))}
-    return encoded if found == used else _reencode(c, encoded)
+    return encoded if dictionaries_present(c, encoded) else _reencode(c, encoded)
 
 
 def _reencode(c: Any, encoded: Sequence[EncodedMessage]) -> list[EncodedMessage]:

@@ -3,16 +3,16 @@
 The caller owns the connection (from :func:`~axio_context_sqlite.connect`). Every method is one
 call on the connection's worker thread and, where it writes, one transaction: ``append`` and
 ``append_many`` cost the same for a 10- and a 100,000-message session, ``fork`` inserts one row,
-and token updates are single statements. A single-message append and the token calls run their
-statement on the event loop's thread instead when the worker is idle (see
-:func:`.connection.run_inline`): the hop there and back costs as much as the statement.
+and token updates are single statements. Appends of a few messages (``INLINE_MESSAGES``,
+``INLINE_BYTES``) and the token calls run on the event loop's thread instead when the worker is
+idle (see :func:`.connection.run_inline`): the hop there and back costs as much as the statement.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Final, Self
 from uuid import uuid4
 
 import aiosqlite
@@ -26,10 +26,20 @@ from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
 from . import ops
 from .connection import NOT_RUN, checkpoint_due, run, run_inline, run_short
 from .ops import SessionPage
-from .storage import encode_message
+from .storage import EncodedMessage, encode_message
 from .vectors import embed_batch
 
 __all__ = ["SQLiteContextStore"]
+
+#: The most messages, and bytes (payloads plus media), an append runs inline on the event loop's
+#: thread (see :func:`.connection.run_inline`): a turn's few messages or a screenshot, never an
+#: import, whose transaction would hold the loop for milliseconds.
+INLINE_MESSAGES: Final = 8
+INLINE_BYTES: Final = 256 * 1024
+
+
+def _stored_bytes(encoded: Sequence[EncodedMessage]) -> int:
+    return sum(len(e.payload) + sum(len(data) for _, data in e.blobs) for e in encoded)
 
 
 class SQLiteContextStore(ContextStore):
@@ -80,7 +90,8 @@ class SQLiteContextStore(ContextStore):
     # -- writing ---------------------------------------------------------------------------------
 
     async def append(self, message: Message) -> None:
-        """Append one message: one statement, on the event loop's thread when the worker is idle."""
+        """Append one message: one statement (one transaction with media), on the event loop's
+        thread when the worker is idle."""
         await self.append_many((message,))
 
     async def append_many(self, messages: Iterable[Message]) -> None:
@@ -93,14 +104,18 @@ class SQLiteContextStore(ContextStore):
         encoded = [encode_message(m, text=embed, dicts=dicts) for m in batch]
         tokens = [self._counter.count(m) for m in batch]
         preview = ops.preview_for(batch)
-        if len(batch) == 1 and not embed and not encoded[0].blobs:
-            e = encoded[0]
-            if (
-                run_inline(self._conn, ops.append_one, self._session_id, self._project, e, tokens[0], preview)
-                is not NOT_RUN
-            ):
-                fold = ops.fold_due()
-                train = dicts is not None and dicts.count((e.flags,))
+        if not embed and len(batch) <= INLINE_MESSAGES and _stored_bytes(encoded) <= INLINE_BYTES:
+            sid, project = self._session_id, self._project
+            if len(batch) == 1 and not encoded[0].blobs:
+                one = run_inline(self._conn, ops.append_one, sid, project, encoded[0], tokens[0], preview)
+                done, long_queue = one is not NOT_RUN, False
+            else:
+                many = run_inline(self._conn, ops.append_inline, sid, project, encoded, tokens, preview)
+                done, long_queue = many is not NOT_RUN, many is True
+            if done:
+                # Every 64th append (and every batch that left the queue long) folds it.
+                fold = ops.fold_due() or long_queue
+                train = dicts is not None and dicts.count(e.flags for e in encoded)
                 if fold or train or checkpoint_due(self._conn):
                     await run(self._conn, ops.after_inline_append, fold)
                 return

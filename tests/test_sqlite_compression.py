@@ -262,7 +262,9 @@ async def test_appends_of_a_connection_whose_dictionary_was_deleted_compress_aga
         rest = messages[split:]
         await store.append(rest[0])  # one statement
         await store.append_many(rest[1:6])  # one transaction
-        for m in rest[6:]:
+        conn.dicts.current = stale  # unaware again: a small batch, inline, checks in its transaction
+        await store.append_many(rest[6:9])
+        for m in rest[9:]:
             await store.append(m)
         assert await store.get_history() == messages
         chunks: list[bytes] = []

@@ -13,10 +13,12 @@ from typing import Any
 
 import pytest
 
-from axio_context_sqlite import Connection, SQLiteContextStore, connect, connection, ops
+from axio_context import ImageBlock, Message, TextBlock
+from axio_context_sqlite import Connection, SQLiteContextStore, connect, connection, indexing, ops
+from axio_context_sqlite import store as store_module
 from axio_context_sqlite.connection import run
 
-from .sqlite_checks import check_storage, text_message, texts
+from .sqlite_checks import check_storage, scalar, text_message, texts
 from .test_sqlite_failures import _start_holder
 
 
@@ -229,3 +231,95 @@ async def test_a_write_that_may_start_a_new_wal_takes_the_worker(conn: Connectio
     assert conn.jobs == jobs + 1
     assert texts(await store.get_history())[-1] == "inline again"
     assert await store.get_context_tokens() == (2, 2)
+
+
+def _with_image(text: str, data: bytes) -> Message:
+    return Message(role="user", content=[TextBlock(text=text), ImageBlock(media_type="image/png", data=data)])
+
+
+async def test_small_batches_and_media_inline(conn: Connection, db_path: Path) -> None:
+    """A turn's few messages, or a message with a screenshot, is one transaction on the loop."""
+    store = SQLiteContextStore(conn, "s", project="p")
+    await store.append(text_message("first"))
+    shot = bytes(range(256)) * 64  # 16 KB: stored once, as a blob
+    jobs = conn.jobs
+    await store.append_many([text_message("q"), text_message("a", role="assistant"), text_message("q2")])
+    await store.append(_with_image("look", shot))
+    await store.append_many([_with_image("again", shot), text_message("ok", role="assistant")])
+    assert conn.jobs == jobs
+    history = await store.get_history()
+    assert texts(history) == ["first", "q", "a", "q2", "look", "again", "ok"]
+    images = [b for m in history for b in m.content if isinstance(b, ImageBlock)]
+    assert [i.data for i in images] == [shot, shot]
+    assert scalar(db_path, "SELECT count(*) || ':' || sum(refs) FROM blobs") == "1:2"
+    assert check_storage(db_path) == {"s": 7}
+
+
+async def test_big_batches_and_big_media_take_the_worker(conn: Connection, db_path: Path) -> None:
+    store = SQLiteContextStore(conn, "s", project="p")
+    await store.append(text_message("first"))
+    jobs = conn.jobs
+    await store.append_many([text_message(f"m{i}") for i in range(store_module.INLINE_MESSAGES + 1)])
+    assert conn.jobs == jobs + 1
+    big = bytes(range(256)) * (store_module.INLINE_BYTES // 256 + 1)
+    await store.append(_with_image("big", big))
+    assert conn.jobs == jobs + 2
+    history = await store.get_history()
+    assert len(history) == store_module.INLINE_MESSAGES + 3
+    assert [b.data for b in history[-1].content if isinstance(b, ImageBlock)] == [big]
+    assert check_storage(db_path) == {"s": store_module.INLINE_MESSAGES + 3}
+
+
+async def test_a_locked_batch_with_media_is_stored_once(db_path: Path) -> None:
+    """The inline transaction fails on the lock having written nothing; the worker's then stores
+    the batch and its blob exactly once."""
+    shot = bytes(range(256)) * 64
+    async with connect(db_path, busy_timeout=5.0) as conn:
+        store = SQLiteContextStore(conn, "s", project="p")
+        await store.append(text_message("one"))  # the connection's first write: the worker's
+        with _start_holder(db_path) as holder:
+            try:
+                assert holder.stdout is not None and holder.stdin is not None
+                assert holder.stdout.readline().strip() == "holding"
+                stdin = holder.stdin
+
+                def release() -> None:
+                    stdin.write("go\n")
+                    stdin.flush()
+
+                asyncio.get_running_loop().call_later(0.2, release)
+                assert conn.checkpointer is not None and not conn.checkpointer.wal_may_restart
+                jobs = conn.jobs
+                await store.append_many([_with_image("shot", shot), text_message("two")])
+                assert conn.jobs > jobs  # tried inline, met the lock, went to the worker
+                assert holder.stdout.readline().strip() == "released"
+                assert texts(await store.get_history()) == ["one", "shot", "two"]
+                assert await store.get_title() == "held"
+            finally:
+                if holder.poll() is None:
+                    holder.kill()
+    assert scalar(db_path, "SELECT count(*) || ':' || sum(refs) FROM blobs") == "1:1"
+    assert check_storage(db_path) == {"s": 3}
+
+
+async def test_keyword_index_folds_run_on_the_worker(
+    conn: Connection, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Folding the queue into the keyword index (tokenizing, ~40 ms per 1,024 messages) never
+    runs inside an inline append, single or batch: the follow-up on the worker does it."""
+    monkeypatch.setattr(indexing, "FLUSH_AT", 4)
+    threads: list[int] = []
+    flush = indexing.flush_pending
+
+    def recording(c: Any) -> int:
+        threads.append(threading.get_ident())
+        return flush(c)
+
+    monkeypatch.setattr(indexing, "flush_pending", recording)
+    store = SQLiteContextStore(conn, "s", project="p")
+    for i in range(70):
+        await store.append(text_message(f"single {i}"))
+    for i in range(10):
+        await store.append_many([text_message(f"pair {i}"), text_message(f"pair {i}", role="assistant")])
+    assert threads and set(threads) == {conn._thread.ident}
+    assert check_storage(db_path) == {"s": 90}

@@ -146,6 +146,7 @@ async def test_recompress_while_other_processes_append(tmp_path: Path) -> None:
 
     check_storage(db)  # includes: every dictionary a row names exists
     assert sum(results[-1]["removed"]) >= 1  # dictionaries in use by the writers were deleted
+    assert results[-1]["dangling"] == [0] * 12  # no row ever named a deleted dictionary
     async with connect(db) as conn:
         for name in names:
             history = texts(await SQLiteContextStore(conn, f"s-{name}", project="mp").get_history())
