@@ -535,7 +535,8 @@ _appends_since_check = 0
 
 
 def fold_due() -> bool:
-    """Count one one-statement append; every 64th in this process checks the keyword-index queue."""
+    """Count one append (single or small batch); every 64th in this process checks the keyword-index
+    queue."""
     global _appends_since_check
     _appends_since_check += 1
     if _appends_since_check < 64:
