@@ -190,6 +190,12 @@ class Dictionaries:
         """The bytes of a payload compressed with dictionary ``dict_id``."""
         return self.decompressor(dict_id).decompress(payload)
 
+    def inflate(self, flags: int, payload: bytes) -> bytes:
+        """A stored payload's MessagePack bytes, a dictionary's read through this object (not
+        the thread's bound one, as the module's :func:`inflate` does)."""
+        dict_id = flags >> DICT_SHIFT
+        return self.decompress(dict_id, payload) if dict_id else inflate(flags, payload)
+
     def compress(self, payload: bytes) -> tuple[int, bytes]:
         """``(flags, bytes)`` of ``payload`` compressed with the current dictionary, if any."""
         current = self.current
@@ -261,8 +267,7 @@ class Dictionaries:
             samples: list[Any] = []
             for flags, payload in rows:
                 try:
-                    dict_id = flags >> DICT_SHIFT
-                    samples.append(self.decompress(dict_id, payload) if dict_id else inflate(flags, payload))
+                    samples.append(self.inflate(flags, payload))
                 except ROW_ERRORS:
                     continue  # a damaged row is reported when it is read, not here
             self._untrained = len(samples)
@@ -290,8 +295,7 @@ class Dictionaries:
 def recompress(dicts: Dictionaries, flags: int, payload: bytes) -> tuple[int, bytes]:
     """A stored row's ``(flags, payload)`` compressed with the current dictionary (or stored
     plain when that is not smaller); the blobs flag is kept."""
-    dict_id = flags >> DICT_SHIFT
-    raw = dicts.decompress(dict_id, payload) if dict_id else inflate(flags, payload)
+    raw = dicts.inflate(flags, payload)
     keep = flags & FLAG_BLOBS
     if len(raw) < DICT_COMPRESS_MIN:
         return keep, raw
