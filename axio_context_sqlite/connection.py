@@ -238,11 +238,10 @@ class Connection(aiosqlite.Connection):
     async def _execute(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """aiosqlite's job hand-off, counting jobs in and out."""
         if not self._running or not self._connection:
-            raise ValueError("Connection closed")
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._tx.put_nowait((future, partial(_tracked, self._finished, partial(fn, *args, **kwargs))))
-        self._submitted += 1
-        return await future
+            raise ValueError("Connection closed")  # as aiosqlite's own, before counting
+        handoff = cast(Callable[..., Awaitable[T]], super()._execute)
+        self._submitted += 1  # aiosqlite queues the job before its first await
+        return await handoff(_tracked, self._finished, partial(fn, *args, **kwargs))
 
     @property
     def jobs(self) -> int:
