@@ -230,6 +230,11 @@ def test_sigkill_while_appending_and_forking(tmp_path: Path) -> None:
     assert scalar(db, "SELECT COUNT(*) FROM messages WHERE flags >> 8") > 0
 
 
+#: The survivor's appends per round: enough to outlast the kill, which comes up to 250 ms after
+#: both start (since appends run on the event loop's thread, 600 sometimes finished first).
+SURVIVOR_APPENDS = 3000
+
+
 def test_sigkill_of_one_writer_while_another_keeps_writing(tmp_path: Path) -> None:
     """The killed process may die holding the write lock mid-transaction; the survivor (another
     process, its own connection) must carry on without an error reaching it."""
@@ -240,7 +245,15 @@ def test_sigkill_of_one_writer_while_another_keeps_writing(tmp_path: Path) -> No
     overlapped = 0
     for round_no in range(4):
         survivor = subprocess.Popen(
-            [sys.executable, str(MP_WORKER), str(db), "append", "survivor", f"s{round_no}", "600"],
+            [
+                sys.executable,
+                str(MP_WORKER),
+                str(db),
+                "append",
+                "survivor",
+                f"s{round_no}",
+                str(SURVIVOR_APPENDS),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -272,7 +285,7 @@ def test_sigkill_of_one_writer_while_another_keeps_writing(tmp_path: Path) -> No
 async def _check_survivor(db: Path) -> None:
     async with connect(db) as conn:
         history = texts(await SQLiteContextStore(conn, "survivor", project="mp").get_history())
-    assert history == [t for r in range(4) for t in expected_texts(f"s{r}", 600)]
+    assert history == [t for r in range(4) for t in expected_texts(f"s{r}", SURVIVOR_APPENDS)]
 
 
 # --- compaction ------------------------------------------------------------------------------------
