@@ -4,6 +4,8 @@ connection that reads it, and never at the cost of an append."""
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -48,6 +50,24 @@ def _dict_ids(path: Path) -> list[int]:
 
 def _flags(path: Path) -> list[int]:
     return column(path, "SELECT flags FROM messages ORDER BY id")
+
+
+@contextmanager
+def _refusing_dictionaries(path: Path, reason: str) -> Iterator[None]:
+    """While inside, storing a compression dictionary fails with ``reason`` (a trigger another
+    connection adds, and drops on the way out)."""
+    db = raw_connect(path)
+    try:
+        with db:
+            db.execute(
+                "CREATE TRIGGER no_dicts BEFORE INSERT ON zstd_dicts"
+                f" BEGIN SELECT RAISE(ABORT, '{reason}'); END"
+            )
+        yield
+        with db:
+            db.execute("DROP TRIGGER no_dicts")
+    finally:
+        db.close()
 
 
 async def test_first_dictionary_is_trained_once_enough_payloads_are_compressed(db_path: Path) -> None:
@@ -157,19 +177,11 @@ async def test_a_failed_training_never_fails_the_append(db_path: Path) -> None:
     """The append is committed before training; a training that fails is retried later."""
     messages = transcript(4 * TRAIN_AT + 10)
     async with connect(db_path) as conn:
-        db = raw_connect(db_path)
-        with db:
-            db.execute(
-                "CREATE TRIGGER no_dicts BEFORE INSERT ON zstd_dicts"
-                " BEGIN SELECT RAISE(ABORT, 'disk full'); END"
-            )
         store = SQLiteContextStore(conn, "s")
-        for m in messages[: 2 * TRAIN_AT + 10]:
-            await store.append(m)  # training fails at the TRAIN_AT-th compressed payload
-        assert _dict_ids(db_path) == []
-        with db:
-            db.execute("DROP TRIGGER no_dicts")
-        db.close()
+        with _refusing_dictionaries(db_path, "disk full"):
+            for m in messages[: 2 * TRAIN_AT + 10]:
+                await store.append(m)  # training fails at the TRAIN_AT-th compressed payload
+            assert _dict_ids(db_path) == []
         for m in messages[2 * TRAIN_AT + 10 :]:
             await store.append(m)  # TRAIN_AT compressed payloads later it is tried again
         assert _dict_ids(db_path) == [1]
@@ -200,16 +212,8 @@ async def test_bulk_imports_train_too(db_path: Path, tmp_path: Path) -> None:
 async def _stored_without_dictionary(db_path: Path, messages: list[Message]) -> None:
     """Store ``messages`` the way a database from before dictionaries holds them."""
     async with connect(db_path) as conn:
-        blocker = raw_connect(db_path)
-        with blocker:
-            blocker.execute(
-                "CREATE TRIGGER no_dicts BEFORE INSERT ON zstd_dicts"
-                " BEGIN SELECT RAISE(ABORT, 'not yet'); END"
-            )
-        await SQLiteContextStore(conn, "old").append_many(messages)
-        with blocker:
-            blocker.execute("DROP TRIGGER no_dicts")
-        blocker.close()
+        with _refusing_dictionaries(db_path, "not yet"):
+            await SQLiteContextStore(conn, "old").append_many(messages)
 
 
 async def test_recompress_rewrites_every_payload_with_a_new_dictionary(db_path: Path) -> None:
