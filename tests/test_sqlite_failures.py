@@ -32,6 +32,7 @@ from axio_context.errors import (
 )
 from axio_context_sqlite import SCHEMA_VERSION, Database, SQLiteContextStore, connect
 
+from .lock_holder import LockHolder, holding_lock
 from .sqlite_checks import check_storage, raw_connect, text_message, texts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -179,33 +180,11 @@ async def test_readonly_connection_refuses_writes_and_changes_nothing(db_path: P
 
 # --- a lock held by another process -----------------------------------------------------------
 
-HOLDER = """
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1], isolation_level=None)
-db.execute("BEGIN IMMEDIATE")
-db.execute("UPDATE sessions SET title = 'held' WHERE id = 's'")
-db.execute("INSERT INTO settings (key, value) VALUES ('held', 'yes')")
-print("holding", flush=True)
-sys.stdin.readline()
-db.execute("COMMIT")
-db.close()
-print("released", flush=True)
-"""
-
-
-def _start_holder(db_path: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(db_path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-
 
 async def test_lock_held_past_the_busy_timeout(db_path: Path) -> None:
     async with connect(db_path) as conn:
         await SQLiteContextStore(conn, "s", project="p").append(text_message("one"))
-    with _start_holder(db_path) as holder:
+    with holding_lock(db_path) as holder:
         await _contend(db_path, holder)
     db = raw_connect(db_path)
     assert db.execute("SELECT value FROM settings WHERE key = 'held'").fetchone() == ("yes",)
@@ -213,41 +192,33 @@ async def test_lock_held_past_the_busy_timeout(db_path: Path) -> None:
     assert check_storage(db_path) == {"s": 2}
 
 
-async def _contend(db_path: Path, holder: subprocess.Popen[str]) -> None:
-    try:
-        assert holder.stdout is not None and holder.stdin is not None
-        assert holder.stdout.readline().strip() == "holding"
-        async with connect(db_path, busy_timeout=0.2) as conn:
-            store = SQLiteContextStore(conn, "s", project="p")
-            for write in (
-                lambda: store.append(text_message("blocked")),
-                lambda: store.append_many([text_message("b1"), text_message("b2")]),
-                lambda: store.add_context_tokens(5, 5),
-                store.fork,
-                store.pop,
-                lambda: store.set_title("mine"),
-            ):
-                with pytest.raises(DatabaseLockedError, match="locked") as info:
-                    await write()
-                assert str(db_path) in str(info.value)
-            # Readers are not blocked by a writer (WAL), and see the last committed state.
-            assert texts(await store.get_history()) == ["one"]
-            assert await store.get_title() is None
+async def _contend(db_path: Path, holder: LockHolder) -> None:
+    async with connect(db_path, busy_timeout=0.2) as conn:
+        store = SQLiteContextStore(conn, "s", project="p")
+        for write in (
+            lambda: store.append(text_message("blocked")),
+            lambda: store.append_many([text_message("b1"), text_message("b2")]),
+            lambda: store.add_context_tokens(5, 5),
+            store.fork,
+            store.pop,
+            lambda: store.set_title("mine"),
+        ):
+            with pytest.raises(DatabaseLockedError, match="locked") as info:
+                await write()
+            assert str(db_path) in str(info.value)
+        # Readers are not blocked by a writer (WAL), and see the last committed state.
+        assert texts(await store.get_history()) == ["one"]
+        assert await store.get_title() is None
 
-            holder.stdin.write("go\n")
-            holder.stdin.flush()
-            assert holder.stdout.readline().strip() == "released"
-            assert holder.wait(10) == 0
+        holder.release()
+        holder.wait_released()
 
-            # The held transaction's data is intact; none of the refused writes happened.
-            assert await store.get_title() == "held"
-            assert texts(await store.get_history()) == ["one"]
-            assert await store.get_context_tokens() == (0, 0)
-            await store.append(text_message("two"))  # and the database works again
-            assert texts(await store.get_history()) == ["one", "two"]
-    finally:
-        if holder.poll() is None:
-            holder.kill()
+        # The held transaction's data is intact; none of the refused writes happened.
+        assert await store.get_title() == "held"
+        assert texts(await store.get_history()) == ["one"]
+        assert await store.get_context_tokens() == (0, 0)
+        await store.append(text_message("two"))  # and the database works again
+        assert texts(await store.get_history()) == ["one", "two"]
 
 
 # --- damaged data -----------------------------------------------------------------------------

@@ -18,8 +18,8 @@ from axio_context_sqlite import Connection, SQLiteContextStore, connect, connect
 from axio_context_sqlite import store as store_module
 from axio_context_sqlite.connection import run
 
+from .lock_holder import holding_lock
 from .sqlite_checks import check_storage, scalar, text_message, texts
-from .test_sqlite_failures import _start_holder
 
 
 @pytest.fixture(autouse=True)
@@ -116,47 +116,35 @@ async def test_a_locked_database_never_blocks_the_loop(db_path: Path) -> None:
     """
     async with connect(db_path) as conn:
         await SQLiteContextStore(conn, "s", project="p").append(text_message("one"))
-    with _start_holder(db_path) as holder:
-        try:
-            assert holder.stdout is not None and holder.stdin is not None
-            assert holder.stdout.readline().strip() == "holding"
-            async with connect(db_path, busy_timeout=5.0) as conn:
-                store = SQLiteContextStore(conn, "s", project="p")
-                await store.get_history()
-                stdin = holder.stdin
+    with holding_lock(db_path) as holder:
+        async with connect(db_path, busy_timeout=5.0) as conn:
+            store = SQLiteContextStore(conn, "s", project="p")
+            await store.get_history()
+            loop = asyncio.get_running_loop()
+            gaps: list[float] = []
+            writing = True
 
-                def release() -> None:
-                    stdin.write("go\n")
-                    stdin.flush()
-
-                loop = asyncio.get_running_loop()
-                gaps: list[float] = []
-                writing = True
-
-                async def ticker() -> None:
+            async def ticker() -> None:
+                last = loop.time()
+                while writing:
+                    await asyncio.sleep(0.01)
+                    gaps.append(loop.time() - last)
                     last = loop.time()
-                    while writing:
-                        await asyncio.sleep(0.01)
-                        gaps.append(loop.time() - last)
-                        last = loop.time()
 
-                ticks = asyncio.ensure_future(ticker())
-                await asyncio.sleep(0.05)  # the ticker is running
-                loop.call_later(0.3, release)
-                jobs = conn.jobs
-                await store.append(text_message("two"))
-                await store.add_context_tokens(1, 1)
-                writing = False
-                await ticks
-                assert conn.jobs > jobs  # the append went to the worker, which waited for the lock
-                assert max(gaps) < 2.5
-                assert holder.stdout.readline().strip() == "released"
-                assert texts(await store.get_history()) == ["one", "two"]
-                assert await store.get_title() == "held"
-                assert await store.get_context_tokens() == (1, 1)
-        finally:
-            if holder.poll() is None:
-                holder.kill()
+            ticks = asyncio.ensure_future(ticker())
+            await asyncio.sleep(0.05)  # the ticker is running
+            loop.call_later(0.3, holder.release)
+            jobs = conn.jobs
+            await store.append(text_message("two"))
+            await store.add_context_tokens(1, 1)
+            writing = False
+            await ticks
+            assert conn.jobs > jobs  # the append went to the worker, which waited for the lock
+            assert max(gaps) < 2.5
+            holder.wait_released()
+            assert texts(await store.get_history()) == ["one", "two"]
+            assert await store.get_title() == "held"
+            assert await store.get_context_tokens() == (1, 1)
     assert check_storage(db_path) == {"s": 2}
 
 
@@ -277,27 +265,15 @@ async def test_a_locked_batch_with_media_is_stored_once(db_path: Path) -> None:
     async with connect(db_path, busy_timeout=5.0) as conn:
         store = SQLiteContextStore(conn, "s", project="p")
         await store.append(text_message("one"))  # the connection's first write: the worker's
-        with _start_holder(db_path) as holder:
-            try:
-                assert holder.stdout is not None and holder.stdin is not None
-                assert holder.stdout.readline().strip() == "holding"
-                stdin = holder.stdin
-
-                def release() -> None:
-                    stdin.write("go\n")
-                    stdin.flush()
-
-                asyncio.get_running_loop().call_later(0.2, release)
-                assert conn.checkpointer is not None and not conn.checkpointer.wal_may_restart
-                jobs = conn.jobs
-                await store.append_many([_with_image("shot", shot), text_message("two")])
-                assert conn.jobs > jobs  # tried inline, met the lock, went to the worker
-                assert holder.stdout.readline().strip() == "released"
-                assert texts(await store.get_history()) == ["one", "shot", "two"]
-                assert await store.get_title() == "held"
-            finally:
-                if holder.poll() is None:
-                    holder.kill()
+        with holding_lock(db_path) as holder:
+            asyncio.get_running_loop().call_later(0.2, holder.release)
+            assert conn.checkpointer is not None and not conn.checkpointer.wal_may_restart
+            jobs = conn.jobs
+            await store.append_many([_with_image("shot", shot), text_message("two")])
+            assert conn.jobs > jobs  # tried inline, met the lock, went to the worker
+            holder.wait_released()
+            assert texts(await store.get_history()) == ["one", "shot", "two"]
+            assert await store.get_title() == "held"
     assert scalar(db_path, "SELECT count(*) || ':' || sum(refs) FROM blobs") == "1:1"
     assert check_storage(db_path) == {"s": 3}
 
