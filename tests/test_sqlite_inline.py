@@ -114,12 +114,12 @@ async def test_a_locked_database_never_blocks_the_loop(db_path: Path) -> None:
     still for the whole busy timeout (5 s) before the worker took over; the longest gap between
     the ticker's wake-ups shows it never did (the bound is half the timeout, far above noise).
     """
-    async with connect(db_path) as conn:
-        await SQLiteContextStore(conn, "s", project="p").append(text_message("one"))
-    with holding_lock(db_path) as holder:
-        async with connect(db_path, busy_timeout=5.0) as conn:
-            store = SQLiteContextStore(conn, "s", project="p")
-            await store.get_history()
+    async with connect(db_path, busy_timeout=5.0) as conn:
+        store = SQLiteContextStore(conn, "s", project="p")
+        await store.append(text_message("one"))  # the connection's first write: the worker's
+        with holding_lock(db_path) as holder:
+            # the next write tries inline first (a WAL restart would send it to the worker)
+            assert conn.checkpointer is not None and not conn.checkpointer.wal_may_restart
             loop = asyncio.get_running_loop()
             gaps: list[float] = []
             writing = True
