@@ -79,17 +79,22 @@ async def test_an_append_waits_behind_queued_work(conn: Connection) -> None:
 
 
 async def test_tasks_keep_their_order_across_both_paths(conn: Connection) -> None:
-    """Appends from many tasks keep their call order: single appends issued while batches (which
-    always take the worker) wait for it queue behind them, and once the worker is idle single
-    appends are inline again."""
+    """Appends from many tasks keep their call order: single appends issued while big batches
+    (which always take the worker) wait for it queue behind them, and once the worker is idle
+    single appends are inline again."""
     store = SQLiteContextStore(conn, "s", project="p")
+    await store.append(text_message("first"))  # the connection's first write: the worker's
     gate = threading.Event()
+    big = store_module.INLINE_MESSAGES + 1
+
+    def batch(i: int) -> list[str]:
+        return [f"m{i}.{j}" for j in range(big)]
 
     async def append(i: int) -> None:
         if i % 2:
             await store.append(text_message(f"m{i}"))
         else:
-            await store.append_many([text_message(f"m{i}"), text_message(f"m{i}+")])
+            await store.append_many([text_message(t) for t in batch(i)])
 
     blocked = asyncio.ensure_future(conn._execute(gate.wait, 10.0))
     tasks = [asyncio.ensure_future(append(i)) for i in range(100)]
@@ -101,9 +106,9 @@ async def test_tasks_keep_their_order_across_both_paths(conn: Connection) -> Non
     for i in range(101, 111, 2):
         await append(i)
     assert conn.jobs == jobs
-    expected: list[str] = []
+    expected = ["first"]
     for i in [*range(100), *range(101, 111, 2)]:
-        expected += [f"m{i}"] if i % 2 else [f"m{i}", f"m{i}+"]
+        expected += [f"m{i}"] if i % 2 else batch(i)
     assert texts(await store.get_history()) == expected
 
 
