@@ -216,8 +216,8 @@ class Context:
             Path(f"{dst}{suffix}").unlink(missing_ok=True)
         shutil.copyfile(src, dst)
         # On disk before any timing, as a user's database would be: otherwise the first commit's
-        # fsync (of the WAL header) also flushes the copy's dirty pages, ~40 ms for 46 MB here,
-        # which every target paid in its first append.
+        # fsync (of the WAL header) also flushes the copy's dirty pages, which every target paid
+        # in its first append.
         fd = os.open(dst, os.O_RDONLY)
         try:
             os.fsync(fd)
