@@ -5,7 +5,7 @@ Like :mod:`.ops`, every function here is synchronous and runs on a connection's 
 (through :func:`.connection.run`), one thread hop per call. Single-session writes and deletes go
 through :mod:`.ops` (``ops.delete_session`` frees blobs and keeps forks' views); the one thing
 written here directly is a session imported with its original times and checkpoints
-(``_insert_session``), because :func:`.ops.append` stamps rows with the current time.
+(``_insert_session``), because :func:`.appending.append` stamps rows with the current time.
 
 Exports run inside one read transaction: under WAL that is a snapshot no concurrent writer can
 tear, and they hand the output to a ``sink`` batch by batch, so memory stays flat however large
@@ -43,7 +43,7 @@ from axio_context.transcript import (
     sniff_format,
 )
 
-from . import indexing, ops, storage
+from . import appending, indexing, ops, storage
 from .ops import SessionPage, key
 from .storage import encode_message
 
@@ -448,15 +448,17 @@ def _tokens_upto(c: Any, row: ops._Row, end: int) -> int:
 def _insert_messages(c: Any, sid: int, first: int, batch: Sequence[_Stamped]) -> int:
     """Insert messages at positions ``first..`` with their times; returns their estimated tokens.
 
-    The one place rows are written outside :mod:`.ops`; it must stay in step with
-    :func:`.ops.append` (blob references, and any index a later schema keeps per message).
+    Besides :mod:`.appending`, the one place new messages are written; it must stay in step with
+    :func:`.appending.append` (blob references, and any index a later schema keeps per message).
     """
     rows = []
     texts: list[tuple[str, str]] = []
     blobs: list[tuple[bytes, bytes]] = []
     spent = 0
     dicts = storage.bound_or_none()
-    encoded = ops.ensure_dictionaries(c, [encode_message(m.message, text=True, dicts=dicts) for m in batch])
+    encoded = appending.ensure_dictionaries(
+        c, [encode_message(m.message, text=True, dicts=dicts) for m in batch]
+    )
     for i, (item, e) in enumerate(zip(batch, encoded, strict=True)):
         t = estimate_message_tokens(item.message)
         spent += t
@@ -559,7 +561,7 @@ def _insert_session(
     position = header.inherited
     for batch in _batches(messages, BATCH):
         if preview is None:
-            preview = ops.preview_for([m.message for m in batch], position)
+            preview = appending.preview_for([m.message for m in batch], position)
         est += _insert_messages(c, sid, position, batch)
         position += len(batch)
     c.execute(
@@ -634,7 +636,7 @@ def import_file(
             _insert_session(c, rec, new_id, parent_new, _stamped(rec.messages))
         if aside is not None:
             ops.delete_session(c, aside)
-        ops.train_if_due(c)
+        appending.train_if_due(c)
         report.append(ImportedSession(rec.id, new_id, len(rec.messages), aside is not None))
     return ImportReport(format=fmt, sessions=report)
 

@@ -24,7 +24,7 @@ from axio_context.errors import DecodeError, NotAnAxioDatabaseError
 from axio_context.messages import Message
 from axio_context.transcript import SessionHeader, format_time
 
-from . import ops
+from . import appending, ops
 from .admin import (
     AxioImportReport,
     _full,
@@ -189,7 +189,7 @@ def import_axio(c: Any, path: Path, replace: bool) -> AxioImportReport:
             else:
                 added.append(ps.id)
             written += len(ps.messages)
-            ops.train_if_due(c)
+            appending.train_if_due(c)
     finally:
         peer.close()
     return AxioImportReport(added, updated, unchanged, conflicts, replaced, written)
@@ -203,7 +203,7 @@ def _extend(c: Any, ps: _PeerSession) -> int:
         tail = ps.messages[row.next_position :]
         spent = _insert_messages(c, row.sid, row.next_position, tail) if tail else 0
         if c.execute("SELECT preview_pos FROM sessions WHERE sid = ?", (row.sid,)).fetchone()[0] is None:
-            pv = ops.preview_for([m.message for m in tail], row.next_position)
+            pv = appending.preview_for([m.message for m in tail], row.next_position)
             if pv is not None:
                 c.execute(
                     "UPDATE sessions SET preview = ?, preview_pos = ? WHERE sid = ?", (pv[1], pv[0], row.sid)

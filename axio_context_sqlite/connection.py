@@ -38,8 +38,8 @@ import sqlean
 from axio_context.errors import StoreClosedError
 
 from . import storage
+from .appending import install_temp_objects
 from .errors import translate_error
-from .ops import install_temp_objects
 from .schema import apply_schema, refuse_newer
 from .vec import load_sqlite_vec
 

@@ -1,7 +1,8 @@
 """Keeping the search indexes in step with the messages table, inside the caller's transaction.
 
-Every function here runs on the connection's worker thread inside a write transaction that
-:mod:`.ops` (or :mod:`.admin`) opened, so a message and its index entries commit together:
+Every function here runs inside a write transaction that :mod:`.appending`, :mod:`.ops` or
+:mod:`.admin` opened (on the worker thread, or the event loop's for an inline append's queue
+entries), so a message and its index entries commit together:
 
 - ``messages_fts`` (FTS5, contentless): one row per message with text, rowid = message id;
   removed by feeding FTS5 the text again (see :func:`delete_index`). New messages first go to

@@ -23,7 +23,7 @@ from axio_context.embeddings import Embedder
 from axio_context.messages import Message, SessionInfo
 from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
 
-from . import ops
+from . import appending, ops
 from .connection import NOT_RUN, checkpoint_due, run, run_inline, run_short
 from .ops import SessionPage
 from .storage import EncodedMessage, encode_message
@@ -103,21 +103,23 @@ class SQLiteContextStore(ContextStore):
         dicts = getattr(self._conn, "dicts", None)
         encoded = [encode_message(m, text=embed, dicts=dicts) for m in batch]
         tokens = [self._counter.count(m) for m in batch]
-        preview = ops.preview_for(batch)
+        preview = appending.preview_for(batch)
         if not embed and len(batch) <= INLINE_MESSAGES and _stored_bytes(encoded) <= INLINE_BYTES:
             sid, project = self._session_id, self._project
             if len(batch) == 1 and not encoded[0].blobs:
-                one = run_inline(self._conn, ops.append_one, sid, project, encoded[0], tokens[0], preview)
+                one = run_inline(
+                    self._conn, appending.append_one, sid, project, encoded[0], tokens[0], preview
+                )
                 done, long_queue = one is not NOT_RUN, False
             else:
-                many = run_inline(self._conn, ops.append_inline, sid, project, encoded, tokens, preview)
+                many = run_inline(self._conn, appending.append_inline, sid, project, encoded, tokens, preview)
                 done, long_queue = many is not NOT_RUN, many is True
             if done:
                 # Every 64th append (and every batch that left the queue long) folds it.
-                fold = ops.fold_due() or long_queue
+                fold = appending.fold_due() or long_queue
                 train = dicts is not None and dicts.count(e.flags for e in encoded)
                 if fold or train or checkpoint_due(self._conn):
-                    await run(self._conn, ops.after_inline_append, fold)
+                    await run(self._conn, appending.after_inline_append, fold)
                 return
         embeddings = None
         if self._embedder is not None:
@@ -125,7 +127,14 @@ class SQLiteContextStore(ContextStore):
                 self._embedder, [(e.body, e.tool) for e in encoded], self._vec_codes()
             )
         await run(
-            self._conn, ops.append, self._session_id, self._project, encoded, tokens, preview, embeddings
+            self._conn,
+            appending.append,
+            self._session_id,
+            self._project,
+            encoded,
+            tokens,
+            preview,
+            embeddings,
         )
 
     def _vec_codes(self) -> bool:

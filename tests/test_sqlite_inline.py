@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from axio_context import ImageBlock, Message, TextBlock
-from axio_context_sqlite import Connection, SQLiteContextStore, connect, connection, indexing, ops
+from axio_context_sqlite import Connection, SQLiteContextStore, appending, connect, connection, indexing
 from axio_context_sqlite import store as store_module
 from axio_context_sqlite.connection import run
 
@@ -26,7 +26,7 @@ from .sqlite_checks import check_storage, scalar, text_message, texts
 def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
     """Start this process's 1-in-64 keyword-queue check afresh (other tests moved the count), and
     no checkpoints unless a test asks: each sends the write after it to the worker."""
-    monkeypatch.setattr(ops, "_appends_since_check", 0)
+    monkeypatch.setattr(appending, "_appends_since_check", 0)
     monkeypatch.setattr(connection, "CHECKPOINT_ROWS", 10**9)
     monkeypatch.setattr(connection, "OWN_CHECKPOINT_ROWS", 10**9)
 
