@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
@@ -44,8 +44,12 @@ from axio_context.transcript import (
 )
 
 from . import appending, indexing, ops, storage
+from .connection import truncate_wal
 from .ops import SessionPage, key
 from .storage import encode_message
+
+if TYPE_CHECKING:
+    from .connection import _Checkpointer
 
 __all__ = [
     "AxioImportReport",
@@ -838,7 +842,7 @@ def recompress(c: Any, progress: Progress | None = None) -> RecompressReport:
     return RecompressReport(new_id, rows, before, after, dictionaries_removed=len(removed))
 
 
-def vacuum(c: Any, path: Path, full: bool = False) -> VacuumReport:
+def vacuum(c: Any, path: Path, full: bool = False, checkpointer: _Checkpointer | None = None) -> VacuumReport:
     """Reclaim free pages, then truncate the WAL.
 
     With ``auto_vacuum = INCREMENTAL`` the free pages are moved to the end of the file and cut
@@ -846,6 +850,8 @@ def vacuum(c: Any, path: Path, full: bool = False) -> VacuumReport:
     or with ``full``, SQLite's ``VACUUM`` rebuilds the database through a temporary copy and the
     WAL, so it needs up to about twice the database's size free while it runs; it also packs
     pages that rows shrank on (after :func:`recompress`), which the incremental way cannot.
+    ``checkpointer``: the connection's background checkpoint, waited for (see
+    :func:`.connection.truncate_wal`).
     """
     on_disk = _size(path) + _size(_wal(path))
     mode = int(c.execute("PRAGMA auto_vacuum").fetchone()[0])
@@ -856,7 +862,7 @@ def vacuum(c: Any, path: Path, full: bool = False) -> VacuumReport:
         c.execute("PRAGMA incremental_vacuum").fetchall()
     else:
         c.execute("VACUUM")
-    busy = c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+    emptied = truncate_wal(c, checkpointer)
     after = int(c.execute("PRAGMA page_count").fetchone()[0])
     return VacuumReport(
         method="incremental" if mode == 2 and not full else "full",
@@ -866,7 +872,7 @@ def vacuum(c: Any, path: Path, full: bool = False) -> VacuumReport:
         page_size=page_size,
         bytes_before=on_disk,
         bytes_after=_size(path) + _size(_wal(path)),
-        wal_busy=bool(busy),
+        wal_busy=not emptied,
     )
 
 

@@ -24,6 +24,7 @@ import contextlib
 import os
 import sqlite3 as _stdlib_sqlite3
 import threading
+import time
 import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Generator
@@ -52,6 +53,7 @@ __all__ = [
     "run_inline",
     "run_short",
     "sqlite_module",
+    "truncate_wal",
 ]
 
 T = TypeVar("T")
@@ -186,6 +188,10 @@ class _Checkpointer:
         finally:
             if db is not None:
                 db.close()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until the thread is not checkpointing (at most ``timeout`` seconds)."""
+        return self._idle.wait(timeout)
 
     def stop(self) -> threading.Thread | None:
         """Ask the thread to end (it closes its connection); returns it for joining."""
@@ -519,6 +525,29 @@ def checkpoint_due(conn: aiosqlite.Connection) -> bool:
 
 def _nothing(raw: Any) -> None:
     return None
+
+
+def truncate_wal(raw: Any, checkpointer: _Checkpointer | None) -> bool:
+    """Copy the whole WAL into the database file and truncate the WAL to zero bytes.
+
+    Runs on the connection's worker thread, outside a transaction. A checkpoint already running
+    (this connection's background one, or another process's) holds SQLite's checkpoint lock, and
+    a TRUNCATE checkpoint meeting it returns busy at once, without the busy handler: so wait for
+    ours, and retry for up to the busy timeout. Returns False when the WAL could not be emptied
+    (another connection kept reading it).
+    """
+    timeout = int(raw.execute("PRAGMA busy_timeout").fetchone()[0]) / 1000
+    deadline = time.monotonic() + timeout
+    while True:
+        if checkpointer is not None:
+            checkpointer.wait_idle(max(0.0, deadline - time.monotonic()))
+        if not raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]:
+            if checkpointer is not None:
+                checkpointer.wal_may_restart = True  # the next write starts a new WAL
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.002)
 
 
 def _call(

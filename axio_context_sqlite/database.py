@@ -40,7 +40,7 @@ from .admin import (
     Stats,
     VacuumReport,
 )
-from .connection import connect, run
+from .connection import connect, run, truncate_wal
 from .fts import match_terms, raw_expression
 from .ops import SessionPage
 from .search import MAX_K, MODES, IndexStatus, Mode, Query, ReindexReport, SearchHit
@@ -382,7 +382,14 @@ class Database:
     async def vacuum(self, *, full: bool = False) -> VacuumReport:
         """Reclaim free space and truncate the WAL (see :func:`.admin.vacuum` for which way;
         ``full`` always rebuilds the file)."""
-        return await run(self._conn, admin.vacuum, self._path, full)
+        checkpointer = getattr(self._conn, "checkpointer", None)
+        return await run(self._conn, admin.vacuum, self._path, full, checkpointer)
+
+    async def checkpoint(self) -> bool:
+        """Copy the WAL into the database file and truncate it, so the file alone holds
+        everything (to copy it, or measure it). False when another connection's open read kept
+        part of the WAL in use past the busy timeout."""
+        return await run(self._conn, truncate_wal, getattr(self._conn, "checkpointer", None))
 
     async def backup(self, dest: str | Path, *, overwrite: bool = False) -> None:
         """Write a consistent copy to ``dest`` with SQLite's backup API, while the database is in use."""

@@ -19,7 +19,8 @@ import aiosqlite
 import pytest
 
 from axio_context import StoreClosedError
-from axio_context_sqlite import SCHEMA_VERSION, SQLiteContextStore, connect
+from axio_context_sqlite import SCHEMA_VERSION, Database, SQLiteContextStore, connect
+from axio_context_sqlite.connection import CHECKPOINT_ROWS
 
 from .sqlite_checks import check_storage, text_message, texts
 
@@ -228,6 +229,29 @@ async def test_checkpoints_keep_the_wal_bounded_while_appending(db_path: Path) -
         # pages; SQLite's in-commit threshold is 8,000).
         assert _wal_frames(db_path) < 2000
     assert check_storage(db_path) == {"s": 3000}
+
+
+async def test_checkpoint_empties_the_wal_while_the_background_checkpoint_runs(db_path: Path) -> None:
+    wal = db_path.with_name(db_path.name + "-wal")
+    async with connect(db_path) as conn:
+        db = Database(conn, db_path)
+        store = SQLiteContextStore(conn, "s", project="p")
+        results = []
+        for r in range(8):
+            # The round's last append wakes the background checkpoint (every CHECKPOINT_ROWS
+            # rows), which then holds SQLite's checkpoint lock as checkpoint() starts.
+            for i in range(CHECKPOINT_ROWS):
+                await store.append(text_message(f"round {r} message {i} " * 20))
+            results.append((await db.checkpoint(), wal.stat().st_size))
+        assert results == [(True, 0)] * 8
+        assert conn.checkpointer is not None and conn.checkpointer.runs >= 1
+        # The next write starts a new WAL, whose header SQLite syncs: on the worker thread.
+        jobs = conn.jobs
+        await store.append(text_message("after"))
+        assert conn.jobs == jobs + 1
+        report = await db.vacuum()
+        assert not report.wal_busy and wal.stat().st_size == 0
+    assert check_storage(db_path) == {"s": 8 * CHECKPOINT_ROWS + 1}
 
 
 async def test_checkpointer_finds_a_relative_path_after_a_change_of_directory(
