@@ -14,7 +14,7 @@ from typing import Any
 import aiosqlite
 
 from axio_context import Message
-from axio_context_sqlite import SQLiteContextStore, connect
+from axio_context_sqlite import Database, SQLiteContextStore, connect
 
 from .harness import PROJECT, HopCounter, worker_main
 
@@ -29,6 +29,7 @@ class OursDriver:
 
     name = "ours"
     paginates = True
+    searches = True
 
     def __init__(self) -> None:
         self.hops: HopCounter | None = HopCounter()
@@ -47,6 +48,7 @@ class OursDriver:
 
     async def open(self, path: Path) -> None:
         self._conn = await connect(path)
+        self._path = path
         assert self.hops is not None
         self.hops.attach(self._conn)
 
@@ -75,7 +77,11 @@ class OursDriver:
         return list(page.sessions), page.next_cursor
 
     async def checkpoint(self) -> None:
-        await self.conn.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
+        if not await Database(self.conn, self._path).checkpoint():
+            raise RuntimeError("the WAL could not be truncated")
+
+    async def search(self, words: str) -> int:
+        return len(await Database(self.conn, self._path).search(words, mode="keyword"))
 
     async def hop(self) -> None:
         await self.conn._execute(_nothing)

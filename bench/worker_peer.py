@@ -44,6 +44,7 @@ class PeerDriver:
 
     name = "peer"
     paginates = False
+    searches = False
 
     def __init__(self) -> None:
         self._message, self._store_cls, self._connect = _peer_modules()
@@ -91,7 +92,12 @@ class PeerDriver:
         raise NotImplementedError("axio-context-sqlite 0.12.2 has no paginated listing")
 
     async def checkpoint(self) -> None:
-        await self._conn.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
+        busy, _, _ = next(iter(await self._conn.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")))
+        if busy:
+            raise RuntimeError("the WAL could not be truncated")
+
+    async def search(self, words: str) -> int:
+        raise NotImplementedError("axio-context-sqlite 0.12.2 has no keyword search")
 
     async def hop(self) -> None:
         await self._conn._execute(_nothing)

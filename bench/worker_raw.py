@@ -153,6 +153,7 @@ class RawDriver:
     name = "raw"
     hops: HopCounter | None = None
     paginates = True
+    searches = False
 
     def __init__(self) -> None:
         self._db: sqlite3.Connection | None = None
@@ -215,7 +216,12 @@ class RawDriver:
         return rows, nxt
 
     async def checkpoint(self) -> None:
-        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        busy, _, _ = self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            raise RuntimeError("the WAL could not be truncated")
+
+    async def search(self, words: str) -> int:
+        raise NotImplementedError("the raw-SQLite limit has no keyword search")
 
     async def hop(self) -> None:
         return None
