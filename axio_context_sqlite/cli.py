@@ -26,7 +26,7 @@ from click.shell_completion import CompletionItem
 
 from axio_context import __version__
 from axio_context.codec import encode_json
-from axio_context.errors import AxioContextError, EmbedderUnavailableError
+from axio_context.errors import AxioContextError, EmbedderUnavailableError, MessageNotFoundError
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FORMATS, FormatName, message_range, render_blocks, render_header
 
@@ -846,6 +846,41 @@ def search_(
         click.echo(f"note: {note}", err=True)
     if not hits and not (as_json or nl):
         click.echo("no matches", err=True)
+        return
+    emit([_hit_dict(h) for h in hits], SEARCH_COLUMNS, as_json, nl, lambda: _hit_rows(hits))
+
+
+# A negative POSITION ("-1") is an argument, not an unknown option.
+@cli.command(context_settings={"ignore_unknown_options": True})
+@session_argument()
+@click.argument("position", type=int)
+@click.option(
+    "-k", "--limit", type=click.IntRange(1, MAX_K), default=10, show_default=True, help="At most N hits."
+)
+@output_options
+@click.pass_context
+def similar(ctx: click.Context, session: str, position: int, limit: int, as_json: bool, nl: bool) -> None:
+    """Messages across every session nearest in meaning to message POSITION of SESSION.
+
+    POSITION counts from 0 in the session's full transcript; a negative one counts from its end
+    (-1: the last message). The message's stored embedding is the query, so no model runs.
+    """
+    one_format(as_json, nl)
+
+    async def go(db: Database) -> list[SearchHit]:
+        session_id = await db.resolve(session)
+        at = position
+        if position < 0:
+            count = (await db.info(session_id)).message_count
+            if -position > count:
+                missing = f"session {session_id!r} has no message {position} (it has {count})"
+                raise MessageNotFoundError(missing)
+            at = count + position
+        return await db.similar(session_id, at, limit)
+
+    hits = _with_db(ctx, False, go)
+    if not hits and not (as_json or nl):
+        click.echo("no other embedded message", err=True)
         return
     emit([_hit_dict(h) for h in hits], SEARCH_COLUMNS, as_json, nl, lambda: _hit_rows(hits))
 

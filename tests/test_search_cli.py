@@ -11,7 +11,7 @@ import pytest
 
 from axio_context.embeddings import HashingEmbedder
 from axio_context.testing import text
-from axio_context_sqlite import SQLiteContextStore, connect
+from axio_context_sqlite import SQLiteContextStore, connect, open_database
 
 from .cli_helpers import invoke, invoke_json
 from .test_search import HOSTILE_QUERIES, build
@@ -191,6 +191,43 @@ def test_model_extra_missing_is_one_line(db: Path) -> None:
     # hybrid without --model on a minilm database would fall back; with --model it is an error too
     hybrid = invoke("--db", db, "search", "parser", "--model", "minilm", ok=False)
     assert hybrid.exit_code == 1
+
+
+def test_similar_ranks_like_the_library_and_counts_from_the_end(db: Path) -> None:
+    async def library(position: int) -> list[tuple[object, object]]:
+        async with open_database(db) as d:
+            return [(h.session_id, h.position) for h in await d.similar("billing-deploy", position, k=3)]
+
+    rows = invoke_json("--db", db, "similar", "billing", "0", "-k", "3", "--json")  # an id prefix
+    assert positions(rows) == asyncio.run(library(0))
+    assert positions(rows)[0] == ("billing-deploy", 1) and ("billing-deploy", 0) not in positions(rows)
+    assert positions(invoke_json("--db", db, "similar", "billing-deploy", "-1", "-k", "3", "--json")) == (
+        asyncio.run(library(1))
+    )
+    out = invoke("--db", db, "similar", "billing-deploy", "0", "-k", "1").stdout.splitlines()
+    assert out[0].split() == ["SESSION", "POS", "ROLE", "WHEN", "SNIPPET"]
+    assert out[1].split()[:3] == ["billing-depl", "1", "assistant"]  # ids cut to 12 characters
+
+
+def test_similar_errors_name_what_is_missing(db: Path, tmp_path: Path) -> None:
+    def error(*args: str) -> str:
+        result = invoke("--db", db, "similar", *args, ok=False)
+        assert result.exit_code != 0
+        return result.stderr.strip()
+
+    assert error("billing-deploy", "2") == "Error: session 'billing-deploy' has no message 2 (it has 2)"
+    assert error("billing-deploy", "-3") == "Error: session 'billing-deploy' has no message -3 (it has 2)"
+    assert error("nope", "0").startswith("Error: no session")
+    assert "Invalid value for 'POSITION'" in error("billing-deploy", "last")
+    plain = tmp_path / "plain.db"
+
+    async def unembedded() -> None:
+        async with connect(plain) as conn:
+            await SQLiteContextStore(conn, "s", "/p").append(text("user", "no embedder here"))
+
+    asyncio.run(unembedded())
+    result = invoke("--db", plain, "similar", "s", "0", ok=False)
+    assert result.exit_code == 1 and "has no embedding" in result.stderr
 
 
 def test_every_command_is_in_the_readme() -> None:
