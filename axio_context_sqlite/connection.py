@@ -91,7 +91,7 @@ CHECKPOINT_ROWS = 300
 #: on its worker thread (about 1,000 WAL pages for appends, where SQLite's would run). In a burst
 #: of writes the background checkpoint never finds the WAL idle, so only a checkpoint with no
 #: write in flight lets the next write start the WAL over; inline writes must not run it on the
-#: event loop's thread (two fsyncs: 4-5 ms in ``bench/bench_checkpoints.py``).
+#: event loop's thread (two fsyncs: 5-8 ms in ``bench/bench_checkpoints.py``).
 OWN_CHECKPOINT_ROWS = 750
 
 #: SQLite's own checkpoint threshold (pages) on this package's connections: a safety net for
@@ -103,10 +103,11 @@ class _Checkpointer:
     """Copies the WAL back into the database on a thread and connection of its own.
 
     SQLite checkpoints inside the commit that crosses its threshold, and with ``synchronous``
-    NORMAL a checkpoint's two fsyncs made that one append 10-15 ms instead of ~0.08 ms here (one
+    NORMAL a checkpoint's two fsyncs made that one append 11-17 ms instead of ~0.08 ms here (one
     append in ~300). ``bench/bench_checkpoints.py`` measures the trade: those stalls fall to
-    4-5 ms and the mean append by ~7%, the p99 rises. A PASSIVE checkpoint on another connection
-    runs concurrently with writers and readers, so appends no longer wait for the disk.
+    5-8 ms and the mean append by ~10% (unchanged on one pinned core), the p99 rises. A PASSIVE
+    checkpoint on another connection runs concurrently with writers and readers, so appends no
+    longer wait for the disk.
 
     It also tells the writing connection when its own checkpoint is due (``own_due``, every
     ``OWN_CHECKPOINT_ROWS`` rows): that one runs on the connection's worker thread, never in an
