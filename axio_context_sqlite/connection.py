@@ -233,6 +233,8 @@ class Connection(aiosqlite.Connection):
         self._thread.daemon = True
         self.vec_loaded = False
         self.path: str = ""
+        #: Opened with ``readonly=True``: nothing is ever written through it.
+        self.readonly = False
         self.checkpointer: _Checkpointer | None = None
         self.dicts: storage.Dictionaries | None = None
         #: Busy timeout (seconds) restored after an inline statement; None: no inline statements.
@@ -419,6 +421,7 @@ def connect(
         if not conn.vec_loaded:
             _warn_vec_once("it did not load or failed its self-test on this platform")
         conn.path = str(path)
+        conn.readonly = readonly
         if not readonly and synchronous in ("OFF", "NORMAL"):
             # FULL and EXTRA sync the disk on every commit: never on the event loop's thread.
             conn.inline_timeout = busy_timeout

@@ -24,7 +24,7 @@ from axio_context.embeddings import (
     SentenceTransformerEmbedder,
     vector_to_blob,
 )
-from axio_context.errors import DatabaseNotFoundError, EmbeddingMismatchError
+from axio_context.errors import DatabaseNotFoundError, EmbeddingMismatchError, ReadOnlyDatabaseError
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FormatName, TranscriptWriter, writer_for
 
@@ -389,6 +389,8 @@ class Database:
         """Copy the WAL into the database file and truncate it, so the file alone holds
         everything (to copy it, or measure it). False when another connection's open read kept
         part of the WAL in use past the busy timeout."""
+        if getattr(self._conn, "readonly", False):
+            raise ReadOnlyDatabaseError(f"{self._path} is open read-only, and a checkpoint writes to it")
         return await run(self._conn, truncate_wal, getattr(self._conn, "checkpointer", None))
 
     async def backup(self, dest: str | Path, *, overwrite: bool = False) -> None:

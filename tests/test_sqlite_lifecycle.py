@@ -19,6 +19,7 @@ import aiosqlite
 import pytest
 
 from axio_context import StoreClosedError
+from axio_context.errors import ReadOnlyDatabaseError
 from axio_context_sqlite import SCHEMA_VERSION, Database, SQLiteContextStore, connect
 from axio_context_sqlite.connection import CHECKPOINT_ROWS
 
@@ -252,6 +253,26 @@ async def test_checkpoint_empties_the_wal_while_the_background_checkpoint_runs(d
         report = await db.vacuum()
         assert not report.wal_busy and wal.stat().st_size == 0
     assert check_storage(db_path) == {"s": 8 * CHECKPOINT_ROWS + 1}
+
+
+async def test_checkpoint_reports_a_reader_that_keeps_the_wal_and_refuses_read_only(db_path: Path) -> None:
+    wal = db_path.with_name(db_path.name + "-wal")
+    async with connect(db_path, busy_timeout=0.2) as conn:
+        store = SQLiteContextStore(conn, "s", project="p")
+        await store.append(text_message("first"))
+        async with connect(db_path, readonly=True) as ro:
+            with pytest.raises(ReadOnlyDatabaseError, match="open read-only"):
+                await Database(ro, db_path).checkpoint()
+            await ro.execute("BEGIN")
+            assert await ro.execute_fetchall("SELECT count(*) FROM messages") == [(1,)]  # holds a snapshot
+            await store.append(text_message("second"))
+            assert await Database(conn, db_path).checkpoint() is False
+            assert wal.stat().st_size > 0
+            await ro.execute("ROLLBACK")
+        assert await Database(conn, db_path).checkpoint() is True
+        assert wal.stat().st_size == 0
+        assert texts(await store.get_history()) == ["first", "second"]
+    assert check_storage(db_path) == {"s": 2}
 
 
 async def test_checkpointer_finds_a_relative_path_after_a_change_of_directory(
