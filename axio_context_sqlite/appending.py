@@ -1,12 +1,12 @@
 """Appending: one message or a batch becomes rows, their keyword-index queue entries, blob
 references and embeddings, in one transaction.
 
-Two ways in. On the connection's worker thread, :func:`append` does the whole job: the
-transaction, then folding a long keyword-index queue and training the database's first
-compression dictionary when due. On the event loop's thread (:func:`.connection.run_inline`),
-:func:`append_one` (one plain message: one statement, the TEMP trigger below does the rest) and
-:func:`append_inline` (a small batch or media: one transaction) do only the write, and
-:func:`after_inline_append` does the rest on the worker when due.
+One way in, :func:`append`, run two ways. On the connection's worker thread it does the whole
+job: the transaction, then folding a long keyword-index queue and training the database's first
+compression dictionary when due. On the event loop's thread (``inline``, through
+:func:`.connection.run_inline`) it does only the write, and :func:`after_inline_append` does the
+rest on the worker when due. Either way one plain message is one statement: the TEMP trigger
+below does the rest.
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ from .storage import DICT_SHIFT, EncodedMessage, write_tx
 __all__ = [
     "after_inline_append",
     "append",
-    "append_inline",
-    "append_one",
     "dictionaries_present",
     "ensure_dictionaries",
     "fold_due",
@@ -61,21 +59,20 @@ def append(
     embeddings: Embeddings | None = None,
     *,
     inline: bool = False,
-) -> int:
+) -> bool:
     """Append a batch, its search index entries and embeddings in one transaction.
 
-    Returns the first position the batch got (-1 for the one-statement path, which does not
-    read it back). ``inline``: on the event loop's thread (:func:`.connection.run_inline`), so
-    only the transaction: no keyword-index fold, no dictionary training, no second try with a
-    dictionary that is gone (the worker path does those).
+    ``inline``: on the event loop's thread (:func:`.connection.run_inline`), so only the write:
+    no keyword-index fold, no dictionary training, no second try with a dictionary that is gone
+    (it raises, and the worker path does those). Returns whether a batch left the keyword-index
+    queue long for :func:`after_inline_append` to fold (the worker path folds it itself).
     """
     n = len(encoded)
     if n == 0:
-        return -1
+        return False
     now = now_ms()
     if (
-        not inline
-        and n == 1
+        n == 1
         and not encoded[0].blobs
         and (embeddings is None or not embeddings.rows)
         and not c.in_transaction
@@ -87,14 +84,15 @@ def append(
         try:
             _append_one(c, session_id, project, e, now, tokens[0], text)
         except Exception as exc:
-            if _DICT_GONE not in str(exc):
+            if inline or _DICT_GONE not in str(exc):
                 raise
             # `vacuum --recompress` deleted the dictionary this payload was compressed with after
             # it was encoded: compress it again with the database's newest one.
             _append_one(c, session_id, project, _reencode(c, encoded)[0], now, tokens[0], text)
-        _maybe_flush(c)
-        _after_append(c, [e.flags])
-        return -1
+        if not inline:
+            _maybe_flush(c)
+            _after_append(c, [e.flags])
+        return False
     with write_tx(c):
         r = c.execute(
             "UPDATE sessions SET next_position = next_position + ?, est_tokens = est_tokens + ?,"
@@ -141,40 +139,11 @@ def append(
                 "UPDATE sessions SET preview = ?, preview_pos = ? WHERE sid = ?",
                 (preview[1], first + preview[0], sid),
             )
-    if not inline:
-        _after_append(c, [e.flags for e in encoded])
-    return int(first)
-
-
-def append_one(
-    c: Any,
-    session_id: str,
-    project: str | None,
-    e: EncodedMessage,
-    tokens: int,
-    preview: tuple[int, str] | None,
-) -> None:
-    """One plain message (no blobs) in one autocommit statement, and nothing else: the inline
-    append (:func:`.connection.run_inline`). A dictionary gone since encoding makes it fail, and
-    the worker path then compresses again; :func:`after_inline_append` does the follow-ups."""
-    _append_one(c, session_id, project, e, now_ms(), tokens, None if preview is None else preview[1])
-
-
-def append_inline(
-    c: Any,
-    session_id: str,
-    project: str | None,
-    encoded: Sequence[EncodedMessage],
-    tokens: Sequence[int],
-    preview: tuple[int, str] | None,
-) -> bool:
-    """A small batch, or a message with media, in one transaction and nothing else: the inline
-    append of :func:`append` (see there); :func:`after_inline_append` does the follow-ups.
-
-    Returns whether the keyword-index queue is now long (a batch checks every time, as on the
-    worker path, where it folds in its own transaction)."""
-    append(c, session_id, project, encoded, tokens, preview, inline=True)
-    return indexing.queue_is_long(c)
+    if inline:
+        # A batch checks every time, as on the worker path, where it folds in this transaction.
+        return indexing.queue_is_long(c)
+    _after_append(c, [e.flags for e in encoded])
+    return False
 
 
 def after_inline_append(c: Any, fold: bool) -> None:

@@ -478,8 +478,8 @@ class _NotRun:
 NOT_RUN: Final = _NotRun()
 
 
-def run_inline(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> T | _NotRun:
-    """Run ``fn(raw_connection, *args)`` right here, on the event loop's thread: no thread hop.
+def run_inline(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | _NotRun:
+    """Run ``fn(raw_connection, *args, **kwargs)`` right here, on the event loop's thread: no thread hop.
 
     For one short autocommit write (an append, a token update), where the hop to the worker
     thread costs as much as the statement. It runs only when the worker is idle (nothing queued
@@ -499,7 +499,7 @@ def run_inline(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> 
     changes = raw.total_changes
     raw.set_busy_timeout(0)
     try:
-        result = fn(raw, *args)
+        result = fn(raw, *args, **kwargs)
     except Exception:
         if raw.in_transaction:
             raw.rollback()

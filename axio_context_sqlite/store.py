@@ -105,18 +105,19 @@ class SQLiteContextStore(ContextStore):
         tokens = [self._counter.count(m) for m in batch]
         preview = appending.preview_for(batch)
         if not embed and len(batch) <= INLINE_MESSAGES and _stored_bytes(encoded) <= INLINE_BYTES:
-            sid, project = self._session_id, self._project
-            if len(batch) == 1 and not encoded[0].blobs:
-                one = run_inline(
-                    self._conn, appending.append_one, sid, project, encoded[0], tokens[0], preview
-                )
-                done, long_queue = one is not NOT_RUN, False
-            else:
-                many = run_inline(self._conn, appending.append_inline, sid, project, encoded, tokens, preview)
-                done, long_queue = many is not NOT_RUN, many is True
-            if done:
+            long_queue = run_inline(
+                self._conn,
+                appending.append,
+                self._session_id,
+                self._project,
+                encoded,
+                tokens,
+                preview,
+                inline=True,
+            )
+            if long_queue is not NOT_RUN:
                 # Every 64th append (and every batch that left the queue long) folds it.
-                fold = appending.fold_due() or long_queue
+                fold = appending.fold_due() or long_queue is True
                 train = dicts is not None and dicts.count(e.flags for e in encoded)
                 if fold or train or checkpoint_due(self._conn):
                     await run(self._conn, appending.after_inline_append, fold)
