@@ -64,6 +64,7 @@ __all__ = [
     "decode_row",
     "encode_message",
     "media_digests",
+    "pack",
     "recompress",
     "restore_media",
     "unbind",
@@ -293,14 +294,23 @@ class Dictionaries:
 
 
 def recompress(dicts: Dictionaries, flags: int, payload: bytes) -> tuple[int, bytes]:
-    """A stored row's ``(flags, payload)`` compressed with the current dictionary (or stored
-    plain when that is not smaller); the blobs flag is kept."""
-    raw = dicts.inflate(flags, payload)
-    keep = flags & FLAG_BLOBS
-    if len(raw) < DICT_COMPRESS_MIN:
-        return keep, raw
-    zflags, packed = dicts.compress(raw)
-    return (keep | zflags, packed) if len(packed) < len(raw) else (keep, raw)
+    """A stored row's ``(flags, payload)`` compressed as a new one would be (:func:`pack`); the
+    blobs flag is kept."""
+    zflags, packed = pack(dicts.inflate(flags, payload), dicts)
+    return flags & FLAG_BLOBS | zflags, packed
+
+
+def pack(payload: bytes, dicts: Dictionaries | None) -> tuple[int, bytes]:
+    """``(compression flags, bytes)`` to store a MessagePack payload as: compressed with the
+    database's current dictionary, or without one (and only from ``COMPRESS_MIN`` bytes) before
+    it has one; as it is when that is not smaller."""
+    if len(payload) < (COMPRESS_MIN if dicts is None or dicts.current is None else DICT_COMPRESS_MIN):
+        return 0, payload
+    if dicts is None:
+        zflags, packed = FLAG_ZSTD, _compressor().compress(payload)
+    else:
+        zflags, packed = dicts.compress(payload)
+    return (zflags, packed) if len(packed) < len(payload) else (0, payload)
 
 
 def bind(db: Any) -> Dictionaries:
@@ -423,14 +433,8 @@ def encode_message(
         payload = encode_content(content)
     except (TypeError, msgspec.EncodeError) as exc:
         raise DecodeError(f"message cannot be encoded: {exc}") from None
-    if len(payload) >= (COMPRESS_MIN if dicts is None or dicts.current is None else DICT_COMPRESS_MIN):
-        if dicts is None:
-            zflags, packed = FLAG_ZSTD, _compressor().compress(payload)
-        else:
-            zflags, packed = dicts.compress(payload)
-        if len(packed) < len(payload):
-            payload = packed
-            flags |= zflags
+    zflags, payload = pack(payload, dicts)
+    flags |= zflags
     body, tool = text_columns(message) if text else ("", "")
     return EncodedMessage(role=role, flags=flags, payload=payload, blobs=blobs, body=body, tool=tool)
 
