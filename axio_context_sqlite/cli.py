@@ -26,7 +26,7 @@ from click.shell_completion import CompletionItem
 
 from axio_context import __version__
 from axio_context.codec import encode_json
-from axio_context.errors import AxioContextError, EmbedderUnavailableError, MessageNotFoundError
+from axio_context.errors import AxioContextError, EmbedderUnavailableError
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FORMATS, FormatName, message_range, render_blocks, render_header
 
@@ -868,15 +868,7 @@ def similar(ctx: click.Context, session: str, position: int, limit: int, as_json
     one_format(as_json, nl)
 
     async def go(db: Database) -> list[SearchHit]:
-        session_id = await db.resolve(session)
-        at = position
-        if position < 0:
-            count = (await db.info(session_id)).message_count
-            if -position > count:
-                missing = f"session {session_id!r} has no message {position} (it has {count})"
-                raise MessageNotFoundError(missing)
-            at = count + position
-        return await db.similar(session_id, at, limit)
+        return await db.similar(await db.resolve(session), position, limit)
 
     hits = _with_db(ctx, False, go)
     if not hits and not (as_json or nl):

@@ -231,7 +231,7 @@ class Database:
 
     async def similar(self, session_id: str, position: int, k: int = 10) -> list[SearchHit]:
         """The ``k`` messages nearest in meaning to message ``position`` of a session (itself
-        left out), from its stored embedding: no embedder needed."""
+        left out; -1 is its last message), from its stored embedding: no embedder needed."""
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
             raise ValueError(f"k must be between 1 and {MAX_K}, not {k!r}")
         return await run(self._conn, search.similar, session_id, position, k)

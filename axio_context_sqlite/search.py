@@ -673,14 +673,18 @@ def _meaningful(query: str) -> str | None:
 
 
 def similar(c: Any, session_id: str, position: int, k: int) -> list[SearchHit]:
-    """Messages nearest in meaning to one message (itself left out), across every session."""
+    """Messages nearest in meaning to one message (itself left out), across every session; a
+    negative ``position`` counts from the end of the session's full transcript."""
     with read_tx(c):
         row = ops._session(c, session_id)
         if row is None:
             raise SessionNotFoundError(f"no session {session_id!r}")
+        asked = position
+        if position < 0:
+            position += row.next_position
         if not 0 <= position < row.next_position:
             raise MessageNotFoundError(
-                f"session {session_id!r} has no message {position} (it has {row.next_position})"
+                f"session {session_id!r} has no message {asked} (it has {row.next_position})"
             )
         owner = ops.segments(c, row, position, position + 1)[0][0]
         mid = key(owner, position)

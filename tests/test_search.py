@@ -371,8 +371,14 @@ async def test_similar_finds_neighbours_but_not_itself(db: Database) -> None:
     assert ("billing-deploy", 0) not in where(hits)
     assert where(hits)[0] == ("billing-deploy", 1)
     assert hits[0].semantic_rank == 1 and hits[0].snippet.startswith("Deployed billing")
-    with pytest.raises(MessageNotFoundError):
+    # a negative position counts from the end, as in Python
+    assert where(await db.similar("billing-deploy", -2, k=3)) == where(hits)
+    last = await db.similar("billing-deploy", 1, k=3)
+    assert where(await db.similar("billing-deploy", -1, k=3)) == where(last)
+    with pytest.raises(MessageNotFoundError, match="has no message 2 "):
         await db.similar("billing-deploy", 2)
+    with pytest.raises(MessageNotFoundError, match="has no message -3 "):
+        await db.similar("billing-deploy", -3)
     with pytest.raises(SessionNotFoundError):
         await db.similar("nope", 0)
 
