@@ -157,11 +157,16 @@ class _Checkpointer:
         self._unsynced = 0
         # A checkpoint already running (the thread's, mid-fsync) makes this one return at once
         # having copied nothing: let it finish first (a few ms).
-        self._idle.wait(1.0)
+        self.wait_idle(1.0)
         with contextlib.suppress(sqlean.Error):
-            _, log, done = raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()[0]
-            if log == done:
-                self.wal_may_restart = True
+            self._passive(raw)
+
+    def _passive(self, db: Any) -> None:
+        """A PASSIVE checkpoint through ``db``; when it copied the whole WAL, the next write
+        starts a new one."""
+        _, log, done = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()[0]
+        if log == done:
+            self.wal_may_restart = True
 
     def _loop(self) -> None:
         db = None
@@ -178,9 +183,7 @@ class _Checkpointer:
                         target = Path(self._path).as_uri() + "?mode=rw"
                         db = sqlean.connect(target, uri=True, isolation_level=None, check_same_thread=True)
                         db.execute(f"PRAGMA synchronous = {self._synchronous}")
-                    _, log, done = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()[0]
-                    if log == done:
-                        self.wal_may_restart = True
+                    self._passive(db)
                     self.runs += 1
                 except sqlean.Error:
                     pass  # busy or failing: the writing connection's own checkpoint remains
