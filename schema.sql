@@ -171,3 +171,15 @@ CREATE TABLE zstd_dicts (
     samples     INTEGER NOT NULL,                 -- payloads it was trained on
     created_at  INTEGER NOT NULL
 );
+
+-- version: 5
+
+-- Sealed chunks (see axio_context_sqlite/chunks.py): the payloads of 32 consecutive messages of
+-- one session, positions [id & 0xffffffff, +32), as one compressed MessagePack array of
+-- [role, media flag, content]. Their rows in `messages` keep everything else, with flags bit 3
+-- set and an empty payload. id = the key of the block's first message.
+CREATE TABLE chunks (
+    id       INTEGER PRIMARY KEY,
+    flags    INTEGER NOT NULL,                    -- compression, as messages.flags
+    payload  BLOB NOT NULL
+);

@@ -43,7 +43,7 @@ from axio_context.transcript import (
     sniff_format,
 )
 
-from . import appending, indexing, ops, storage
+from . import appending, chunks, indexing, ops, storage
 from .connection import truncate_wal
 from .ops import SessionPage, key
 from .storage import encode_message
@@ -170,6 +170,7 @@ class VacuumReport(msgspec.Struct, frozen=True):
     bytes_before: int
     bytes_after: int
     wal_busy: bool
+    chunks_sealed: int = 0  # blocks of older messages sealed first (see chunks.seal_all)
 
 
 class RecompressReport(msgspec.Struct, frozen=True):
@@ -715,7 +716,8 @@ def stats(c: Any, path: Path) -> Stats:
             ).fetchall()
         ]
         stored, payload_bytes = c.execute(
-            "SELECT COUNT(*), COALESCE(SUM(length(payload)), 0) FROM messages"
+            "SELECT COUNT(*), COALESCE(SUM(length(payload)), 0)"
+            " + (SELECT COALESCE(SUM(length(payload)), 0) FROM chunks) FROM messages"
         ).fetchone()
         dictionaries = int(c.execute("SELECT COUNT(*) FROM zstd_dicts").fetchone()[0])
         checkpoints = int(c.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0])
@@ -799,20 +801,54 @@ def recompress(c: Any, progress: Progress | None = None) -> RecompressReport:
     new_id = dicts.train(replace=True, spread=True)
     if new_id is None:
         return RecompressReport(dictionary=None, rows=0, bytes_before=0, bytes_after=0)
-    total = int(c.execute("SELECT COUNT(*) FROM messages").fetchone()[0])
+    total = int(
+        c.execute("SELECT (SELECT COUNT(*) FROM messages) + (SELECT COUNT(*) FROM chunks)").fetchone()[0]
+    )
     done = rows = before = after = 0
+    for table in ("messages", "chunks"):
+        d, r, b, a = _recompress_table(c, dicts, new_id, table, done, total, progress)
+        done, rows, before, after = done + d, rows + r, before + b, after + a
+    with ops.write_tx(c):
+        # Another connection may still be compressing with an older dictionary: its append finds
+        # the dictionary gone (the append trigger checks) and compresses again with the new one.
+        removed = c.execute(
+            "DELETE FROM zstd_dicts WHERE id != ? AND id NOT IN"
+            " (SELECT DISTINCT flags >> ? FROM messages WHERE flags >> ?"
+            " UNION SELECT DISTINCT flags >> ? FROM chunks WHERE flags >> ?) RETURNING id",
+            (new_id, *(storage.DICT_SHIFT,) * 4),
+        ).fetchall()
+        # Merging the keyword index into one segment drops the terms of deleted messages too.
+        indexing.flush_pending(c)
+        c.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
+    return RecompressReport(new_id, rows, before, after, dictionaries_removed=len(removed))
+
+
+def _recompress_table(
+    c: Any,
+    dicts: storage.Dictionaries,
+    new_id: int,
+    table: str,
+    done: int,
+    total: int,
+    progress: Progress | None,
+) -> tuple[int, int, int, int]:
+    """:func:`recompress` over the payloads of ``messages`` (a sealed row's is in its chunk) or
+    ``chunks``: (rows read, rows changed, bytes before, bytes after)."""
+    rows = before = after = 0
+    read = 0
     last = -1
     while True:
         with ops.write_tx(c):
             batch = c.execute(
-                "SELECT id, flags, payload FROM messages WHERE id > ? ORDER BY id LIMIT ?",
+                f"SELECT id, flags, payload FROM {table} WHERE id > ? ORDER BY id LIMIT ?",
                 (last, _RECOMPRESS_BATCH),
             ).fetchall()
             if not batch:
                 break
             updates = []
             for mid, flags, payload in batch:
-                if flags >> storage.DICT_SHIFT == new_id:
+                sealed = table == "messages" and flags & storage.FLAG_SEALED
+                if sealed or flags >> storage.DICT_SHIFT == new_id:
                     continue
                 try:
                     new_flags, new_payload = storage.recompress(dicts, flags, payload)
@@ -822,28 +858,20 @@ def recompress(c: Any, progress: Progress | None = None) -> RecompressReport:
                     updates.append((new_flags, new_payload, mid))
                     before += len(payload)
                     after += len(new_payload)
-            c.executemany("UPDATE messages SET flags = ?, payload = ? WHERE id = ?", updates)
+            c.executemany(f"UPDATE {table} SET flags = ?, payload = ? WHERE id = ?", updates)
         rows += len(updates)
-        done += len(batch)
+        read += len(batch)
         last = batch[-1][0]
         if progress is not None:
-            progress(done, total)
-    with ops.write_tx(c):
-        # Another connection may still be compressing with an older dictionary: its append finds
-        # the dictionary gone (the append trigger checks) and compresses again with the new one.
-        removed = c.execute(
-            "DELETE FROM zstd_dicts WHERE id != ? AND id NOT IN"
-            " (SELECT DISTINCT flags >> ? FROM messages WHERE flags >> ?) RETURNING id",
-            (new_id, storage.DICT_SHIFT, storage.DICT_SHIFT),
-        ).fetchall()
-        # Merging the keyword index into one segment drops the terms of deleted messages too.
-        indexing.flush_pending(c)
-        c.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
-    return RecompressReport(new_id, rows, before, after, dictionaries_removed=len(removed))
+            progress(done + read, total)
+    return read, rows, before, after
 
 
 def vacuum(c: Any, path: Path, full: bool = False, checkpointer: _Checkpointer | None = None) -> VacuumReport:
-    """Reclaim free pages, then truncate the WAL.
+    """Seal older messages into chunks, reclaim free pages, then truncate the WAL.
+
+    Sealing (:func:`.chunks.seal_all`) reaches what the keyword index's folds did not, such as a
+    database from before schema version 5; the pages it frees are reclaimed with the rest.
 
     With ``auto_vacuum = INCREMENTAL`` the free pages are moved to the end of the file and cut
     off in place (``PRAGMA incremental_vacuum``): no copy of the database, no extra disk. Otherwise,
@@ -854,6 +882,7 @@ def vacuum(c: Any, path: Path, full: bool = False, checkpointer: _Checkpointer |
     :func:`.connection.truncate_wal`).
     """
     on_disk = _size(path) + _size(_wal(path))
+    sealed = chunks.seal_all(c)
     mode = int(c.execute("PRAGMA auto_vacuum").fetchone()[0])
     page_size = int(c.execute("PRAGMA page_size").fetchone()[0])
     before = int(c.execute("PRAGMA page_count").fetchone()[0])
@@ -873,6 +902,7 @@ def vacuum(c: Any, path: Path, full: bool = False, checkpointer: _Checkpointer |
         bytes_before=on_disk,
         bytes_after=_size(path) + _size(_wal(path)),
         wal_busy=not emptied,
+        chunks_sealed=sealed,
     )
 
 

@@ -694,6 +694,8 @@ def vacuum(ctx: click.Context, recompress: bool) -> None:
                 f" {_size(rc.bytes_before)} -> {_size(rc.bytes_after)};"
                 f" {rc.dictionaries_removed} unused dictionary(ies) deleted"
             )
+    if r.chunks_sealed:
+        click.echo(f"sealed {r.chunks_sealed:,} block(s) of older messages into chunks")
     note = " (WAL still in use by another connection)" if r.wal_busy else ""
     click.echo(f"{r.method} vacuum: {_size(r.bytes_before)} -> {_size(r.bytes_after)}{note}")
 

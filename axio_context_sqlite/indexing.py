@@ -28,6 +28,7 @@ from axio_context.codec import decode_content
 from axio_context.errors import EmbeddingMismatchError
 from axio_context.messages import Message, text_columns
 
+from . import chunks
 from .storage import ROLE_NAMES, ROW_ERRORS, inflate
 from .vec import code_bits
 
@@ -90,12 +91,15 @@ def queue_is_long(c: Any) -> bool:
 
 
 def flush_pending(c: Any) -> int:
-    """Fold every queued message into the FTS index (inside the caller's write transaction)."""
+    """Fold every queued message into the FTS index (inside the caller's write transaction), then
+    seal the complete blocks of older messages around them (:func:`.chunks.seal_after_fold`)."""
     rows = c.execute(
         "SELECT m.id, m.role, m.flags, m.payload FROM fts_pending p JOIN messages m ON m.id = p.id"
+        " ORDER BY m.id"
     ).fetchall()
     _index_rows(c, rows)
     c.execute("DELETE FROM fts_pending")
+    chunks.seal_after_fold(c, (r[0] for r in rows))
     return len(rows)
 
 
@@ -103,9 +107,10 @@ def _index_rows(c: Any, rows: Sequence[tuple[int, int, int, bytes]]) -> None:
     """Index stored ``(id, role, flags, payload)`` rows; a damaged row stays unindexed (reading
     it reports CorruptDataError)."""
     entries = []
+    reader = chunks.Reader(c)
     for mid, role, flags, payload in rows:
         try:
-            entries.append((mid, *row_text(role, flags, payload)))
+            entries.append((mid, *row_text(role, *reader.resolve(mid, flags, payload))))
         except ROW_ERRORS:
             continue
     index_text(c, entries)
@@ -214,9 +219,10 @@ def delete_index(c: Any, lo_key: int, hi_key: int) -> None:
     ).fetchall()
     c.execute("DELETE FROM fts_pending WHERE id >= ? AND id < ?", (lo_key, hi_key))
     entries = []
+    reader = chunks.Reader(c)
     for mid, role, flags, payload in rows:
         try:
-            body, tool = row_text(role, flags, payload)
+            body, tool = row_text(role, *reader.resolve(mid, flags, payload))
         except ROW_ERRORS:
             continue  # never indexed (see index_all_messages) or unreadable: nothing to remove
         if body or tool:
@@ -239,8 +245,13 @@ def copy_index(c: Any, lo_key: int, hi_key: int, dest_sid: int, dest_project: st
     rows = c.execute(
         "SELECT id, role, flags, payload FROM messages WHERE id >= ? AND id < ?", (lo_key, hi_key)
     ).fetchall()
+    reader = chunks.Reader(c)
     index_text(
-        c, [(base + (mid & _LOW), *row_text(role, flags, payload)) for mid, role, flags, payload in rows]
+        c,
+        [
+            (base + (mid & _LOW), *row_text(role, *reader.resolve(mid, flags, payload)))
+            for mid, role, flags, payload in rows
+        ],
     )
     c.execute(
         "INSERT INTO message_vectors (id, embedding) SELECT ? + (id & ?), embedding FROM message_vectors"

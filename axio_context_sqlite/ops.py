@@ -31,10 +31,12 @@ from axio_context.errors import CheckpointError, CorruptDataError, DecodeError, 
 from axio_context.messages import Message, SessionInfo
 from axio_context.transcript import format_time
 
-from . import indexing, storage
+from . import chunks, indexing, storage
+from .chunks import CHUNK, CHUNK_ERRORS, chunk_of, decode_chunk
 from .storage import (
     DICT_SHIFT,
     FLAG_BLOBS,
+    FLAG_SEALED,
     FLAG_ZSTD,
     ROLE_NAMES,
     ROW_ERRORS,
@@ -199,12 +201,16 @@ def read_messages(
     # Only the columns the loop needs: each one more is an object per row to build and free.
     sql = _READ_TIMED if times is not None else _READ
     for sid, lo, hi in segments(c, row, start, end):
-        rows = c.execute(sql, (key(sid, lo), key(sid, hi))).fetchall()
+        sealed = c.execute(_READ_CHUNKS, (chunk_of(key(sid, lo)), key(sid, hi))).fetchall()
+        if sealed:
+            rows = _with_chunks(c, session_id, sid, lo, hi, sealed, times)
+        else:
+            rows = c.execute(sql, (key(sid, lo), key(sid, hi))).fetchall()
+            if times is not None:
+                times.extend(r[3] for r in rows)
+                rows = [r[:3] for r in rows]
         if len(rows) != hi - lo:
             raise CorruptDataError(f"session {session_id!r}: positions {lo}..{hi - 1} have {len(rows)} rows")
-        if times is not None:
-            times.extend(r[3] for r in rows)
-            rows = [r[:3] for r in rows]
         first = len(out)  # out[first + i] is position lo + i
         append = out.append
         try:
@@ -240,6 +246,48 @@ def read_messages(
 
 
 _READ: Final = "SELECT role, flags, payload FROM messages WHERE id >= ? AND id < ? ORDER BY id"
+_READ_CHUNKS: Final = "SELECT id, flags, payload FROM chunks WHERE id >= ? AND id < ? ORDER BY id"
+_READ_TIMES: Final = "SELECT created_at FROM messages WHERE id >= ? AND id < ? ORDER BY id"
+_READ_UNSEALED: Final = (
+    "SELECT id, role, flags, payload FROM messages WHERE id >= ? AND id < ? AND NOT flags & ? ORDER BY id"
+)
+
+
+def _with_chunks(
+    c: Any,
+    session_id: str,
+    sid: int,
+    lo: int,
+    hi: int,
+    sealed: list[tuple[int, int, bytes]],
+    times: list[int] | None,
+) -> list[tuple[int, int, Any]]:
+    """``(role, flags, payload)`` of positions ``[lo, hi)`` of ``sid``'s rows, some of them in the
+    chunks ``sealed``: a chunk's entries stand in for its rows, uncompressed (flags 0 or
+    FLAG_BLOBS), in position order."""
+    lo_key, hi_key = key(sid, lo), key(sid, hi)
+    if times is not None:
+        times.extend(r[0] for r in c.execute(_READ_TIMES, (lo_key, hi_key)))
+    loose = c.execute(_READ_UNSEALED, (lo_key, hi_key, FLAG_SEALED)).fetchall()
+    out: list[tuple[int, int, Any]] = []
+    i = 0
+    for chunk, flags, payload in sealed:
+        while i < len(loose) and loose[i][0] < chunk:
+            out.append(loose[i][1:])
+            i += 1
+        try:
+            entries = decode_chunk(flags, payload)
+        except CHUNK_ERRORS as exc:
+            first = chunk & _LOW
+            raise CorruptDataError(
+                f"session {session_id!r}: positions {first}..{first + CHUNK - 1} do not decode ({exc})"
+            ) from None
+        first = chunk - lo_key
+        out.extend(entries[max(0, -first) : hi - lo - first])
+    out.extend(r[1:] for r in loose[i:])
+    return out
+
+
 _READ_TIMED: Final = (
     "SELECT role, flags, payload, created_at FROM messages WHERE id >= ? AND id < ? ORDER BY id"
 )
@@ -323,12 +371,13 @@ def _drop_blob_refs(c: Any, digests: Sequence[bytes]) -> None:
 
 def _digests_in_range(c: Any, lo_key: int, hi_key: int) -> list[bytes]:
     rows = c.execute(
-        "SELECT flags, payload FROM messages WHERE id >= ? AND id < ? AND flags & ?",
+        "SELECT id, flags, payload FROM messages WHERE id >= ? AND id < ? AND flags & ?",
         (lo_key, hi_key, FLAG_BLOBS),
     ).fetchall()
     out: list[bytes] = []
-    for flags, payload in rows:
-        out.extend(blob_digests(flags, payload))
+    reader = chunks.Reader(c)
+    for mid, flags, payload in rows:
+        out.extend(blob_digests(*reader.resolve(mid, flags, payload)))
     return out
 
 
@@ -416,12 +465,7 @@ def _detach_children(c: Any, row: _Row, from_position: int | None) -> None:
         if from_position is not None and from_position > lo:
             lo = from_position
         if hi > lo:
-            c.execute(
-                "INSERT INTO messages (id, role, flags, created_at, tokens, payload)"
-                " SELECT ? + (id & ?), role, flags, created_at, tokens, payload FROM messages"
-                " WHERE id >= ? AND id < ? ORDER BY id",
-                (child_sid << SHIFT, _LOW, key(row.sid, lo), key(row.sid, hi)),
-            )
+            _copy_rows(c, key(row.sid, lo), key(row.sid, hi), child_sid)
             indexing.copy_index(c, key(row.sid, lo), key(row.sid, hi), child_sid, child_project)
             digests = _digests_in_range(c, key(child_sid, lo), key(child_sid, hi))
             if digests:
@@ -436,12 +480,42 @@ def _detach_children(c: Any, row: _Row, from_position: int | None) -> None:
         )
 
 
+def _copy_rows(c: Any, lo_key: int, hi_key: int, dest_sid: int) -> None:
+    """Copy rows ``[lo_key, hi_key)`` to the same positions of session ``dest_sid``; a sealed row's
+    copy gets its payload back (compressed on its own), so the copies need no chunk."""
+    c.execute(
+        "INSERT INTO messages (id, role, flags, created_at, tokens, payload)"
+        " SELECT ? + (id & ?), role, flags, created_at, tokens, payload FROM messages"
+        " WHERE id >= ? AND id < ? AND NOT flags & ? ORDER BY id",
+        (dest_sid << SHIFT, _LOW, lo_key, hi_key, FLAG_SEALED),
+    )
+    sealed = c.execute(
+        "SELECT id, role, flags, created_at, tokens FROM messages WHERE id >= ? AND id < ? AND flags & ?"
+        " ORDER BY id",
+        (lo_key, hi_key, FLAG_SEALED),
+    ).fetchall()
+    if not sealed:
+        return
+    reader, dicts = chunks.Reader(c), storage.bound_or_none()
+    copies = []
+    for mid, role, flags, created_at, tokens in sealed:
+        eflags, raw = reader.resolve(mid, flags, b"")
+        zflags, packed = storage.pack(raw, dicts)
+        copies.append(((dest_sid << SHIFT) + (mid & _LOW), role, eflags | zflags, created_at, tokens, packed))
+    c.executemany(
+        "INSERT INTO messages (id, role, flags, created_at, tokens, payload) VALUES (?, ?, ?, ?, ?, ?)",
+        copies,
+    )
+
+
 def _delete_own_rows(c: Any, row: _Row, from_position: int) -> None:
     lo_key = key(row.sid, max(from_position, row.base_len))
     hi_key = key(row.sid + 1, 0)
+    chunks.cut(c, lo_key, hi_key)  # a chunk holding positions below from_position is unsealed
     digests = _digests_in_range(c, lo_key, hi_key)
     indexing.delete_index(c, lo_key, hi_key)
     c.execute("DELETE FROM messages WHERE id >= ? AND id < ?", (lo_key, hi_key))
+    chunks.drop(c, lo_key, hi_key)
     _drop_blob_refs(c, digests)
 
 

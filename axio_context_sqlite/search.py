@@ -50,7 +50,7 @@ from axio_context.errors import (
     VecUnavailableError,
 )
 
-from . import indexing, ops
+from . import chunks, indexing, ops, storage
 from .errors import translate_error
 from .fts import BM25_WEIGHTS, FTS_TOKENIZE, fts_errors, match_terms
 from .indexing import CODES_TABLE
@@ -512,9 +512,10 @@ def _hits(c: Any, ranked: Sequence[_Ranked], scope: _Scope | None, highlight: st
         )
     }
     texts: dict[int, tuple[str, str]] = {}
-    for mid, (_, role, flags, payload, _) in rows.items():
+    reader = chunks.Reader(c)
+    for mid, (_, role, flags, payload, _) in sorted(rows.items()):
         try:
-            texts[mid] = indexing.row_text(role, flags, payload)
+            texts[mid] = indexing.row_text(role, *reader.resolve(mid, flags, payload))
         except ROW_ERRORS:
             texts[mid] = ("", "")  # a damaged row: found by its index entry, shown without text
     snippets = _snippets(c, texts, highlight)
@@ -788,24 +789,34 @@ class Pending(msgspec.Struct, frozen=True):
     last_id: int
 
 
+def _fingerprint(flags: int, payload: bytes) -> int:
+    """A message's content, summed up: the same whether its row is sealed into a chunk or not."""
+    plain = storage.inflate(flags, payload)
+    return zlib.crc32(plain) ^ (len(plain) << 32)
+
+
 def reindex_read(c: Any, after_id: int, limit: int) -> Pending:
     """The next ``limit`` messages (by id, after ``after_id``) that have no embedding."""
-    rows = c.execute(
-        "SELECT m.id, m.role, m.flags, m.payload FROM messages m WHERE m.id > ?"
-        " AND NOT EXISTS (SELECT 1 FROM message_vectors v WHERE v.id = m.id) ORDER BY m.id LIMIT ?",
-        (after_id, limit),
-    ).fetchall()
     ids: list[int] = []
     fingerprints: list[int] = []
     texts: list[tuple[str, str]] = []
-    for mid, role, flags, payload in rows:
-        try:
-            text = indexing.row_text(role, flags, payload)
-        except ROW_ERRORS:
-            continue  # unreadable: reading it reports CorruptDataError; nothing to embed
-        ids.append(mid)
-        fingerprints.append(zlib.crc32(payload) ^ (len(payload) << 32))
-        texts.append(text)
+    with read_tx(c):  # the rows and their chunks from one snapshot
+        rows = c.execute(
+            "SELECT m.id, m.role, m.flags, m.payload FROM messages m WHERE m.id > ?"
+            " AND NOT EXISTS (SELECT 1 FROM message_vectors v WHERE v.id = m.id) ORDER BY m.id LIMIT ?",
+            (after_id, limit),
+        ).fetchall()
+        reader = chunks.Reader(c)
+        for mid, role, flags, payload in rows:
+            try:
+                flags, payload = reader.resolve(mid, flags, payload)
+                text = indexing.row_text(role, flags, payload)
+                fingerprint = _fingerprint(flags, payload)
+            except ROW_ERRORS:
+                continue  # unreadable: reading it reports CorruptDataError; nothing to embed
+            ids.append(mid)
+            fingerprints.append(fingerprint)
+            texts.append(text)
     return Pending(ids, fingerprints, texts, len(rows), rows[-1][0] if rows else after_id)
 
 
@@ -819,16 +830,21 @@ def reindex_write(
     with write_tx(c):
         wanted = {pending.ids[i]: (pending.fingerprints[i], vec, code) for i, vec, code in vectors}
         current = c.execute(
-            "SELECT m.id, m.role, m.created_at, m.payload, s.sid, s.project FROM messages m"
+            "SELECT m.id, m.role, m.created_at, m.flags, m.payload, s.sid, s.project FROM messages m"
             " JOIN sessions s ON s.sid = (m.id >> 32)"
             " WHERE m.id IN (SELECT value FROM json_each(?))"
             " AND NOT EXISTS (SELECT 1 FROM message_vectors v WHERE v.id = m.id)",
             (_ids_json(wanted),),
         ).fetchall()
         rows: list[indexing.EmbeddingRow] = []
-        for mid, role, created, payload, sid, project in current:
+        reader = chunks.Reader(c)
+        for mid, role, created, flags, payload, sid, project in current:
             fingerprint, vec, code = wanted[mid]
-            if zlib.crc32(payload) ^ (len(payload) << 32) == fingerprint:
+            try:
+                now = _fingerprint(*reader.resolve(mid, flags, payload))
+            except ROW_ERRORS:
+                continue
+            if now == fingerprint:
                 rows.append((mid, vec, code, sid, project, role, created))
         indexing.store_embeddings(c, model, dimension, rows)
     return len(rows)

@@ -51,6 +51,7 @@ __all__ = [
     "COMPRESS_MIN",
     "DICT_SHIFT",
     "FLAG_BLOBS",
+    "FLAG_SEALED",
     "FLAG_ZLIB",
     "FLAG_ZSTD",
     "ROLE_CODES",
@@ -80,6 +81,8 @@ BLOB_MIN: Final = 1024
 FLAG_ZLIB: Final = 1  # written by earlier development builds; read, never written
 FLAG_BLOBS: Final = 2
 FLAG_ZSTD: Final = 4
+#: The payload is in the message's chunk (see :mod:`.chunks`); the row's payload is empty.
+FLAG_SEALED: Final = 8
 #: ``flags >> DICT_SHIFT`` is the ``zstd_dicts`` row a FLAG_ZSTD payload needs (0: none).
 DICT_SHIFT: Final = 8
 
@@ -271,6 +274,8 @@ class Dictionaries:
                     samples.append(self.inflate(flags, payload))
                 except ROW_ERRORS:
                     continue  # a damaged row is reported when it is read, not here
+            if len(samples) < TRAIN_SAMPLES:  # most of the database may be sealed into chunks
+                samples.extend(self._chunk_samples(chosen, TRAIN_SAMPLES - len(samples)))
             self._untrained = len(samples)
             if len(samples) < TRAIN_AT:
                 return None
@@ -291,6 +296,21 @@ class Dictionaries:
             )
         self.current = (dict_id, self._adopt(dict_id, data))
         return dict_id
+
+    def _chunk_samples(self, chosen: str, wanted: int) -> list[bytes]:
+        """Up to ``wanted`` message payloads of at least COMPRESS_MIN bytes from sealed chunks."""
+        from .chunks import CHUNK, CHUNK_ERRORS, decode_chunk
+
+        out: list[bytes] = []
+        for flags, payload in self._db.execute(
+            f"SELECT flags, payload FROM chunks {chosen} LIMIT ?", (wanted // CHUNK + 1,)
+        ).fetchall():
+            try:
+                entries = decode_chunk(flags, payload)
+            except CHUNK_ERRORS:
+                continue
+            out.extend(bytes(raw) for _, _, raw in entries if len(raw) >= COMPRESS_MIN)
+        return out[:wanted]
 
 
 def recompress(dicts: Dictionaries, flags: int, payload: bytes) -> tuple[int, bytes]:

@@ -10,12 +10,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import sqlean
 
 from axio_context import Message, TextBlock
-from axio_context_sqlite import storage
+from axio_context_sqlite import chunks, storage
 from axio_context_sqlite.indexing import row_text
-from axio_context_sqlite.storage import blob_digests
+from axio_context_sqlite.storage import FLAG_BLOBS, FLAG_SEALED, blob_digests
 
 
 def raw_connect(path: Path) -> Any:
@@ -48,7 +49,9 @@ def check_storage(path: Path) -> dict[str, int]:
     - every blob's ``refs`` equals the number of rows referencing it, and no blob is unreferenced;
     - every message with text is in the keyword index or its queue, exactly once (FTS5's own
       integrity check passes too);
-    - every compression dictionary a row names exists.
+    - every compression dictionary a row or chunk names exists;
+    - every chunk starts a block and holds its messages (32 of them), whose rows are sealed (same role and
+      media flag), and every sealed row is in a chunk.
     """
     db = raw_connect(path)
     storage.bind(db)  # payloads compressed with a dictionary are read through this connection
@@ -56,13 +59,32 @@ def check_storage(path: Path) -> dict[str, int]:
         assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         dicts = {r[0] for r in db.execute("SELECT id FROM zstd_dicts")}
         used = {r[0] for r in db.execute("SELECT DISTINCT flags >> 8 FROM messages WHERE flags >> 8")}
+        used |= {r[0] for r in db.execute("SELECT DISTINCT flags >> 8 FROM chunks WHERE flags >> 8")}
         assert used <= dicts, f"rows use missing compression dictionaries {used - dicts}"
         sessions = db.execute("SELECT sid, id, base_len, next_position FROM sessions").fetchall()
         own: dict[int, list[int]] = {}
         refs: Counter[bytes] = Counter()
-        for mid, flags, payload in db.execute("SELECT id, flags, payload FROM messages ORDER BY id"):
+        rows = {
+            mid: (role, flags, payload)
+            for mid, role, flags, payload in db.execute("SELECT id, role, flags, payload FROM messages")
+        }
+        # A sealed row's payload is entry mid % 32 of the chunk keyed by its block's first id.
+        sealed = {mid for mid, (_, flags, _) in rows.items() if flags & FLAG_SEALED}
+        size = chunks.CHUNK  # read at call time: a test may seal in smaller blocks
+        for cid, cflags, cpayload in db.execute("SELECT id, flags, payload FROM chunks"):
+            assert cid % size == 0, f"chunk {cid} does not start a block"
+            entries = msgspec.msgpack.decode(storage.inflate(cflags, cpayload))
+            assert len(entries) == size, f"chunk {cid} holds {len(entries)} messages"
+            for i, (role, eflags, content) in enumerate(entries):
+                mid = cid + i
+                assert mid in sealed, f"chunk {cid} covers message {mid}, which is missing or not sealed"
+                sealed.discard(mid)
+                assert rows[mid][0] == role and rows[mid][1] & FLAG_BLOBS == eflags, f"message {mid}"
+                rows[mid] = (role, eflags, msgspec.msgpack.encode(content))
+        assert not sealed, f"sealed messages without a chunk: {sorted(sealed)[:5]}"
+        for mid in sorted(rows):
             own.setdefault(mid >> 32, []).append(mid & 0xFFFFFFFF)
-            refs.update(blob_digests(flags, payload))
+            refs.update(blob_digests(*rows[mid][1:]))
         lengths: dict[str, int] = {}
         for sid, session_id, base_len, next_position in sessions:
             positions = own.pop(sid, [])
@@ -80,10 +102,6 @@ def check_storage(path: Path) -> dict[str, int]:
         assert len(set(indexed + queued)) == len(indexed) + len(queued), (
             "indexed twice, or indexed and queued"
         )
-        rows = {
-            mid: (role, flags, payload)
-            for mid, role, flags, payload in db.execute("SELECT id, role, flags, payload FROM messages")
-        }
         assert set(indexed + queued) <= set(rows), "index entries of messages that are gone"
         for mid in set(rows) - set(indexed) - set(queued):
             assert row_text(*rows[mid]) == ("", ""), f"message {mid} has text but is not indexed"

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from axio_context import Checkpoint, ImageBlock, MemoryContextStore, Message, TextBlock
-from axio_context_sqlite import SQLiteContextStore, connect, indexing
+from axio_context_sqlite import SQLiteContextStore, chunks, connect, indexing
 
 from .sqlite_checks import check_storage
 
@@ -92,7 +92,11 @@ async def _run(path: Path, steps: list[tuple]) -> None:  # type: ignore[type-arg
     check_storage(path)  # rows, blob refs, keyword index (or its queue), integrity
 
 
-@pytest.mark.parametrize("flush_at", [64, 2], ids=["fts-batched", "fts-flushed-often"])
+@pytest.mark.parametrize(
+    ("flush_at", "chunk", "tail"),
+    [(64, 32, 32), (2, 32, 32), (2, 2, 1)],
+    ids=["fts-batched", "fts-flushed-often", "sealed-in-pairs"],
+)
 @settings(
     max_examples=60,
     deadline=None,
@@ -102,9 +106,15 @@ async def _run(path: Path, steps: list[tuple]) -> None:  # type: ignore[type-arg
 def test_random_lineage_operations_match_the_model(
     steps: list[tuple],  # type: ignore[type-arg]
     flush_at: int,
+    chunk: int,
+    tail: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """``sealed-in-pairs``: every fold seals blocks of 2 messages but the newest one, so pops,
+    forks, clears and deletes keep cutting through chunks."""
     monkeypatch.setattr(indexing, "FLUSH_AT", flush_at)
+    monkeypatch.setattr(chunks, "CHUNK", chunk)
+    monkeypatch.setattr(chunks, "SEAL_TAIL", tail)
     with TemporaryDirectory() as tmp:
         asyncio.run(_run(Path(tmp) / "lineage.db", steps))
 

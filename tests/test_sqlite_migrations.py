@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from axio_context.errors import DatabaseError, SchemaVersionError
 from axio_context.transcript import format_time
-from axio_context_sqlite import SCHEMA_VERSION, SQLiteContextStore, connect, schema
+from axio_context_sqlite import SCHEMA_VERSION, SQLiteContextStore, connect, open_database, schema
 
 from .fixtures.make_fixture import export, load
 from .sqlite_checks import check_storage, raw_connect, scalar, text_message
@@ -81,6 +81,17 @@ async def test_released_version_opens_current_with_nothing_lost(tmp_path: Path, 
             full = await store.get_full_history()
             assert len(full) == expected["sessions"][session_id]["info"]["message_count"] + 1
             assert full[-1].text == "written after the upgrade"
+    check_storage(path)
+
+
+async def test_vacuum_seals_what_an_upgraded_database_never_did(tmp_path: Path) -> None:
+    """Version 4 had no chunks; its folds are done, so only ``vacuum`` seals the older messages."""
+    path = tmp_path / "v4.db"
+    expected = await asyncio.to_thread(_load_dump, FIXTURES / "schema_v4.sql", path)
+    async with open_database(path) as db:
+        report = await db.vacuum()
+    assert report.chunks_sealed == scalar(path, "SELECT COUNT(*) FROM chunks") > 0
+    _matches(await export(path), expected)
     check_storage(path)
 
 
