@@ -15,7 +15,7 @@ it would cut (:func:`cut`), so rows outside chunks stay what they always were.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -157,13 +157,14 @@ def seal_all(c: Any) -> int:
     return written
 
 
-def seal_after_fold(c: Any, folded: Iterable[int]) -> int:
+def seal_after_fold(c: Any, folded: Iterable[int], plain: Mapping[int, bytes] | None = None) -> int:
     """Seal the complete blocks near the messages just folded into the keyword index.
 
     Inside the fold's write transaction. For each session with folded messages, the blocks from
     :data:`SEAL_TAIL` before the first folded position up to :data:`SEAL_TAIL` before the
     session's end are sealed when all :data:`CHUNK` of their rows are there and unsealed (a fork's
-    first block, part of which it inherits, never is). Returns the number of chunks written.
+    first block, part of which it inherits, never is). ``plain``: the MessagePack of rows the
+    caller already decompressed, by id. Returns the number of chunks written.
     """
     first: dict[int, int] = {}
     for mid in folded:
@@ -173,6 +174,7 @@ def seal_after_fold(c: Any, folded: Iterable[int]) -> int:
     if not first:
         return 0
     dicts = storage.bound_or_none()
+    plain = plain or {}
     written = 0
     for sid, pos in sorted(first.items()):
         r = c.execute("SELECT next_position FROM sessions WHERE sid = ?", (sid,)).fetchone()
@@ -196,7 +198,10 @@ def seal_after_fold(c: Any, folded: Iterable[int]) -> int:
                 continue
             i += CHUNK
             try:
-                entries = [(role, flags, inflate(flags, payload)) for _, role, flags, payload in block]
+                entries = [
+                    (role, flags, known if (known := plain.get(mid)) is not None else inflate(flags, payload))
+                    for mid, role, flags, payload in block
+                ]
                 for entry in entries:
                     _raw_decoder.decode(entry[2])  # one whole MessagePack value, or the block stays
             except CHUNK_ERRORS:

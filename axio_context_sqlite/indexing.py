@@ -97,28 +97,37 @@ def flush_pending(c: Any) -> int:
         "SELECT m.id, m.role, m.flags, m.payload FROM fts_pending p JOIN messages m ON m.id = p.id"
         " ORDER BY m.id"
     ).fetchall()
-    _index_rows(c, rows)
+    plain = _index_rows(c, rows)
     c.execute("DELETE FROM fts_pending")
-    chunks.seal_after_fold(c, (r[0] for r in rows))
+    chunks.seal_after_fold(c, (r[0] for r in rows), plain)
     return len(rows)
 
 
-def _index_rows(c: Any, rows: Sequence[tuple[int, int, int, bytes]]) -> None:
+def _index_rows(c: Any, rows: Sequence[tuple[int, int, int, bytes]]) -> dict[int, bytes]:
     """Index stored ``(id, role, flags, payload)`` rows; a damaged row stays unindexed (reading
-    it reports CorruptDataError)."""
+    it reports CorruptDataError). Returns the MessagePack of the rows it read (by id), for
+    sealing them without decompressing them again."""
     entries = []
+    plain: dict[int, bytes] = {}
     reader = chunks.Reader(c)
     for mid, role, flags, payload in rows:
         try:
-            entries.append((mid, *row_text(role, *reader.resolve(mid, flags, payload))))
+            flags, payload = reader.resolve(mid, flags, payload)
+            data = plain[mid] = inflate(flags, payload)
+            entries.append((mid, *_text(role, data)))
         except ROW_ERRORS:
             continue
     index_text(c, entries)
+    return plain
 
 
 def row_text(role: int, flags: int, payload: bytes) -> tuple[str, str]:
     """The (body, tool) text of a stored row, without restoring its media."""
-    return text_columns(Message(role=ROLE_NAMES[role], content=decode_content(inflate(flags, payload))))
+    return _text(role, inflate(flags, payload))
+
+
+def _text(role: int, data: bytes) -> tuple[str, str]:
+    return text_columns(Message(role=ROLE_NAMES[role], content=decode_content(data)))
 
 
 def vec_available(c: Any) -> bool:
