@@ -32,7 +32,7 @@ from axio_context.messages import Message, SessionInfo
 from axio_context.transcript import format_time
 
 from . import chunks, indexing, storage
-from .chunks import CHUNK, CHUNK_ERRORS, chunk_of, decode_chunk
+from .chunks import CHUNK, CHUNK_ERRORS, chunk_of, decode_chunk, decode_chunk_content
 from .storage import (
     DICT_SHIFT,
     FLAG_BLOBS,
@@ -216,7 +216,9 @@ def read_messages(
         try:
             # The hot loop of every load: the common kinds of row skip decode_row's generality.
             for role, flags, payload in rows:
-                if flags == dict_flags:
+                if flags == _DECODED:  # a sealed message, decoded with its chunk
+                    append(Message(_ROLES[role], payload))
+                elif flags == dict_flags:
                     append(Message(_ROLES[role], _decode_content(undict(payload))))  # type: ignore[misc]
                 elif flags == 0:
                     append(Message(_ROLES[role], _decode_content(payload)))
@@ -225,6 +227,9 @@ def read_messages(
                     append(Message(_ROLES[role], _decode_content(undict(payload))))
                 elif flags == FLAG_ZSTD:
                     append(Message(_ROLES[role], _decode_content(_unzstd(payload))))
+                elif flags == _DECODED_MEDIA:
+                    with_media.append((len(out), lo + len(out) - first, _ROLES[role], payload))
+                    out.append(None)
                 elif flags & FLAG_BLOBS:
                     content = _decode_content(inflate(flags, payload))
                     with_media.append((len(out), lo + len(out) - first, _ROLES[role], content))
@@ -234,6 +239,12 @@ def read_messages(
         except ROW_ERRORS:
             # Find the damaged row again, slowly, for an error naming it.
             for i, (role, flags, payload) in enumerate(rows[len(out) - first :], start=len(out) - first):
+                if flags in (_DECODED, _DECODED_MEDIA):
+                    if not 0 <= role < len(_ROLES):
+                        raise CorruptDataError(
+                            f"{_where(session_id, lo + i)}: unknown role code {role}"
+                        ) from None
+                    continue
                 decode_row(role, flags, payload, fetch, where=_where(session_id, lo + i))
             raise
     if with_media:
@@ -275,17 +286,44 @@ def _with_chunks(
         while i < len(loose) and loose[i][0] < chunk:
             out.append(loose[i][1:])
             i += 1
-        try:
-            entries = decode_chunk(flags, payload)
-        except CHUNK_ERRORS as exc:
-            first = chunk & _LOW
-            raise CorruptDataError(
-                f"session {session_id!r}: positions {first}..{first + CHUNK - 1} do not decode ({exc})"
-            ) from None
-        first = chunk - lo_key
-        out.extend(entries[max(0, -first) : hi - lo - first])
+        first = chunk - lo_key  # the chunk's first position, relative to lo
+        out.extend(_decoded_chunk(session_id, chunk, flags, payload)[max(0, -first) : hi - lo - first])
     out.extend(r[1:] for r in loose[i:])
     return out
+
+
+#: Row flags :func:`_with_chunks` gives a sealed message decoded with its chunk (never stored):
+#: its payload is the content blocks (with media digests to restore, for the second).
+_DECODED: Final = -1
+_DECODED_MEDIA: Final = -2
+
+
+def _decoded_chunk(session_id: str, chunk: int, flags: int, payload: bytes) -> list[tuple[int, int, Any]]:
+    """A chunk's messages as ``(role, _DECODED or _DECODED_MEDIA, content)``: one decode for the
+    whole chunk, or one per message when a block type needs the codec's slower rules."""
+    first = chunk & _LOW
+    try:
+        try:
+            entries = decode_chunk_content(flags, payload)
+        except msgspec.ValidationError:  # e.g. a block type from a newer version: as rows are
+            entries = []
+            for i, (role, eflags, raw) in enumerate(decode_chunk(flags, payload)):
+                try:
+                    entries.append((role, eflags, _decode_content(raw)))
+                except DecodeError as exc:
+                    raise CorruptDataError(
+                        f"{_where(session_id, first + i)}: stored message does not decode ({exc})"
+                    ) from None
+    except CHUNK_ERRORS as exc:
+        if isinstance(exc, CorruptDataError):
+            raise
+        raise CorruptDataError(
+            f"session {session_id!r}: positions {first}..{first + CHUNK - 1} do not decode ({exc})"
+        ) from None
+    return [
+        (role, _DECODED_MEDIA if eflags & FLAG_BLOBS else _DECODED, content)
+        for role, eflags, content in entries
+    ]
 
 
 _READ_TIMED: Final = (

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
-from axio_context import ImageBlock, Message, TextBlock
+from axio_context import ImageBlock, Message, TextBlock, UnknownBlock
 from axio_context.embeddings import HashingEmbedder
 from axio_context.errors import CorruptDataError
 from axio_context_sqlite import Database, SQLiteContextStore, chunks, connect, open_database, storage
@@ -206,3 +207,37 @@ async def test_a_damaged_chunk_is_named_and_nothing_else_is_hurt(db_path: Path, 
             await store.get_history()
         assert await SQLiteContextStore(conn, "other").get_history() == messages
         assert await store.pop() == messages[-1]  # the newest rows are still rows
+
+
+async def test_a_block_type_from_a_newer_version_survives_sealing(db_path: Path) -> None:
+    """The whole-chunk decode takes only known block types; an unknown one takes the codec's
+    slower rules for its chunk, and comes back exactly as it was stored."""
+    messages = transcript(100)
+    hologram = UnknownBlock({"type": "hologram", "frames": [1, 2, 3], "label": "a newer block"})
+    messages[7] = Message(role="assistant", content=[TextBlock(text="look"), hologram])
+    async with connect(db_path) as conn:
+        await SQLiteContextStore(conn, "s").append_many(messages)
+        assert _chunk_positions(db_path) == [0, 32]
+        assert await SQLiteContextStore(conn, "s").get_history() == messages
+    check_storage(db_path)
+
+
+async def test_a_damaged_message_inside_a_chunk_is_named_by_position(db_path: Path) -> None:
+    messages = transcript(100)
+    async with connect(db_path) as conn:
+        await SQLiteContextStore(conn, "s").append_many(messages)
+    db = raw_connect(db_path)
+    with db:
+        storage.bind(db)
+        row = db.execute("SELECT flags, payload FROM chunks WHERE id = (1 << 32) + 32").fetchone()
+        entries = [(r, f, bytes(p)) for r, f, p in chunks.decode_chunk(*row)]
+        entries[5] = (entries[5][0], 0, msgspec.msgpack.encode([1, 2, 3]))  # not content blocks
+        flags, payload = chunks.encode_chunk(entries, None)
+        db.execute("UPDATE chunks SET flags = ?, payload = ? WHERE id = (1 << 32) + 32", (flags, payload))
+        storage.unbind()
+    db.close()
+    async with connect(db_path) as conn:
+        store = SQLiteContextStore(conn, "s")
+        with pytest.raises(CorruptDataError, match="'s' position 37"):
+            await store.get_history()
+        assert await store.pop() == messages[-1]
