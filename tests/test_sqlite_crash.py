@@ -27,11 +27,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import sqlean
 
 from axio_context import ImageBlock, Message
 from axio_context.compaction import SUMMARY_ACK, AutoCompactStore, ExtractiveSummarizer
-from axio_context_sqlite import SQLiteContextStore, connect
+from axio_context_sqlite import SQLiteContextStore, chunks, connect
 
 from .procs.crash_worker import IMAGES, PROJECT
 from .sqlite_checks import check_storage, scalar, texts
@@ -86,6 +87,7 @@ def kill_at_random(
     rng: random.Random,
     early: float = 0.2,
     on_ready: Callable[[], None] = lambda: None,
+    env: dict[str, str] | None = None,
 ) -> None:
     """Run one child and SIGKILL it at a random moment; fail if it died any other way.
 
@@ -97,7 +99,7 @@ def kill_at_random(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
     )
     try:
         if rng.random() < early:  # anywhere, including interpreter start and opening the file
@@ -212,13 +214,23 @@ def verify_round(db: Path, log: Path, model: Model, label: str) -> tuple[Model, 
     return after, len(done)
 
 
-def test_sigkill_while_appending_and_forking(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sealing", ["as-shipped", "constantly"])
+def test_sigkill_while_appending_and_forking(
+    tmp_path: Path, sealing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``constantly``: the child folds the keyword-index queue at 8 messages and seals blocks of
+    4 (but the newest 2), so kills land in folds, seals and the unsealing pops and forks do."""
+    env = None
+    if sealing == "constantly":
+        env = {"AXIO_TEST_SEALING": "4,2,8"}
+        monkeypatch.setattr(chunks, "CHUNK", 4)  # this process reads (and checks) the same chunks
+        monkeypatch.setattr(chunks, "SEAL_TAIL", 2)
     rng = random.Random(SEED)
     db, log = tmp_path / "crash.db", tmp_path / "ops.log"
     model = Model()
     acknowledged = 0
     for round_no in range(12):
-        kill_at_random("lineage", db, log, round_no, rng)
+        kill_at_random("lineage", db, log, round_no, rng, env=env)
         if not created(db):
             assert not log.exists() or "A {" not in log.read_text()
             continue  # killed before the schema was in place: nothing was acknowledged
@@ -227,7 +239,13 @@ def test_sigkill_while_appending_and_forking(tmp_path: Path) -> None:
     assert acknowledged > 100, f"seed {SEED}: the child hardly wrote anything ({acknowledged} ops)"
     # the rounds trained a compression dictionary and stored payloads with it (check_storage
     # checked every row's dictionary exists)
-    assert scalar(db, "SELECT COUNT(*) FROM messages WHERE flags >> 8") > 0
+    dictionary = (
+        "SELECT (SELECT COUNT(*) FROM messages WHERE flags >> 8)"
+        " + (SELECT COUNT(*) FROM chunks WHERE flags >> 8)"
+    )
+    assert scalar(db, dictionary) > 0
+    if sealing == "constantly":
+        assert scalar(db, "SELECT COUNT(*) FROM chunks") > 0, f"seed {SEED}: nothing was sealed"
 
 
 #: The survivor's appends per round: enough to outlast the kill, which comes up to 250 ms after
