@@ -155,8 +155,10 @@ class Stats(msgspec.Struct, frozen=True):
     file_bytes: int
     wal_bytes: int
     by_project: list[ProjectStats]
-    payload_bytes: int = 0  # the stored rows' payloads, as stored (compressed or not)
+    payload_bytes: int = 0  # the stored payloads, as stored (compressed or not), chunks' included
     dictionaries: int = 0  # Zstandard dictionaries the payloads are compressed with
+    sealed_messages: int = 0  # stored messages whose payload is in a chunk (see chunks.py)
+    chunks: int = 0
 
 
 class VacuumReport(msgspec.Struct, frozen=True):
@@ -720,6 +722,10 @@ def stats(c: Any, path: Path) -> Stats:
             " + (SELECT COALESCE(SUM(length(payload)), 0) FROM chunks) FROM messages"
         ).fetchone()
         dictionaries = int(c.execute("SELECT COUNT(*) FROM zstd_dicts").fetchone()[0])
+        sealed = int(
+            c.execute("SELECT COUNT(*) FROM messages WHERE flags & ?", (storage.FLAG_SEALED,)).fetchone()[0]
+        )
+        chunk_count = int(c.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
         checkpoints = int(c.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0])
         blobs, blob_bytes = c.execute("SELECT COUNT(*), COALESCE(SUM(length(data)), 0) FROM blobs").fetchone()
         page_size = int(c.execute("PRAGMA page_size").fetchone()[0])
@@ -744,6 +750,8 @@ def stats(c: Any, path: Path) -> Stats:
         by_project=by_project,
         payload_bytes=int(payload_bytes),
         dictionaries=dictionaries,
+        sealed_messages=sealed,
+        chunks=chunk_count,
     )
 
 

@@ -592,7 +592,8 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
     click.echo(f"messages   {s.messages:,} ({s.stored_messages:,} stored; forks share the rest)")
     click.echo(f"tokens     {s.input_tokens:,} in / {s.output_tokens:,} out")
     dicts = f"{s.dictionaries} compression {'dictionary' if s.dictionaries == 1 else 'dictionaries'}"
-    click.echo(f"payloads   {_size(s.payload_bytes)} ({dicts})")
+    sealed = f"; {s.sealed_messages:,} messages sealed in {s.chunks:,} chunk(s)" if s.chunks else ""
+    click.echo(f"payloads   {_size(s.payload_bytes)} ({dicts}{sealed})")
     click.echo(f"media      {s.blobs:,} blob(s), {_size(s.blob_bytes)}")
     click.echo(f"compaction {s.checkpoints:,} checkpoint(s)")
     if s.by_project:

@@ -566,13 +566,15 @@ def test_stats(rich: dict[str, str], db: Path) -> None:
     assert projects["/work/beta"]["sessions"] == 2
     assert json.loads(invoke("stats", "--nl").stdout) == s
     # The long session's older messages are sealed into chunks: their payloads count there.
-    assert scalar(db, "SELECT COUNT(*) FROM chunks") > 0
+    assert s["chunks"] == scalar(db, "SELECT COUNT(*) FROM chunks") > 0
+    assert s["sealed_messages"] == 32 * s["chunks"]
     assert s["payload_bytes"] == scalar(
         db, "SELECT SUM(length(payload)) + (SELECT SUM(length(payload)) FROM chunks) FROM messages"
     )
     assert s["dictionaries"] == scalar(db, "SELECT COUNT(*) FROM zstd_dicts") == 0  # short messages only
     text_out = invoke("stats").stdout
-    assert "(0 compression dictionaries)" in text_out
+    chunks = s["chunks"]
+    assert f"(0 compression dictionaries; {32 * chunks:,} messages sealed in {chunks} chunk(s))" in text_out
     assert f"database   {db}" in text_out and "sessions   7" in text_out and "/work/gamma" in text_out
 
 
