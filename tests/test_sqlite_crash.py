@@ -34,6 +34,7 @@ from axio_context import ImageBlock, Message
 from axio_context.compaction import SUMMARY_ACK, AutoCompactStore, ExtractiveSummarizer
 from axio_context_sqlite import SQLiteContextStore, chunks, connect
 
+from .procs import SEALING_ENV
 from .procs.crash_worker import IMAGES, PROJECT
 from .sqlite_checks import check_storage, scalar, texts
 from .test_sqlite_multiprocess import expected_texts
@@ -222,7 +223,7 @@ def test_sigkill_while_appending_and_forking(
     4 (but the newest 2), so kills land in folds, seals and the unsealing pops and forks do."""
     env = None
     if sealing == "constantly":
-        env = {"AXIO_TEST_SEALING": "4,2,8"}
+        env = {SEALING_ENV: "4,2,8"}
         monkeypatch.setattr(chunks, "CHUNK", 4)  # this process reads (and checks) the same chunks
         monkeypatch.setattr(chunks, "SEAL_TAIL", 2)
     rng = random.Random(SEED)

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from axio_context_sqlite import SQLiteContextStore, connect
+from axio_context_sqlite import SQLiteContextStore, chunks, connect
 
-from .sqlite_checks import check_storage, texts
+from .procs import SEALING_ENV
+from .sqlite_checks import check_storage, scalar, texts
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = Path(__file__).resolve().parent / "procs" / "mp_worker.py"
@@ -36,9 +37,11 @@ def expected_texts(name: str, count: int) -> list[str]:
     return out
 
 
-def run_workers(db: Path, jobs: list[tuple[str, str, str, int]]) -> list[dict[str, list[list[object]]]]:
+def run_workers(
+    db: Path, jobs: list[tuple[str, str, str, int]], extra_env: dict[str, str] | None = None
+) -> list[dict[str, list[list[object]]]]:
     """Start one process per job, release them together, and return each one's JSON result."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(extra_env or {})}
     procs = [
         subprocess.Popen(
             [sys.executable, str(WORKER), str(db), role, session, name, str(count)],
@@ -78,13 +81,26 @@ def run_workers(db: Path, jobs: list[tuple[str, str, str, int]]) -> list[dict[st
                     stream.close()
 
 
-@pytest.mark.parametrize("writers", [2, 4])
-async def test_processes_append_to_one_session(tmp_path: Path, writers: int) -> None:
+@pytest.mark.parametrize(
+    ("writers", "sealing"), [(2, False), (4, False), (4, True)], ids=["2", "4", "4-sealing"]
+)
+async def test_processes_append_to_one_session(
+    tmp_path: Path, writers: int, sealing: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``4-sealing``: every process folds the keyword index at 8 queued messages and seals blocks
+    of 4 (but the newest 2) while the others append, fork and read the same session."""
     db = tmp_path / "new" / "shared.db"
     names = [f"w{k}" for k in range(writers)]
     jobs = [("append", "shared", name, APPENDS) for name in names]
     jobs.append(("tokens_forks", "shared", "tf", TOKEN_CALLS))
-    results = run_workers(db, jobs)
+    extra_env = None
+    if sealing:
+        extra_env = {SEALING_ENV: "4,2,8"}
+        monkeypatch.setattr(chunks, "CHUNK", 4)  # this process reads (and checks) the same chunks
+        monkeypatch.setattr(chunks, "SEAL_TAIL", 2)
+    results = run_workers(db, jobs, extra_env)
+    if sealing:
+        assert scalar(db, "SELECT COUNT(*) FROM chunks") > 0
 
     lengths = check_storage(db)
     async with connect(db) as conn:

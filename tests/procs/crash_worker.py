@@ -27,7 +27,8 @@ from typing import Any
 
 from axio_context import ImageBlock, Message, TextBlock
 from axio_context.compaction import AutoCompactStore, ExtractiveSummarizer
-from axio_context_sqlite import SQLiteContextStore, chunks, connect, indexing
+from axio_context_sqlite import SQLiteContextStore, connect
+from tests.procs import apply_test_sealing
 from tests.words import prose
 
 PROJECT = "crash"
@@ -122,9 +123,7 @@ async def compact(db: str, log: Log, round_no: int, rng: random.Random) -> None:
 
 
 if __name__ == "__main__":
-    if "AXIO_TEST_SEALING" in os.environ:  # chunk size, sealed tail, keyword-index fold length
-        size, tail, fold_at = map(int, os.environ["AXIO_TEST_SEALING"].split(","))
-        chunks.CHUNK, chunks.SEAL_TAIL, indexing.FLUSH_AT = size, tail, fold_at
+    apply_test_sealing()
     mode, db, log_path, round_arg, seed = sys.argv[1:6]
     worker = lineage if mode == "lineage" else compact
     asyncio.run(worker(db, Log(log_path), int(round_arg), random.Random(int(seed))))

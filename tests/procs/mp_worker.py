@@ -26,6 +26,7 @@ import sys
 
 from axio_context import Message, TextBlock
 from axio_context_sqlite import Database, SQLiteContextStore, connect
+from tests.procs import apply_test_sealing
 from tests.words import prose
 
 
@@ -73,4 +74,5 @@ async def main(db: str, role: str, session: str, name: str, count: int) -> None:
 
 
 if __name__ == "__main__":
+    apply_test_sealing()
     asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])))
