@@ -257,6 +257,9 @@ def read_messages(
 
 
 _READ: Final = "SELECT role, flags, payload FROM messages WHERE id >= ? AND id < ? ORDER BY id"
+_READ_TIMED: Final = (
+    "SELECT role, flags, payload, created_at FROM messages WHERE id >= ? AND id < ? ORDER BY id"
+)
 _READ_CHUNKS: Final = "SELECT id, flags, payload FROM chunks WHERE id >= ? AND id < ? ORDER BY id"
 _READ_TIMES: Final = "SELECT created_at FROM messages WHERE id >= ? AND id < ? ORDER BY id"
 _READ_UNSEALED: Final = (
@@ -273,9 +276,9 @@ def _with_chunks(
     sealed: list[tuple[int, int, bytes]],
     times: list[int] | None,
 ) -> list[tuple[int, int, Any]]:
-    """``(role, flags, payload)`` of positions ``[lo, hi)`` of ``sid``'s rows, some of them in the
-    chunks ``sealed``: a chunk's entries stand in for its rows, uncompressed (flags 0 or
-    FLAG_BLOBS), in position order."""
+    """``(role, flags, payload)`` of positions ``[lo, hi)`` of ``sid``'s rows, in position order,
+    some of them in the chunks ``sealed``: a chunk's messages stand in for its rows, already
+    decoded (flags ``_DECODED`` or ``_DECODED_MEDIA``, payload the content blocks)."""
     lo_key, hi_key = key(sid, lo), key(sid, hi)
     if times is not None:
         times.extend(r[0] for r in c.execute(_READ_TIMES, (lo_key, hi_key)))
@@ -325,10 +328,6 @@ def _decoded_chunk(session_id: str, chunk: int, flags: int, payload: bytes) -> l
         for role, eflags, content in entries
     ]
 
-
-_READ_TIMED: Final = (
-    "SELECT role, flags, payload, created_at FROM messages WHERE id >= ? AND id < ? ORDER BY id"
-)
 
 #: The flag bits below the dictionary id.
 _LOW_FLAGS: Final = (1 << DICT_SHIFT) - 1
