@@ -32,7 +32,7 @@ from axio_context.messages import Message, SessionInfo
 from axio_context.transcript import format_time
 
 from . import chunks, indexing, storage
-from .chunks import CHUNK, CHUNK_ERRORS, chunk_of, decode_chunk, decode_chunk_content
+from .chunks import CHUNK_ERRORS, chunk_of, decode_chunk, decode_chunk_content
 from .storage import (
     DICT_SHIFT,
     FLAG_BLOBS,
@@ -262,9 +262,6 @@ _READ_TIMED: Final = (
 )
 _READ_CHUNKS: Final = "SELECT id, flags, payload FROM chunks WHERE id >= ? AND id < ? ORDER BY id"
 _READ_TIMES: Final = "SELECT created_at FROM messages WHERE id >= ? AND id < ? ORDER BY id"
-_READ_UNSEALED: Final = (
-    "SELECT id, role, flags, payload FROM messages WHERE id >= ? AND id < ? AND NOT flags & ? ORDER BY id"
-)
 
 
 def _with_chunks(
@@ -282,16 +279,16 @@ def _with_chunks(
     lo_key, hi_key = key(sid, lo), key(sid, hi)
     if times is not None:
         times.extend(r[0] for r in c.execute(_READ_TIMES, (lo_key, hi_key)))
-    loose = c.execute(_READ_UNSEALED, (lo_key, hi_key, FLAG_SEALED)).fetchall()
     out: list[tuple[int, int, Any]] = []
-    i = 0
+    at = lo_key  # the next key to read
     for chunk, flags, payload in sealed:
-        while i < len(loose) and loose[i][0] < chunk:
-            out.append(loose[i][1:])
-            i += 1
+        if chunk > at:  # rows between the last chunk (or lo) and this one
+            out.extend(c.execute(_READ, (at, chunk)).fetchall())
         first = chunk - lo_key  # the chunk's first position, relative to lo
         out.extend(_decoded_chunk(session_id, chunk, flags, payload)[max(0, -first) : hi - lo - first])
-    out.extend(r[1:] for r in loose[i:])
+        at = chunk + chunks.CHUNK
+    if hi_key > at:
+        out.extend(c.execute(_READ, (at, hi_key)).fetchall())
     return out
 
 
@@ -321,7 +318,7 @@ def _decoded_chunk(session_id: str, chunk: int, flags: int, payload: bytes) -> l
         if isinstance(exc, CorruptDataError):
             raise
         raise CorruptDataError(
-            f"session {session_id!r}: positions {first}..{first + CHUNK - 1} do not decode ({exc})"
+            f"session {session_id!r}: positions {first}..{first + chunks.CHUNK - 1} do not decode ({exc})"
         ) from None
     return [
         (role, _DECODED_MEDIA if eflags & FLAG_BLOBS else _DECODED, content)
