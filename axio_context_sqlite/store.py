@@ -103,18 +103,9 @@ class SQLiteContextStore(ContextStore):
         dicts = getattr(self._conn, "dicts", None)
         encoded = [encode_message(m, text=embed, dicts=dicts) for m in batch]
         tokens = [self._counter.count(m) for m in batch]
-        preview = appending.preview_for(batch)
+        batch_args = (self._session_id, self._project, encoded, tokens, appending.preview_for(batch))
         if not embed and len(batch) <= INLINE_MESSAGES and _stored_bytes(encoded) <= INLINE_BYTES:
-            long_queue = run_inline(
-                self._conn,
-                appending.append,
-                self._session_id,
-                self._project,
-                encoded,
-                tokens,
-                preview,
-                inline=True,
-            )
+            long_queue = run_inline(self._conn, appending.append, *batch_args, inline=True)
             if long_queue is not NOT_RUN:
                 # Every 64th append (and every batch that left the queue long) folds it.
                 fold = appending.fold_due() or long_queue is True
@@ -127,16 +118,7 @@ class SQLiteContextStore(ContextStore):
             embeddings = await embed_batch(
                 self._embedder, [(e.body, e.tool) for e in encoded], self._vec_codes()
             )
-        await run(
-            self._conn,
-            appending.append,
-            self._session_id,
-            self._project,
-            encoded,
-            tokens,
-            preview,
-            embeddings,
-        )
+        await run(self._conn, appending.append, *batch_args, embeddings)
 
     def _vec_codes(self) -> bool:
         return bool(getattr(self._conn, "vec_loaded", False))
