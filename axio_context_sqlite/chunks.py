@@ -116,12 +116,12 @@ class Reader:
             self._key, self._entries = chunk, entries
         return self._entries
 
-    def resolve(self, mid: int, flags: int, payload: bytes) -> tuple[int, bytes]:
-        """``(flags, payload)`` of row ``mid`` as it would be stored unsealed (uncompressed)."""
+    def plain(self, mid: int, flags: int, payload: bytes) -> bytes:
+        """The MessagePack of stored row ``mid``'s content, decompressed, whether the row is
+        sealed (its payload is in its chunk) or not."""
         if not flags & FLAG_SEALED:
-            return flags, payload
-        _, eflags, raw = self.entries(chunk_of(mid))[mid - chunk_of(mid)]
-        return eflags, bytes(raw)
+            return inflate(flags, payload)
+        return bytes(self.entries(chunk_of(mid))[mid - chunk_of(mid)][2])
 
 
 def unseal(c: Any, chunk: int) -> None:

@@ -48,6 +48,7 @@ __all__ = [
     "queue_text",
     "row_text",
     "store_embeddings",
+    "text_of",
     "vec_available",
 ]
 
@@ -112,9 +113,8 @@ def _index_rows(c: Any, rows: Sequence[tuple[int, int, int, bytes]]) -> dict[int
     reader = chunks.Reader(c)
     for mid, role, flags, payload in rows:
         try:
-            flags, payload = reader.resolve(mid, flags, payload)
-            data = plain[mid] = inflate(flags, payload)
-            entries.append((mid, *_text(role, data)))
+            data = plain[mid] = reader.plain(mid, flags, payload)
+            entries.append((mid, *text_of(role, data)))
         except ROW_ERRORS:
             continue
     index_text(c, entries)
@@ -123,10 +123,11 @@ def _index_rows(c: Any, rows: Sequence[tuple[int, int, int, bytes]]) -> dict[int
 
 def row_text(role: int, flags: int, payload: bytes) -> tuple[str, str]:
     """The (body, tool) text of a stored row, without restoring its media."""
-    return _text(role, inflate(flags, payload))
+    return text_of(role, inflate(flags, payload))
 
 
-def _text(role: int, data: bytes) -> tuple[str, str]:
+def text_of(role: int, data: bytes) -> tuple[str, str]:
+    """The (body, tool) text of a message with role code ``role`` and content MessagePack ``data``."""
     return text_columns(Message(role=ROLE_NAMES[role], content=decode_content(data)))
 
 
@@ -231,7 +232,7 @@ def delete_index(c: Any, lo_key: int, hi_key: int) -> None:
     reader = chunks.Reader(c)
     for mid, role, flags, payload in rows:
         try:
-            body, tool = row_text(role, *reader.resolve(mid, flags, payload))
+            body, tool = text_of(role, reader.plain(mid, flags, payload))
         except ROW_ERRORS:
             continue  # never indexed (see index_all_messages) or unreadable: nothing to remove
         if body or tool:
@@ -258,7 +259,7 @@ def copy_index(c: Any, lo_key: int, hi_key: int, dest_sid: int, dest_project: st
     index_text(
         c,
         [
-            (base + (mid & _LOW), *row_text(role, *reader.resolve(mid, flags, payload)))
+            (base + (mid & _LOW), *text_of(role, reader.plain(mid, flags, payload)))
             for mid, role, flags, payload in rows
         ],
     )

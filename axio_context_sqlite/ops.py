@@ -40,7 +40,6 @@ from .storage import (
     FLAG_ZSTD,
     ROLE_NAMES,
     ROW_ERRORS,
-    blob_digests,
     decode_row,
     inflate,
     media_digests,
@@ -411,7 +410,7 @@ def _digests_in_range(c: Any, lo_key: int, hi_key: int) -> list[bytes]:
     out: list[bytes] = []
     reader = chunks.Reader(c)
     for mid, flags, payload in rows:
-        out.extend(blob_digests(*reader.resolve(mid, flags, payload)))
+        out.extend(media_digests(_decode_content(reader.plain(mid, flags, payload))))
     return out
 
 
@@ -515,27 +514,36 @@ def _detach_children(c: Any, row: _Row, from_position: int | None) -> None:
 
 
 def _copy_rows(c: Any, lo_key: int, hi_key: int, dest_sid: int) -> None:
-    """Copy rows ``[lo_key, hi_key)`` to the same positions of session ``dest_sid``; a sealed row's
-    copy gets its payload back (compressed on its own), so the copies need no chunk."""
+    """Copy rows ``[lo_key, hi_key)`` to the same positions of session ``dest_sid``.
+
+    The chunks wholly inside the range are copied as they are, so their rows' copies stay sealed;
+    a sealed row of a chunk the range cuts gets its payload back, compressed on its own.
+    """
+    dest, size = dest_sid << SHIFT, chunks.CHUNK
+    whole_lo, whole_hi = (lo_key + size - 1) & ~(size - 1), hi_key & ~(size - 1)
+    c.execute(
+        "INSERT INTO chunks (id, flags, payload) SELECT ? + (id & ?), flags, payload FROM chunks"
+        " WHERE id >= ? AND id < ?",
+        (dest, _LOW, whole_lo, whole_hi),
+    )
     c.execute(
         "INSERT INTO messages (id, role, flags, created_at, tokens, payload)"
         " SELECT ? + (id & ?), role, flags, created_at, tokens, payload FROM messages"
-        " WHERE id >= ? AND id < ? AND NOT flags & ? ORDER BY id",
-        (dest_sid << SHIFT, _LOW, lo_key, hi_key, FLAG_SEALED),
+        " WHERE id >= ? AND id < ? AND (NOT flags & ? OR id >= ? AND id < ?) ORDER BY id",
+        (dest, _LOW, lo_key, hi_key, FLAG_SEALED, whole_lo, whole_hi),
     )
-    sealed = c.execute(
+    cut = c.execute(
         "SELECT id, role, flags, created_at, tokens FROM messages WHERE id >= ? AND id < ? AND flags & ?"
-        " ORDER BY id",
-        (lo_key, hi_key, FLAG_SEALED),
+        " AND NOT (id >= ? AND id < ?) ORDER BY id",
+        (lo_key, hi_key, FLAG_SEALED, whole_lo, whole_hi),
     ).fetchall()
-    if not sealed:
+    if not cut:
         return
     reader, dicts = chunks.Reader(c), storage.bound_or_none()
     copies = []
-    for mid, role, flags, created_at, tokens in sealed:
-        eflags, raw = reader.resolve(mid, flags, b"")
-        zflags, packed = storage.pack(raw, dicts)
-        copies.append(((dest_sid << SHIFT) + (mid & _LOW), role, eflags | zflags, created_at, tokens, packed))
+    for mid, role, flags, created_at, tokens in cut:
+        zflags, packed = storage.pack(reader.plain(mid, flags, b""), dicts)
+        copies.append((dest + (mid & _LOW), role, flags & FLAG_BLOBS | zflags, created_at, tokens, packed))
     c.executemany(
         "INSERT INTO messages (id, role, flags, created_at, tokens, payload) VALUES (?, ?, ?, ?, ?, ?)",
         copies,

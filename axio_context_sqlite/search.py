@@ -50,7 +50,7 @@ from axio_context.errors import (
     VecUnavailableError,
 )
 
-from . import chunks, indexing, ops, storage
+from . import chunks, indexing, ops
 from .errors import translate_error
 from .fts import BM25_WEIGHTS, FTS_TOKENIZE, fts_errors, match_terms
 from .indexing import CODES_TABLE
@@ -515,7 +515,7 @@ def _hits(c: Any, ranked: Sequence[_Ranked], scope: _Scope | None, highlight: st
     reader = chunks.Reader(c)
     for mid, (_, role, flags, payload, _) in sorted(rows.items()):
         try:
-            texts[mid] = indexing.row_text(role, *reader.resolve(mid, flags, payload))
+            texts[mid] = indexing.text_of(role, reader.plain(mid, flags, payload))
         except ROW_ERRORS:
             texts[mid] = ("", "")  # a damaged row: found by its index entry, shown without text
     snippets = _snippets(c, texts, highlight)
@@ -789,10 +789,10 @@ class Pending(msgspec.Struct, frozen=True):
     last_id: int
 
 
-def _fingerprint(flags: int, payload: bytes) -> int:
-    """A message's content, summed up: the same whether its row is sealed into a chunk or not."""
-    plain = storage.inflate(flags, payload)
-    return zlib.crc32(plain) ^ (len(plain) << 32)
+def _fingerprint(data: bytes) -> int:
+    """A message's content (its MessagePack, :meth:`.chunks.Reader.plain`), summed up: the same
+    whether its row is sealed into a chunk or not, compressed or not."""
+    return zlib.crc32(data) ^ (len(data) << 32)
 
 
 def reindex_read(c: Any, after_id: int, limit: int) -> Pending:
@@ -809,9 +809,9 @@ def reindex_read(c: Any, after_id: int, limit: int) -> Pending:
         reader = chunks.Reader(c)
         for mid, role, flags, payload in rows:
             try:
-                flags, payload = reader.resolve(mid, flags, payload)
-                text = indexing.row_text(role, flags, payload)
-                fingerprint = _fingerprint(flags, payload)
+                data = reader.plain(mid, flags, payload)
+                text = indexing.text_of(role, data)
+                fingerprint = _fingerprint(data)
             except ROW_ERRORS:
                 continue  # unreadable: reading it reports CorruptDataError; nothing to embed
             ids.append(mid)
@@ -841,7 +841,7 @@ def reindex_write(
         for mid, role, created, flags, payload, sid, project in current:
             fingerprint, vec, code = wanted[mid]
             try:
-                now = _fingerprint(*reader.resolve(mid, flags, payload))
+                now = _fingerprint(reader.plain(mid, flags, payload))
             except ROW_ERRORS:
                 continue
             if now == fingerprint:

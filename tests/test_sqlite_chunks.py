@@ -106,7 +106,10 @@ async def test_forks_keep_sealed_messages_their_parent_gives_up(db_path: Path, h
         else:
             for _ in range(100):
                 await parent.pop()
-        # the child copied what it inherits: rows with their own payloads, no chunk of its own
+        # The child copied what it inherits. A whole chunk is copied as it is (its rows' copies
+        # stay sealed); popping one message at a time cuts the chunks, so those copies are rows.
+        child_sid = scalar(db_path, f"SELECT sid FROM sessions WHERE id = '{child.session_id}'")
+        assert _chunk_positions(db_path, child_sid) == ([] if how == "pop" else [0, 32, 64])
         assert await child.get_history() == messages
         assert await child.pop() == messages[-1]
         await child.append(messages[0])
