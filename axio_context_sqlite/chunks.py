@@ -103,10 +103,18 @@ class Reader:
 
     def entries(self, chunk: int) -> list[Entry]:
         """The entries of chunk ``chunk``; CorruptDataError when it is missing or damaged."""
+        entries = self.find(chunk)
+        if entries is None:
+            raise CorruptDataError(f"{_where(chunk)}: sealed, and their chunk is missing")
+        return entries
+
+    def find(self, chunk: int) -> list[Entry] | None:
+        """The entries of chunk ``chunk``, None when there is no such chunk; CorruptDataError
+        when it is damaged."""
         if chunk != self._key:
             r = self._c.execute("SELECT flags, payload FROM chunks WHERE id = ?", (chunk,)).fetchone()
             if r is None:
-                raise CorruptDataError(f"{_where(chunk)}: sealed, and their chunk is missing")
+                return None
             try:
                 entries = decode_chunk(r[0], r[1])
             except CHUNK_ERRORS as exc:
@@ -126,12 +134,12 @@ class Reader:
 
 def unseal(c: Any, chunk: int) -> None:
     """Put a chunk's payloads back into its rows (each compressed on its own) and drop it."""
-    r = c.execute("SELECT 1 FROM chunks WHERE id = ?", (chunk,)).fetchone()
-    if r is None:
+    entries = Reader(c).find(chunk)
+    if entries is None:
         return
     dicts = storage.bound_or_none()
     updates = []
-    for i, (_, eflags, raw) in enumerate(Reader(c).entries(chunk)):
+    for i, (_, eflags, raw) in enumerate(entries):
         zflags, packed = pack(bytes(raw), dicts)
         updates.append((eflags & FLAG_BLOBS | zflags, packed, chunk + i, FLAG_SEALED))
     c.executemany("UPDATE messages SET flags = ?, payload = ? WHERE id = ? AND flags & ?", updates)
@@ -197,8 +205,8 @@ def seal_after_fold(c: Any, folded: Iterable[int], plain: Mapping[int, bytes] | 
             continue
         base = sid << 32
         rows = c.execute(
-            "SELECT id, role, flags, payload FROM messages WHERE id >= ? AND id < ? AND NOT flags & ?"
-            " ORDER BY id",
+            "SELECT id, role, flags, created_at, tokens, payload FROM messages"
+            " WHERE id >= ? AND id < ? AND NOT flags & ? ORDER BY id",
             (base + lo, base + hi, FLAG_SEALED),
         ).fetchall()
         i = 0
@@ -211,7 +219,7 @@ def seal_after_fold(c: Any, folded: Iterable[int], plain: Mapping[int, bytes] | 
             try:
                 entries = [
                     (role, flags, known if (known := plain.get(mid)) is not None else inflate(flags, payload))
-                    for mid, role, flags, payload in block
+                    for mid, role, flags, _, _, payload in block
                 ]
                 for entry in entries:
                     _raw_decoder.decode(entry[2])  # one whole MessagePack value, or the block stays
@@ -224,16 +232,13 @@ def seal_after_fold(c: Any, folded: Iterable[int], plain: Mapping[int, bytes] | 
             # Delete and insert again rather than UPDATE: SQLite merges the pages a DELETE leaves
             # underfull, and leaves the pages of rows an UPDATE shrank nearly empty (a 10,000-message
             # session's rows took 1,032 pages instead of ~60).
-            meta = c.execute(
-                "DELETE FROM messages WHERE id >= ? AND id < ? RETURNING id, role, flags, created_at, tokens",
-                (block[0][0], block[0][0] + CHUNK),
-            ).fetchall()
+            c.execute("DELETE FROM messages WHERE id >= ? AND id < ?", (block[0][0], block[0][0] + CHUNK))
             c.executemany(
                 "INSERT INTO messages (id, role, flags, created_at, tokens, payload)"
                 " VALUES (?, ?, ?, ?, ?, x'')",
                 [
                     (mid, role, flags & FLAG_BLOBS | FLAG_SEALED, at, tokens)
-                    for mid, role, flags, at, tokens in meta
+                    for mid, role, flags, at, tokens, _ in block
                 ],
             )
             written += 1

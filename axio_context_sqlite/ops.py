@@ -259,6 +259,29 @@ _READ: Final = "SELECT role, flags, payload FROM messages WHERE id >= ? AND id <
 _READ_TIMED: Final = (
     "SELECT role, flags, payload, created_at FROM messages WHERE id >= ? AND id < ? ORDER BY id"
 )
+
+
+def _raw_chunk(session_id: str, first: int, flags: int, payload: bytes) -> list[Any]:
+    try:
+        return decode_chunk(flags, payload)
+    except CHUNK_ERRORS as exc:
+        raise _chunk_corrupt(session_id, first, exc) from None
+
+
+def _decode_entry(session_id: str, position: int, raw: Any) -> list[Any]:
+    try:
+        return _decode_content(raw)
+    except DecodeError as exc:
+        raise CorruptDataError(
+            f"{_where(session_id, position)}: stored message does not decode ({exc})"
+        ) from None
+
+
+def _chunk_corrupt(session_id: str, first: int, exc: Exception) -> CorruptDataError:
+    last = first + chunks.CHUNK - 1
+    return CorruptDataError(f"session {session_id!r}: positions {first}..{last} do not decode ({exc})")
+
+
 _READ_CHUNKS: Final = "SELECT id, flags, payload FROM chunks WHERE id >= ? AND id < ? ORDER BY id"
 _READ_TIMES: Final = "SELECT created_at FROM messages WHERE id >= ? AND id < ? ORDER BY id"
 
@@ -302,23 +325,14 @@ def _decoded_chunk(session_id: str, chunk: int, flags: int, payload: bytes) -> l
     whole chunk, or one per message when a block type needs the codec's slower rules."""
     first = chunk & _LOW
     try:
-        try:
-            entries = decode_chunk_content(flags, payload)
-        except msgspec.ValidationError:  # e.g. a block type from a newer version: as rows are
-            entries = []
-            for i, (role, eflags, raw) in enumerate(decode_chunk(flags, payload)):
-                try:
-                    entries.append((role, eflags, _decode_content(raw)))
-                except DecodeError as exc:
-                    raise CorruptDataError(
-                        f"{_where(session_id, first + i)}: stored message does not decode ({exc})"
-                    ) from None
+        entries = decode_chunk_content(flags, payload)
+    except msgspec.ValidationError:  # e.g. a block type from a newer version: as rows are
+        entries = [
+            (role, eflags, _decode_entry(session_id, first + i, raw))
+            for i, (role, eflags, raw) in enumerate(_raw_chunk(session_id, first, flags, payload))
+        ]
     except CHUNK_ERRORS as exc:
-        if isinstance(exc, CorruptDataError):
-            raise
-        raise CorruptDataError(
-            f"session {session_id!r}: positions {first}..{first + chunks.CHUNK - 1} do not decode ({exc})"
-        ) from None
+        raise _chunk_corrupt(session_id, first, exc) from None
     return [
         (role, _DECODED_MEDIA if eflags & FLAG_BLOBS else _DECODED, content)
         for role, eflags, content in entries
