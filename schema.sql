@@ -174,8 +174,8 @@ CREATE TABLE zstd_dicts (
 
 -- version: 5
 
--- Sealed chunks (see axio_context_sqlite/chunks.py): the payloads of 32 consecutive messages of
--- one session, positions [id & 0xffffffff, +32), as one compressed MessagePack array of
+-- Sealed chunks (see axio_context_sqlite/chunks.py): the payloads of 64 consecutive messages of
+-- one session, positions [id & 0xffffffff, +64), as one compressed MessagePack array of
 -- [role, media flag, content]. Their rows in `messages` keep everything else, with flags bit 3
 -- set and an empty payload. id = the key of the block's first message.
 CREATE TABLE chunks (

@@ -1,16 +1,18 @@
 """Sealed chunks: a session's older messages, :data:`CHUNK` at a time, in one compressed payload.
 
-Loading a long session cost about 1 us per row for the row itself and 1.1 us per row to start a
-Zstandard frame, on top of the bytes: half of a 10,000-message load. Messages never change once
-written, so when the keyword index folds a session's new messages it also seals each complete
-block of :data:`CHUNK` positions (``position // CHUNK`` equal) older than the session's newest
-:data:`SEAL_TAIL`: their payloads go, as one MessagePack array compressed as one frame, into a
-``chunks`` row keyed like the block's first message, and each message row keeps its metadata
-(role, time, tokens, the media flag) with ``FLAG_SEALED`` and an empty payload.
+With one compressed frame per message, a long session's load paid per row, for the row and for
+starting the frame: ``bench.bench_chunks`` loads 10,000 messages in 52-60 ms that way and in
+30-34 ms from chunks. Messages never change once written, so when the keyword index folds a
+session's new messages it also seals each complete block of :data:`CHUNK` positions
+(``position // CHUNK`` equal) older than the session's newest :data:`SEAL_TAIL`: their payloads
+go, as one MessagePack array compressed as one frame, into a ``chunks`` row keyed like the
+block's first message, and each message row keeps its metadata (role, time, tokens, the media
+flag) with ``FLAG_SEALED`` and an empty payload.
 
 Every reader of payloads goes through :class:`Reader` (or reads the chunks itself, as
-:func:`.ops.read_messages` does); every writer that deletes or copies rows first unseals a chunk
-it would cut (:func:`cut`), so rows outside chunks stay what they always were.
+:func:`.ops.read_messages` does). A deletion first unseals a chunk it would cut (:func:`cut`); a
+copy for a fork copies the chunks wholly inside its range and gives the rows of a cut one their
+payloads back. So a chunk always holds exactly its block's rows, all sealed.
 """
 
 from __future__ import annotations
@@ -42,11 +44,13 @@ __all__ = [
 ]
 
 #: Positions per chunk. A power of two dividing 2**32, so a chunk never spans two sessions' keys
-#: and ``id & ~(CHUNK - 1)`` is the key of the chunk holding message ``id``. 32 messages make a
-#: frame of ~45 KB on the bench's transcript. A prototype over its 10,000 messages loaded in
-#: 34 / 30 / 36 / 34 ms (median of 7) with 16 / 32 / 64 / 128 per chunk, stored in 2.92 / 2.89 /
-#: 2.87 / 2.87 MB (3.33 MB one frame per message); ``bench.run`` then measured 54-55 ms -> 38-41.
-CHUNK: Final = 32
+#: and ``id & ~(CHUNK - 1)`` is the key of the chunk holding message ``id``. ``python -m
+#: bench.bench_chunks`` (10,000 messages, pinned, five runs, 128 in two) loads one frame per
+#: message in 52-60 ms best / 65-69 median, and chunks of 16, 32, 64 and 128 in 39-46 / 52-66,
+#: 38-41 / 46-49, 30-34 / 35-50 and 34-37 / 59-65 ms (128 messages make outputs past the
+#: allocator's small pool); payloads 3.33 MB, then 2.99, 2.92, 2.89 and 2.88 MB. Hence 64
+#: (~90 KB a frame here). An earlier in-memory prototype had favoured 32; the bench did not.
+CHUNK: Final = 64
 #: A session's newest positions are never sealed: ``pop`` (a chat app's retry) stays a one-row
 #: delete, and only popping more than this many messages unseals a chunk.
 SEAL_TAIL: Final = 32

@@ -17,6 +17,7 @@ from axio_context import Message, TextBlock
 from axio_context.testing import every_block_message, text
 from axio_context.transcript import iter_jsonl, read_json
 from axio_context_sqlite import SQLiteContextStore, connect
+from axio_context_sqlite.chunks import CHUNK
 from axio_context_sqlite.cli import cli
 
 from .cli_helpers import build_rich_db, check_storage, invoke, invoke_json
@@ -567,14 +568,16 @@ def test_stats(rich: dict[str, str], db: Path) -> None:
     assert json.loads(invoke("stats", "--nl").stdout) == s
     # The long session's older messages are sealed into chunks: their payloads count there.
     assert s["chunks"] == scalar(db, "SELECT COUNT(*) FROM chunks") > 0
-    assert s["sealed_messages"] == 32 * s["chunks"]
+    assert s["sealed_messages"] == CHUNK * s["chunks"]
     assert s["payload_bytes"] == scalar(
         db, "SELECT SUM(length(payload)) + (SELECT SUM(length(payload)) FROM chunks) FROM messages"
     )
     assert s["dictionaries"] == scalar(db, "SELECT COUNT(*) FROM zstd_dicts") == 0  # short messages only
     text_out = invoke("stats").stdout
     chunks = s["chunks"]
-    assert f"(0 compression dictionaries; {32 * chunks:,} messages sealed in {chunks} chunk(s))" in text_out
+    assert (
+        f"(0 compression dictionaries; {CHUNK * chunks:,} messages sealed in {chunks} chunk(s))" in text_out
+    )
     assert f"database   {db}" in text_out and "sessions   7" in text_out and "/work/gamma" in text_out
 
 

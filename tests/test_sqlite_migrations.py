@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from axio_context.errors import DatabaseError, SchemaVersionError
 from axio_context.transcript import format_time
-from axio_context_sqlite import SCHEMA_VERSION, SQLiteContextStore, connect, open_database, schema
+from axio_context_sqlite import SCHEMA_VERSION, SQLiteContextStore, chunks, connect, open_database, schema
 
 from .fixtures.make_fixture import export, load
 from .sqlite_checks import check_storage, raw_connect, scalar, text_message
@@ -84,14 +84,27 @@ async def test_released_version_opens_current_with_nothing_lost(tmp_path: Path, 
     check_storage(path)
 
 
-async def test_vacuum_seals_what_an_upgraded_database_never_did(tmp_path: Path) -> None:
-    """Version 4 had no chunks; its folds are done, so only ``vacuum`` seals the older messages."""
+async def test_vacuum_seals_what_no_fold_reached(tmp_path: Path) -> None:
+    """Version 4 had no chunks, and its folds are done; appends one at a time reach a fold only
+    every 1,024 messages. ``vacuum`` seals such a session's older messages, and every read
+    returns what it did before."""
     path = tmp_path / "v4.db"
     expected = await asyncio.to_thread(_load_dump, FIXTURES / "schema_v4.sql", path)
+    async with connect(path) as conn:
+        store = SQLiteContextStore(conn, "beta-long", project="beta")
+        for i in range(chunks.CHUNK):
+            await store.append(text_message(f"one more, {i}"))
+        history = await store.get_full_history()
+    assert scalar(path, "SELECT COUNT(*) FROM chunks") == 0
     async with open_database(path) as db:
         report = await db.vacuum()
     assert report.chunks_sealed == scalar(path, "SELECT COUNT(*) FROM chunks") > 0
-    _matches(await export(path), expected)
+    async with connect(path) as conn:
+        assert await SQLiteContextStore(conn, "beta-long", project="beta").get_full_history() == history
+    actual = await export(path)
+    for session_id, want in expected["sessions"].items():
+        if session_id != "beta-long":
+            _matches(actual["sessions"][session_id], want, session_id)
     check_storage(path)
 
 
