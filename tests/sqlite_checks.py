@@ -50,8 +50,8 @@ def check_storage(path: Path) -> dict[str, int]:
     - every message with text is in the keyword index or its queue, exactly once (FTS5's own
       integrity check passes too);
     - every compression dictionary a row or chunk names exists;
-    - every chunk starts a block and holds its messages (32 of them), whose rows are sealed (same role and
-      media flag), and every sealed row is in a chunk.
+    - every chunk starts a block and holds its ``chunks.CHUNK`` messages, whose rows are sealed
+      (same role and media flag), and every sealed row is in a chunk.
     """
     db = raw_connect(path)
     storage.bind(db)  # payloads compressed with a dictionary are read through this connection
