@@ -348,6 +348,45 @@ def _restore_side_file_modes(path: Path) -> None:
                 os.chmod(side, mode)
 
 
+def _open_readonly(absolute: str, busy_timeout: float) -> Any:
+    """A read-only driver connection to an existing database, even in a folder it cannot write.
+
+    Reading a WAL database needs its ``-shm`` index, which SQLite cannot create in a read-only
+    folder (a snapshot, a read-only mount, another user's folder). With no ``-wal`` content
+    there, the file alone is the whole database and no writer can start one: it is opened
+    ``immutable`` (no index, no locks). Committed changes still in a ``-wal`` cannot be read
+    that way, so that case is a clear error instead of a stale view.
+    """
+    uri = Path(absolute).as_uri()
+    raw = sqlean.connect(
+        uri + "?mode=ro", uri=True, isolation_level=None, timeout=busy_timeout, check_same_thread=False
+    )
+    try:
+        raw.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return raw
+    except sqlean.OperationalError as exc:
+        raw.close()
+        low = str(exc).lower()
+        if "readonly" not in low and "read-only" not in low and "unable to open" not in low:
+            raise
+    wal = Path(absolute + "-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        from .errors import ReadOnlyDatabaseError
+
+        raise ReadOnlyDatabaseError(
+            f"cannot read {absolute}: changes not yet copied from {wal.name} need a -shm file, "
+            "which its read-only folder cannot hold; copy the database and its -wal file to a "
+            "writable folder, or open it once where the folder is writable"
+        )
+    return sqlean.connect(
+        uri + "?mode=ro&immutable=1",
+        uri=True,
+        isolation_level=None,
+        timeout=busy_timeout,
+        check_same_thread=False,
+    )
+
+
 def connect(
     db_path: str | Path,
     *,
@@ -359,7 +398,8 @@ def connect(
 
     Use ``conn = await connect(path)`` (the caller closes it) or ``async with connect(path) as conn``.
     ``busy_timeout`` (seconds) bounds how long a write waits for another process's lock.
-    ``readonly`` opens an existing file without writing anything (no schema upgrade).
+    ``readonly`` opens an existing file without writing anything (no schema upgrade), even in a
+    folder it cannot write (see :func:`_open_readonly`).
     """
     path = Path(db_path).expanduser()
     # The checkpoint thread opens the file later, perhaps after the program changed directory.
@@ -374,12 +414,14 @@ def connect(
         holder: dict[str, Any] = {}
 
         def connector() -> Any:
-            target = f"file:{path}?mode=ro" if readonly else str(path)
             # check_same_thread off: run_inline uses the connection on the event loop's thread
             # too, only while the worker is idle, so never from two threads at once.
-            raw = sqlean.connect(
-                target, uri=readonly, isolation_level=None, timeout=busy_timeout, check_same_thread=False
-            )
+            if readonly:
+                raw = _open_readonly(absolute, busy_timeout)
+            else:
+                raw = sqlean.connect(
+                    str(path), isolation_level=None, timeout=busy_timeout, check_same_thread=False
+                )
             try:
                 raw.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
                 raw.execute("PRAGMA foreign_keys = ON")

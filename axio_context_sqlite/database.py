@@ -24,7 +24,12 @@ from axio_context.embeddings import (
     SentenceTransformerEmbedder,
     vector_to_blob,
 )
-from axio_context.errors import DatabaseNotFoundError, EmbeddingMismatchError, ReadOnlyDatabaseError
+from axio_context.errors import (
+    DatabaseNotFoundError,
+    DatabaseOpenError,
+    EmbeddingMismatchError,
+    ReadOnlyDatabaseError,
+)
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FormatName, TranscriptWriter, writer_for
 
@@ -405,10 +410,19 @@ async def open_database(
     """Open a database file for the duration of an ``async with`` block.
 
     With ``create=False`` a missing file is a :class:`DatabaseNotFoundError` and nothing is
-    created (commands that only read use this).
+    created (commands that only read use this), and a file that cannot be written (a read-only
+    file or folder) is opened read-only instead, so reading still works.
     """
     target = await asyncio.to_thread(lambda: Path(path).expanduser())
     if not create and not await asyncio.to_thread(target.is_file):
         raise DatabaseNotFoundError(f"no database at {target}")
-    async with connect(target, busy_timeout=busy_timeout) as conn:
+    try:
+        conn = await connect(target, busy_timeout=busy_timeout)
+    except (ReadOnlyDatabaseError, DatabaseOpenError):
+        if create:
+            raise
+        conn = await connect(target, busy_timeout=busy_timeout, readonly=True)
+    try:
         yield Database(conn, target)
+    finally:
+        await conn.close()

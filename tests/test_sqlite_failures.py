@@ -80,6 +80,17 @@ def probe(action: str, db: Path) -> dict[str, Any]:
     return result
 
 
+def _cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The ``axio-context`` command on ``db``, as the probe's unprivileged user."""
+    return subprocess.run(
+        [*_unprivileged(), sys.executable, "-m", "axio_context_sqlite", "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+
+
 def test_permissions_really_apply_to_the_probe(tmp_path: Path) -> None:
     """Guard: the mechanism above must stop writes, or the read-only tests prove nothing."""
     target = tmp_path / "f"
@@ -127,11 +138,20 @@ def test_read_only_folder(tmp_path: Path) -> None:
     folder.chmod(0o555)
     try:
         out = probe("probe", db)
-        # WAL needs its -shm beside the file: without a writable folder even opening is refused,
-        # with the named error naming the file.
+        # WAL needs its -shm beside the file: without a writable folder a writable connection is
+        # refused, with the named error naming the file. A read-only one reads the file alone
+        # (it holds everything: no -wal), and refuses every write.
         assert out["connect"].startswith("ReadOnlyDatabaseError: ")
         assert str(db) in out["connect"]
-        assert out["ro_connect"].startswith("ReadOnlyDatabaseError: ")
+        assert out["ro_connect"] == out["ro_read"] == "ok"
+        assert out["ro_texts"] == ["one", "two"]
+        for name in WRITES:
+            assert out[f"ro_{name}"].startswith("ReadOnlyDatabaseError: "), (name, out[f"ro_{name}"])
+        assert snapshot(db) == before
+        # The command line's read commands fall back to that read-only connection.
+        listed = _cli(db, "show", "s")
+        assert listed.returncode == 0, listed.stderr
+        assert "one" in listed.stdout and "two" in listed.stdout
         assert snapshot(db) == before
 
         new = probe("probe", folder / "new.db")
@@ -144,6 +164,46 @@ def test_read_only_folder(tmp_path: Path) -> None:
     finally:
         folder.chmod(0o755)
     assert probe("after", db) == {"append": "ok", "texts": ["one", "two", "after"], "tokens": [3, 4]}
+
+
+def test_read_only_folder_with_changes_still_in_the_wal(tmp_path: Path) -> None:
+    """Committed changes still in the -wal of a read-only folder: read through its -shm when
+    that is there; without it SQLite cannot read them, and the error says what to do (never the
+    file alone, which would be a stale view)."""
+    folder = tmp_path / "locked"
+    db = folder / "ro.db"
+    wal, shm = db.with_name("ro.db-wal"), db.with_name("ro.db-shm")
+    assert probe("make", db) == {"make": "ok"}
+    settle(db)
+    assert probe("unclosed", db) == {"unclosed": "ok"}
+    assert wal.stat().st_size > 0 and shm.exists()
+    folder.chmod(0o555)
+    try:
+        out = probe("probe", db)
+        # The -wal and -shm themselves are writable: a writable connection may still append.
+        assert out["append"] == "ok"
+        assert out["ro_connect"] == "ok"
+        assert out["ro_texts"] == ["one", "two", "late", "new"]
+        assert out["ro_append"].startswith("ReadOnlyDatabaseError: ")
+
+        folder.chmod(0o755)
+        shm.unlink()
+        folder.chmod(0o555)
+        before = snapshot(db)
+        out = probe("probe", db)
+        assert out["connect"].startswith("DatabaseOpenError: ")
+        assert out["ro_connect"].startswith("ReadOnlyDatabaseError: ")
+        assert str(db) in out["ro_connect"] and "ro.db-wal" in out["ro_connect"]
+        assert "writable folder" in out["ro_connect"]
+        shown = _cli(db, "show", "s")
+        assert shown.returncode == 1
+        assert shown.stderr.startswith("Error: cannot read ") and "writable folder" in shown.stderr
+        assert snapshot(db) == before and wal.stat().st_size > 0
+    finally:
+        folder.chmod(0o755)
+    after = probe("after", db)
+    assert after["texts"] == ["one", "two", "late", "new", "after"]
+    check_storage(db)
 
 
 async def test_readonly_connection_refuses_writes_and_changes_nothing(db_path: Path) -> None:

@@ -4,6 +4,7 @@ The read-only tests run this as an unprivileged user when the suite runs as root
 file permissions). Usage: ``ro_probe.py ACTION DB``:
 
 - ``make``: create DB with session "s" holding two messages and tokens (3, 4);
+- ``unclosed``: append "late" to "s" and exit without closing, leaving it in DB's ``-wal``;
 - ``probe``: open DB, read "s", try every kind of write; then the same through ``readonly=True``;
 - ``after``: open DB, append "after" to "s", read it back.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -54,6 +56,11 @@ async def main(action: str, db: str) -> dict[str, Any]:
             await store.append_many([_msg("one"), _msg("two")])
             await store.set_context_tokens(3, 4)
         out["make"] = "ok"
+    elif action == "unclosed":
+        conn = await connect(db)
+        await SQLiteContextStore(conn, "s", project="p").append(_msg("late"))
+        print(json.dumps({"unclosed": "ok"}), flush=True)
+        os._exit(0)  # no close: nothing copies the WAL back into the file
     elif action == "probe":
         conn = await _step(out, "connect", lambda: connect(db))
         if conn is not None:
