@@ -14,9 +14,13 @@ the database is.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import stat
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal
 
 import msgspec
 
@@ -691,6 +695,78 @@ def set_title(c: Any, session_id: str, title: str | None) -> None:
     """Set or clear the title of an existing session."""
     _full(c, session_id)
     ops.set_title(c, session_id, None, title)
+
+
+# --- files written next to the database (export -o, backup) --------------------------------------
+
+#: The files SQLite keeps beside a database; writing over one of them damages the database.
+SIDE_SUFFIXES: Final = ("-wal", "-shm", "-journal")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def output_target(dest: Path, database: Path) -> Path:
+    """Where writing ``dest`` lands, symlinks followed (so a link stays a link and its target gets
+    the content); refuses the database and its side files, which an output would destroy."""
+    dest = dest.expanduser()
+    target = Path(os.path.realpath(dest))
+    db = Path(os.path.realpath(database.expanduser()))
+    for suffix in ("", *SIDE_SUFFIXES):
+        side = db.with_name(db.name + suffix)
+        if target == side or _same_file(dest, side):
+            what = "the database itself" if not suffix else f"the database's {suffix} file"
+            raise DestinationExistsError(f"{dest} is {what}")
+    return target
+
+
+def _temporary_beside(target: Path) -> tuple[int, Path]:
+    """An empty owner-only (0600) file in ``target``'s folder, to be renamed over it when done;
+    a file ``target`` that already exists lends it its mode."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+    except FileNotFoundError:
+        raise FileNotFoundError(2, "No such folder", str(target.parent)) from None
+    with contextlib.suppress(FileNotFoundError):
+        os.fchmod(fd, stat.S_IMODE(os.stat(target).st_mode))
+    return fd, Path(name)
+
+
+@contextlib.contextmanager
+def writing(dest: Path, database: Path) -> Iterator[BinaryIO]:
+    """A binary file to write ``dest`` through, never leaving it half-written.
+
+    A regular (or missing) file is written to a temporary file beside it, synced, and renamed
+    over it only when the block succeeds (removed when it fails); a symlink's target is the file
+    replaced. A FIFO or device (``/dev/stdout``) is written directly: it cannot be replaced.
+    New files are owner-only (0600), like the database. Refuses the database's own files.
+    """
+    dest = dest.expanduser()
+    target = output_target(dest, database)
+    try:
+        mode: int | None = os.stat(dest).st_mode  # through links, as opening it would go
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise IsADirectoryError(21, "Is a directory", str(dest))
+    if mode is not None and not stat.S_ISREG(mode):
+        with open(dest, "wb") as direct:
+            yield direct
+        return
+    fd, temp = _temporary_beside(target)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
 
 
 # --- stats, prune, vacuum, backup ----------------------------------------------------------------

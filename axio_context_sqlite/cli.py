@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, TypeVar, cast
@@ -30,6 +30,7 @@ from axio_context.errors import AxioContextError, EmbedderUnavailableError
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FORMATS, FormatName, message_range, render_blocks, render_header
 
+from .admin import writing
 from .database import Database, RecompressReport, VacuumReport, open_database
 from .search import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit
 
@@ -62,10 +63,11 @@ def _settings(ctx: click.Context) -> Settings:
     return obj
 
 
-def _run(fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run one async step; the library's errors become a one-line message and exit code 1."""
+@contextlib.contextmanager
+def _errors() -> Iterator[None]:
+    """The library's errors (and the file system's) become a one-line message and exit code 1."""
     try:
-        return asyncio.run(fn())
+        yield
     except AxioContextError as exc:
         raise click.ClickException(str(exc)) from None
     except BrokenPipeError:
@@ -79,6 +81,12 @@ def _run(fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
         ) from None
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
+
+
+def _run(fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run one async step; the library's errors become a one-line message and exit code 1."""
+    with _errors():
+        return asyncio.run(fn())
 
 
 def _with_db(ctx: click.Context, write: bool, action: Callable[[Database], Awaitable[T]]) -> T:
@@ -407,18 +415,20 @@ class _Progress:
 @click.option("--all", "all_", is_flag=True, help="Every session in the database.")
 @click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="json", show_default=True)
 @click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE, not stdout."
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Write to FILE (- is stdout), replacing it only once the export is complete.",
 )
 @click.pass_context
-def export(ctx: click.Context, sessions: tuple[str, ...], all_: bool, fmt: str, output: Path | None) -> None:
+def export(ctx: click.Context, sessions: tuple[str, ...], all_: bool, fmt: str, output: str | None) -> None:
     """Export sessions (default: the newest) as json, jsonl or markdown."""
     if all_ and sessions:
         raise click.UsageError("give SESSION arguments or --all, not both")
     format_ = cast(FormatName, fmt)
     progress = _Progress()
-    partial = None if output is None else output.with_name(output.name + ".partial")
 
-    async def go(db: Database) -> Any:
+    async def go(db: Database, out: BinaryIO) -> Any:
         ids: list[str] | None
         if all_:
             ids = None
@@ -426,30 +436,19 @@ def export(ctx: click.Context, sessions: tuple[str, ...], all_: bool, fmt: str, 
             ids = [await db.resolve(s) for s in sessions]
         else:
             ids = [await db.latest()]
-        if partial is None:
-            out: BinaryIO = sys.stdout.buffer
-            result = await db.export(out.write, format=format_, session_ids=ids, progress=progress)
-            out.flush()
-            return result
-        f = await asyncio.to_thread(partial.open, "wb")
-        try:
-            return await db.export(f.write, format=format_, session_ids=ids, progress=progress)
-        finally:
-            f.close()
+        result = await db.export(out.write, format=format_, session_ids=ids, progress=progress)
+        out.flush()
+        return result
 
     try:
-        summary = _with_db(ctx, False, go)
-    except BaseException:
-        if partial is not None:
-            partial.unlink(missing_ok=True)
-        raise
+        if output is None or output == "-":
+            _with_db(ctx, False, lambda db: go(db, sys.stdout.buffer))
+            return
+        with _errors(), writing(Path(output), _settings(ctx).path) as f:
+            summary = _with_db(ctx, False, lambda db: go(db, f))
     finally:
         progress.close()
-    if output is not None and partial is not None:
-        partial.replace(output)
-        click.echo(
-            f"exported {summary.sessions} session(s), {summary.messages} message(s) to {output}", err=True
-        )
+    click.echo(f"exported {summary.sessions} session(s), {summary.messages} message(s) to {output}", err=True)
 
 
 @cli.command("import")

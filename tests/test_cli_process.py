@@ -12,6 +12,7 @@ import asyncio
 import importlib.util
 import json
 import os
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -271,3 +272,51 @@ def test_search_reindex_index_in_a_real_process(console_script: Path, tmp_path: 
     near = json.loads(run("similar", last[:8], "-1", "-k", "3", "--json").stdout)
     assert len(near) == 3 and all(h["snippet"] for h in near)
     assert run("similar", last, "-99999", code=1).stderr.startswith(f"Error: session '{last}' has no message")
+
+
+def _script(
+    console_script: Path, tmp_path: Path, *args: str | Path, **kw: object
+) -> subprocess.CompletedProcess[bytes]:
+    """Run the console script (bytes out), its exit code left to the caller."""
+    return subprocess.run(  # type: ignore[call-overload, no-any-return]
+        [str(console_script), *map(str, args)],
+        capture_output=True,
+        env=_env(tmp_path),
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+        **kw,
+    )
+
+
+def test_export_to_a_fifo_and_to_a_link_to_stdout_writes_through(
+    console_script: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "real.db"
+    asyncio.run(_fill(db))
+    expected = _script(console_script, tmp_path, "--db", db, "export", "--all").stdout
+    # a FIFO is written to, not replaced by a regular file
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    # Our end is open (non-blocking) first, so the export never waits for a reader, and what it
+    # writes fits the pipe's buffer; a process that replaced the FIFO would leave it empty.
+    assert len(expected) < 60_000
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        done = _script(console_script, tmp_path, "--db", db, "export", "--all", "-o", fifo)
+        assert done.returncode == 0, done.stderr
+        received = b""
+        while chunk := os.read(reader, 65536):
+            received += chunk
+    finally:
+        os.close(reader)
+    assert received == expected
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert [p.name for p in tmp_path.iterdir() if "fifo" in p.name] == ["fifo"]  # no temporary file
+    # a link to /dev/stdout (as /dev/stdout itself is): the export arrives on stdout, the link stays
+    link = tmp_path / "to-stdout"
+    link.symlink_to("/dev/stdout")
+    done = _script(console_script, tmp_path, "--db", db, "export", "--all", "-o", link)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == expected
+    assert link.is_symlink() and os.readlink(link) == "/dev/stdout"

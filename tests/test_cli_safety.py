@@ -1,0 +1,119 @@
+"""The command line never damages what it reads or writes, and says clearly what went wrong.
+
+Through click's CliRunner against real database files; what depends on the process itself (pipes,
+FIFOs, stdout's encoding) is in test_cli_process.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from axio_context import Message
+from axio_context.testing import text
+from axio_context_sqlite import SQLiteContextStore, connect
+
+from .cli_helpers import check_storage, invoke
+
+
+async def _sessions(path: Path, sessions: dict[str, list[Message]], project: str = "/p") -> None:
+    async with connect(path) as conn:
+        for sid, messages in sessions.items():
+            await SQLiteContextStore(conn, sid, project=project).append_many(messages)
+
+
+def _make(path: Path, sessions: dict[str, list[Message]], project: str = "/p") -> None:
+    asyncio.run(_sessions(path, sessions, project))
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "context.db"
+    _make(path, {"s1": [text("user", "one"), text("assistant", "two")], "s2": [text("user", "three")]})
+    return path
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+# --- export -o -----------------------------------------------------------------------------------
+
+
+def test_export_refuses_to_write_over_the_database_or_its_side_files(db: Path, tmp_path: Path) -> None:
+    before = invoke("--db", db, "export", "--all").stdout_bytes
+    hard = tmp_path / "hard-link.db"
+    os.link(db, hard)
+    link = tmp_path / "link.db"
+    link.symlink_to(db)
+    refusals = {
+        db: f"Error: {db} is the database itself\n",
+        hard: f"Error: {hard} is the database itself\n",
+        link: f"Error: {link} is the database itself\n",
+        tmp_path / "context.db-wal": f"Error: {tmp_path / 'context.db-wal'} is the database's -wal file\n",
+        tmp_path / "context.db-journal": (
+            f"Error: {tmp_path / 'context.db-journal'} is the database's -journal file\n"
+        ),
+    }
+    for target, message in refusals.items():
+        result = invoke("--db", db, "export", "s1", "-o", target, ok=False)
+        assert (result.exit_code, result.stderr) == (1, message)
+    assert not (tmp_path / "context.db-journal").exists()
+    assert link.is_symlink()
+    check_storage(db)
+    assert invoke("--db", db, "export", "--all").stdout_bytes == before
+
+
+def test_export_follows_a_symlink_and_keeps_it(db: Path, tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    link = tmp_path / "out.json"
+    link.symlink_to(tmp_path / "real" / "export.json")  # dangling until the export writes it
+    invoke("--db", db, "export", "--all", "-o", link)
+    assert link.is_symlink()
+    assert (tmp_path / "real" / "export.json").read_bytes() == invoke(
+        "--db", db, "export", "--all"
+    ).stdout_bytes
+    invoke("--db", db, "export", "s1", "-o", link)  # and again over the existing target
+    assert link.is_symlink()
+    assert [s["id"] for s in json.loads(link.read_bytes())["sessions"]] == ["s1"]
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["export.json"]
+
+
+def test_export_dash_is_stdout(db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = invoke("--db", db, "export", "--all", "-o", "-")
+    assert result.stdout_bytes == invoke("--db", db, "export", "--all").stdout_bytes
+    assert result.stderr == ""
+    assert not (tmp_path / "-").exists()
+    invoke("--db", db, "export", "--all", "-o", "./-")  # a file named "-" is still reachable
+    assert (tmp_path / "-").read_bytes() == result.stdout_bytes
+
+
+@pytest.fixture
+def umask_022() -> Iterator[None]:
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+@pytest.mark.usefixtures("umask_022")
+def test_export_file_is_owner_only_and_a_failed_export_keeps_the_old_file(db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    invoke("--db", db, "export", "--all", "-o", out)
+    assert _mode(out) == 0o600  # like the database: the transcripts are private
+    good = out.read_bytes()
+    failed = invoke("--db", db, "export", "s1", "nope", "-o", out, ok=False)
+    assert (failed.exit_code, failed.stderr) == (1, "Error: no session id starts with 'nope'\n")
+    assert out.read_bytes() == good
+    assert sorted(p.name for p in tmp_path.iterdir() if "out" in p.name) == ["out.json"]
+    shared = tmp_path / "shared.json"
+    shared.write_text("old")
+    shared.chmod(0o644)  # a file the person made readable stays so when replaced
+    invoke("--db", db, "export", "s1", "-o", shared)
+    assert _mode(shared) == 0o644 and json.loads(shared.read_bytes())["sessions"][0]["id"] == "s1"
