@@ -27,6 +27,7 @@ import msgspec
 from axio_context.codec import encode_messages_msgpack
 from axio_context.errors import (
     AmbiguousSessionError,
+    DatabaseError,
     DestinationExistsError,
     SessionExistsError,
     SessionNotFoundError,
@@ -994,20 +995,37 @@ def backup(c: Any, source: Path, dest: Path, overwrite: bool) -> None:
     """Copy the database to ``dest`` with SQLite's online backup API (one consistent snapshot).
 
     The copy is made in one step, so it holds one read snapshot while other connections write.
+    It is written to an owner-only temporary file beside ``dest`` and renamed over it only once
+    complete, so a failed backup (a full disk) leaves an existing ``dest`` as it was.
     """
     import sqlean
 
     dest = dest.expanduser()
-    if dest.exists() or dest.is_symlink():
-        if dest.resolve() == source.resolve():
-            raise DestinationExistsError(f"{dest} is the database itself")
-        if not overwrite:
-            raise DestinationExistsError(f"{dest} already exists")
-        for p in (dest, _wal(dest), dest.with_name(dest.name + "-shm")):
-            p.unlink(missing_ok=True)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    target = sqlean.connect(str(dest), isolation_level=None)
+    target = output_target(dest, source)
     try:
-        c.backup(target)
-    finally:
-        target.close()
+        mode: int | None = os.stat(dest).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise DestinationExistsError(f"{dest} is not a regular file")
+    if mode is not None and not overwrite:
+        raise DestinationExistsError(f"{dest} already exists")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = _temporary_beside(target)
+    os.close(fd)
+    try:
+        copy = sqlean.connect(str(temp), isolation_level=None)
+        try:
+            c.backup(copy)
+        finally:
+            copy.close()
+        # A -wal or -journal left beside the file replaced would be replayed into the copy.
+        for suffix in SIDE_SUFFIXES:
+            target.with_name(target.name + suffix).unlink(missing_ok=True)
+        os.replace(temp, target)
+    except BaseException as exc:
+        for suffix in ("", *SIDE_SUFFIXES):
+            temp.with_name(temp.name + suffix).unlink(missing_ok=True)
+        if isinstance(exc, sqlean.Error):
+            raise DatabaseError(f"cannot write the backup {dest}: {exc}") from None
+        raise

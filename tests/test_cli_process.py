@@ -12,10 +12,13 @@ import asyncio
 import importlib.util
 import json
 import os
+import resource
+import signal
 import stat
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
@@ -320,3 +323,61 @@ def test_export_to_a_fifo_and_to_a_link_to_stdout_writes_through(
     assert done.returncode == 0, done.stderr
     assert done.stdout == expected
     assert link.is_symlink() and os.readlink(link) == "/dev/stdout"
+
+
+def _file_size_limit(limit: int) -> Callable[[], None]:
+    """A child's preexec: files it writes cannot grow past ``limit`` bytes (EFBIG, as on a full
+    disk), and SIGXFSZ is ignored so the write fails instead of killing the process."""
+
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    return apply
+
+
+async def _big(path: Path, n: int) -> None:
+    async with connect(path) as conn:
+        store = SQLiteContextStore(conn, "big", project="/proj")
+        await store.append_many([text("user", os.urandom(600).hex()) for _ in range(n)])
+
+
+def test_failed_backup_keeps_the_old_backup_and_names_the_destination(
+    console_script: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "big.db"
+    asyncio.run(_big(db, 1500))
+    backups = tmp_path / "backups"
+    dest = backups / "copy.db"
+    assert _script(console_script, tmp_path, "--db", db, "backup", dest).returncode == 0
+    old = dest.read_bytes()
+    assert len(old) > 1_000_000
+    asyncio.run(_big(db, 10))  # the database moved on since
+    full = _script(
+        console_script,
+        tmp_path,
+        "--db",
+        db,
+        "backup",
+        dest,
+        "--force",
+        preexec_fn=_file_size_limit(256 << 10),
+    )
+    assert full.returncode == 1
+    assert full.stderr.decode().startswith(f"Error: cannot write the backup {dest}: ")
+    assert full.stderr.count(b"\n") == 1 and b"Traceback" not in full.stderr
+    assert dest.read_bytes() == old  # the earlier backup is still whole
+    assert sorted(p.name for p in backups.iterdir()) == ["copy.db"]  # no temporary file left
+    # a first backup that fails leaves no empty file behind, so a retry is not "already exists"
+    fresh = backups / "fresh.db"
+    failed = _script(
+        console_script, tmp_path, "--db", db, "backup", fresh, preexec_fn=_file_size_limit(256 << 10)
+    )
+    assert failed.returncode == 1 and str(fresh).encode() in failed.stderr
+    assert sorted(p.name for p in backups.iterdir()) == ["copy.db"]
+    retry = _script(console_script, tmp_path, "--db", db, "backup", fresh, preexec_fn=lambda: os.umask(0o022))
+    assert retry.returncode == 0, retry.stderr
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o600
+    assert _script(console_script, tmp_path, "--db", fresh, "export", "--all").stdout == (
+        _script(console_script, tmp_path, "--db", db, "export", "--all").stdout
+    )
