@@ -32,7 +32,7 @@ from axio_context.transcript import FORMATS, FormatName, message_range, render_b
 
 from .admin import writing
 from .database import Database, RecompressReport, VacuumReport, open_database
-from .search import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit
+from .search import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit, SearchResults
 
 __all__ = ["cli", "default_db_path", "main"]
 
@@ -813,7 +813,7 @@ def search_(
     scope = _project(project, here)
     text = " ".join(query)
 
-    async def go(db: Database) -> tuple[list[SearchHit], str | None]:
+    async def go(db: Database) -> tuple[SearchResults, str | None]:
         session_id = await db.resolve(session) if session is not None else None
         how, embedder, note = mode, None, None
         if mode != "keyword":
@@ -846,6 +846,12 @@ def search_(
     hits, note = _with_db(ctx, False, go)
     if note is not None:
         click.echo(f"note: {note}", err=True)
+    if hits.unindexed:
+        click.echo(
+            f"note: {hits.unindexed:,} recent message(s) could not be searched by keyword: {hits.why}"
+            " (taking them into the keyword index needs a write)",
+            err=True,
+        )
     if not hits and not (as_json or nl):
         click.echo("no matches", err=True)
         return

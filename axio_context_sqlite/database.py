@@ -48,7 +48,7 @@ from .admin import (
 from .connection import connect, run, truncate_wal
 from .fts import match_terms, raw_expression
 from .ops import SessionPage
-from .search import MAX_K, MODES, IndexStatus, Mode, Query, ReindexReport, SearchHit
+from .search import MAX_K, MODES, IndexStatus, Mode, Query, ReindexReport, SearchHit, SearchResults
 from .storage import ROLE_CODES
 from .vectors import embed_batch
 
@@ -62,6 +62,7 @@ __all__ = [
     "ReindexProgress",
     "ReindexReport",
     "SearchHit",
+    "SearchResults",
     "SessionView",
     "Stats",
     "VacuumReport",
@@ -176,7 +177,7 @@ class Database:
         since: datetime | None = None,
         raw: bool = False,
         embedder: Embedder | None = None,
-    ) -> list[SearchHit]:
+    ) -> SearchResults:
         """The ``k`` messages across every session that best match ``query``, best first.
 
         ``mode``: ``keyword`` (FTS5 bm25 over the words; ``raw`` takes FTS5 query syntax),
@@ -184,7 +185,9 @@ class Database:
         model name says), or ``hybrid`` (both, fused by reciprocal rank). Filters: ``project``
         (of the session owning the message), ``session_id`` (that session's whole transcript,
         inherited messages included), ``role``, ``since`` (message time). A person's words never
-        raise a syntax error; a raw query FTS5 rejects raises SearchQueryError.
+        raise a syntax error; a raw query FTS5 rejects raises SearchQueryError. Messages the
+        keyword index has not taken in yet (the database is read-only here, or another process
+        held the write lock) are counted in the result's ``unindexed``, with ``why``.
         """
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -216,7 +219,7 @@ class Database:
                 if any(vec):
                     vector = vector_to_blob(vec)
         if match is None and vector is None:
-            return []
+            return SearchResults()
         q = Query(
             text=query,
             mode=mode,

@@ -42,6 +42,7 @@ import msgspec
 
 from axio_context.embeddings import STOPWORDS
 from axio_context.errors import (
+    DatabaseLockedError,
     EmbeddingMismatchError,
     MessageNotFoundError,
     NoEmbeddingsError,
@@ -68,11 +69,15 @@ __all__ = [
     "Query",
     "ReindexReport",
     "SearchHit",
+    "SearchResults",
 ]
 
 Mode = Literal["hybrid", "keyword", "semantic"]
 MODES: Final = ("hybrid", "keyword", "semantic")
 
+#: Seconds the fold before a search waits for another connection's write lock; past it the
+#: search runs on what is indexed and says how many messages it could not see (SearchResults).
+FOLD_WAIT: Final = 0.25
 #: Largest ``k`` a search accepts.
 MAX_K: Final = 1000
 #: Binary-code candidates re-scored exactly per semantic search (at least; 2k when k is larger).
@@ -140,6 +145,20 @@ class SearchHit(msgspec.Struct, frozen=True):
             last = end
         out.append(self.snippet[last:])
         return "".join(out)
+
+
+class SearchResults(list[SearchHit]):
+    """The hits of a search, best first, and what its keyword part could not see.
+
+    ``unindexed``: messages still queued for the keyword index because the fold before the search
+    could not write (``why``: a read-only database, or another connection's write lock); they were
+    searched by meaning only. 0 (and ``why`` None) when every committed message was searchable.
+    """
+
+    def __init__(self, hits: Iterable[SearchHit] = (), unindexed: int = 0, why: str | None = None) -> None:
+        super().__init__(hits)
+        self.unindexed = unindexed
+        self.why = why
 
 
 class IndexStatus(msgspec.Struct, frozen=True):
@@ -625,45 +644,58 @@ def _excerpt(text: tuple[str, str]) -> tuple[str, list[tuple[int, int]]]:
 # --- entry points (each runs on the connection's worker thread) ----------------------------------
 
 
-def fold_queue(c: Any) -> bool:
-    """Fold messages queued for the keyword index into it (see indexing.py); False when this
-    connection cannot write, in which case the newest queued messages are not searchable yet."""
+def fold_queue(c: Any) -> tuple[int, str | None]:
+    """Fold messages queued for the keyword index into it (see indexing.py), waiting at most
+    :data:`FOLD_WAIT` for another connection's write lock. Returns ``(0, None)`` when the queue is
+    folded, else how many queued messages a keyword search cannot see yet, and why."""
     if c.execute("SELECT 1 FROM fts_pending LIMIT 1").fetchone() is None:
-        return True
+        return 0, None
+    timeout = int(c.execute("PRAGMA busy_timeout").fetchone()[0])
+    c.execute(f"PRAGMA busy_timeout = {min(timeout, int(FOLD_WAIT * 1000))}")
     try:
         with write_tx(c):
             indexing.flush_pending(c)
-    except Exception as exc:  # a read-only file or connection; anything else is a real error
-        if isinstance(translate_error(exc), ReadOnlyDatabaseError):
-            return False
-        raise
-    return True
+    except Exception as exc:  # read-only or locked: search what is indexed; anything else is real
+        error = translate_error(exc)
+        if isinstance(error, ReadOnlyDatabaseError):
+            why = "the database is read-only here"
+        elif isinstance(error, DatabaseLockedError):
+            why = "another connection holds the write lock"
+        else:
+            raise
+        return int(c.execute("SELECT COUNT(*) FROM fts_pending").fetchone()[0]), why
+    finally:
+        c.execute(f"PRAGMA busy_timeout = {timeout}")
+    return 0, None
 
 
-def search(c: Any, q: Query) -> list[SearchHit]:
-    """Fold the keyword queue, then run the search in one read snapshot."""
-    if q.match is not None and q.mode != "semantic":
-        fold_queue(c)
+def search(c: Any, q: Query) -> SearchResults:
+    """Fold the keyword queue (when it can), then run the search in one read snapshot."""
+    unindexed, why = fold_queue(c) if q.match is not None and q.mode != "semantic" else (0, None)
     with read_tx(c):
-        scope = _scope(c, q.session_id) if q.session_id is not None else None
-        if scope is not None and q.project is not None and scope.project != q.project:
-            return []
-        depth = max(DEPTH, q.k) if q.mode == "hybrid" else q.k
-        kw = _keyword(c, q, scope, depth) if q.match is not None and q.mode != "semantic" else []
-        sem: list[tuple[int, float]] = []
-        if q.vector is not None and q.mode != "keyword":
-            if q.mode == "semantic" and "embedding_model" not in _settings(c):
-                raise NoEmbeddingsError(
-                    "no message of this database is embedded yet, so there is nothing to search by "
-                    "meaning; `reindex` embeds them"
-                )
-            sem = _semantic(c, q, scope, depth)
-        ranked = _rank(q, kw, sem)
-        highlight = _meaningful(q.text) if q.mode == "semantic" else q.match
-        if q.raw and highlight is not None and q.mode != "semantic":
-            with fts_errors(q.text):
-                return _hits(c, ranked, scope, highlight)
-        return _hits(c, ranked, scope, highlight)
+        return SearchResults(_search(c, q), unindexed, why)
+
+
+def _search(c: Any, q: Query) -> list[SearchHit]:
+    scope = _scope(c, q.session_id) if q.session_id is not None else None
+    if scope is not None and q.project is not None and scope.project != q.project:
+        return []
+    depth = max(DEPTH, q.k) if q.mode == "hybrid" else q.k
+    kw = _keyword(c, q, scope, depth) if q.match is not None and q.mode != "semantic" else []
+    sem: list[tuple[int, float]] = []
+    if q.vector is not None and q.mode != "keyword":
+        if q.mode == "semantic" and "embedding_model" not in _settings(c):
+            raise NoEmbeddingsError(
+                "no message of this database is embedded yet, so there is nothing to search by "
+                "meaning; `reindex` embeds them"
+            )
+        sem = _semantic(c, q, scope, depth)
+    ranked = _rank(q, kw, sem)
+    highlight = _meaningful(q.text) if q.mode == "semantic" else q.match
+    if q.raw and highlight is not None and q.mode != "semantic":
+        with fts_errors(q.text):
+            return _hits(c, ranked, scope, highlight)
+    return _hits(c, ranked, scope, highlight)
 
 
 def _meaningful(query: str) -> str | None:

@@ -7,9 +7,12 @@ FIFOs, stdout's encoding) is in test_cli_process.py.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import sqlite3
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,8 +21,10 @@ import pytest
 from axio_context import Message
 from axio_context.testing import text
 from axio_context_sqlite import SQLiteContextStore, connect
+from axio_context_sqlite.database import Database, open_database
 
 from .cli_helpers import check_storage, invoke
+from .lock_holder import holding_lock
 
 
 async def _sessions(path: Path, sessions: dict[str, list[Message]], project: str = "/p") -> None:
@@ -117,3 +122,71 @@ def test_export_file_is_owner_only_and_a_failed_export_keeps_the_old_file(db: Pa
     shared.chmod(0o644)  # a file the person made readable stays so when replaced
     invoke("--db", db, "export", "s1", "-o", shared)
     assert _mode(shared) == 0o644 and json.loads(shared.read_bytes())["sessions"][0]["id"] == "s1"
+
+
+# --- search when the keyword queue cannot be folded ----------------------------------------------
+
+
+def _queued(path: Path) -> int:
+    with contextlib.closing(sqlite3.connect(path)) as raw:
+        return int(raw.execute("SELECT COUNT(*) FROM fts_pending").fetchone()[0])
+
+
+@pytest.fixture
+def queued(tmp_path: Path) -> Path:
+    """A database whose newest message is still queued for the keyword index."""
+    path = tmp_path / "queued.db"
+
+    async def fill() -> None:
+        async with connect(path) as conn:
+            store = SQLiteContextStore(conn, "s", project="/p")
+            await store.append(text("user", "indexed okapi"))
+            await Database(conn, path).search("okapi", mode="keyword")  # folds the queue
+            await store.append(text("assistant", "queued okapi"))
+
+    asyncio.run(fill())
+    assert _queued(path) == 1
+    return path
+
+
+def test_library_search_reports_what_a_read_only_connection_could_not_fold(queued: Path) -> None:
+    async def scenario() -> None:
+        async with connect(queued, readonly=True) as ro:
+            hits = await Database(ro, queued).search("okapi", mode="keyword")
+            assert [h.position for h in hits] == [0]
+            assert (hits.unindexed, hits.why) == (1, "the database is read-only here")
+        async with open_database(queued) as db:  # writable and unlocked: fold, then search
+            hits = await db.search("okapi", mode="keyword")
+            assert sorted(h.position for h in hits) == [0, 1]
+            assert (hits.unindexed, hits.why) == (0, None)
+
+    asyncio.run(scenario())
+
+
+def test_search_while_another_process_holds_the_write_lock(queued: Path) -> None:
+    with holding_lock(queued) as holder:
+        started = time.monotonic()
+        result = invoke("--db", queued, "search", "okapi", "--mode", "keyword", "--json")
+        assert time.monotonic() - started < 3  # not the 5 s busy timeout
+        assert [h["position"] for h in json.loads(result.stdout)] == [0]
+        assert result.stderr == (
+            "note: 1 recent message(s) could not be searched by keyword: another connection holds"
+            " the write lock (taking them into the keyword index needs a write)\n"
+        )
+        holder.release()
+        holder.wait_released()
+    after = invoke("--db", queued, "search", "okapi", "--mode", "keyword", "--json")
+    assert sorted(h["position"] for h in json.loads(after.stdout)) == [0, 1] and after.stderr == ""
+    assert _queued(queued) == 0
+
+
+def test_search_on_a_database_it_cannot_write(queued: Path) -> None:
+    # A -shm SQLite cannot create (a folder in its place) makes the command line open the file
+    # read-only, as in a folder it may not write; unlike file modes, this holds for root too.
+    queued.with_name(queued.name + "-shm").mkdir()
+    result = invoke("--db", queued, "search", "okapi", "--mode", "keyword")
+    assert "queued okapi" not in result.stdout and "indexed **okapi**" in result.stdout
+    assert result.stderr == (
+        "note: 1 recent message(s) could not be searched by keyword: the database is read-only here"
+        " (taking them into the keyword index needs a write)\n"
+    )
