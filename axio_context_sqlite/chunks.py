@@ -141,7 +141,7 @@ def unseal(c: Any, chunk: int) -> None:
     entries = Reader(c).find(chunk)
     if entries is None:
         return
-    dicts = storage.bound_or_none()
+    dicts = storage.writing(c)
     updates = []
     for i, (_, eflags, raw) in enumerate(entries):
         zflags, packed = pack(bytes(raw), dicts)
@@ -196,7 +196,7 @@ def seal_after_fold(c: Any, folded: Iterable[int], plain: Mapping[int, bytes] | 
             first[sid] = pos
     if not first:
         return 0
-    dicts = storage.bound_or_none()
+    dicts = storage.writing(c)
     plain = plain or {}
     written = 0
     for sid, pos in sorted(first.items()):

@@ -553,7 +553,7 @@ def _copy_rows(c: Any, lo_key: int, hi_key: int, dest_sid: int) -> None:
     ).fetchall()
     if not cut:
         return
-    reader, dicts = chunks.Reader(c), storage.bound_or_none()
+    reader, dicts = chunks.Reader(c), storage.writing(c)
     copies = []
     for mid, role, flags, created_at, tokens in cut:
         zflags, packed = storage.pack(reader.plain(mid, flags, b""), dicts)

@@ -70,6 +70,7 @@ __all__ = [
     "restore_media",
     "unbind",
     "write_tx",
+    "writing",
 ]
 
 COMPRESS_MIN: Final = 512
@@ -216,6 +217,20 @@ class Dictionaries:
             )
         return FLAG_ZSTD | dict_id << DICT_SHIFT, c.compress(payload)
 
+    def keep_current(self, c: Any) -> None:
+        """Inside a write transaction on ``c``, before compressing: adopt the newest dictionary if
+        the current one is no longer in the database.
+
+        ``vacuum --recompress`` on another connection deletes the dictionaries no row uses,
+        perhaps this one's current: a payload compressed with it would decode nowhere else. The
+        transaction holds the write lock, so the answer holds until the rows are in.
+        """
+        current = self.current
+        if current is None:
+            return
+        if c.execute("SELECT 1 FROM zstd_dicts WHERE id = ?", (current[0],)).fetchone() is None:
+            self.load()  # the deleted one stays in memory, to read what used it
+
     def count(self, flags: Iterable[int]) -> bool:
         """Count stored rows' compressed payloads toward the first dictionary's training.
 
@@ -352,6 +367,15 @@ def bound() -> Dictionaries:
     if d is None:
         raise DecodeError("payload needs a compression dictionary, and no database is bound to this thread")
     return d
+
+
+def writing(c: Any) -> Dictionaries | None:
+    """The thread's dictionaries for compressing inside ``c``'s write transaction, their current
+    one checked to be still in the database (:meth:`Dictionaries.keep_current`)."""
+    dicts = bound_or_none()
+    if dicts is not None:
+        dicts.keep_current(c)
+    return dicts
 
 
 def bound_or_none() -> Dictionaries | None:

@@ -300,6 +300,46 @@ async def test_appends_of_a_connection_whose_dictionary_was_deleted_compress_aga
     check_storage(db_path)
 
 
+async def test_seals_unseals_and_fork_copies_never_use_a_deleted_dictionary(db_path: Path) -> None:
+    """Sealing (a fold), unsealing (a pop into a chunk) and the copies a deleted parent leaves
+    its fork compress too: on a connection whose current dictionary another one's recompress
+    deleted, they adopt the newest, or what they write would decode nowhere else."""
+    s_msgs, p_msgs = transcript(350, seed=5), transcript(200, seed=6)
+    async with connect(db_path) as a:
+        s_a = SQLiteContextStore(a, "s", project="p")
+        for m in s_msgs[:200]:
+            await s_a.append(m)  # trains dictionary 1
+        b = await connect(db_path)  # dictionary 1 is its current one
+        assert b.dicts is not None and b.dicts.current is not None and b.dicts.current[0] == 1
+        report = await Database(a, db_path).recompress()
+        assert (report.dictionary, report.dictionaries_removed) == (2, 1)
+        for m in s_msgs[200:]:
+            await s_a.append(m)  # queued for the keyword index: b's fold will seal them
+        parent = SQLiteContextStore(a, "parent", project="p")
+        await parent.append_many(p_msgs[:100])
+        fork = await parent.fork()  # inherits positions 0..99: a chunk boundary cuts at 64
+        for m in p_msgs[100:]:
+            await parent.append(m)
+        stale = b.dicts.current
+        assert stale[0] == 1  # b has not noticed
+
+        await Database(b, db_path).search("anything", mode="keyword")  # b folds the queue, sealing
+        assert b.dicts.current[0] == 2
+        b.dicts.current = stale  # unaware again, for each of the other two paths
+        s_b = SQLiteContextStore(b, "s", project="p")
+        for _ in range(100):
+            await s_b.pop()  # down to 250: unseals the chunk of positions 192..255
+        b.dicts.current = stale
+        await SQLiteContextStore(b, "parent", project="p").delete_session()  # copies 64..99
+        await b.close()
+    assert scalar(db_path, "SELECT count(*) FROM chunks") >= 4
+    assert {f >> DICT_SHIFT for f in _payload_flags(db_path)} <= {0, 2}
+    async with connect(db_path) as fresh:  # only dictionary 2 exists for it
+        assert await SQLiteContextStore(fresh, "s", project="p").get_history() == s_msgs[:250]
+        assert await SQLiteContextStore(fresh, fork.session_id, project="p").get_history() == p_msgs[:100]
+    check_storage(db_path)
+
+
 async def test_recompress_forgets_deleted_sessions(db_path: Path) -> None:
     """A dictionary holds fragments of what it was trained on, and the keyword index keeps a
     deleted message's terms until its segments merge: after deleting a session and
