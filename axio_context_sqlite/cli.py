@@ -32,6 +32,7 @@ from axio_context.transcript import FORMATS, FormatName, message_range, render_b
 
 from .admin import writing
 from .database import Database, RecompressReport, VacuumReport, open_database
+from .ops import SessionPage
 from .search import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit, SearchResults
 
 __all__ = ["cli", "default_db_path", "main"]
@@ -252,12 +253,42 @@ def _info_dict(info: SessionInfo) -> dict[str, Any]:
     return {f: getattr(info, f) for f in SessionInfo.__struct_fields__}
 
 
-def _info_row(info: SessionInfo) -> dict[str, Any]:
+#: A long random id (a uuid, as ``fork`` makes) is shown cut to a prefix at least this long.
+SHORT_ID = 12
+_RANDOM_ID = re.compile(r"[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+async def _shown_ids(db: Database, ids: Iterable[str | None]) -> dict[str, str]:
+    """How each id appears in a table: in full, except a long random id, cut to the shortest
+    prefix (at least :data:`SHORT_ID` characters) no other session id starts with, so typing
+    back what the table shows always finds that session."""
+    shown: dict[str, str] = {}
+    for i in ids:
+        if i is None or i in shown:
+            continue
+        n = len(i)
+        if _RANDOM_ID.fullmatch(i):
+            n = SHORT_ID
+            while n < len(i):
+                others = [o for o in await db.complete(i[:n], limit=2) if o != i]
+                if not others:
+                    break
+                common = next((k for k, (a, b) in enumerate(zip(i, others[0], strict=False)) if a != b), n)
+                n = max(n + 1, common + 1)
+        shown[i] = i[:n]
+    return shown
+
+
+async def _shown_for_infos(db: Database, infos: Sequence[SessionInfo]) -> dict[str, str]:
+    return await _shown_ids(db, [x for i in infos for x in (i.session_id, i.parent_id)])
+
+
+def _info_row(info: SessionInfo, shown: dict[str, str]) -> dict[str, Any]:
     fork = None
     if info.parent_id is not None:
-        fork = info.parent_id[:12] + ("" if info.fork_position is None else f"@{info.fork_position}")
+        fork = shown[info.parent_id] + ("" if info.fork_position is None else f"@{info.fork_position}")
     return {
-        "id": info.session_id[:12],
+        "id": shown[info.session_id],
         "project": _home(info.project),
         "created": _local(info.created_at),
         "updated": _local(info.updated_at),
@@ -335,12 +366,18 @@ def list_sessions(
         elif not nl:
             click.echo(f"no sessions yet (database: {settings.path})")
         return
-    page = _with_db(ctx, False, lambda db: db.list_sessions(scope, limit=limit or None, since=since))
+
+    async def go(db: Database) -> tuple[SessionPage, dict[str, str]]:
+        page = await db.list_sessions(scope, limit=limit or None, since=since)
+        return page, {} if as_json or nl else await _shown_for_infos(db, page.sessions)
+
+    page, shown = _with_db(ctx, False, go)
     infos = page.sessions
     if not infos and not (as_json or nl):
         click.echo(f"no sessions yet (database: {settings.path})")
         return
-    emit([_info_dict(i) for i in infos], SESSION_COLUMNS, as_json, nl, lambda: [_info_row(i) for i in infos])
+    rows = [_info_dict(i) for i in infos]
+    emit(rows, SESSION_COLUMNS, as_json, nl, lambda: [_info_row(i, shown) for i in infos])
     if page.next_cursor is not None and not (as_json or nl):
         click.echo(f"(the newest {limit}; -n 0 lists all)", err=True)
 
@@ -644,7 +681,12 @@ def prune(
     if before is None and keep is None:
         raise click.UsageError("give --before DATE and/or --keep N")
     scope = _project(project, here)
-    infos = _with_db(ctx, False, lambda db: db.prune(before=before, keep=keep, project=scope, dry_run=True))
+
+    async def candidates(db: Database) -> tuple[list[SessionInfo], dict[str, str]]:
+        infos = await db.prune(before=before, keep=keep, project=scope, dry_run=True)
+        return infos, {} if as_json or nl else await _shown_for_infos(db, infos)
+
+    infos, shown = _with_db(ctx, False, candidates)
     if dry_run or not infos:
         if infos or as_json or nl:
             emit(
@@ -652,7 +694,7 @@ def prune(
                 SESSION_COLUMNS,
                 as_json,
                 nl,
-                lambda: [_info_row(i) for i in infos],
+                lambda: [_info_row(i, shown) for i in infos],
             )
         if not (as_json or nl):
             click.echo(
@@ -746,13 +788,13 @@ SEARCH_COLUMNS = [
 ]
 
 
-def _hit_rows(hits: Sequence[SearchHit]) -> list[dict[str, Any]]:
+def _hit_rows(hits: Sequence[SearchHit], shown: dict[str, str]) -> list[dict[str, Any]]:
     color = _color()
-    used = 12 + 6 + 10 + 16 + 4 * 2
+    used = max([len(v) for v in shown.values()] or [7]) + 6 + 10 + 16 + 4 * 2
     width = max(40, shutil.get_terminal_size((120, 24)).columns - used) if sys.stdout.isatty() else 100
     return [
         {
-            "session": h.session_id[:12],
+            "session": shown[h.session_id],
             "position": str(h.position),
             "role": h.role,
             "when": _local(h.created_at),
@@ -813,7 +855,7 @@ def search_(
     scope = _project(project, here)
     text = " ".join(query)
 
-    async def go(db: Database) -> tuple[SearchResults, str | None]:
+    async def go(db: Database) -> tuple[SearchResults, str | None, dict[str, str]]:
         session_id = await db.resolve(session) if session is not None else None
         how, embedder, note = mode, None, None
         if mode != "keyword":
@@ -841,9 +883,10 @@ def search_(
             raw=raw,
             embedder=embedder,
         )
-        return hits, note
+        shown = {} if as_json or nl else await _shown_ids(db, [h.session_id for h in hits])
+        return hits, note, shown
 
-    hits, note = _with_db(ctx, False, go)
+    hits, note, shown = _with_db(ctx, False, go)
     if note is not None:
         click.echo(f"note: {note}", err=True)
     if hits.unindexed:
@@ -855,7 +898,7 @@ def search_(
     if not hits and not (as_json or nl):
         click.echo("no matches", err=True)
         return
-    emit([_hit_dict(h) for h in hits], SEARCH_COLUMNS, as_json, nl, lambda: _hit_rows(hits))
+    emit([_hit_dict(h) for h in hits], SEARCH_COLUMNS, as_json, nl, lambda: _hit_rows(hits, shown))
 
 
 # A negative POSITION ("-1") is an argument, not an unknown option.
@@ -875,14 +918,15 @@ def similar(ctx: click.Context, session: str, position: int, limit: int, as_json
     """
     one_format(as_json, nl)
 
-    async def go(db: Database) -> list[SearchHit]:
-        return await db.similar(await db.resolve(session), position, limit)
+    async def go(db: Database) -> tuple[list[SearchHit], dict[str, str]]:
+        hits = await db.similar(await db.resolve(session), position, limit)
+        return hits, {} if as_json or nl else await _shown_ids(db, [h.session_id for h in hits])
 
-    hits = _with_db(ctx, False, go)
+    hits, shown = _with_db(ctx, False, go)
     if not hits and not (as_json or nl):
         click.echo("no other embedded message", err=True)
         return
-    emit([_hit_dict(h) for h in hits], SEARCH_COLUMNS, as_json, nl, lambda: _hit_rows(hits))
+    emit([_hit_dict(h) for h in hits], SEARCH_COLUMNS, as_json, nl, lambda: _hit_rows(hits, shown))
 
 
 class _StageProgress:

@@ -190,3 +190,36 @@ def test_search_on_a_database_it_cannot_write(queued: Path) -> None:
         "note: 1 recent message(s) could not be searched by keyword: the database is read-only here"
         " (taking them into the keyword index needs a write)\n"
     )
+
+
+# --- ids in tables -------------------------------------------------------------------------------
+
+
+def test_tables_never_show_an_ambiguous_session_id(tmp_path: Path) -> None:
+    path = tmp_path / "ids.db"
+    twin_a = "0123456789abcd" + "e" * 18  # two random-looking ids sharing 14 characters
+    twin_b = "0123456789abcd" + "f" * 18
+    lone = "fedcba9876543210" * 2
+    _make(
+        path,
+        {
+            sid: [text("user", f"kiwi in {sid}")]
+            for sid in ("alpha-session-1", "alpha-session-2", twin_a, twin_b, lone)
+        },
+    )
+    fork = invoke("--db", path, "fork", "alpha-session-1").stdout.strip()
+    table = invoke("--db", path, "list-sessions").stdout.splitlines()
+    shown = [line.split()[0] for line in table[1:]]
+    assert sorted(shown) == sorted(
+        ["alpha-session-1", "alpha-session-2", twin_a[:15], twin_b[:15], lone[:12], fork[:12]]
+    )
+    fork_line = next(line for line in table if line.startswith(fork[:12]))
+    assert "alpha-session-1@1" in fork_line
+    for typed in shown:  # what the table shows, typed back, is that one session
+        assert invoke("--db", path, "show", typed, "--json").stdout
+    hits = invoke("--db", path, "search", "kiwi", "--mode", "keyword", "-k", "10").stdout.splitlines()
+    assert sorted(line.split()[0] for line in hits[1:]) == sorted(
+        ["alpha-session-1", "alpha-session-2", twin_a[:15], twin_b[:15], lone[:12]]
+    )
+    pruned = invoke("--db", path, "prune", "--keep", "0", "--dry-run").stdout.splitlines()
+    assert sorted(line.split()[0] for line in pruned[1:]) == sorted(shown)

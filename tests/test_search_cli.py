@@ -32,7 +32,7 @@ def test_search_table_for_people(db: Path) -> None:
     out = invoke("--db", db, "search", "nested", "brackets").stdout.splitlines()
     assert out[0].split() == ["SESSION", "POS", "ROLE", "WHEN", "SNIPPET"]
     first = out[1].split(maxsplit=5)
-    assert first[:3] == ["jsonkit-cras", "0", "user"]
+    assert first[:3] == ["jsonkit-crash", "0", "user"]  # ids in full: never ambiguous
     assert first[5] == "The JSON parser crashes on **nested** **brackets** like [[1, [2]], 3]."
 
 
@@ -206,7 +206,7 @@ def test_similar_ranks_like_the_library_and_counts_from_the_end(db: Path) -> Non
     )
     out = invoke("--db", db, "similar", "billing-deploy", "0", "-k", "1").stdout.splitlines()
     assert out[0].split() == ["SESSION", "POS", "ROLE", "WHEN", "SNIPPET"]
-    assert out[1].split()[:3] == ["billing-depl", "1", "assistant"]  # ids cut to 12 characters
+    assert out[1].split()[:3] == ["billing-deploy", "1", "assistant"]  # a chosen id is shown in full
 
 
 def test_similar_errors_name_what_is_missing(db: Path, tmp_path: Path) -> None:
