@@ -385,7 +385,22 @@ def bound_or_none() -> Dictionaries | None:
 
 @contextmanager
 def write_tx(c: Any) -> Iterator[None]:
-    """One write transaction that takes the write lock up front."""
+    """One write transaction that takes the write lock up front.
+
+    Inside a transaction the caller opened on the connection it is a savepoint instead: its
+    writes join the caller's, which commits or rolls them back with its own.
+    """
+    if c.in_transaction:
+        c.execute("SAVEPOINT axio_write")
+        try:
+            yield
+        except BaseException:
+            if c.in_transaction:
+                c.execute("ROLLBACK TO axio_write")
+                c.execute("RELEASE axio_write")
+            raise
+        c.execute("RELEASE axio_write")
+        return
     c.execute("BEGIN IMMEDIATE")
     try:
         yield

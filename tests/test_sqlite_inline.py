@@ -14,7 +14,16 @@ from typing import Any
 import pytest
 
 from axio_context import ImageBlock, Message, TextBlock
-from axio_context_sqlite import Connection, SQLiteContextStore, appending, connect, connection, indexing
+from axio_context.errors import DecodeError
+from axio_context_sqlite import (
+    Connection,
+    Database,
+    SQLiteContextStore,
+    appending,
+    connect,
+    connection,
+    indexing,
+)
 from axio_context_sqlite import store as store_module
 from axio_context_sqlite.connection import run
 
@@ -175,6 +184,34 @@ async def test_inside_an_open_transaction_appends_use_the_worker(conn: Connectio
     assert conn.jobs == jobs + 1
     await conn.execute("ROLLBACK")
     assert await store.get_context_tokens() == (0, 0)
+
+
+async def test_writes_inside_a_callers_transaction_join_it(conn: Connection) -> None:
+    """Every kind of write works inside a transaction the caller opened (as a savepoint of it):
+    the caller's ROLLBACK undoes them all, its COMMIT keeps them, and a refused write leaves the
+    caller's transaction open."""
+    store = SQLiteContextStore(conn, "s", project="p")
+    await store.append_many([text_message("one"), text_message("two")])
+    await conn.execute("BEGIN")
+    await store.append(text_message("three"))
+    await store.append_many([text_message(str(i)) for i in range(70)])  # folds the index too
+    fork = await store.fork()
+    assert (await store.pop()) is not None
+    await fork.set_title("t")
+    await conn.execute("ROLLBACK")
+    assert texts(await store.get_history()) == ["one", "two"]
+    assert [s.session_id for s in await store.list_sessions()] == ["s"]
+
+    await conn.execute("BEGIN")
+    await store.append(text_message("three"))
+    fork = await store.fork()
+    with pytest.raises(DecodeError):
+        await store.append(Message(role="robot", content=[]))  # type: ignore[arg-type]
+    await conn.execute("COMMIT")
+    assert texts(await store.get_history()) == ["one", "two", "three"]
+    assert texts(await fork.get_history()) == ["one", "two", "three"]
+    hits = await Database(conn, Path(conn.path)).search("three", mode="keyword")
+    assert ("s", 2) in [(h.session_id, h.position) for h in hits]
 
 
 async def test_checkpoints_after_inline_writes_run_on_the_worker(
