@@ -38,6 +38,22 @@ INLINE_MESSAGES: Final = 8
 INLINE_BYTES: Final = 256 * 1024
 
 
+#: The largest token count a column holds (SQLite's INTEGER is 64-bit).
+_MAX_TOKENS: Final = (1 << 63) - 1
+
+
+def _token_pair(input_tokens: int, output_tokens: int, *, totals: bool) -> tuple[int, int]:
+    """The two counts, refused unless integers (a float or string would be stored as it is and
+    read back differently); ``totals`` (set) also refuses negative ones."""
+    for name, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+        if not -_MAX_TOKENS <= value <= _MAX_TOKENS or (totals and value < 0):
+            low = 0 if totals else -_MAX_TOKENS
+            raise ValueError(f"{name} must be between {low} and {_MAX_TOKENS}, not {value}")
+    return input_tokens, output_tokens
+
+
 def _stored_bytes(encoded: Sequence[EncodedMessage]) -> int:
     return sum(len(e.payload) + sum(len(data) for _, data in e.blobs) for e in encoded)
 
@@ -154,18 +170,17 @@ class SQLiteContextStore(ContextStore):
     # -- tokens ----------------------------------------------------------------------------------
 
     async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
-        await run_short(
-            self._conn, ops.set_tokens, self._session_id, self._project, input_tokens, output_tokens
-        )
+        """Set the token totals (non-negative ints) in one statement."""
+        pair = _token_pair(input_tokens, output_tokens, totals=True)
+        await run_short(self._conn, ops.set_tokens, self._session_id, self._project, *pair)
 
     async def get_context_tokens(self) -> tuple[int, int]:
         return await run_short(self._conn, ops.get_tokens, self._session_id)
 
     async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
-        """Add to the totals in one statement (no read-modify-write race across processes)."""
-        await run_short(
-            self._conn, ops.add_tokens, self._session_id, self._project, input_tokens, output_tokens
-        )
+        """Add ints to the totals in one statement (no read-modify-write race across processes)."""
+        pair = _token_pair(input_tokens, output_tokens, totals=False)
+        await run_short(self._conn, ops.add_tokens, self._session_id, self._project, *pair)
 
     # -- checkpoints -----------------------------------------------------------------------------
 

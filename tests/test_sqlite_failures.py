@@ -518,3 +518,28 @@ async def test_corrupt_session_metadata_is_named_and_nothing_else_breaks(db_path
         assert texts(await store.get_history()) == ["kept"]
         await store.set_metadata({"model": "n"})  # a new value repairs it
         assert await store.get_metadata() == {"model": "n"}
+
+
+async def test_token_counts_that_are_not_ints_are_refused(db_path: Path) -> None:
+    """A float or a string would be stored as it is (SQLite keeps any type) and read back
+    differently by get_context_tokens and the listing: refused, naming the argument, and the
+    stored totals stay as they were."""
+    async with connect(db_path) as conn:
+        store = SQLiteContextStore(conn, "s", project="p")
+        await store.set_context_tokens(5, 3)
+        bad: list[tuple[str, Any, Any, type[Exception], str]] = [
+            ("set", 1.5, 0, TypeError, "input_tokens must be an int, not float"),
+            ("add", 0, "3", TypeError, "output_tokens must be an int, not str"),
+            ("add", True, 0, TypeError, "input_tokens must be an int, not bool"),
+            ("set", -1, 0, ValueError, "input_tokens must be between 0 and"),
+            ("add", 0, 1 << 63, ValueError, "output_tokens must be between"),
+        ]
+        for method, i, o, error, message in bad:
+            call = store.set_context_tokens if method == "set" else store.add_context_tokens
+            with pytest.raises(error, match=message):
+                await call(i, o)
+        assert await store.get_context_tokens() == (5, 3)
+        info = await store.info()
+        assert (info.input_tokens, info.output_tokens) == (5, 3)
+        await store.add_context_tokens(-2, 1)  # a correction
+        assert await store.get_context_tokens() == (3, 4)
