@@ -804,7 +804,38 @@ def _hit_rows(hits: Sequence[SearchHit], shown: dict[str, str]) -> list[dict[str
     ]
 
 
-@cli.command("search")
+class QueryCommand(click.Command):
+    """A command whose QUERY words may start with ``-`` (``search parser -pizza``): such a word is
+    an option only when it is one of the command's options as written (``-k 5``, ``-k5``,
+    ``--mode=keyword``); any other is a query word. After ``--`` every word is."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        takes_value: dict[str, bool] = {}
+        for param in self.get_params(ctx):
+            if isinstance(param, click.Option):
+                for name in (*param.opts, *param.secondary_opts):
+                    takes_value[name] = not param.is_flag and not param.count
+        options: list[str] = []
+        words: list[str] = []
+        rest = iter(args)
+        for arg in rest:
+            if arg == "--":
+                words.extend(rest)
+                break
+            name = arg.split("=", 1)[0] if arg.startswith("--") else arg
+            if name in takes_value:
+                options.append(arg)
+                value = next(rest, None) if takes_value[name] and "=" not in arg else None
+                if value is not None:  # taken as it is, even when it starts with -
+                    options.append(value)
+                continue
+            # An unknown --option is left to click, which names it; -k5 is -k 5.
+            option = arg.startswith("--") or (takes_value.get(arg[:2]) and arg[2:].isdigit())
+            (options if option else words).append(arg)
+        return super().parse_args(ctx, [*options, "--", *words] if words else options)
+
+
+@cli.command("search", cls=QueryCommand)
 @click.argument("query", nargs=-1, required=True)
 @click.option(
     "--mode",
@@ -850,7 +881,12 @@ def search_(
     as_json: bool,
     nl: bool,
 ) -> None:
-    """Search every session's messages for QUERY (words; quotes keep a phrase)."""
+    """Search every session's messages for QUERY (words; quotes keep a phrase).
+
+    A word starting with - is part of QUERY unless it is one of the options below, so
+    `search parser -pizza` searches both words; after -- every word is QUERY. Without --raw,
+    -pizza is the word pizza, not an exclusion: --raw 'parser NOT pizza' leaves a word out.
+    """
     one_format(as_json, nl)
     scope = _project(project, here)
     text = " ".join(query)
@@ -889,6 +925,12 @@ def search_(
     hits, note, shown = _with_db(ctx, False, go)
     if note is not None:
         click.echo(f"note: {note}", err=True)
+    dashed = [w for w in text.split() if len(w) > 1 and w.startswith("-")]
+    if dashed and not raw:
+        click.echo(
+            f"note: {dashed[0]} searches for the word itself; --raw 'parser NOT pizza' leaves a word out",
+            err=True,
+        )
     if hits.unindexed:
         click.echo(
             f"note: {hits.unindexed:,} recent message(s) could not be searched by keyword: {hits.why}"

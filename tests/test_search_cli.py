@@ -240,3 +240,25 @@ def test_every_command_is_in_the_readme() -> None:
         if not any(form in readme for form in (f"axio-context {name}", f"`{name} ", f"`{name}`"))
     ]
     assert missing == []
+
+
+def test_words_starting_with_a_dash_are_query_words(db: Path) -> None:
+    def rows(*args: str) -> list[dict[str, object]]:
+        result = invoke("--db", db, "search", *args, "--mode", "keyword", "--json")
+        return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+    everything = rows("parser", "-k", "50")
+    # -pizza used to be `--project izza` and -slow `--session low`: silently nothing found
+    assert positions(rows("parser", "-pizza", "-k", "50")) == positions(everything)
+    assert rows("parser", "-slow", "-k", "50") == everything
+    dashed = invoke("--db", db, "search", "parser", "-pizza", "--mode", "keyword")
+    assert "note: -pizza searches for the word itself; --raw 'parser NOT pizza'" in dashed.stderr
+    # the options still work wherever they are, written apart, joined, or with =
+    assert len(rows("-k", "2", "parser")) == 2
+    assert len(rows("parser", "-k2")) == 2
+    assert len(rows("parser", "--limit=2")) == 2
+    assert {r["session_id"] for r in rows("parser", "-k", "50", "-p", "/p/jsonkit")} == {"jsonkit-crash"}
+    raw = invoke("--db", db, "search", "--raw", "-parser", ok=False)
+    assert raw.exit_code == 1 and raw.stderr.startswith("Error: invalid FTS5 query '-parser'")
+    assert invoke("--db", db, "search", "parser", "--limt", "3", ok=False).exit_code == 2
+    assert "-pizza" in invoke("search", "--help").stdout
