@@ -521,6 +521,8 @@ def _set_aside(c: Any, session_id: str) -> str | None:
         return None
     aside = f"{session_id}~replaced-{row.sid}"
     c.execute("UPDATE sessions SET id = ? WHERE sid = ?", (aside, row.sid))
+    # Its forks are the old session's, not the replacement's: deleting it detaches them.
+    c.execute("UPDATE sessions SET parent_id = ? WHERE parent_id = ?", (aside, session_id))
     return aside
 
 

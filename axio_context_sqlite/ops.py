@@ -640,6 +640,11 @@ def delete_session(c: Any, session_id: str) -> bool:
         _delete_own_rows(c, row, 0)
         c.execute("DELETE FROM checkpoints WHERE sid = ?", (row.sid,))
         c.execute("DELETE FROM sessions WHERE sid = ?", (row.sid,))
+        # Its forks stand alone now: a lineage naming it would point at whatever session takes
+        # its id next (its forks would be listed as that one's).
+        c.execute(
+            "UPDATE sessions SET parent_id = NULL, fork_position = NULL WHERE parent_id = ?", (session_id,)
+        )
     return True
 
 
@@ -789,6 +794,7 @@ def session_info(c: Any, session_id: str) -> SessionInfo:
 
 
 def list_forks(c: Any, session_id: str) -> list[SessionInfo]:
+    """The sessions forked from ``session_id``, oldest first."""
     rows = c.execute(
         f"SELECT {_INFO_COLUMNS} FROM sessions WHERE parent_id = ? ORDER BY created_at, sid", (session_id,)
     ).fetchall()

@@ -142,3 +142,48 @@ async def test_loading_reads_every_media_blob_in_one_query(tmp_path: Path) -> No
     reads = [s for s in statements if "FROM messages" in s or "FROM blobs" in s]
     assert sum("FROM messages" in s for s in reads) == 2, reads
     assert sum("FROM blobs" in s for s in reads) == 1, reads
+
+
+async def test_forks_of_a_deleted_or_replaced_session_stand_alone(tmp_path: Path) -> None:
+    """A deleted session's forks keep their messages and lose their lineage: a new session that
+    takes the id later does not adopt them. Replacing a session by import detaches its forks
+    the same way (they forked the old one), while a fork in the imported file keeps its parent."""
+    from axio_context_sqlite import Database
+
+    path = tmp_path / "forks.db"
+    msgs = [Message(role="user", content=[TextBlock(text=f"m{i}")]) for i in range(6)]
+    async with connect(path) as conn:
+        db = Database(conn, path)
+        chat = SQLiteContextStore(conn, "chat-1", project="p")
+        await chat.append_many(msgs[:4])
+        fork = await chat.fork()
+        assert [f.session_id for f in await chat.list_forks()] == [fork.session_id]
+        info = await fork.info()
+        assert (info.parent_id, info.fork_position) == ("chat-1", 4)
+
+        assert await chat.delete_session()
+        info = await fork.info()
+        assert (info.parent_id, info.fork_position) == (None, None)
+        assert await fork.get_history() == msgs[:4]
+        again = SQLiteContextStore(conn, "chat-1", project="p")
+        await again.append(msgs[5])
+        assert await again.list_forks() == []
+
+        # import --replace: an export of "other" and its fork "kept" (4 messages); then "other"
+        # grows to 6 and gets a second fork "late", which the replacement leaves standing alone.
+        other = SQLiteContextStore(conn, "other", project="p")
+        await other.append_many(msgs[:4])
+        await db.fork("other", "kept")
+        out = tmp_path / "other.json"
+        parts: list[str | bytes] = []
+        await db.export(parts.append, format="json", session_ids=["other", "kept"])
+        out.write_bytes(b"".join(p.encode() if isinstance(p, str) else p for p in parts))
+        await other.append_many(msgs[4:])
+        late = await other.fork()
+        await db.import_file(out, replace=True)
+        assert await other.get_history() == msgs[:4]
+        assert [f.session_id for f in await other.list_forks()] == ["kept"]
+        info = await late.info()
+        assert (info.parent_id, info.fork_position) == (None, None)
+        assert await late.get_history() == msgs
+    check_storage(path)
