@@ -158,13 +158,43 @@ class When(click.ParamType):  # type: ignore[type-arg]
 
 def _project_option(fn: Any) -> Any:
     fn = click.option("--here", is_flag=True, help="Only the project of the current directory.")(fn)
-    return click.option("--project", "-p", help="Only sessions of this project.")(fn)
+    return click.option(
+        "--project",
+        "-p",
+        help="Only sessions of this project: a label, or a path (., ~/src/app, /abs/path/).",
+    )(fn)
 
 
 def _project(project: str | None, here: bool) -> str | None:
     if project and here:
         raise click.UsageError("--project and --here cannot be used together")
     return str(Path.cwd().resolve()) if here else project
+
+
+def _project_forms(project: str) -> list[str]:
+    """What a ``--project`` value may name: itself, and for a path (starting with ``.``, ``/`` or
+    ``~``) its absolute form (``~`` expanded, ``.`` and a trailing ``/`` gone), then with symlinks
+    resolved (as ``--here`` and the store's default project are)."""
+    forms = [project]
+    if project.startswith((".", "/", "~")):
+        expanded = os.path.expanduser(project)
+        for form in (os.path.abspath(expanded), os.path.realpath(expanded)):
+            if form not in forms:
+                forms.append(form)
+    return forms
+
+
+async def _stored_project(db: Database, project: str | None) -> str | None:
+    """The project as stored that ``project`` names: the first of its forms any session is filed
+    under (the value as typed first, so a label or an exact path always matches itself)."""
+    if project is None:
+        return None
+    forms = _project_forms(project)
+    if len(forms) > 1 and not (await db.list_sessions(project, limit=1)).sessions:
+        for form in forms[1:]:
+            if (await db.list_sessions(form, limit=1)).sessions:
+                return form
+    return project
 
 
 # --- output --------------------------------------------------------------------------------------
@@ -368,7 +398,7 @@ def list_sessions(
         return
 
     async def go(db: Database) -> tuple[SessionPage, dict[str, str]]:
-        page = await db.list_sessions(scope, limit=limit or None, since=since)
+        page = await db.list_sessions(await _stored_project(db, scope), limit=limit or None, since=since)
         return page, {} if as_json or nl else await _shown_for_infos(db, page.sessions)
 
     page, shown = _with_db(ctx, False, go)
@@ -683,7 +713,8 @@ def prune(
     scope = _project(project, here)
 
     async def candidates(db: Database) -> tuple[list[SessionInfo], dict[str, str]]:
-        infos = await db.prune(before=before, keep=keep, project=scope, dry_run=True)
+        project = await _stored_project(db, scope)
+        infos = await db.prune(before=before, keep=keep, project=project, dry_run=True)
         return infos, {} if as_json or nl else await _shown_for_infos(db, infos)
 
     infos, shown = _with_db(ctx, False, candidates)
@@ -912,7 +943,7 @@ def search_(
             text,
             k=limit,
             mode=cast(Any, how),
-            project=scope,
+            project=await _stored_project(db, scope),
             session_id=session_id,
             role=role,
             since=since,

@@ -23,7 +23,7 @@ from axio_context.testing import text
 from axio_context_sqlite import SQLiteContextStore, connect
 from axio_context_sqlite.database import Database, open_database
 
-from .cli_helpers import check_storage, invoke
+from .cli_helpers import check_storage, invoke, invoke_json
 from .lock_holder import holding_lock
 
 
@@ -223,3 +223,32 @@ def test_tables_never_show_an_ambiguous_session_id(tmp_path: Path) -> None:
     )
     pruned = invoke("--db", path, "prune", "--keep", "0", "--dry-run").stdout.splitlines()
     assert sorted(line.split()[0] for line in pruned[1:]) == sorted(shown)
+
+
+# --- --project as a path -------------------------------------------------------------------------
+
+
+def test_project_given_as_a_path_matches_its_stored_form(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    proj = home / "src" / "app"
+    proj.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(proj)
+    path = tmp_path / "projects.db"
+    _make(path, {"in-app": [text("user", "walrus here")]}, project=str(proj.resolve()))
+    _make(path, {"labelled": [text("user", "walrus there")]}, project="infra")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(proj)
+
+    def listed(value: str) -> list[str]:
+        return [r["session_id"] for r in invoke_json("--db", path, "list-sessions", "-p", value, "--json")]
+
+    for value in (".", "./", "~/src/app", f"{proj}/", str(tmp_path / "link"), "../app"):
+        assert listed(value) == ["in-app"], value
+    assert listed("infra") == ["labelled"]  # a label matches exactly
+    assert listed("./infra") == [] and listed("app") == []
+    hits = invoke_json("--db", path, "search", "walrus", "-p", "~/src/app", "--json")
+    assert [h["session_id"] for h in hits] == ["in-app"]
+    doomed = invoke_json("--db", path, "prune", "--keep", "0", "-p", ".", "--dry-run", "--json")
+    assert [s["session_id"] for s in doomed] == ["in-app"]
