@@ -291,9 +291,9 @@ def test_export_format_contents(rich: dict[str, str], tmp_path: Path) -> None:
     # into the fork, so it still shares the first 7 rows and carries the other 2 itself
     detached = by_id[rich["detached"]]
     assert (detached["inherited"], len(detached["messages"])) == (7, 2)
-    # the orphan (its parent was deleted) carries its whole transcript
+    # the orphan (its parent was deleted, so it stands alone) carries its whole transcript
     orphan = by_id[rich["orphan"]]
-    assert (orphan["parent_id"], orphan["inherited"], len(orphan["messages"])) == ("doomed", 0, 3)
+    assert (orphan["parent_id"], orphan["inherited"], len(orphan["messages"])) == (None, 0, 3)
     assert [c["summarizer"] for c in by_id["root-session"]["checkpoints"]] == ["test-summarizer"]
     assert by_id["root-session"]["metadata"] == {
         "app": "tests",
@@ -368,7 +368,7 @@ def test_import_new_ids_keeps_lineage(rich: dict[str, str], tmp_path: Path) -> N
     assert child["session"]["fork_position"] == 7
     assert len(child["messages"]) == 8
     orphan = invoke_json("show", mapping[rich["orphan"]], "--json")
-    assert orphan["session"]["parent_id"] == "doomed"  # lineage outside the file is kept as written
+    assert orphan["session"]["parent_id"] is None  # its parent was deleted before the export
     check_storage(Path(os.environ["AXIO_CONTEXT_DB"]))
 
 
@@ -520,8 +520,14 @@ def test_fork(rich: dict[str, str]) -> None:
     assert invoke("fork", "nope", ok=False).exit_code == 1
 
 
+def _standing_alone(view: dict[str, Any]) -> dict[str, Any]:
+    """``show --json`` of a fork as it reads once its parent is deleted: the same messages and
+    fields, without the lineage (a deleted session's forks stand alone)."""
+    return {**view, "session": {**view["session"], "parent_id": None, "fork_position": None}}
+
+
 def test_rm_asks_and_forks_keep_their_view(rich: dict[str, str], db: Path) -> None:
-    before = invoke_json("show", rich["child"], "--json", "--full")
+    before = _standing_alone(invoke_json("show", rich["child"], "--json", "--full"))
     declined = invoke("rm", "root-session", input="n\n", ok=False)
     assert declined.exit_code == 1
     assert "Delete 1 session(s): root-session?" in declined.stderr
@@ -653,7 +659,7 @@ def test_prune(db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_prune_keeps_forks_of_pruned_sessions(rich: dict[str, str], db: Path) -> None:
     invoke("title", rich["grandchild"], "most recent")  # now the most recently updated
-    before = invoke_json("show", rich["grandchild"], "--json", "--full")
+    before = _standing_alone(invoke_json("show", rich["grandchild"], "--json", "--full"))
     pruned = invoke_json("prune", "--project", "/work/alpha", "--keep", "3", "--yes", "--json")
     assert [s["session_id"] for s in pruned] == [rich["child"]]  # the least recently updated
     ids = {s["session_id"] for s in invoke_json("list-sessions", "--json")}
