@@ -408,7 +408,7 @@ def list_sessions(
         return
     rows = [_info_dict(i) for i in infos]
     emit(rows, SESSION_COLUMNS, as_json, nl, lambda: [_info_row(i, shown) for i in infos])
-    if page.next_cursor is not None and not (as_json or nl):
+    if page.next_cursor is not None:  # on stderr, so --json and --nl output stays as it is
         click.echo(f"(the newest {limit}; -n 0 lists all)", err=True)
 
 

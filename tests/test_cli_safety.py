@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 
 from axio_context import Message
 from axio_context.testing import text
@@ -252,3 +253,18 @@ def test_project_given_as_a_path_matches_its_stored_form(
     assert [h["session_id"] for h in hits] == ["in-app"]
     doomed = invoke_json("--db", path, "prune", "--keep", "0", "-p", ".", "--dry-run", "--json")
     assert [s["session_id"] for s in doomed] == ["in-app"]
+
+
+def test_a_capped_listing_says_so_on_stderr_in_every_format(tmp_path: Path) -> None:
+    path = tmp_path / "many.db"
+    _make(path, {f"s{i:02}": [text("user", f"message {i}")] for i in range(53)})
+
+    def count(result: Result, fmt: str) -> int:
+        return len(json.loads(result.stdout) if fmt == "--json" else result.stdout.splitlines())
+
+    for fmt in ("--json", "--nl"):
+        capped = invoke("--db", path, "list-sessions", fmt)
+        assert count(capped, fmt) == 50
+        assert capped.stderr == "(the newest 50; -n 0 lists all)\n"
+        every = invoke("--db", path, "list-sessions", fmt, "-n", "0")
+        assert count(every, fmt) == 53 and every.stderr == ""
