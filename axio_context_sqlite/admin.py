@@ -757,12 +757,13 @@ def writing(dest: Path, database: Path) -> Iterator[BinaryIO]:
     if mode is not None and stat.S_ISDIR(mode):
         raise IsADirectoryError(21, "Is a directory", str(dest))
     if mode is not None and not stat.S_ISREG(mode):
-        with open(dest, "wb") as direct:
+        # unbuffered, like the temporary file: a failed write fails there, not again at close
+        with open(dest, "wb", buffering=0) as direct:
             yield direct
         return
     fd, temp = _temporary_beside(target)
     try:
-        with os.fdopen(fd, "wb") as f:
+        with os.fdopen(fd, "wb", buffering=0) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import functools
+import io
 import os
 import re
 import shutil
@@ -72,16 +74,51 @@ def _errors() -> Iterator[None]:
     except AxioContextError as exc:
         raise click.ClickException(str(exc)) from None
     except BrokenPipeError:
-        # The reader went away (`... | head`): stop quietly, and keep Python's exit flush quiet.
-        with contextlib.suppress(OSError, ValueError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise click.ClickException("the output was closed before everything was written") from None
+        raise  # the reader went away: the group ends the command quietly
     except OSError as exc:
         raise click.ClickException(
             f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc)
         ) from None
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's flush at exit cannot fail a second time."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+class OutputError(click.ClickException):
+    """The output (stdout, or a file) could not be written: a full disk, an I/O error."""
+
+    def __init__(self, exc: OSError, name: str | None = None) -> None:
+        if name is None:
+            _silence_stdout()
+        super().__init__(f"cannot write {name or 'the output'}: {exc.strerror or exc}")
+
+
+class _Written:
+    """A binary output whose failed writes name it (a reader gone away stays a BrokenPipeError)."""
+
+    def __init__(self, out: BinaryIO, name: str | None) -> None:
+        self.out, self.name = out, name
+
+    def write(self, data: bytes) -> None:
+        try:
+            self.out.write(data)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(exc, self.name) from None
+
+    def flush(self) -> None:
+        try:
+            self.out.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(exc, self.name) from None
 
 
 def _run(fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
@@ -228,7 +265,7 @@ def one_format(as_json: bool, nl: bool) -> None:
 
 def echo_json(value: Any, indent: int = 2) -> None:
     """Print ``value`` as JSON: indented (``--json``), or on one line with ``indent=0``."""
-    click.echo(msgspec.json.format(encode_json(value), indent=indent).decode())
+    click.echo(msgspec.json.format(encode_json(value), indent=indent))  # bytes: always UTF-8
 
 
 def emit(
@@ -246,7 +283,7 @@ def emit(
         return
     if nl:
         for row in rows:
-            click.echo(encode_json(row).decode())
+            click.echo(encode_json(row))
         return
     shown = table_rows() if table_rows is not None else rows
     cells = [[_cell(r.get(c.key), c.width) for c in columns] for r in shown]
@@ -355,7 +392,26 @@ def _size(n: int) -> str:
 # --- the group -----------------------------------------------------------------------------------
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """The command group: writing the output cannot end a command with a traceback.
+
+    A reader that went away (``... | head``) ends it quietly with exit code 1 (as click does);
+    any other failed write (a full disk) is one ``Error:`` line, exit code 1.
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if isinstance(exc, BrokenPipeError) or exc.errno == errno.EPIPE:
+                _silence_stdout()
+                ctx.exit(1)
+            if exc.filename is not None:
+                raise click.ClickException(f"{exc.strerror or exc}: {exc.filename}") from None
+            raise OutputError(exc) from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--db",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -365,6 +421,11 @@ def _size(n: int) -> str:
 @click.pass_context
 def cli(ctx: click.Context, db: Path | None) -> None:
     """See, read, back up and move the agent sessions stored by axio-context."""
+    for stream in (sys.stdout, sys.stderr):
+        # Text the terminal's encoding cannot show is replaced, not a UnicodeEncodeError
+        # (JSON is written as UTF-8 bytes, so it loses nothing).
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="replace")
     ctx.obj = Settings(db)
 
 
@@ -495,7 +556,7 @@ def export(ctx: click.Context, sessions: tuple[str, ...], all_: bool, fmt: str, 
     format_ = cast(FormatName, fmt)
     progress = _Progress()
 
-    async def go(db: Database, out: BinaryIO) -> Any:
+    async def go(db: Database, out: _Written) -> Any:
         ids: list[str] | None
         if all_:
             ids = None
@@ -509,10 +570,10 @@ def export(ctx: click.Context, sessions: tuple[str, ...], all_: bool, fmt: str, 
 
     try:
         if output is None or output == "-":
-            _with_db(ctx, False, lambda db: go(db, sys.stdout.buffer))
+            _with_db(ctx, False, lambda db: go(db, _Written(sys.stdout.buffer, None)))
             return
         with _errors(), writing(Path(output), _settings(ctx).path) as f:
-            summary = _with_db(ctx, False, lambda db: go(db, f))
+            summary = _with_db(ctx, False, lambda db: go(db, _Written(f, output)))
     finally:
         progress.close()
     click.echo(f"exported {summary.sessions} session(s), {summary.messages} message(s) to {output}", err=True)

@@ -220,7 +220,21 @@ def test_progress_bar_only_on_a_terminal_and_a_closed_pipe(console_script: Path,
     err = proc.stderr.read()
     proc.stderr.close()
     assert proc.wait(60) == 1
-    assert err == b"Error: the output was closed before everything was written\n"
+    assert err == b""  # quiet, with the exit code click gives every command on a closed pipe
+    # the same for a command printing text for people
+    show = subprocess.Popen(
+        [str(console_script), "--db", str(db), "show", "long"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert show.stdout is not None and show.stderr is not None
+    assert show.stdout.read(100).startswith(b"# Session long")
+    show.stdout.close()
+    assert show.stderr.read() == b""
+    show.stderr.close()
+    assert show.wait(60) == 1
 
 
 async def _unembedded(path: Path, n: int) -> None:
@@ -380,4 +394,78 @@ def test_failed_backup_keeps_the_old_backup_and_names_the_destination(
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o600
     assert _script(console_script, tmp_path, "--db", fresh, "export", "--all").stdout == (
         _script(console_script, tmp_path, "--db", db, "export", "--all").stdout
+    )
+
+
+async def _unicode(path: Path) -> None:
+    async with connect(path) as conn:
+        store = SQLiteContextStore(conn, "cjk", project="/proj")
+        await store.append_many(
+            [text("user", "解析器 crashes on 日本語 input ✓"), text("assistant", "fixed")]
+        )
+        await store.set_title("标题 ✓")
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "cp1252"])
+def test_text_a_terminal_cannot_encode_is_replaced(
+    console_script: Path, tmp_path: Path, encoding: str
+) -> None:
+    db = tmp_path / "unicode.db"
+    asyncio.run(_unicode(db))
+    env = _env(tmp_path, PYTHONIOENCODING=encoding)
+
+    def run(*args: str) -> subprocess.CompletedProcess[bytes]:
+        done = subprocess.run(
+            [str(console_script), "--db", str(db), *args],
+            capture_output=True,
+            env=env,
+            cwd=tmp_path,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert b"Traceback" not in done.stderr
+        return done
+
+    assert "?? ?" in run("list-sessions").stdout.decode(encoding)  # the title, as the terminal can show it
+    assert "??? crashes on ??? input ?" in run("show", "cjk").stdout.decode(encoding)
+    assert "crashes" in run("search", "crashes").stdout.decode(encoding)
+    # JSON is UTF-8 whatever the terminal: nothing lost
+    [row] = json.loads(run("list-sessions", "--json").stdout.decode("utf-8"))
+    assert row["title"] == "标题 ✓"
+    assert json.loads(run("show", "cjk", "--json").stdout)["messages"][0]["content"][0]["text"].startswith(
+        "解析器"
+    )
+
+
+def test_an_output_that_cannot_be_written_is_one_error_line(console_script: Path, tmp_path: Path) -> None:
+    db = tmp_path / "real.db"
+    asyncio.run(_fill(db))
+    for args in (
+        ["list-sessions"],
+        ["list-sessions", "--json"],
+        ["show"],
+        ["search", "forked"],
+        ["stats"],
+        ["export"],
+    ):
+        with open("/dev/full", "wb") as full:
+            done = subprocess.run(
+                [str(console_script), "--db", str(db), *args],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                env=_env(tmp_path),
+                cwd=tmp_path,
+                check=False,
+                timeout=60,
+            )
+        assert done.returncode == 1, args
+        assert done.stderr.endswith(b"Error: cannot write the output: No space left on device\n"), (
+            args,
+            done.stderr,
+        )
+        assert b"Traceback" not in done.stderr and b"Exception ignored" not in done.stderr
+    to_file = _script(console_script, tmp_path, "--db", db, "export", "-o", "/dev/full")
+    assert (to_file.returncode, to_file.stderr) == (
+        1,
+        b"Error: cannot write /dev/full: No space left on device\n",
     )
