@@ -15,8 +15,10 @@ the database is.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -609,9 +611,21 @@ def _stamped(records: Iterable[MessageRecord]) -> Iterator[_Stamped]:
         yield _Stamped(r.message(), parse_time(r.created_at))
 
 
-def _read_sessions(path: Path, fmt: str) -> Iterator[SessionRecord]:
+#: The path :func:`import_file` reads standard input from.
+STDIN: Final = Path("-")
+
+
+def _read_input(path: Path) -> bytes:
+    """The whole input, read once: a pipe (``import <(...)``, ``/dev/stdin``) cannot be read
+    twice, and a file changing between validating and writing must not get half-imported."""
+    if path == STDIN:
+        return sys.stdin.buffer.read()
     with path.open("rb") as f:
-        yield from iter_jsonl(f)
+        return f.read()
+
+
+def _read_sessions(data: bytes) -> Iterator[SessionRecord]:
+    yield from iter_jsonl(io.BytesIO(data))
 
 
 def import_file(
@@ -619,28 +633,30 @@ def import_file(
 ) -> ImportReport:
     """Import a ``json``/``jsonl`` export: validate the whole file, then one transaction per session.
 
+    ``path`` is read once (a pipe works); :data:`STDIN` (``Path("-")``) reads standard input.
     Existing ids are refused (nothing is written) unless ``replace`` (the file's version wins)
     or ``new_ids`` (every imported session gets a fresh id; lineage inside the file follows).
     """
     from uuid import uuid4
 
+    data = _read_input(path)
+    source = "standard input" if path == STDIN else str(path)
     if fmt is None:
-        with path.open("rb") as f:
-            fmt = sniff_format(f.read(1 << 16))
-    loaded = read_json(path.read_bytes()) if fmt == "json" else None
-    # pass 1: validate everything (a jsonl file is streamed, and read again to write)
-    ids: list[str] = [r.id for r in (loaded if loaded is not None else _read_sessions(path, fmt))]
+        fmt = sniff_format(data[: 1 << 16])
+    loaded = read_json(data) if fmt == "json" else None
+    # pass 1: validate everything (a jsonl input is parsed session by session, and again to write)
+    ids: list[str] = [r.id for r in (loaded if loaded is not None else _read_sessions(data))]
     if not new_ids and not replace:
         clash = [i for i in ids if c.execute("SELECT 1 FROM sessions WHERE id = ?", (i,)).fetchone()]
         if clash:
             shown = ", ".join(clash[:5]) + (", ..." if len(clash) > 5 else "")
             raise SessionExistsError(
-                f"{len(clash)} session(s) in {path} already exist ({shown}); "
+                f"{len(clash)} session(s) in {source} already exist ({shown}); "
                 "use --replace to overwrite them or --new-ids to import copies"
             )
     mapping = {i: uuid4().hex for i in ids} if new_ids else {i: i for i in ids}
     report: list[ImportedSession] = []
-    for rec in loaded if loaded is not None else _read_sessions(path, fmt):  # pass 2: one tx each
+    for rec in loaded if loaded is not None else _read_sessions(data):  # pass 2: one tx each
         new_id = mapping[rec.id]
         parent_new = mapping.get(rec.parent_id, rec.parent_id) if rec.parent_id is not None else None
         with ops.write_tx(c):

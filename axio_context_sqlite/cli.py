@@ -32,7 +32,7 @@ from axio_context.errors import AxioContextError, EmbedderUnavailableError
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FORMATS, FormatName, message_range, render_blocks, render_header
 
-from .admin import writing
+from .admin import SIDE_SUFFIXES, STDIN, writing
 from .database import Database, RecompressReport, VacuumReport, open_database
 from .ops import SessionPage
 from .search import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit, SearchResults
@@ -579,24 +579,42 @@ def export(ctx: click.Context, sessions: tuple[str, ...], all_: bool, fmt: str, 
     click.echo(f"exported {summary.sessions} session(s), {summary.messages} message(s) to {output}", err=True)
 
 
+def _writing_db(ctx: click.Context, action: Callable[[Database], Awaitable[T]]) -> T:
+    """:func:`_with_db` for a command that creates the database when needed; if it fails, a
+    database (and folders) it created are removed again, so a mistyped ``--db`` leaves nothing."""
+    path = _settings(ctx).path
+    absent = [p for p in (path, *path.absolute().parents) if not p.exists()]
+    try:
+        return _with_db(ctx, True, action)
+    except BaseException:
+        if absent and absent[0] == path:
+            for suffix in ("", *SIDE_SUFFIXES):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+            for folder in absent[1:]:  # the deepest first; one holding anything else stays
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+        raise
+
+
 @cli.command("import")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.option("-f", "--format", "fmt", type=click.Choice(["json", "jsonl"]), help="Default: detected.")
 @click.option("--replace", is_flag=True, help="Overwrite sessions whose id already exists.")
 @click.option("--new-ids", is_flag=True, help="Give every imported session a new id (import copies).")
 @click.option("--json", "as_json", is_flag=True, help="Output what was imported as JSON.")
 @click.pass_context
 def import_(
-    ctx: click.Context, file: Path, fmt: str | None, replace: bool, new_ids: bool, as_json: bool
+    ctx: click.Context, file: str, fmt: str | None, replace: bool, new_ids: bool, as_json: bool
 ) -> None:
-    """Import a json/jsonl export; validates the whole file before writing anything."""
+    """Import a json/jsonl export (- reads stdin); validates all of it before writing anything."""
     if replace and new_ids:
         raise click.UsageError("--replace and --new-ids cannot be used together")
-    report = _with_db(
+    # "-" is stdin; a file named "-" is ./- (which Path would shorten to "-" again)
+    source = STDIN if file == "-" else Path(file) if Path(file) != STDIN else Path.cwd() / file
+    report = _writing_db(
         ctx,
-        True,
         lambda db: db.import_file(
-            file, format=cast(Literal["json", "jsonl"] | None, fmt), replace=replace, new_ids=new_ids
+            source, format=cast(Literal["json", "jsonl"] | None, fmt), replace=replace, new_ids=new_ids
         ),
     )
     if as_json:
@@ -605,7 +623,8 @@ def import_(
     messages = sum(s.messages for s in report.sessions)
     replaced = sum(s.replaced for s in report.sessions)
     extra = f", {replaced} replaced" if replaced else ""
-    click.echo(f"imported {len(report.sessions)} session(s), {messages} message(s){extra} from {file}")
+    shown = "standard input" if source == STDIN else file
+    click.echo(f"imported {len(report.sessions)} session(s), {messages} message(s){extra} from {shown}")
 
 
 @cli.command("import-axio")
@@ -615,7 +634,7 @@ def import_(
 @click.pass_context
 def import_axio(ctx: click.Context, path: Path, replace: bool, as_json: bool) -> None:
     """Migrate a database written by axio-context-sqlite (safe to run again)."""
-    report = _with_db(ctx, True, lambda db: db.import_axio(path, replace=replace))
+    report = _writing_db(ctx, lambda db: db.import_axio(path, replace=replace))
     if as_json:
         echo_json(report)
         return

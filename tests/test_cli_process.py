@@ -469,3 +469,47 @@ def test_an_output_that_cannot_be_written_is_one_error_line(console_script: Path
         1,
         b"Error: cannot write /dev/full: No space left on device\n",
     )
+
+
+def test_import_reads_a_pipe_once(console_script: Path, tmp_path: Path) -> None:
+    db = tmp_path / "real.db"
+    asyncio.run(_fill(db))
+    exported = {
+        fmt: _script(console_script, tmp_path, "--db", db, "export", "--all", "-f", fmt).stdout
+        for fmt in ("json", "jsonl")
+    }
+
+    def listing(path: Path) -> object:
+        return json.loads(_script(console_script, tmp_path, "--db", path, "list-sessions", "--json").stdout)
+
+    expected = listing(db)
+    for n, (fmt, name) in enumerate(
+        [("json", "/dev/stdin"), ("jsonl", "/dev/stdin"), ("json", "-"), ("jsonl", "-")]
+    ):
+        copy = tmp_path / f"copy{n}.db"
+        done = _script(console_script, tmp_path, "--db", copy, "import", name, input=exported[fmt])
+        assert done.returncode == 0, (fmt, name, done.stderr)
+        shown = "standard input" if name == "-" else name
+        assert done.stdout == f"imported 2 session(s), 7 message(s) from {shown}\n".encode()
+        assert listing(copy) == expected
+    # a FIFO, as `import <(...)` gives
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(
+        [str(console_script), "--db", str(tmp_path / "fifo.db"), "import", str(fifo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(tmp_path),
+        cwd=tmp_path,
+    )
+    try:
+        with open(fifo, "wb") as writer:
+            writer.write(exported["jsonl"])
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:  # it waited for the FIFO to be written a second time
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert out == f"imported 2 session(s), 7 message(s) from {fifo}\n".encode()
+    assert listing(tmp_path / "fifo.db") == expected

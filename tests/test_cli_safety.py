@@ -268,3 +268,32 @@ def test_a_capped_listing_says_so_on_stderr_in_every_format(tmp_path: Path) -> N
         assert capped.stderr == "(the newest 50; -n 0 lists all)\n"
         every = invoke("--db", path, "list-sessions", fmt, "-n", "0")
         assert count(every, fmt) == 53 and every.stderr == ""
+
+
+# --- import --------------------------------------------------------------------------------------
+
+
+def test_import_dash_reads_stdin(db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    exported = invoke("--db", db, "export", "--all").stdout
+    copy = tmp_path / "copy.db"
+    result = invoke("--db", copy, "import", "-", input=exported)
+    assert result.stdout == "imported 2 session(s), 3 message(s) from standard input\n"
+    assert invoke("--db", copy, "export", "--all").stdout == exported
+    clash = invoke("--db", copy, "import", "-", input=exported, ok=False)
+    assert clash.stderr.startswith("Error: 2 session(s) in standard input already exist")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-").write_text(exported)  # a file named "-" is ./-
+    assert invoke("--db", tmp_path / "other.db", "import", "./-").stdout.endswith("from ./-\n")
+
+
+def test_a_failed_import_leaves_no_database_it_created(db: Path, tmp_path: Path) -> None:
+    truncated = tmp_path / "truncated.json"
+    truncated.write_bytes(invoke("--db", db, "export", "--all").stdout_bytes[:100])
+    typo = tmp_path / "typo" / "nested" / "context.db"
+    result = invoke("--db", typo, "import", truncated, ok=False)
+    assert result.exit_code == 1 and result.stderr.startswith("Error: not a valid axio-context json export")
+    assert not (tmp_path / "typo").exists()
+    # an existing database stays, whatever the import did
+    before = invoke("--db", db, "export", "--all").stdout
+    assert invoke("--db", db, "import", truncated, ok=False).exit_code == 1
+    assert invoke("--db", db, "export", "--all").stdout == before
