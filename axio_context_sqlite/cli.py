@@ -244,14 +244,29 @@ def output_options(fn: Any) -> Any:
 
 
 class Column:
-    """One column of a table for people."""
+    """One column of a table for people; ``visible``: its cells are already made safe for a
+    terminal (and may hold the styling we add), so they are not escaped again."""
 
-    def __init__(self, key: str, title: str, width: int | None = None, right: bool = False) -> None:
-        self.key, self.title, self.width, self.right = key, title, width, right
+    def __init__(
+        self, key: str, title: str, width: int | None = None, right: bool = False, visible: bool = False
+    ) -> None:
+        self.key, self.title, self.width, self.right, self.visible = key, title, width, right, visible
 
 
-def _cell(value: Any, width: int | None) -> str:
-    text = "" if value is None else str(value).replace("\n", " ")
+# C0 controls but tab and newline, DEL, C1 controls: ESC starts the sequences that move the
+# cursor, recolour or retitle a terminal, and CR overwrites what a line showed.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """``text`` safe to print on a terminal: control characters shown as escapes (``\\r``,
+    ``\\x1b``), so stored text cannot send the terminal commands; newlines and tabs are kept."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def _cell(value: Any, width: int | None, safe: bool = False) -> str:
+    text = "" if value is None else str(value).replace("\n", " ").replace("\t", " ")
+    text = text if safe else visible(text)
     if width is not None and len(text) > width:
         text = text[: width - 1] + "…"
     return text
@@ -286,7 +301,7 @@ def emit(
             click.echo(encode_json(row))
         return
     shown = table_rows() if table_rows is not None else rows
-    cells = [[_cell(r.get(c.key), c.width) for c in columns] for r in shown]
+    cells = [[_cell(r.get(c.key), c.width, c.visible) for c in columns] for r in shown]
     widths = [max([len(c.title)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
 
     def line(values: Iterable[str]) -> str:
@@ -514,7 +529,7 @@ def show(ctx: click.Context, session: str | None, full: bool, fold: int, as_json
     for i, r in enumerate(view.messages):
         when = _local(r.created_at)
         out.append(f"## {view.start + i} · {r.role} · {when}\n\n{render_blocks(r.content, fold)}")
-    click.echo("\n".join(out), nl=False)
+    click.echo(visible("\n".join(out)), nl=False)
 
 
 class _Progress:
@@ -662,7 +677,7 @@ def fork(ctx: click.Context, session: str, new_id: str | None) -> None:
     async def go(db: Database) -> str:
         return await db.fork(await db.resolve(session), new_id)
 
-    click.echo(_with_db(ctx, False, go))
+    click.echo(visible(_with_db(ctx, False, go)))
 
 
 @cli.command()
@@ -673,7 +688,7 @@ def rm(ctx: click.Context, sessions: tuple[str, ...], yes: bool) -> None:
     """Delete sessions (their forks keep their messages)."""
     ids = _with_db(ctx, False, lambda db: _resolve_all(db, sessions))
     if not yes:
-        click.confirm(f"Delete {len(ids)} session(s): {', '.join(ids)}?", abort=True, err=True)
+        click.confirm(f"Delete {len(ids)} session(s): {visible(', '.join(ids))}?", abort=True, err=True)
     deleted = _with_db(ctx, False, lambda db: db.delete(ids))
     click.echo(f"deleted {len(deleted)} session(s)")
 
@@ -695,7 +710,7 @@ def rename(ctx: click.Context, session: str, new_id: str) -> None:
         return old
 
     old = _with_db(ctx, False, go)
-    click.echo(f"renamed {old} to {new_id}")
+    click.echo(visible(f"renamed {old} to {new_id}"))
 
 
 @cli.command()
@@ -717,7 +732,7 @@ def title(ctx: click.Context, session: str, text: str | None, clear: bool) -> No
 
     shown = _with_db(ctx, False, go)
     if text is None and not clear and shown is not None:
-        click.echo(shown)
+        click.echo(visible(shown))
 
 
 @cli.command()
@@ -879,11 +894,12 @@ def _snippet_cell(hit: SearchHit, width: int, color: bool) -> str:
     out: list[str] = []
     last = 0
     for a, b in spans:
-        out.append(text[last:a])
-        out.append(click.style(text[a:b], bold=True, fg="yellow") if color else f"**{text[a:b]}**")
+        word = visible(text[a:b])
+        out.append(visible(text[last:a]))
+        out.append(click.style(word, bold=True, fg="yellow") if color else f"**{word}**")
         last = b
-    out.append(text[last:])
-    return "".join(out)
+    out.append(visible(text[last:]))
+    return "".join(out).replace("\n", " ").replace("\t", " ")
 
 
 def _hit_dict(hit: SearchHit) -> dict[str, Any]:
@@ -895,7 +911,7 @@ SEARCH_COLUMNS = [
     Column("position", "POS", right=True),
     Column("role", "ROLE"),
     Column("when", "WHEN"),
-    Column("snippet", "SNIPPET"),
+    Column("snippet", "SNIPPET", visible=True),
 ]
 
 

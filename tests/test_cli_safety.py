@@ -297,3 +297,28 @@ def test_a_failed_import_leaves_no_database_it_created(db: Path, tmp_path: Path)
     before = invoke("--db", db, "export", "--all").stdout
     assert invoke("--db", db, "import", truncated, ok=False).exit_code == 1
     assert invoke("--db", db, "export", "--all").stdout == before
+
+
+# --- control characters --------------------------------------------------------------------------
+
+
+def test_stored_control_characters_never_reach_the_terminal(tmp_path: Path) -> None:
+    path = tmp_path / "esc.db"
+    hostile = "tapir\rOVERWRITTEN \x1b]0;TITLE\x07 \x1b[2J\x9b31m done\x7f"
+    _make(path, {"esc": [text("user", hostile), text("assistant", "line one\nline two\tend")]})
+    invoke("--db", path, "title", "esc", "bad\x1b[31mtitle")
+    outputs = {
+        "list": invoke("--db", path, "list-sessions").stdout,
+        "show": invoke("--db", path, "show", "esc").stdout,
+        "search": invoke("--db", path, "search", "tapir", "--mode", "keyword").stdout,
+        "title": invoke("--db", path, "title", "esc").stdout,
+        "stats": invoke("--db", path, "stats").stdout,
+    }
+    for name, out in outputs.items():
+        assert not any(ch in out for ch in "\r\x1b\x07\x7f\x9b"), name
+    assert "bad\\x1b[31mtitle" in outputs["list"] and outputs["title"] == "bad\\x1b[31mtitle\n"
+    assert "tapir\\rOVERWRITTEN \\x1b]0;TITLE\\x07 \\x1b[2J\\x9b31m done\\x7f" in outputs["show"]
+    assert "line one\nline two\tend" in outputs["show"]  # a transcript keeps its lines and tabs
+    # JSON escapes them itself, and keeps the text exactly
+    doc = json.loads(invoke("--db", path, "show", "esc", "--json").stdout)
+    assert doc["messages"][0]["content"][0]["text"] == hostile
