@@ -42,6 +42,9 @@ __all__ = ["cli", "default_db_path", "main"]
 T = TypeVar("T")
 
 ENV_VAR = "AXIO_CONTEXT_DB"
+#: The largest count an option takes: far past any real one, and safely inside SQLite's integers
+#: (2**63 - 1) even when the library adds to it (a page asks for one row more than it shows).
+COUNT_MAX = 2**62
 #: Exports with at least this many messages show a progress bar (when stderr is a terminal).
 PROGRESS_MIN = 2_000
 
@@ -184,13 +187,17 @@ class When(click.ParamType):  # type: ignore[type-arg]
             return value
         text = str(value).strip()
         m = _RELATIVE.match(text)
-        if m:
-            return datetime.now().astimezone() - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
+        if not m:
+            try:
+                when = datetime.fromisoformat(text)
+            except ValueError:
+                self.fail(f"{text!r} is not a date (2025-06-01), a time (2025-06-01T14:30) or an age (7d)")
         try:
-            when = datetime.fromisoformat(text)
-        except ValueError:
-            self.fail(f"{text!r} is not a date (2025-06-01), a time (2025-06-01T14:30) or an age (7d)")
-        return when if when.tzinfo else when.astimezone()
+            if m:
+                return datetime.now().astimezone() - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
+            return when if when.tzinfo else when.astimezone()
+        except (OverflowError, OSError, ValueError) as exc:  # before year 1, or past what the OS knows
+            self.fail(f"{text!r} is out of range ({exc})")
 
 
 def _project_option(fn: Any) -> Any:
@@ -447,7 +454,12 @@ def cli(ctx: click.Context, db: Path | None) -> None:
 @cli.command("list-sessions")
 @_project_option
 @click.option(
-    "-n", "--limit", type=click.IntRange(min=0), default=50, show_default=True, help="At most N (0: all)."
+    "-n",
+    "--limit",
+    type=click.IntRange(0, COUNT_MAX),
+    default=50,
+    show_default=True,
+    help="At most N (0: all).",
 )
 @click.option("--since", type=When(), help="Only sessions created since (a date, or an age like 7d).")
 @output_options
@@ -785,7 +797,7 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
 
 @cli.command()
 @click.option("--before", type=When(), help="Sessions last updated before this (a date, or an age like 90d).")
-@click.option("--keep", type=click.IntRange(min=0), help="Keep the N most recently updated sessions.")
+@click.option("--keep", type=click.IntRange(0, COUNT_MAX), help="Keep the N most recently updated sessions.")
 @_project_option
 @click.option("--dry-run", is_flag=True, help="Only list what would be deleted.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
@@ -1134,7 +1146,7 @@ class _StageProgress:
     help="Width of the hashing embedder (default: the database's, else 384).",
 )
 @click.option("--rebuild", is_flag=True, help="Drop every embedding first and re-embed with --model.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--batch-size", type=click.IntRange(1, COUNT_MAX), default=256, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Output what was done as JSON.")
 @click.pass_context
 def reindex(

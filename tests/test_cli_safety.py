@@ -322,3 +322,28 @@ def test_stored_control_characters_never_reach_the_terminal(tmp_path: Path) -> N
     # JSON escapes them itself, and keeps the text exactly
     doc = json.loads(invoke("--db", path, "show", "esc", "--json").stdout)
     assert doc["messages"][0]["content"][0]["text"] == hostile
+
+
+# --- numbers and dates out of range --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["list-sessions", "--since", "99999999d"], "'--since'"),
+        (["list-sessions", "--since", "99999999999999999999999d"], "'--since'"),
+        (["prune", "--before", "3000000w"], "'--before'"),
+        (["search", "x", "--since", "3000000w"], "'--since'"),
+        (["list-sessions", "-n", "99999999999999999999"], "'-n' / '--limit'"),
+        (["list-sessions", "-n", str(2**63 - 1)], "'-n' / '--limit'"),
+        (["prune", "--keep", "99999999999999999999"], "'--keep'"),
+        (["reindex", "--batch-size", "99999999999999999999"], "'--batch-size'"),
+    ],
+)
+def test_out_of_range_values_are_usage_errors_naming_the_option(
+    db: Path, args: list[str], option: str
+) -> None:
+    result = invoke("--db", db, *args, ok=False)
+    assert result.exit_code == 2, result.output
+    assert f"Error: Invalid value for {option}: " in result.stderr
+    assert isinstance(result.exception, SystemExit)  # click's usage error, not an OverflowError
