@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import errno
 import functools
+import importlib.util
 import io
 import os
 import re
@@ -28,12 +29,13 @@ from click.shell_completion import CompletionItem
 
 from axio_context import __version__
 from axio_context.codec import encode_json
+from axio_context.embeddings import BUNDLED_MINILM
 from axio_context.errors import AxioContextError, EmbedderUnavailableError
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FORMATS, FormatName, message_range, render_blocks, render_header
 
 from .admin import SIDE_SUFFIXES, STDIN, writing
-from .database import Database, RecompressReport, VacuumReport, open_database
+from .database import HASHING_MODEL, Database, RecompressReport, VacuumReport, open_database
 from .ops import SessionPage
 from .search import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit, SearchResults
 
@@ -55,11 +57,12 @@ def default_db_path() -> Path:
 
 
 class Settings:
-    """Where the database is, and whether the person named it explicitly with ``--db``."""
+    """Where the database is, and whether the person named it (``--db``, or ``$AXIO_CONTEXT_DB``):
+    a database someone named must exist, while the default one may not yet."""
 
     def __init__(self, db: Path | None) -> None:
-        self.explicit = db is not None
         env = os.environ.get(ENV_VAR)
+        self.explicit = db is not None or bool(env)
         self.path = (db or (Path(env) if env else default_db_path())).expanduser()
 
 
@@ -485,14 +488,17 @@ def list_sessions(
             click.echo(f"no sessions yet (database: {settings.path})")
         return
 
-    async def go(db: Database) -> tuple[SessionPage, dict[str, str]]:
+    async def go(db: Database) -> tuple[SessionPage, dict[str, str], bool]:
         page = await db.list_sessions(await _stored_project(db, scope), limit=limit or None, since=since)
-        return page, {} if as_json or nl else await _shown_for_infos(db, page.sessions)
+        filtered = (scope is not None or since is not None) and not page.sessions
+        others = filtered and bool((await db.list_sessions(limit=1)).sessions)
+        return page, {} if as_json or nl else await _shown_for_infos(db, page.sessions), others
 
-    page, shown = _with_db(ctx, False, go)
+    page, shown, others = _with_db(ctx, False, go)
     infos = page.sessions
     if not infos and not (as_json or nl):
-        click.echo(f"no sessions yet (database: {settings.path})")
+        what = "no session matches the filters" if others else "no sessions yet"
+        click.echo(f"{what} (database: {settings.path})")
         return
     rows = [_info_dict(i) for i in infos]
     emit(rows, SESSION_COLUMNS, as_json, nl, lambda: [_info_row(i, shown) for i in infos])
@@ -685,6 +691,8 @@ def import_axio(ctx: click.Context, path: Path, replace: bool, as_json: bool) ->
 @click.pass_context
 def fork(ctx: click.Context, session: str, new_id: str | None) -> None:
     """Fork a session; prints the new session's id."""
+    if new_id is not None and not new_id:
+        raise click.ClickException("a session id must not be empty")
 
     async def go(db: Database) -> str:
         return await db.fork(await db.resolve(session), new_id)
@@ -1029,6 +1037,7 @@ def search_(
     one_format(as_json, nl)
     scope = _project(project, here)
     text = " ".join(query)
+    _check_model(model)
 
     async def go(db: Database) -> tuple[SearchResults, str | None, dict[str, str]]:
         session_id = await db.resolve(session) if session is not None else None
@@ -1135,6 +1144,19 @@ class _StageProgress:
             self.bar = None
 
 
+def _check_model(model: str | None) -> None:
+    """Refuse a ``--model`` that names nothing this installation can load (a usage error naming
+    it and the known ones), instead of the load failing for an unrelated reason."""
+    if model is None or model in ("hashing", HASHING_MODEL, "minilm", BUNDLED_MINILM):
+        return
+    if Path(model).expanduser().is_dir() or importlib.util.find_spec("sentence_transformers"):
+        return  # a model directory, or a name sentence-transformers may have in its cache
+    raise click.BadParameter(
+        f"unknown model {model!r}: use hashing, minilm, or a sentence-transformers model directory",
+        param_hint="'--model'",
+    )
+
+
 @cli.command()
 @click.option(
     "--model",
@@ -1160,7 +1182,17 @@ def reindex(
     """Embed the messages stored without an embedding (resumable), and repair stale codes."""
     progress = _StageProgress()
 
+    _check_model(model)
+
     async def go(db: Database) -> ReindexReport:
+        if dimension is not None:
+            recorded = await db.embedding_model()
+            name = model or (recorded[0] if recorded else "hashing")
+            if name not in ("hashing", HASHING_MODEL):
+                raise click.BadParameter(
+                    f"only the hashing embedder has a width to choose; {name!r} has its own",
+                    param_hint="'--dimension'",
+                )
         embedder = await db.embedder(model, dimension=dimension)
         return await db.reindex(embedder, batch_size=batch_size, progress=progress, rebuild=rebuild)
 

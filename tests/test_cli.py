@@ -67,7 +67,11 @@ def test_unknown_command_is_a_usage_error() -> None:
 # --- list-sessions -------------------------------------------------------------------------------
 
 
-def test_list_sessions_on_a_fresh_machine_exits_0_without_creating_a_file(db: Path) -> None:
+def test_list_sessions_on_a_fresh_machine_exits_0_without_creating_a_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("AXIO_CONTEXT_DB")  # the default database, not one named by the variable
+    db = tmp_path / "xdg" / "axio-context" / "context.db"
     result = invoke("list-sessions")
     assert result.stdout == f"no sessions yet (database: {db})\n"
     assert invoke_json("list-sessions", "--json") == []
@@ -414,7 +418,7 @@ def test_malformed_json_names_the_field_and_writes_nothing(
     assert result.exit_code == 1
     assert message in result.stderr, result.stderr
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
-    assert invoke_json("list-sessions", "--json") == []
+    assert not db.exists()  # nothing written: not even the database it would have created
 
 
 def test_json_syntax_error_names_line_and_column(db: Path, tmp_path: Path) -> None:
@@ -424,7 +428,7 @@ def test_json_syntax_error_names_line_and_column(db: Path, tmp_path: Path) -> No
     result = invoke("import", file, ok=False)
     assert result.exit_code == 1
     assert "(line 2, column" in result.stderr
-    assert invoke_json("list-sessions", "--json") == []
+    assert not db.exists()  # nothing written: not even the database it would have created
 
 
 def test_malformed_jsonl_names_the_line_and_writes_nothing(db: Path, tmp_path: Path) -> None:
@@ -458,7 +462,7 @@ def test_malformed_jsonl_names_the_line_and_writes_nothing(db: Path, tmp_path: P
         assert result.exit_code == 1, name
         assert message in result.stderr, (name, result.stderr)
         assert "Traceback" not in result.output
-    assert invoke_json("list-sessions", "--json") == []
+    assert not db.exists()  # nothing written: not even the database it would have created
 
 
 def test_import_of_a_non_export(db: Path, tmp_path: Path) -> None:

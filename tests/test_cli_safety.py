@@ -347,3 +347,60 @@ def test_out_of_range_values_are_usage_errors_naming_the_option(
     assert result.exit_code == 2, result.output
     assert f"Error: Invalid value for {option}: " in result.stderr
     assert isinstance(result.exception, SystemExit)  # click's usage error, not an OverflowError
+
+
+# --- small things said right ---------------------------------------------------------------------
+
+
+def test_filters_that_match_nothing_are_not_an_empty_database(db: Path) -> None:
+    for args in (["--since", "0d"], ["-p", "/nope"], ["-p", "a-label"]):
+        result = invoke("--db", db, "list-sessions", *args)
+        assert result.stdout == f"no session matches the filters (database: {db})\n", args
+    empty = db.with_name("empty.db")
+    invoke("--db", empty, "import", "-", input='{"format": "axio-context", "version": 1, "sessions": []}')
+    assert (
+        invoke("--db", empty, "list-sessions", "-p", "/nope").stdout
+        == f"no sessions yet (database: {empty})\n"
+    )
+
+
+def test_a_database_named_by_the_environment_must_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "missing.db"
+    monkeypatch.setenv("AXIO_CONTEXT_DB", str(missing))
+    for args in (["list-sessions"], ["list-sessions", "--json"], ["stats"]):
+        result = invoke(*args, ok=False)
+        assert (result.exit_code, result.stderr) == (1, f"Error: no database at {missing}\n"), args
+    assert not missing.exists()
+
+
+def test_reindex_names_an_unknown_model_and_refuses_a_dimension_it_ignores(db: Path, tmp_path: Path) -> None:
+    for args in (["reindex", "--model", "bogus"], ["search", "x", "--model", "bogus"]):
+        result = invoke("--db", db, *args, ok=False)
+        assert result.exit_code == 2
+        assert "Invalid value for '--model': unknown model 'bogus': use hashing, minilm" in result.stderr
+    model_dir = tmp_path / "my-model"
+    model_dir.mkdir()
+    for model in ("minilm", str(model_dir)):
+        result = invoke("--db", db, "reindex", "--model", model, "--dimension", "64", ok=False)
+        assert result.exit_code == 2, model
+        assert "Invalid value for '--dimension': only the hashing embedder has a width" in result.stderr
+    assert (
+        invoke_json("--db", db, "reindex", "--model", "hashing", "--dimension", "64", "--json")["dimension"]
+        == 64
+    )
+
+
+def test_fork_refuses_an_empty_id_as_rename_does(db: Path) -> None:
+    for args in (["fork", "s1", "--id", ""], ["rename", "s1", ""]):
+        result = invoke("--db", db, *args, ok=False)
+        assert (result.exit_code, result.stderr) == (1, "Error: a session id must not be empty\n"), args
+    assert len(invoke_json("--db", db, "list-sessions", "--json")) == 2
+
+
+@pytest.mark.parametrize("query", ["", " "])
+def test_an_empty_search_finds_nothing(db: Path, query: str) -> None:
+    result = invoke("--db", db, "search", query, "--mode", "keyword")
+    assert (result.stdout, result.stderr) == ("", "no matches\n")
+    assert invoke_json("--db", db, "search", query, "--json") == []
