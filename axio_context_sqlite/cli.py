@@ -171,7 +171,9 @@ def session_argument(*, required: bool = True, nargs: int = 1) -> Callable[[Any]
         nargs=nargs,
         required=required,
         shell_complete=_complete_sessions,
-        metavar="SESSION..." if nargs != 1 else "SESSION",
+        metavar=("SESSION..." if nargs != 1 else "SESSION")
+        if required
+        else ("[SESSION]..." if nargs != 1 else "[SESSION]"),
     )
 
 
@@ -741,7 +743,7 @@ def rename(ctx: click.Context, session: str, new_id: str) -> None:
 def title(ctx: click.Context, session: str, text: str | None, clear: bool) -> None:
     """Show, set or clear a session's title."""
     if clear and text is not None:
-        raise click.UsageError("give a TITLE or --clear, not both")
+        raise click.UsageError("give TEXT or --clear, not both")
 
     async def go(db: Database) -> str | None:
         sid = await db.resolve(session)
@@ -756,7 +758,8 @@ def title(ctx: click.Context, session: str, text: str | None, clear: bool) -> No
 
 
 @cli.command()
-@output_options
+@click.option("--nl", is_flag=True, help="Output a JSON object on one line.")
+@click.option("--json", "as_json", is_flag=True, help="Output a JSON object.")
 @click.pass_context
 def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
     """Sessions, messages, tokens and size on disk, in total and by project."""

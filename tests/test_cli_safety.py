@@ -404,3 +404,14 @@ def test_an_empty_search_finds_nothing(db: Path, query: str) -> None:
     result = invoke("--db", db, "search", query, "--mode", "keyword")
     assert (result.stdout, result.stderr) == ("", "no matches\n")
     assert invoke_json("--db", db, "search", query, "--json") == []
+
+
+def test_help_says_what_each_command_takes_and_prints() -> None:
+    assert invoke("show", "--help").stdout.startswith("Usage: cli show [OPTIONS] [SESSION]\n")
+    assert invoke("export", "--help").stdout.startswith("Usage: cli export [OPTIONS] [SESSION]...\n")
+    assert invoke("rm", "--help").stdout.startswith("Usage: cli rm [OPTIONS] SESSION...\n")  # required
+    stats_help = invoke("stats", "--help").stdout
+    assert "Output a JSON object." in stats_help and "JSON array" not in stats_help
+    both = invoke("title", "s1", "x", "--clear", ok=False)
+    assert both.exit_code == 2 and "Error: give TEXT or --clear, not both" in both.stderr
+    assert "[TEXT]" in invoke("title", "--help").stdout
