@@ -135,3 +135,24 @@ async def test_transcript_cleared_during_the_summary_call(conn: Connection, db_p
     assert await store.list_checkpoints() == []
     assert texts(await store.get_history()) == ["fresh start"]
     assert check_storage(db_path) == {"s": 1}
+
+
+async def test_system_prompt_stays_first_in_the_view_across_compactions(db_path: Path) -> None:
+    system = text_message("You are terse. Never delete files.", "system")
+    async with connect(db_path) as conn:
+        inner = SQLiteContextStore(conn, "s", project="p")
+        await inner.append_many([system, *_conversation(10)])
+        store = AutoCompactStore(inner, None, keep_recent=2, max_tokens=1)  # the offline summarizer
+        assert await store.compact()
+        await inner.append_many([text_message(f"later{i}") for i in range(4)])
+        assert await store.compact()
+    async with connect(db_path) as conn:  # what was written, read back from the file
+        inner = SQLiteContextStore(conn, "s", project="p")
+        view = await inner.get_history()
+        assert view[0] == system
+        assert [m.role for m in view].count("system") == 1
+        assert view[1].text.startswith("Summary of the earlier conversation")
+        assert texts(view[3:]) == ["later2", "later3"]
+        assert len(await inner.list_checkpoints()) == 2
+        assert (await inner.get_full_history())[0] == system
+    assert check_storage(db_path) == {"s": 15}

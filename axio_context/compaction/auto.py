@@ -11,6 +11,10 @@ SQLite), a compaction is:
    lock or transaction, so appends go on meanwhile;
 4. write one checkpoint at ``p`` in one atomic step.
 
+Leading ``system`` messages are never summarized: the checkpoint's summary starts with them
+verbatim (``[*system, summary, acknowledgement]``), so the view after any number of compactions
+still opens with the system prompt, as the view strategies keep it.
+
 Messages appended during step 3 lie after ``p`` and stay in the view after the new summary; the
 full transcript is untouched. One compaction runs at a time per wrapped store. A store without
 checkpoints gets axio's behaviour (clear and re-append), which is lossy: the old messages are
@@ -33,7 +37,7 @@ from ..context import ContextStore
 from ..errors import CheckpointError, CheckpointsUnsupportedError
 from ..messages import Message, SessionInfo
 from ..tokens import estimate_tokens
-from .compact import plan_split, run_summarizer
+from .compact import leading_system_count, plan_split, run_summarizer
 from .pairs import repair_tool_pairs
 from .summarizers import (
     DEFAULT_COMPACTION_PROMPT,
@@ -259,16 +263,19 @@ class AutoCompactStore(ContextStore):
         if previous is not None and view[:head] != previous.summary:
             logger.warning("checkpoint changed while compaction started; skipping this compaction")
             return False
-        split = plan_split(view, self._keep_recent, lower=head)
-        if split <= head:
+        # The system prompt (leading system messages of the view, carried in the previous
+        # checkpoint's summary after the first compaction) stays verbatim ahead of the summary.
+        system = leading_system_count(view)
+        lower = max(head, system)
+        split = plan_split(view, self._keep_recent, lower=lower)
+        if split <= lower:
             return False
-        old = view[:split]
         before = estimate_tokens(view)
-        text = await run_summarizer(self._summarizer, old, self._system_prompt)
+        text = await run_summarizer(self._summarizer, view[system:split], self._system_prompt)
         if text is None:
             return False
-        summary = summary_messages(text)
-        after = before - estimate_tokens(old) + estimate_tokens(summary)
+        summary = [*view[:system], *summary_messages(text)]
+        after = before - estimate_tokens(view[:split]) + estimate_tokens(summary)
         checkpoint = Checkpoint(
             position=base + split - head,
             summary=summary,
@@ -286,10 +293,11 @@ class AutoCompactStore(ContextStore):
 
     async def _compact_lossy(self) -> bool:
         before = await self._store.get_history()
-        split = plan_split(before, self._keep_recent)
-        if split <= 0:
+        system = leading_system_count(before)
+        split = plan_split(before, self._keep_recent, lower=system)
+        if split <= system:
             return False
-        text = await run_summarizer(self._summarizer, before[:split], self._system_prompt)
+        text = await run_summarizer(self._summarizer, before[system:split], self._system_prompt)
         if text is None:
             return False
         now = await self._store.get_history()
@@ -299,6 +307,8 @@ class AutoCompactStore(ContextStore):
         tokens = await self._store.get_context_tokens()
         # Lossy by necessity: this store has no checkpoints, so the old messages are replaced.
         await self._store.clear()
-        await self._store.append_many([*summary_messages(text), *before[split:], *now[len(before) :]])
+        await self._store.append_many(
+            [*before[:system], *summary_messages(text), *before[split:], *now[len(before) :]]
+        )
         await self._store.set_context_tokens(*tokens)
         return True

@@ -16,9 +16,18 @@ from .summarizers import (
     summary_messages,
 )
 
-__all__ = ["compact_context", "plan_split", "run_summarizer"]
+__all__ = ["compact_context", "leading_system_count", "plan_split", "run_summarizer"]
 
 logger = logging.getLogger("axio_context.compaction")
+
+
+def leading_system_count(messages: Sequence[Message]) -> int:
+    """How many messages at the start are ``system`` messages: the head every compaction keeps
+    verbatim, because the system prompt is an instruction, not history to summarize."""
+    i = 0
+    while i < len(messages) and messages[i].role == "system":
+        i += 1
+    return i
 
 
 def plan_split(history: Sequence[Message], keep_recent: int, *, lower: int = 0) -> int:
@@ -64,13 +73,16 @@ async def compact_context(
     fresh store, or ``None`` when there is nothing to compact or the summarizer failed (logged,
     not raised). The store is only read. ``summarizer=None`` uses the offline
     :class:`ExtractiveSummarizer`. When the history already opens with a summary, the
-    summarizer sees it and updates it.
+    summarizer sees it and updates it. Leading ``system`` messages are kept verbatim before the
+    summary (``[*system, summary, acknowledgement, *recent]``) and never summarized: a summary
+    may drop or paraphrase an instruction, and the view strategies keep them the same way.
     """
     history = await store.get_history()
-    split = plan_split(history, keep_recent)
-    if split <= 0:
+    system = leading_system_count(history)
+    split = plan_split(history, keep_recent, lower=system)
+    if split <= system:
         return None
-    text = await run_summarizer(summarizer or ExtractiveSummarizer(), history[:split], system_prompt)
+    text = await run_summarizer(summarizer or ExtractiveSummarizer(), history[system:split], system_prompt)
     if text is None:
         return None
-    return [*summary_messages(text), *history[split:]]
+    return [*history[:system], *summary_messages(text), *history[split:]]

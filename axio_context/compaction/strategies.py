@@ -38,7 +38,7 @@ from ..blocks import (
 from ..codec import encode_message_msgpack
 from ..messages import Message
 from ..tokens import DefaultEstimator, TokenCounter
-from .compact import run_summarizer
+from .compact import leading_system_count, run_summarizer
 from .models import context_window_for
 from .pairs import repair_tool_pairs, safe_split
 from .summarizers import (
@@ -516,9 +516,7 @@ class Summarization(Strategy):
         limit = self._limit(context)
         if not view or context.tokens(view) <= limit:
             return view
-        system = 0
-        while system < len(view) and view[system].role == "system":
-            system += 1
+        system = leading_system_count(view)
         split = self._split(view, system, limit, context)
         prefix = view[system:split]
         if not prefix or (len(prefix) == 2 and is_summary_pair(prefix)):

@@ -1,0 +1,76 @@
+"""Compaction regressions: the system prompt survives compaction, racing clears and pops abandon a
+checkpoint, a summarizer of the wrong kind is refused, compact_context repairs tool pairs."""
+
+from __future__ import annotations
+
+from axio_context import AutoCompactStore, MemoryContextStore, Message, compact_context
+from axio_context.compaction import SUMMARY_ACK, ExtractiveSummarizer, summary_messages
+from axio_context.testing import text
+
+from .test_compaction_auto import Minimal
+from .test_compaction_strategies import Recorder, session
+
+SYSTEM = text("system", "You are a code reviewer. Never run destructive commands.")
+
+
+# --- the system prompt stays the head of the view --------------------------------------------------
+
+
+async def test_checkpoint_compaction_keeps_the_system_prompt_verbatim() -> None:
+    recorder = Recorder()
+    history = [SYSTEM, *session(4)]
+    store = AutoCompactStore(MemoryContextStore(history), recorder, keep_recent=4, max_tokens=10)
+    assert await store.compact()
+    [cp] = await store.list_checkpoints()
+    assert cp.position == 13
+    assert cp.summary == [SYSTEM, *summary_messages("summary #1 of 12 messages")]
+    assert recorder.inputs[0] == history[1:13]  # the system prompt is not summarized
+    assert await store.get_history() == [*cp.summary, *history[13:]]
+    assert await store.get_full_history() == history
+
+    # The next compaction keeps it again and updates the summary instead of stacking one.
+    more = session(2)
+    await store.append_many(more)
+    assert await store.compact()
+    second = (await store.list_checkpoints())[-1]
+    assert recorder.inputs[1][:2] == summary_messages("summary #1 of 12 messages")
+    assert all(m.role != "system" for m in recorder.inputs[1])
+    view = await store.get_history()
+    assert view[0] == SYSTEM and [m.role for m in view].count("system") == 1
+    assert view == [SYSTEM, *summary_messages("summary #2 of 10 messages"), *more[-4:]]
+    assert second.position == len(history) + len(more) - 4
+    assert await store.estimated_view_tokens() == second.tokens_after
+
+
+async def test_default_summarizer_keeps_the_system_prompt_in_the_view() -> None:
+    store = AutoCompactStore(MemoryContextStore([SYSTEM, *session(4)]), None, keep_recent=4, max_tokens=10)
+    await store.add_context_tokens(5_000, 10)
+    view = await store.get_history()
+    assert view[0] == SYSTEM and view[1].text.startswith("Summary of the earlier conversation")
+
+
+async def test_only_a_system_prompt_before_the_recent_part_is_nothing_to_compact() -> None:
+    store = AutoCompactStore(MemoryContextStore([SYSTEM, *session(1)]), Recorder(), keep_recent=4)
+    assert not await store.compact()
+    assert await compact_context(MemoryContextStore([SYSTEM, *session(1)]), Recorder(), keep_recent=4) is None
+
+
+async def test_compact_context_keeps_leading_system_messages() -> None:
+    second = text("system", "Answer in English.")
+    history = [SYSTEM, second, *session(3)]
+    recorder = Recorder()
+    compacted = await compact_context(MemoryContextStore(history), recorder, keep_recent=4)
+    assert compacted == [SYSTEM, second, *summary_messages("summary #1 of 8 messages"), *history[-4:]]
+    assert recorder.inputs == [history[2:10]]
+    # compacting the compacted list again updates the summary and still keeps the prompts
+    again = await compact_context(MemoryContextStore([*compacted, *session(2)]), ExtractiveSummarizer())
+    assert again is not None and again[:2] == [SYSTEM, second] and again[3].text == SUMMARY_ACK
+
+
+async def test_lossy_fallback_keeps_the_system_prompt() -> None:
+    inner = Minimal()
+    history: list[Message] = [SYSTEM, *session(3)]
+    await inner.append_many(history)
+    store = AutoCompactStore(inner, Recorder(), keep_recent=4, max_tokens=10)
+    assert await store.compact()
+    assert inner.items == [SYSTEM, *summary_messages("summary #1 of 8 messages"), *history[-4:]]
