@@ -28,6 +28,7 @@ from axio_context.compaction import (
     is_summary_pair,
     is_synthetic_result,
     message_chars,
+    repair_tool_pairs,
     summary_messages,
     tool_pair_problems,
 )
@@ -215,6 +216,50 @@ async def test_hard_truncation_keeps_the_last_message_however_long() -> None:
     assert await run(HardTruncation(max_chars=10), history) == [history[1]]
     with pytest.raises(ValueError, match="max_messages, max_chars or both"):
         HardTruncation()
+
+
+def ls_exchange() -> list[Message]:
+    return [
+        Message(role="system", content=[TextBlock(text="You are terse.")]),
+        text("user", "list the files"),
+        Message(role="assistant", content=[ToolUseBlock(id="c1", name="ls", input={"path": "."})]),
+        Message(role="user", content=[ToolResultBlock(tool_use_id="c1", content="a.py\nb.py")]),
+    ]
+
+
+async def test_cuts_keep_the_last_result_with_its_call() -> None:
+    system, _, use, result = history = ls_exchange()
+    for strategy in (
+        HardTruncation(max_messages=2),
+        HardTruncation(max_messages=1),
+        HardTruncation(max_chars=15),
+    ):
+        assert await run(strategy, history) == [use, result], strategy
+    assert await run(HardTruncation(max_messages=3), history) == [system, use, result]
+    assert await run(SlidingWindow(1), history) == [system, use, result]
+    assert await run(SlidingWindow(1, keep_head=False), history) == [use, result]
+    assert await run(SlidingWindow(0), history) == [system]  # asked for the head only
+
+
+async def test_hard_truncation_of_a_view_that_is_all_head_keeps_its_last_message() -> None:
+    system = Message(role="system", content=[TextBlock(text="s" * 50)])
+    history = [system, *summary_messages("x" * 100)]
+    assert await run(HardTruncation(max_messages=1), history) == [history[-1]]
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [HardTruncation(max_messages=1), HardTruncation(max_chars=0), SlidingWindow(1), SlidingWindow(2)],
+    ids=repr,
+)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=transcripts())
+def test_cuts_never_lose_the_last_message(history: list[Message], strategy: Strategy) -> None:
+    repaired = repair_tool_pairs(history)
+    view = asyncio.run(run(strategy, history))
+    assert tool_pair_problems(view) == []
+    if repaired:
+        assert view and view[-1] == repaired[-1]
 
 
 # --- merge -------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from ..messages import Message
 __all__ = [
     "INTERRUPTED_RESULT_TEXT",
     "is_synthetic_result",
+    "last_group_start",
     "repair_tool_pairs",
     "safe_split",
     "tool_pair_problems",
@@ -181,3 +182,11 @@ def safe_split(messages: Sequence[Message], split: int, *, lower: int = 0) -> in
     while split > lower and cover[split] > 0:
         split -= 1
     return split
+
+
+def last_group_start(messages: Sequence[Message], lower: int = 0) -> int:
+    """Where the last message's exchange starts: its own index, or earlier when it holds results
+    whose calls come before it. A cut at or before this index keeps the last message valid."""
+    if not messages:
+        return 0
+    return safe_split(messages, len(messages) - 1, lower=min(lower, len(messages) - 1))

@@ -40,7 +40,7 @@ from ..messages import Message
 from ..tokens import DefaultEstimator, TokenCounter
 from .compact import leading_system_count, run_summarizer
 from .models import context_window_for
-from .pairs import repair_tool_pairs, safe_split
+from .pairs import last_group_start, repair_tool_pairs, safe_split
 from .summarizers import (
     DEFAULT_COMPACTION_PROMPT,
     ExtractiveSummarizer,
@@ -252,7 +252,9 @@ class SlidingWindow(Strategy):
     """Keep the last ``keep_last`` messages (plus the head, with ``keep_head``).
 
     A result whose call fell out of the window is removed with it, so the window may hold a
-    message fewer than asked.
+    message fewer than asked, except for the last message: it is what the model answers, so
+    when it is a result the window widens to take its call too (one message more than asked)
+    rather than empty the view. ``keep_last=0`` keeps only the head.
     """
 
     def __init__(self, keep_last: int, *, keep_head: bool = True) -> None:
@@ -262,11 +264,14 @@ class SlidingWindow(Strategy):
         self.keep_head = keep_head
 
     async def apply(self, messages: list[Message], context: CompactionContext) -> list[Message]:
-        head = head_length(messages) if self.keep_head else 0
-        body = messages[head:]
-        if len(body) > self.keep_last:
-            body = body[len(body) - self.keep_last :]
-        return repair_tool_pairs([*messages[:head], *body])
+        view = repair_tool_pairs(messages)  # the window counts the messages the model would see
+        head = head_length(view) if self.keep_head else 0
+        start = len(view) - self.keep_last
+        if start <= head:
+            return view
+        if self.keep_last:
+            start = min(start, last_group_start(view, head))
+        return repair_tool_pairs([*view[:head], *view[start:]])
 
     def __repr__(self) -> str:
         return f"SlidingWindow({self.keep_last})"
@@ -387,8 +392,10 @@ class PruneToolCalls(Strategy):
 class HardTruncation(Strategy):
     """The backstop: drop the oldest messages until at most ``max_messages`` and ``max_chars``.
 
-    The head is kept when it fits. The last message is always kept, however long: the model
-    must see what it is answering.
+    The head is kept when it fits. The last message is always kept, however long, with the
+    call it answers when it is a tool result: the model must see what it is answering, and a
+    result without its call would be invalid. So the view is never empty (unless the input is),
+    and only that last exchange can make it exceed a limit.
     """
 
     def __init__(self, *, max_messages: int | None = None, max_chars: int | None = None) -> None:
@@ -408,20 +415,25 @@ class HardTruncation(Strategy):
 
     async def apply(self, messages: list[Message], context: CompactionContext) -> list[Message]:
         view = repair_tool_pairs(messages)
+        n = len(view)
         sizes = [message_chars(m) for m in view]
-        if self._fits(len(view), sum(sizes)):
+        if self._fits(n, sum(sizes)):
             return view
         head = head_length(view)
+        if head >= n:  # nothing but a head: keep its last message
+            head = 0
+        # The last message and, when it is a result, its call: kept whatever the limits say.
+        floor = last_group_start(view, head)
         head_chars = sum(sizes[:head])
-        if not self._fits(head + 1, head_chars + (sizes[-1] if len(view) > head else 0)):
+        if not self._fits(head + n - floor, head_chars + sum(sizes[floor:])):
             head, head_chars = 0, 0
-        start = len(view) - 1
-        chars = sizes[start]
-        while start > head and self._fits(
-            len(view) - start + 1 + head, head_chars + chars + sizes[start - 1]
-        ):
+            floor = last_group_start(view, 0)
+        start = floor
+        chars = sum(sizes[start:])
+        while start > head and self._fits(n - start + 1 + head, head_chars + chars + sizes[start - 1]):
             start -= 1
             chars += sizes[start]
+        # A result at the cut whose call fell out is dropped by the repair (fewer, never more).
         return repair_tool_pairs([*view[:head], *view[start:]])
 
     def __repr__(self) -> str:
