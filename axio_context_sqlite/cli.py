@@ -669,7 +669,7 @@ def import_(
 @click.pass_context
 def import_axio(ctx: click.Context, path: Path, replace: bool, as_json: bool) -> None:
     """Migrate a database written by axio-context-sqlite (safe to run again)."""
-    report = _with_db(ctx, True, lambda db: db.import_axio(path, replace=replace))
+    report = _writing_db(ctx, lambda db: db.import_axio(path, replace=replace))
     if as_json:
         echo_json(report)
         return
