@@ -20,13 +20,14 @@ import aiosqlite
 from axio_context.checkpoints import Checkpoint
 from axio_context.context import ContextStore
 from axio_context.embeddings import Embedder
+from axio_context.errors import CheckpointError
 from axio_context.messages import Message, SessionInfo
 from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
 
 from . import appending, ops
 from .connection import NOT_RUN, checkpoint_due, run, run_inline, run_short
 from .ops import SessionPage
-from .storage import EncodedMessage, encode_message
+from .storage import EncodedMessage, encode_message, write_tx
 from .vectors import embed_batch
 
 __all__ = ["SQLiteContextStore"]
@@ -52,6 +53,19 @@ def _token_pair(input_tokens: int, output_tokens: int, *, totals: bool) -> tuple
             low = 0 if totals else -_MAX_TOKENS
             raise ValueError(f"{name} must be between {low} and {_MAX_TOKENS}, not {value}")
     return input_tokens, output_tokens
+
+
+def _add_checkpoint_if_view(
+    c: Any, session_id: str, project: str | None, cp: Checkpoint, summary_tokens: int, prefix: list[Message]
+) -> Checkpoint:
+    """``ops.add_checkpoint``, refused unless the view still starts with ``prefix`` (one transaction)."""
+    with write_tx(c):
+        if ops.get_view(c, session_id)[: len(prefix)] != prefix:
+            raise CheckpointError(
+                f"the view of session {session_id!r} changed since the compaction read it; "
+                "checkpoint not written"
+            )
+        return ops.add_checkpoint(c, session_id, project, cp, summary_tokens)
 
 
 def _stored_bytes(encoded: Sequence[EncodedMessage]) -> int:
@@ -184,12 +198,20 @@ class SQLiteContextStore(ContextStore):
 
     # -- checkpoints -----------------------------------------------------------------------------
 
-    async def add_checkpoint(self, checkpoint: Checkpoint) -> Checkpoint:
-        """Record a compaction checkpoint in one transaction; nothing is deleted."""
+    async def add_checkpoint(
+        self, checkpoint: Checkpoint, *, if_view_starts_with: Sequence[Message] | None = None
+    ) -> Checkpoint:
+        """Record a compaction checkpoint in one transaction; nothing is deleted.
+
+        With ``if_view_starts_with``, the same transaction first checks that the view still
+        starts with those messages (:class:`CheckpointError` if not), so a compaction whose
+        history was cleared or popped and rewritten meanwhile cannot hide the wrong messages.
+        """
         summary_tokens = estimate_tokens(checkpoint.summary, self._counter)
-        return await run(
-            self._conn, ops.add_checkpoint, self._session_id, self._project, checkpoint, summary_tokens
-        )
+        args = (self._session_id, self._project, checkpoint, summary_tokens)
+        if if_view_starts_with is None:
+            return await run(self._conn, ops.add_checkpoint, *args)
+        return await run(self._conn, _add_checkpoint_if_view, *args, list(if_view_starts_with))
 
     async def list_checkpoints(self) -> list[Checkpoint]:
         """This session's checkpoints, oldest first (a fork's include those it inherited)."""

@@ -3,11 +3,17 @@ checkpoint, a summarizer of the wrong kind is refused, compact_context repairs t
 
 from __future__ import annotations
 
-from axio_context import AutoCompactStore, MemoryContextStore, Message, compact_context
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from axio_context import AutoCompactStore, Checkpoint, MemoryContextStore, Message, compact_context
 from axio_context.compaction import SUMMARY_ACK, ExtractiveSummarizer, summary_messages
+from axio_context.errors import CheckpointError
 from axio_context.testing import text
 
-from .test_compaction_auto import Minimal
+from .test_compaction_auto import Gate, Minimal
 from .test_compaction_strategies import Recorder, session
 
 SYSTEM = text("system", "You are a code reviewer. Never run destructive commands.")
@@ -74,3 +80,64 @@ async def test_lossy_fallback_keeps_the_system_prompt() -> None:
     store = AutoCompactStore(inner, Recorder(), keep_recent=4, max_tokens=10)
     assert await store.compact()
     assert inner.items == [SYSTEM, *summary_messages("summary #1 of 8 messages"), *history[-4:]]
+
+
+# --- a clear or pop while the summarizer runs abandons the checkpoint ------------------------------
+
+
+def numbered(prefix: str, n: int) -> list[Message]:
+    return [text("user" if i % 2 == 0 else "assistant", f"{prefix}{i}") for i in range(n)]
+
+
+async def race(mutate: Callable[[AutoCompactStore], Awaitable[None]], keep_recent: int) -> AutoCompactStore:
+    gate = Gate()
+    store = AutoCompactStore(MemoryContextStore(), gate, keep_recent=keep_recent, max_tokens=10)
+    await store.append_many(numbered("old", 6))
+    task = asyncio.create_task(store.add_context_tokens(100, 1))  # over the threshold: compacts
+    await gate.started.wait()
+    await mutate(store)
+    gate.release.set()
+    await task
+    return store
+
+
+async def test_clear_and_continue_during_the_summary_abandons_it(caplog: pytest.LogCaptureFixture) -> None:
+    async def clear_and_continue(store: AutoCompactStore) -> None:
+        await store.clear()
+        await store.append_many(numbered("NEW", 6))
+
+    store = await race(clear_and_continue, keep_recent=2)
+    assert await store.list_checkpoints() == []
+    assert [m.text for m in await store.get_history()] == [f"NEW{i}" for i in range(6)]
+    assert "history changed meanwhile" in caplog.text
+
+
+async def test_retry_during_the_summary_abandons_it() -> None:
+    async def retry(store: AutoCompactStore) -> None:  # a chat app's "retry" of the last reply
+        await store.pop()
+        await store.append(text("assistant", "old5-RETRIED"))
+
+    store = await race(retry, keep_recent=0)
+    assert await store.list_checkpoints() == []
+    assert (await store.get_history())[-1] == text("assistant", "old5-RETRIED")
+
+
+async def test_appends_during_the_summary_still_get_their_checkpoint() -> None:
+    async def more(store: AutoCompactStore) -> None:
+        await store.append_many(numbered("late", 2))
+
+    store = await race(more, keep_recent=2)
+    [cp] = await store.list_checkpoints()
+    assert cp.position == 4
+    assert [m.text for m in (await store.get_history())[2:]] == ["old4", "old5", "late0", "late1"]
+
+
+async def test_add_checkpoint_if_view_checks_the_prefix() -> None:
+    inner = MemoryContextStore(session(2))
+    store = AutoCompactStore(inner, Recorder())
+    checkpoint = Checkpoint(position=4, summary=summary_messages("s"))
+    with pytest.raises(CheckpointError, match="changed"):
+        await store.add_checkpoint(checkpoint, if_view_starts_with=[*session(2)[:3], text("user", "x")])
+    assert await inner.list_checkpoints() == []
+    stored = await store.add_checkpoint(checkpoint, if_view_starts_with=session(2)[:4])
+    assert await inner.list_checkpoints() == [stored]

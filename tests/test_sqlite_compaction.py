@@ -5,9 +5,10 @@ summarizer or a transcript cleared meanwhile leaves everything as it was."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from axio_context import Message
+from axio_context import Checkpoint, Message
 from axio_context.compaction import SUMMARY_ACK, AutoCompactStore
 from axio_context_sqlite import Connection, SQLiteContextStore, connect
 
@@ -156,3 +157,73 @@ async def test_system_prompt_stays_first_in_the_view_across_compactions(db_path:
         assert len(await inner.list_checkpoints()) == 2
         assert (await inner.get_full_history())[0] == system
     assert check_storage(db_path) == {"s": 15}
+
+
+async def _race_with(
+    conn: Connection, mutate: Callable[[SQLiteContextStore], Awaitable[None]], keep: int
+) -> None:
+    inner = SQLiteContextStore(conn, "s", project="p")
+    await inner.append_many(_conversation(6))
+    summarizer = SlowSummarizer(sleep=0)
+    store = AutoCompactStore(inner, summarizer, keep_recent=keep, max_tokens=1)
+    task = asyncio.create_task(store.add_context_tokens(100, 1))
+    await summarizer.started.wait()
+    await mutate(inner)
+    summarizer.release.set()
+    await task
+
+
+async def test_clear_and_refill_during_the_summary_writes_no_checkpoint(
+    conn: Connection, db_path: Path
+) -> None:
+    async def clear_and_continue(inner: SQLiteContextStore) -> None:
+        await inner.clear()
+        await inner.append_many([text_message(f"NEW{i}") for i in range(6)])
+
+    await _race_with(conn, clear_and_continue, keep=2)
+    inner = SQLiteContextStore(conn, "s", project="p")
+    assert await inner.list_checkpoints() == []
+    assert texts(await inner.get_history()) == [f"NEW{i}" for i in range(6)]
+    assert check_storage(db_path) == {"s": 6}
+
+
+async def test_retry_during_the_summary_writes_no_checkpoint(conn: Connection, db_path: Path) -> None:
+    async def retry(inner: SQLiteContextStore) -> None:
+        await inner.pop()
+        await inner.append(text_message("old5-RETRIED", "assistant"))
+
+    await _race_with(conn, retry, keep=0)
+    inner = SQLiteContextStore(conn, "s", project="p")
+    assert await inner.list_checkpoints() == []
+    assert texts(await inner.get_history())[-1] == "old5-RETRIED"
+
+
+class RewrittenJustBeforeTheWrite(SQLiteContextStore):
+    """Another connection rewrites the session between the compaction's last read and its write."""
+
+    other: SQLiteContextStore
+
+    async def add_checkpoint(
+        self, checkpoint: Checkpoint, *, if_view_starts_with: Sequence[Message] | None = None
+    ) -> Checkpoint:
+        await self.other.clear()
+        await self.other.append_many([text_message(f"NEW{i}") for i in range(6)])
+        return await super().add_checkpoint(checkpoint, if_view_starts_with=if_view_starts_with)
+
+
+async def test_the_prefix_is_checked_in_the_checkpoint_transaction(db_path: Path) -> None:
+    async with connect(db_path) as a, connect(db_path) as b:
+        inner = RewrittenJustBeforeTheWrite(a, "s", project="p")
+        inner.other = SQLiteContextStore(b, "s", project="p")
+        await inner.append_many(_conversation(6))
+        summarizer = SlowSummarizer(sleep=0)
+        summarizer.release.set()
+        assert not await AutoCompactStore(inner, summarizer, keep_recent=2, max_tokens=1).compact()
+        assert await inner.list_checkpoints() == []
+        assert texts(await inner.get_history()) == [f"NEW{i}" for i in range(6)]
+        # the same prefix check passes when nothing changed
+        view = await inner.other.get_history()
+        stored = await inner.other.add_checkpoint(
+            Checkpoint(position=2, summary=[text_message("sum")]), if_view_starts_with=view[:2]
+        )
+        assert await inner.other.list_checkpoints() == [stored]

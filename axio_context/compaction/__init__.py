@@ -9,7 +9,7 @@
 """
 
 from ..checkpoints import Checkpoint, CheckpointStore
-from .auto import AutoCompactStore, supports_checkpoints
+from .auto import AutoCompactStore, add_checkpoint_if_view, supports_checkpoints
 from .compact import compact_context, plan_split
 from .models import DEFAULT_CONTEXT_WINDOW, MODEL_CONTEXT_WINDOWS, context_window_for
 from .openai import OpenAICompatibleSummarizer
@@ -74,6 +74,7 @@ __all__ = [
     "Summarizer",
     "TokenBudget",
     "TruncateToolResults",
+    "add_checkpoint_if_view",
     "as_strategy",
     "compact_context",
     "context_window_for",

@@ -28,9 +28,10 @@ crashed turn does not break every later request. The stored transcript is not ch
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from ..checkpoints import Checkpoint, CheckpointStore
 from ..context import ContextStore
@@ -48,7 +49,7 @@ from .summarizers import (
     summary_messages,
 )
 
-__all__ = ["AutoCompactStore", "supports_checkpoints"]
+__all__ = ["AutoCompactStore", "add_checkpoint_if_view", "supports_checkpoints"]
 
 logger = logging.getLogger("axio_context.compaction")
 
@@ -61,6 +62,33 @@ def supports_checkpoints(store: object) -> bool:
     if isinstance(flag, bool):
         return flag
     return isinstance(store, CheckpointStore)
+
+
+async def add_checkpoint_if_view(
+    store: CheckpointStore, checkpoint: Checkpoint, prefix: Sequence[Message]
+) -> Checkpoint:
+    """Add ``checkpoint`` only if ``store``'s view still starts with ``prefix``, else
+    :class:`CheckpointError`.
+
+    Stores whose ``add_checkpoint`` takes ``if_view_starts_with`` (SQLite, AutoCompactStore)
+    check in the same transaction. Others are re-read just before the write: with no await in
+    between on an in-memory store that is atomic too; on a third-party store doing I/O a
+    rewrite landing between the read and the write can still slip through.
+    """
+    add = store.add_checkpoint
+    try:
+        checks = "if_view_starts_with" in inspect.signature(add).parameters
+    except (TypeError, ValueError):
+        checks = False
+    if checks:
+        stored: Checkpoint = await add(checkpoint, if_view_starts_with=prefix)  # type: ignore[call-arg]
+        return stored
+    if not isinstance(store, ContextStore):
+        raise TypeError(f"{type(store).__name__} is not a ContextStore")
+    now = await store.get_history()
+    if now[: len(prefix)] != list(prefix):
+        raise CheckpointError("the view changed since the compaction read it; checkpoint not written")
+    return await store.add_checkpoint(checkpoint)
 
 
 class AutoCompactStore(ContextStore):
@@ -207,11 +235,19 @@ class AutoCompactStore(ContextStore):
             return await self._checkpoints().get_full_history()
         return await self._store.get_history()
 
-    async def add_checkpoint(self, checkpoint: Checkpoint) -> Checkpoint:
-        """The wrapped store's ``add_checkpoint``; :class:`CheckpointsUnsupportedError` without one."""
+    async def add_checkpoint(
+        self, checkpoint: Checkpoint, *, if_view_starts_with: Sequence[Message] | None = None
+    ) -> Checkpoint:
+        """The wrapped store's ``add_checkpoint``; :class:`CheckpointsUnsupportedError` without one.
+
+        With ``if_view_starts_with``, :class:`CheckpointError` unless the (unrepaired) view still
+        starts with those messages; see :func:`add_checkpoint_if_view`.
+        """
         if not supports_checkpoints(self._store):
             raise CheckpointsUnsupportedError(f"{type(self._store).__name__} keeps no checkpoints")
-        return await self._checkpoints().add_checkpoint(checkpoint)
+        if if_view_starts_with is None:
+            return await self._checkpoints().add_checkpoint(checkpoint)
+        return await add_checkpoint_if_view(self._checkpoints(), checkpoint, if_view_starts_with)
 
     async def list_checkpoints(self) -> list[Checkpoint]:
         """The wrapped store's checkpoints, oldest first (none on a store without them)."""
@@ -284,9 +320,11 @@ class AutoCompactStore(ContextStore):
             summarizer=summarizer_name(self._summarizer),
         )
         try:
-            await store.add_checkpoint(checkpoint)
+            # Only if what was summarized is still the start of the view: a clear or a pop while
+            # the summarizer ran, even followed by new appends, must not put an old summary over
+            # new messages. Appends alone leave the prefix as it was.
+            await add_checkpoint_if_view(store, checkpoint, view[:split])
         except CheckpointError:
-            # The transcript shrank meanwhile (clear or pop): the summary no longer fits it.
             logger.warning("Context compaction abandoned: the history changed meanwhile", exc_info=True)
             return False
         return True
