@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from axio_context import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from axio_context import ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from axio_context.compaction import (
     CompactionContext,
     CompactionPipeline,
@@ -27,6 +27,7 @@ from axio_context.compaction import (
     context_window_for,
     is_summary_pair,
     is_synthetic_result,
+    last_group_start,
     message_chars,
     repair_tool_pairs,
     summary_messages,
@@ -214,7 +215,7 @@ async def test_hard_truncation_limits_messages_and_chars() -> None:
 async def test_hard_truncation_keeps_the_last_message_however_long() -> None:
     history = [text("user", "a"), text("user", "b" * 1000)]
     assert await run(HardTruncation(max_chars=10), history) == [history[1]]
-    with pytest.raises(ValueError, match="max_messages, max_chars or both"):
+    with pytest.raises(ValueError, match="max_messages, max_chars, max_tokens or several"):
         HardTruncation()
 
 
@@ -340,6 +341,45 @@ async def test_token_budget_from_model() -> None:
     assert context_window_for("gpt-4") == 8_192
     assert context_window_for("gpt-4.1-mini-2025-04-14") == 1_047_576
     assert context_window_for("gpt-4.5-preview", 1) == 1
+
+
+class PerMessage:
+    """A counter that charges every message the same, unlike the default estimate."""
+
+    def count(self, message: Message) -> int:
+        return 100
+
+
+async def test_token_budget_ending_with_hard_truncation_is_a_guarantee() -> None:
+    history = [text("user" if i % 2 == 0 else "assistant", "x" * 12_000) for i in range(60)]
+    budget = TokenBudget.from_model("gpt-4o", [HardTruncation(max_messages=50)])
+    view = await run(budget, history)
+    assert estimate_tokens(view) <= budget.max_tokens < estimate_tokens(history[-50:])
+    assert view == history[-len(view) :] and len(view) == budget.max_tokens // estimate_tokens(history[:1])
+
+    # Images have no characters but cost tokens: the budget counts them.
+    png = ImageBlock(media_type="image/png", data=b"\x89PNG" + bytes(64))
+    pictures = [Message(role="user", content=[TextBlock(text=f"look {i}"), png]) for i in range(20)]
+    view = await run(TokenBudget(5_000, [HardTruncation(max_chars=1_000_000)]), pictures)
+    assert view == pictures[-3:] and estimate_tokens(view) <= 5_000
+
+    # The budget's own counter is the one HardTruncation counts with.
+    view = await run(TokenBudget(1_000, [HardTruncation(max_messages=50)], counter=PerMessage()), history)
+    assert len(view) == 10
+
+    # A limit of its own, outside any budget, the smaller of the two inside one.
+    assert await run(HardTruncation(max_tokens=7_000), history) == history[-2:]
+    assert await run(TokenBudget(7_000, [HardTruncation(max_tokens=4_000)]), history) == history[-1:]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=transcripts(), limit=st.integers(min_value=1, max_value=3_000))
+def test_hard_truncation_fits_any_budget_but_the_last_exchange(history: list[Message], limit: int) -> None:
+    view = asyncio.run(run(TokenBudget(limit, [HardTruncation(max_messages=1_000)]), history))
+    assert tool_pair_problems(view) == []
+    repaired = repair_tool_pairs(history)
+    if estimate_tokens(view) > limit:  # only when the last exchange alone is over the budget
+        assert view == repaired[last_group_start(repaired) :]
 
 
 # --- summarization -----------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from .openai import OpenAICompatibleSummarizer
 from .pairs import (
     INTERRUPTED_RESULT_TEXT,
     is_synthetic_result,
+    last_group_start,
     repair_tool_pairs,
     safe_split,
     tool_pair_problems,
@@ -82,6 +83,7 @@ __all__ = [
     "head_length",
     "is_summary_pair",
     "is_synthetic_result",
+    "last_group_start",
     "message_chars",
     "plan_split",
     "render_transcript",

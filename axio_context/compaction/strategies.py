@@ -192,8 +192,10 @@ class TokenBudget(Strategy):
     """Applies its children in order only until the view fits ``max_tokens`` (estimated).
 
     A view that already fits passes through (repaired). Children see the budget in
-    ``context.max_tokens``. If every child ran and the view still does not fit, the last
-    output is returned: end the list with :class:`HardTruncation` for a guarantee.
+    ``context.max_tokens`` and count with ``counter`` (default: the context's). If every child
+    ran and the view still does not fit, the last output is returned: end the list with
+    :class:`HardTruncation`, which cuts to this budget, for a guarantee (only a last message
+    that alone exceeds the budget is kept over it: the model must see what it answers).
     """
 
     def __init__(
@@ -390,54 +392,84 @@ class PruneToolCalls(Strategy):
 
 
 class HardTruncation(Strategy):
-    """The backstop: drop the oldest messages until at most ``max_messages`` and ``max_chars``.
+    """The backstop: drop the oldest messages until at most ``max_messages``, ``max_chars`` and
+    ``max_tokens``.
 
-    The head is kept when it fits. The last message is always kept, however long, with the
-    call it answers when it is a tool result: the model must see what it is answering, and a
-    result without its call would be invalid. So the view is never empty (unless the input is),
-    and only that last exchange can make it exceed a limit.
+    Inside a :class:`TokenBudget` the budget (``context.max_tokens``, counted with the budget's
+    counter, media included) is a limit too, so ending a budget's list with this step
+    guarantees the budget. The head is kept when it fits. The last message is always kept,
+    however long, with the call it answers when it is a tool result: the model must see what it
+    is answering, and a result without its call would be invalid. So the view is never empty
+    (unless the input is), and only that last exchange can make it exceed a limit.
     """
 
-    def __init__(self, *, max_messages: int | None = None, max_chars: int | None = None) -> None:
-        if max_messages is None and max_chars is None:
-            raise ValueError("HardTruncation needs max_messages, max_chars or both")
+    def __init__(
+        self,
+        *,
+        max_messages: int | None = None,
+        max_chars: int | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        if max_messages is None and max_chars is None and max_tokens is None:
+            raise ValueError("HardTruncation needs max_messages, max_chars, max_tokens or several")
         if max_messages is not None and max_messages < 1:
             raise ValueError(f"max_messages must be >= 1, got {max_messages}")
         if max_chars is not None and max_chars < 0:
             raise ValueError(f"max_chars must be >= 0, got {max_chars}")
+        if max_tokens is not None and max_tokens < 0:
+            raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
         self.max_messages = max_messages
         self.max_chars = max_chars
+        self.max_tokens = max_tokens
 
-    def _fits(self, count: int, chars: int) -> bool:
-        return (self.max_messages is None or count <= self.max_messages) and (
-            self.max_chars is None or chars <= self.max_chars
-        )
+    def _token_limit(self, context: CompactionContext) -> int | None:
+        limits = [x for x in (self.max_tokens, context.max_tokens) if x is not None]
+        return min(limits) if limits else None
 
     async def apply(self, messages: list[Message], context: CompactionContext) -> list[Message]:
         view = repair_tool_pairs(messages)
         n = len(view)
-        sizes = [message_chars(m) for m in view]
-        if self._fits(n, sum(sizes)):
+        token_limit = self._token_limit(context)
+        chars = [message_chars(m) for m in view]
+        tokens = [context.counter.count(m) for m in view] if token_limit is not None else [0] * n
+
+        def fits(count: int, n_chars: int, n_tokens: int) -> bool:
+            return (
+                (self.max_messages is None or count <= self.max_messages)
+                and (self.max_chars is None or n_chars <= self.max_chars)
+                and (token_limit is None or n_tokens <= token_limit)
+            )
+
+        if fits(n, sum(chars), sum(tokens)):
             return view
         head = head_length(view)
         if head >= n:  # nothing but a head: keep its last message
             head = 0
         # The last message and, when it is a result, its call: kept whatever the limits say.
         floor = last_group_start(view, head)
-        head_chars = sum(sizes[:head])
-        if not self._fits(head + n - floor, head_chars + sum(sizes[floor:])):
-            head, head_chars = 0, 0
+        used = [
+            head + n - floor,
+            sum(chars[:head]) + sum(chars[floor:]),
+            sum(tokens[:head]) + sum(tokens[floor:]),
+        ]
+        if not fits(*used):
+            head = 0
             floor = last_group_start(view, 0)
+            used = [n - floor, sum(chars[floor:]), sum(tokens[floor:])]
         start = floor
-        chars = sum(sizes[start:])
-        while start > head and self._fits(n - start + 1 + head, head_chars + chars + sizes[start - 1]):
+        while start > head and fits(used[0] + 1, used[1] + chars[start - 1], used[2] + tokens[start - 1]):
             start -= 1
-            chars += sizes[start]
+            used = [used[0] + 1, used[1] + chars[start], used[2] + tokens[start]]
         # A result at the cut whose call fell out is dropped by the repair (fewer, never more).
         return repair_tool_pairs([*view[:head], *view[start:]])
 
     def __repr__(self) -> str:
-        return f"HardTruncation(max_messages={self.max_messages}, max_chars={self.max_chars})"
+        limits = {
+            "max_messages": self.max_messages,
+            "max_chars": self.max_chars,
+            "max_tokens": self.max_tokens,
+        }
+        return f"HardTruncation({', '.join(f'{k}={v}' for k, v in limits.items() if v is not None)})"
 
 
 class MergeConsecutive(Strategy):
