@@ -81,6 +81,12 @@ def server() -> Iterator[Server]:
                     401,
                     b'{"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}',
                 )
+            elif mode == "small":  # a 2,000-token model at 4 characters a token refuses more
+                chars = sum(len(m["content"]) for m in body["messages"])
+                if chars > 2_000 * 4:
+                    self._send(400, b'{"error": {"message": "context length exceeded"}}')
+                else:
+                    self._send(200, _completion(f"summary {len(state.requests)}: {chars} chars"))
             elif mode == "overloaded":
                 self._send(503, b"upstream overloaded", "text/plain")
             elif mode == "slow":
@@ -232,3 +238,34 @@ async def test_auto_compact_store_survives_a_failing_endpoint(
     assert await store.list_checkpoints() == []
     assert await store.get_history() == session(3)
     assert "HTTP 503" in caplog.text
+
+
+def request_chars(request: dict[str, Any]) -> int:
+    return sum(len(m["content"]) for m in request["messages"])
+
+
+async def test_a_message_larger_than_a_request_is_clipped_not_refused(server: Server) -> None:
+    code = "def parse():\n" + "    x = 1  # step\n" * 2_500 + "    return DONE\n"  # ~45 KB
+    history = [text("user", "write the parser"), text("assistant", code), *session(2)]
+    s = summarizer(server, "small", context_window=2_000)
+    budget = int(2_000 * 0.6 * 4)
+    assert (await s(history, DEFAULT_COMPACTION_PROMPT)).startswith("summary")
+    assert all(request_chars(r) <= budget for r in server.requests)
+    [clipped] = [r["messages"][1]["content"] for r in server.requests if "characters cut ...]" in str(r)]
+    assert "Assistant: def parse():" in clipped and "return DONE" in clipped  # both ends are kept
+
+    # An earlier summary far larger than a request is clipped too, and compaction succeeds.
+    server.requests.clear()
+    store = AutoCompactStore(
+        MemoryContextStore([*summary_messages("earlier " * 5_000), *history]), s, keep_recent=2
+    )
+    assert await store.compact()
+    assert server.requests and all(request_chars(r) <= budget for r in server.requests)
+    assert (await store.get_history())[0].text.startswith("summary")
+
+
+async def test_a_long_system_prompt_shrinks_the_transcript(server: Server) -> None:
+    s = summarizer(server, "small", context_window=2_000)
+    prompt = "Summarize carefully. " * 100  # 2,100 characters of the 4,800 a request may hold
+    assert await s([text("user", "q" * 20_000), *session(3)], prompt)
+    assert all(request_chars(r) <= int(2_000 * 0.6 * 4) for r in server.requests)

@@ -10,6 +10,7 @@ from axio_context.compaction import (
     ExtractiveSummarizer,
     OpenAICompatibleSummarizer,
     Summarizer,
+    clip_middle,
     context_window_of,
     render_transcript,
     repair_tool_pairs,
@@ -161,3 +162,15 @@ def test_render_transcript_for_models() -> None:
     assert "chars truncated]" in rendered
     previous, rest = split_previous_summary([*summary_messages("s"), text("user", "x")])
     assert previous == "s" and rest == [text("user", "x")]
+
+
+def test_clip_middle_keeps_both_ends_within_the_limit() -> None:
+    body = "a" * 500 + "b" * 500
+    for limit in (0, 10, 31, 40, 100, 999):
+        clipped = clip_middle(body, limit)
+        assert len(clipped) <= limit
+        if limit >= 40:
+            assert clipped.startswith("a") and clipped.endswith("b")
+            cut = int(clipped.split("[... ")[1].split(" ")[0])
+            assert len(clipped) - len(f"\n[... {cut} characters cut ...]\n") + cut == len(body)
+    assert clip_middle(body, 1_000) is body

@@ -3,9 +3,10 @@
 Works with a local Ollama (``http://127.0.0.1:11434/v1``), llama.cpp's server, vLLM, or a hosted
 API. The conversation is sent as a plain-text transcript in one user message, so tool calls
 never need the endpoint's tool schema. A transcript longer than the model's window is
-summarized in chunks, each chunk updating the summary so far. The request runs in a worker
-thread (``asyncio.to_thread``); every failure becomes a :class:`SummarizerError` subclass that
-names the URL and what went wrong.
+summarized in chunks, each chunk updating the summary so far; a single message too large for
+one request is clipped in the middle (``[... N characters cut ...]``), so every request fits.
+The request runs in a worker thread (``asyncio.to_thread``); every failure becomes a
+:class:`SummarizerError` subclass that names the URL and what went wrong.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import msgspec
 from ..errors import SummarizerError, SummarizerHTTPError, SummarizerResponseError, SummarizerTimeoutError
 from ..messages import Message
 from .models import DEFAULT_CONTEXT_WINDOW, context_window_for
-from .summarizers import render_transcript, split_previous_summary, summary_messages
+from .summarizers import clip_middle, frame_transcript, render_messages, split_previous_summary
 
 __all__ = ["OpenAICompatibleSummarizer"]
 
@@ -29,6 +30,13 @@ _INSTRUCTION: Final = "Summarize the conversation above."
 #: Leave this share of the window for the prompt framing and the reply.
 _INPUT_SHARE: Final = 0.6
 _CHARS_PER_TOKEN: Final = 4
+#: The least transcript a request carries, however long the system prompt.
+_MIN_INPUT_CHARS: Final = 1_000
+
+
+def _framing(summary: str | None) -> int:
+    """Characters :func:`frame_transcript` adds around the messages for ``summary``."""
+    return 0 if summary is None else len(frame_transcript(summary, [])) + 1
 
 
 class _Message(msgspec.Struct):
@@ -95,27 +103,39 @@ class OpenAICompatibleSummarizer:
     def __repr__(self) -> str:
         return f"OpenAICompatibleSummarizer(model={self.model!r}, url={self.url!r})"
 
+    def input_chars(self, system_prompt: str) -> int:
+        """Characters of transcript one request may carry: ``_INPUT_SHARE`` of the window (the
+        rest is for the reply), at four characters a token, less the prompt and instruction."""
+        total = int(self.context_window * _INPUT_SHARE * _CHARS_PER_TOKEN)
+        return max(total - len(system_prompt) - len(_INSTRUCTION) - 2, _MIN_INPUT_CHARS)
+
     async def __call__(self, messages: list[Message], system_prompt: str, /) -> str:
-        limit = int(self.context_window * _INPUT_SHARE * _CHARS_PER_TOKEN)
+        """The summary, in as many requests as the window needs, each within :meth:`input_chars`.
+
+        Messages are sent whole where they fit. One that cannot fit even alone (a long generated
+        file, a pasted log) is clipped in the middle rather than failing every compaction of
+        the session; a previous summary longer than half a request is clipped the same way.
+        """
+        budget = self.input_chars(system_prompt)
         previous, rest = split_previous_summary(messages)
-        summary = previous
-        chunk: list[Message] = []
+        summary = None if previous is None else clip_middle(previous, budget // 2)
+        chunk: list[str] = []
         size = 0
-        for msg in rest:
-            cost = len(render_transcript([msg], max_result_chars=self.max_result_chars)) + 1
-            if chunk and size + cost + len(summary or "") > limit:
-                summary = await self._summarize_chunk(summary, chunk, system_prompt)
+        for part in render_messages(rest, max_result_chars=self.max_result_chars):
+            if not part:
+                continue
+            if chunk and _framing(summary) + size + len(part) > budget:
+                summary = clip_middle(await self._summarize_chunk(summary, chunk, system_prompt), budget // 2)
                 chunk, size = [], 0
-            chunk.append(msg)
-            size += cost
+            part = clip_middle(part, budget - _framing(summary) - size)
+            chunk.append(part)
+            size += len(part) + 1
         if chunk or summary is None:
             summary = await self._summarize_chunk(summary, chunk, system_prompt)
         return summary
 
-    async def _summarize_chunk(self, previous: str | None, chunk: list[Message], system_prompt: str) -> str:
-        framed = (summary_messages(previous) if previous is not None else []) + chunk
-        transcript = render_transcript(framed, max_result_chars=self.max_result_chars)
-        return await self.complete(system_prompt, f"{transcript}\n\n{_INSTRUCTION}")
+    async def _summarize_chunk(self, previous: str | None, chunk: list[str], system_prompt: str) -> str:
+        return await self.complete(system_prompt, f"{frame_transcript(previous, chunk)}\n\n{_INSTRUCTION}")
 
     async def complete(self, system_prompt: str, user_text: str) -> str:
         """One chat completion: the reply's text, or a :class:`SummarizerError`."""

@@ -34,8 +34,11 @@ __all__ = [
     "SUMMARY_ACK",
     "ExtractiveSummarizer",
     "Summarizer",
+    "clip_middle",
     "context_window_of",
+    "frame_transcript",
     "is_summary_pair",
+    "render_messages",
     "render_transcript",
     "split_previous_summary",
     "summarizer_name",
@@ -149,15 +152,14 @@ def _result_text(block: ToolResultBlock) -> str:
     return "\n".join(parts)
 
 
-def render_transcript(messages: Sequence[Message], *, max_result_chars: int = 2_000) -> str:
-    """A plain-text transcript for a model to summarize; long tool results are clipped."""
-    previous, rest = split_previous_summary(messages)
-    lines: list[str] = []
-    if previous is not None:
-        lines += ["Earlier summary:", previous, "", "Conversation since then:"]
+def render_messages(messages: Sequence[Message], *, max_result_chars: int = 2_000) -> list[str]:
+    """One plain-text rendering per message (empty for a message with nothing to show), tool
+    names carried from calls to their results; long tool results and arguments are clipped."""
+    parts: list[str] = []
     names: dict[str, str] = {}
-    for msg in rest:
+    for msg in messages:
         who = msg.role.capitalize()
+        lines: list[str] = []
         for block in msg.content:
             if isinstance(block, TextBlock):
                 if block.text:
@@ -174,7 +176,39 @@ def render_transcript(messages: Sequence[Message], *, max_result_chars: int = 2_
                 lines.append(f"{who}: [{block.media_type} attachment]")
             elif isinstance(block, ReasoningBlock):
                 continue  # private reasoning: replayed to its provider, not summarized
+        parts.append("\n".join(lines))
+    return parts
+
+
+def frame_transcript(previous: str | None, parts: Sequence[str]) -> str:
+    """The transcript text: the earlier summary (if any), then the rendered messages."""
+    lines = ["Earlier summary:", previous, "", "Conversation since then:"] if previous is not None else []
+    lines += [p for p in parts if p]
     return "\n".join(lines)
+
+
+def render_transcript(messages: Sequence[Message], *, max_result_chars: int = 2_000) -> str:
+    """A plain-text transcript for a model to summarize; long tool results are clipped."""
+    previous, rest = split_previous_summary(messages)
+    return frame_transcript(previous, render_messages(rest, max_result_chars=max_result_chars))
+
+
+def clip_middle(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters: its start and its end around a
+    ``[... N characters cut ...]`` marker (both ends matter: a reply's plan and its conclusion)."""
+    if len(text) <= limit:
+        return text
+    limit = max(limit, 0)
+    cut = len(text) - limit
+    while True:
+        marker = f"\n[... {cut} characters cut ...]\n"
+        keep = limit - len(marker)
+        if keep <= 0:
+            return text[:limit]
+        if len(text) - keep == cut:
+            head = (keep + 1) // 2
+            return f"{text[:head]}{marker}{text[len(text) - (keep - head) :]}"
+        cut = len(text) - keep
 
 
 # --- the offline summarizer -------------------------------------------------------------------
