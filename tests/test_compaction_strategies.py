@@ -173,14 +173,43 @@ async def test_truncate_spares_the_most_recent_results() -> None:
 # --- selective pruning --------------------------------------------------------------------------
 
 
-async def test_prune_keeps_last_k_groups() -> None:
+async def test_prune_keeps_the_last_k_pairs() -> None:
     history = session(4, parallel=2)
-    view = await run(PruneToolCalls(1), history)
+    view = await run(PruneToolCalls(2), history)
     uses = [b.id for m in view for b in m.content if isinstance(b, ToolUseBlock)]
     assert uses == ["c3_0", "c3_1"]
     # pruned assistant messages keep their text; emptied result messages disappear
     assert text("assistant", "looking 0") in view
     assert len(view) == 4 * 4 - 3
+    assert tool_pair_problems(view) == []
+    # keep_last counts pairs, so parallel calls of one message count one each
+    view = await run(PruneToolCalls(3), history)
+    assert [b.id for m in view for b in m.content if isinstance(b, ToolUseBlock)] == ["c2_1", "c3_0", "c3_1"]
+    assert [b.tool_use_id for m in view for b in m.content if isinstance(b, ToolResultBlock)] == [
+        "c2_1",
+        "c3_0",
+        "c3_1",
+    ]
+    assert tool_pair_problems(view) == []
+
+
+async def test_prune_matches_pairs_by_position_when_ids_repeat() -> None:
+    def reused_id_turn(i: int) -> list[Message]:  # adapters that call every turn's first call "call_0"
+        return [
+            text("user", f"q{i}"),
+            Message(role="assistant", content=[ToolUseBlock(id="call_0", name="ls", input={"i": i})]),
+            Message(role="user", content=[ToolResultBlock(tool_use_id="call_0", content=f"result {i}")]),
+            text("assistant", f"a{i}"),
+        ]
+
+    history = [*reused_id_turn(1), *reused_id_turn(2), *reused_id_turn(3)]
+    view = await run(PruneToolCalls(keep_last=2), history)
+    assert [b.input["i"] for m in view for b in m.content if isinstance(b, ToolUseBlock)] == [2, 3]
+    assert [b.content for m in view for b in m.content if isinstance(b, ToolResultBlock)] == [
+        "result 2",
+        "result 3",
+    ]
+    assert view == [text("user", "q1"), text("assistant", "a1"), *history[4:]]
     assert tool_pair_problems(view) == []
 
 

@@ -341,11 +341,15 @@ class TruncateToolResults(Strategy):
 
 
 class PruneToolCalls(Strategy):
-    """Keep only the last ``keep_last`` tool-call groups; remove older calls and their results.
+    """Keep only the last ``keep_last`` tool calls (call/result pairs); remove older calls and
+    their results.
 
-    A group is one assistant message's calls (parallel calls together) and their results.
-    With ``tools``, only calls to those tools are pruned and counted. The assistant's text in a
-    pruned message stays; a message left with nothing is dropped.
+    Pairs are matched by position, not by id alone: a result answers the nearest earlier call
+    with its id that is still unanswered, so adapters that reuse ids every turn (``call_0``)
+    prune the right pairs. ``keep_last`` counts pairs, as Anthropic's tool-use clearing does,
+    so parallel calls of one message count one each. With ``tools``, only calls to those tools
+    are pruned and counted. The assistant's text in a pruned message stays; a message left
+    with nothing is dropped.
     """
 
     def __init__(self, keep_last: int = 3, *, tools: Collection[str] | None = None) -> None:
@@ -358,29 +362,27 @@ class PruneToolCalls(Strategy):
         return isinstance(block, ToolUseBlock) and (self.tools is None or block.name in self.tools)
 
     async def apply(self, messages: list[Message], context: CompactionContext) -> list[Message]:
-        groups = [
-            i
-            for i, m in enumerate(messages)
-            if m.role == "assistant" and any(self._prunable(b) for b in m.content)
-        ]
-        old = groups[: max(0, len(groups) - self.keep_last)]
+        calls: list[tuple[int, int]] = []  # (message, block) of each prunable call, in order
+        unanswered: dict[str, list[tuple[int, int]]] = {}
+        answer: dict[tuple[int, int], tuple[int, int]] = {}  # call -> its result
+        for i, msg in enumerate(messages):
+            for j, block in enumerate(msg.content):
+                if isinstance(block, ToolResultBlock):
+                    waiting = unanswered.get(block.tool_use_id)
+                    if waiting:
+                        answer[waiting.pop()] = (i, j)
+                elif isinstance(block, ToolUseBlock) and msg.role == "assistant":
+                    unanswered.setdefault(block.id, []).append((i, j))
+                    if self._prunable(block):
+                        calls.append((i, j))
+        old = calls[: max(0, len(calls) - self.keep_last)]
         if not old:
             return repair_tool_pairs(messages)
-        pruned_ids: set[str] = set()
-        for i in old:
-            pruned_ids.update(
-                b.id for b in messages[i].content if isinstance(b, ToolUseBlock) and self._prunable(b)
-            )
+        drop = set(old)
+        drop.update(answer[c] for c in old if c in answer)
         out: list[Message] = []
-        for msg in messages:
-            content = [
-                b
-                for b in msg.content
-                if not (
-                    (isinstance(b, ToolUseBlock) and b.id in pruned_ids and msg.role == "assistant")
-                    or (isinstance(b, ToolResultBlock) and b.tool_use_id in pruned_ids)
-                )
-            ]
+        for i, msg in enumerate(messages):
+            content = [b for j, b in enumerate(msg.content) if (i, j) not in drop]
             if len(content) == len(msg.content):
                 out.append(msg)
             elif content:
