@@ -1,15 +1,15 @@
 """Compaction regressions: the system prompt survives compaction, racing clears and pops abandon a
-checkpoint, a summarizer of the wrong kind is refused, compact_context repairs tool pairs."""
+checkpoint, a summarizer of the wrong kind is refused."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
 from axio_context import AutoCompactStore, Checkpoint, MemoryContextStore, Message, compact_context
-from axio_context.compaction import SUMMARY_ACK, ExtractiveSummarizer, summary_messages
+from axio_context.compaction import SUMMARY_ACK, ExtractiveSummarizer, Summarization, summary_messages
 from axio_context.errors import CheckpointError
 from axio_context.testing import text
 
@@ -141,3 +141,35 @@ async def test_add_checkpoint_if_view_checks_the_prefix() -> None:
     assert await inner.list_checkpoints() == []
     stored = await store.add_checkpoint(checkpoint, if_view_starts_with=session(2)[:4])
     assert await inner.list_checkpoints() == [stored]
+
+
+# --- a summarizer of the wrong kind is refused when it is handed over -------------------------------
+
+
+class AxioTransport:
+    """The shape of axio's CompletionTransport: a model with a window, and .stream()."""
+
+    class Model:
+        context_window = 1_000
+
+    model = Model()
+
+    async def stream(self, messages: list[Message], tools: list[object], system: str) -> AsyncIterator[str]:
+        yield "..."
+
+
+async def test_a_transport_instead_of_a_summarizer_is_a_type_error() -> None:
+    store = MemoryContextStore(session(3))
+    expected = r"needs a Summarizer, an async callable .*got tests\.test_compaction_fixes\.AxioTransport"
+    with pytest.raises(TypeError, match=expected) as info:
+        AutoCompactStore(store, AxioTransport(), keep_recent=2)  # type: ignore[arg-type]
+    assert "AutoCompactStore" in str(info.value) and "axio CompletionTransport" in str(info.value)
+    with pytest.raises(TypeError, match=r"^compact_context needs a Summarizer"):
+        await compact_context(store, AxioTransport())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^Summarization needs a Summarizer.*builtins\.str"):
+        Summarization("gpt-4o")  # type: ignore[arg-type]
+    assert await store.get_history() == session(3)
+    # callables of every kind are still accepted
+    AutoCompactStore(store, Recorder())
+    AutoCompactStore(store, lambda messages, prompt: Recorder()(messages, prompt))
+    assert await compact_context(store, None, keep_recent=2) is not None

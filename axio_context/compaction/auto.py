@@ -44,6 +44,7 @@ from .summarizers import (
     DEFAULT_COMPACTION_PROMPT,
     ExtractiveSummarizer,
     Summarizer,
+    check_summarizer,
     context_window_of,
     summarizer_name,
     summary_messages,
@@ -98,7 +99,9 @@ class AutoCompactStore(ContextStore):
     ``max_tokens`` (default ``threshold`` times the summarizer's context window, read from
     ``summarizer.context_window`` or ``summarizer.model.context_window``, else 128,000). Below
     the threshold it reads nothing. ``summarizer=None`` uses the offline
-    :class:`ExtractiveSummarizer`. Checkpoint methods are forwarded to the wrapped store.
+    :class:`ExtractiveSummarizer`; anything not callable (an axio transport) is a
+    :class:`TypeError` here, not a warning at every compaction. Checkpoint methods are
+    forwarded to the wrapped store.
     """
 
     def __init__(
@@ -119,7 +122,9 @@ class AutoCompactStore(ContextStore):
         if max_tokens is not None and max_tokens <= 0:
             raise ValueError(f"max_tokens must be positive, got {max_tokens}")
         self._store = store
-        self._summarizer: Summarizer = summarizer or ExtractiveSummarizer()
+        self._summarizer: Summarizer = (
+            ExtractiveSummarizer() if summarizer is None else check_summarizer(summarizer, "AutoCompactStore")
+        )
         self._keep_recent = keep_recent
         self._threshold = threshold
         self._system_prompt = system_prompt

@@ -12,6 +12,7 @@ from .summarizers import (
     DEFAULT_COMPACTION_PROMPT,
     ExtractiveSummarizer,
     Summarizer,
+    check_summarizer,
     is_summary_pair,
     summary_messages,
 )
@@ -72,17 +73,21 @@ async def compact_context(
     Returns ``[summary (user), acknowledgement (assistant), *recent]``, ready to populate a
     fresh store, or ``None`` when there is nothing to compact or the summarizer failed (logged,
     not raised). The store is only read. ``summarizer=None`` uses the offline
-    :class:`ExtractiveSummarizer`. When the history already opens with a summary, the
+    :class:`ExtractiveSummarizer`; one that is not callable (an axio transport) is a
+    :class:`TypeError`. When the history already opens with a summary, the
     summarizer sees it and updates it. Leading ``system`` messages are kept verbatim before the
     summary (``[*system, summary, acknowledgement, *recent]``) and never summarized: a summary
     may drop or paraphrase an instruction, and the view strategies keep them the same way.
     """
+    summarizer = (
+        ExtractiveSummarizer() if summarizer is None else check_summarizer(summarizer, "compact_context")
+    )
     history = await store.get_history()
     system = leading_system_count(history)
     split = plan_split(history, keep_recent, lower=system)
     if split <= system:
         return None
-    text = await run_summarizer(summarizer or ExtractiveSummarizer(), history[system:split], system_prompt)
+    text = await run_summarizer(summarizer, history[system:split], system_prompt)
     if text is None:
         return None
     return [*history[:system], *summary_messages(text), *history[split:]]

@@ -45,6 +45,7 @@ from .summarizers import (
     DEFAULT_COMPACTION_PROMPT,
     ExtractiveSummarizer,
     Summarizer,
+    check_summarizer,
     context_window_of,
     is_summary_pair,
     summary_messages,
@@ -513,7 +514,9 @@ class Summarization(Strategy):
     ) -> None:
         if not 0 <= keep_ratio < 1:
             raise ValueError(f"keep_ratio must be in [0, 1), got {keep_ratio}")
-        self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
+        self.summarizer: Summarizer = (
+            ExtractiveSummarizer() if summarizer is None else check_summarizer(summarizer, "Summarization")
+        )
         self.max_tokens = max_tokens
         self.keep_ratio = keep_ratio
         self.system_prompt = system_prompt

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Sequence
-from typing import Final, Protocol, runtime_checkable
+from typing import Final, Protocol, cast, runtime_checkable
 
 import msgspec
 
@@ -34,6 +34,7 @@ __all__ = [
     "SUMMARY_ACK",
     "ExtractiveSummarizer",
     "Summarizer",
+    "check_summarizer",
     "clip_middle",
     "context_window_of",
     "frame_transcript",
@@ -70,6 +71,29 @@ class Summarizer(Protocol):
     """
 
     def __call__(self, messages: list[Message], system_prompt: str, /) -> Awaitable[str]: ...
+
+
+def check_summarizer(summarizer: object, where: str) -> Summarizer:
+    """``summarizer``, or a :class:`TypeError` naming what ``where`` got instead of a Summarizer.
+
+    Checked when it is handed over, not when the first compaction fails: code ported from axio
+    passes a transport here, which would otherwise only log a warning at every compaction.
+    """
+    if callable(summarizer):
+        return cast(Summarizer, summarizer)
+    kind = type(summarizer)
+    hint = ""
+    if callable(getattr(summarizer, "stream", None)):
+        hint = (
+            " It looks like an axio CompletionTransport (it has .stream()); axio-context takes a"
+            " summarizer instead: OpenAICompatibleSummarizer(model, base_url=...), None for the"
+            " offline ExtractiveSummarizer, or an async function that asks your transport for the"
+            " summary."
+        )
+    raise TypeError(
+        f"{where} needs a Summarizer, an async callable (messages, system_prompt) -> str; got "
+        f"{kind.__module__}.{kind.__qualname__}, which is not callable.{hint}"
+    )
 
 
 def summarizer_name(summarizer: object) -> str:
