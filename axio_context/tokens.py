@@ -8,8 +8,10 @@ never re-reads the transcript.
 
 from __future__ import annotations
 
+import math
+import struct
 from collections.abc import Iterable
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
 from .blocks import (
     AudioBlock,
@@ -24,7 +26,13 @@ from .blocks import (
 )
 from .messages import Message
 
-__all__ = ["DefaultEstimator", "TokenCounter", "estimate_message_tokens", "estimate_tokens"]
+__all__ = [
+    "DefaultEstimator",
+    "TokenCounter",
+    "estimate_media_seconds",
+    "estimate_message_tokens",
+    "estimate_tokens",
+]
 
 #: Per-message framing most chat formats add (role markers, separators).
 MESSAGE_OVERHEAD = 4
@@ -32,6 +40,35 @@ MESSAGE_OVERHEAD = 4
 IMAGE_TOKENS = 1_600
 #: Roughly four characters per token for English prose and code in BPE tokenizers.
 CHARS_PER_TOKEN = 4
+#: Providers bill sound by its length: Gemini 32 tokens a second, OpenAI's audio models about
+#: 10. The higher rate, so a budget built on the estimate is not overrun.
+AUDIO_TOKENS_PER_SECOND = 32
+#: Gemini bills video at 263 tokens a second (a frame a second, plus the sound track).
+VIDEO_TOKENS_PER_SECOND = 263
+#: Bytes a second of sound by media type, where the bytes do not say (a WAV header does):
+#: headerless PCM as a 16 kHz 16-bit mono voice capture, compressed formats at common bitrates.
+AUDIO_BYTES_PER_SECOND: Final[dict[str, int]] = {
+    "audio/wav": 32_000,
+    "audio/x-wav": 32_000,
+    "audio/wave": 32_000,
+    "audio/pcm": 32_000,
+    "audio/l16": 32_000,
+    "audio/flac": 20_000,
+    "audio/x-flac": 20_000,
+    "audio/mpeg": 16_000,
+    "audio/mp3": 16_000,
+    "audio/aac": 16_000,
+    "audio/mp4": 16_000,
+    "audio/m4a": 16_000,
+    "audio/x-m4a": 16_000,
+    "audio/ogg": 8_000,
+    "audio/opus": 8_000,
+    "audio/webm": 8_000,
+}
+#: Any other audio: 128 kbit/s.
+DEFAULT_AUDIO_BYTES_PER_SECOND = 16_000
+#: Video, whatever its container: 2 Mbit/s, typical of screen and phone recordings.
+VIDEO_BYTES_PER_SECOND = 250_000
 
 
 @runtime_checkable
@@ -47,8 +84,46 @@ def _chars(n: int) -> int:
     return (n + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
+def _wav_seconds(data: bytes) -> float | None:
+    """The length of a RIFF/WAVE file from its header (byte rate and data size), if it has one."""
+    if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        return None
+    byte_rate = 0
+    offset = 12
+    while offset + 8 <= len(data):
+        chunk, size = data[offset : offset + 4], int(struct.unpack_from("<I", data, offset + 4)[0])
+        body = offset + 8
+        if chunk == b"fmt " and size >= 12 and body + 12 <= len(data):
+            byte_rate = int(struct.unpack_from("<I", data, body + 8)[0])
+        elif chunk == b"data":
+            if not byte_rate:
+                return None
+            return min(size, len(data) - body) / byte_rate  # a streamed WAV may claim more
+        offset = body + size + (size & 1)
+    return None
+
+
+def estimate_media_seconds(block: AudioBlock | VideoBlock) -> float:
+    """How long a clip plays, from a WAV header where there is one, else from its size at a
+    typical bitrate for its media type (:data:`AUDIO_BYTES_PER_SECOND`, :data:`VIDEO_BYTES_PER_SECOND`)."""
+    if isinstance(block, VideoBlock):
+        return len(block.data) / VIDEO_BYTES_PER_SECOND
+    seconds = _wav_seconds(block.data)
+    if seconds is not None:
+        return seconds
+    kind = block.media_type.split(";", 1)[0].strip().lower()
+    return len(block.data) / AUDIO_BYTES_PER_SECOND.get(kind, DEFAULT_AUDIO_BYTES_PER_SECOND)
+
+
+def _media_tokens(block: AudioBlock | VideoBlock) -> int:
+    # Billed by length, as providers do, never by bytes; at least one second's worth.
+    rate = VIDEO_TOKENS_PER_SECOND if isinstance(block, VideoBlock) else AUDIO_TOKENS_PER_SECOND
+    return max(rate, math.ceil(estimate_media_seconds(block) * rate))
+
+
 def estimate_message_tokens(message: Message) -> int:
-    """A fast estimate: characters / 4, a flat cost per image, a little framing per block."""
+    """A fast estimate: characters / 4, a flat cost per image, audio and video by their length
+    (:func:`estimate_media_seconds`) at providers' per-second rates, a little framing per block."""
     total = MESSAGE_OVERHEAD
     for block in message.content:
         if isinstance(block, TextBlock):
@@ -66,13 +141,13 @@ def estimate_message_tokens(message: Message) -> int:
                     elif isinstance(item, ImageBlock):
                         total += IMAGE_TOKENS
                     else:
-                        total += _chars(len(item.data))
+                        total += _media_tokens(item)
         elif isinstance(block, ReasoningBlock):
             total += _chars(len(block.text))
         elif isinstance(block, ImageBlock):
             total += IMAGE_TOKENS
         elif isinstance(block, AudioBlock | VideoBlock):
-            total += _chars(len(block.data))
+            total += _media_tokens(block)
         elif isinstance(block, ProviderBlock | UnknownBlock):
             total += _chars(len(repr(block.data)))
     return total
