@@ -1,5 +1,5 @@
 """Compaction regressions: the system prompt survives compaction, racing clears and pops abandon a
-checkpoint, a summarizer of the wrong kind is refused."""
+checkpoint, a summarizer of the wrong kind is refused, compact_context repairs tool pairs."""
 
 from __future__ import annotations
 
@@ -8,8 +8,23 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from axio_context import AutoCompactStore, Checkpoint, MemoryContextStore, Message, compact_context
-from axio_context.compaction import SUMMARY_ACK, ExtractiveSummarizer, Summarization, summary_messages
+from axio_context import (
+    AutoCompactStore,
+    Checkpoint,
+    MemoryContextStore,
+    Message,
+    ToolResultBlock,
+    ToolUseBlock,
+    compact_context,
+)
+from axio_context.compaction import (
+    SUMMARY_ACK,
+    ExtractiveSummarizer,
+    Summarization,
+    is_synthetic_result,
+    summary_messages,
+    tool_pair_problems,
+)
 from axio_context.errors import CheckpointError
 from axio_context.testing import text
 
@@ -173,3 +188,26 @@ async def test_a_transport_instead_of_a_summarizer_is_a_type_error() -> None:
     AutoCompactStore(store, Recorder())
     AutoCompactStore(store, lambda messages, prompt: Recorder()(messages, prompt))
     assert await compact_context(store, None, keep_recent=2) is not None
+
+
+# --- compact_context returns a valid list of tool pairs ----------------------------------------------
+
+
+async def test_compact_context_repairs_an_interrupted_call_in_the_kept_part() -> None:
+    crashed = Message(role="assistant", content=[ToolUseBlock(id="c1", name="ls", input={})])
+    history = [
+        *(text("user", f"q{i}") for i in range(4)),
+        crashed,  # the turn crashed: no result was ever stored
+        text("user", "still there?"),
+        text("assistant", "yes"),
+    ]
+    store = MemoryContextStore(history)
+    compacted = await compact_context(store, Recorder(), keep_recent=3)
+    assert compacted is not None
+    assert tool_pair_problems(compacted) == []
+    assert compacted[2] is crashed
+    synthetic, question = compacted[3].content  # the result goes first in the next user message
+    assert is_synthetic_result(synthetic) and isinstance(synthetic, ToolResultBlock)
+    assert synthetic.tool_use_id == "c1" and question == history[-2].content[0]
+    assert compacted[4:] == history[-1:]
+    assert await store.get_history() == history  # the store is only read

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ..context import ContextStore
 from ..messages import Message
-from .pairs import safe_split
+from .pairs import repair_tool_pairs, safe_split
 from .summarizers import (
     DEFAULT_COMPACTION_PROMPT,
     ExtractiveSummarizer,
@@ -78,6 +78,8 @@ async def compact_context(
     summarizer sees it and updates it. Leading ``system`` messages are kept verbatim before the
     summary (``[*system, summary, acknowledgement, *recent]``) and never summarized: a summary
     may drop or paraphrase an instruction, and the view strategies keep them the same way.
+    A call in the kept part whose result never arrived gets a synthetic ``is_error`` result
+    (see :func:`repair_tool_pairs`), so the list is a valid request as it is.
     """
     summarizer = (
         ExtractiveSummarizer() if summarizer is None else check_summarizer(summarizer, "compact_context")
@@ -90,4 +92,8 @@ async def compact_context(
     text = await run_summarizer(summarizer, history[system:split], system_prompt)
     if text is None:
         return None
-    return [*history[:system], *summary_messages(text), *history[split:]]
+    # Repaired like AutoCompactStore's view: a call interrupted in the kept part gets its
+    # synthetic error result; nothing stored is dropped, since the list may repopulate a store.
+    return repair_tool_pairs(
+        [*history[:system], *summary_messages(text), *history[split:]], drop_orphans=False
+    )
