@@ -4,22 +4,50 @@ Encoders and decoders are built once at import. Decoding takes msgspec's typed f
 when that fails (an unknown block type from a newer version, or genuinely bad data) does it
 fall back to decoding block by block, which keeps unknown blocks as :class:`UnknownBlock` and
 turns real mistakes into a :class:`DecodeError` naming the exact field.
+
+**Values plain msgspec cannot carry.** Python data may hold integers outside MessagePack's
+``[-2**63, 2**64 - 1]`` (a factorial, a 128-bit id) and strings with lone surrogates (file names
+from ``os.listdir``, tool output decoded with ``surrogateescape``). Nothing is refused or
+altered: encoding takes msgspec's fast path and only when it raises rewrites what needs it.
+
+- MessagePack: each block that holds such a value is stored as ``{"type": ESCAPED_TYPE, "block":
+  <the block>}``, the integer as ext :data:`EXT_BIGINT` (two's complement, big-endian) and the
+  string as ext :data:`EXT_STR` (UTF-8 with ``surrogatepass``), as values or as keys. The unknown
+  ``type`` sends every typed decoder (this module's, a sealed chunk's) to the per-block path,
+  which unwraps it (a bare ext in a tool input would pass a typed decoder silently, as an
+  ``Ext`` object); a version that predates it keeps it as an :class:`UnknownBlock` and writes it
+  back unchanged. Payloads without such values are byte for byte what they always were, and
+  every payload stored before reads back as before.
+- JSON: integers of any size are plain JSON numbers. A lone surrogate is written as the
+  standard ``\\uXXXX`` escape (what Python's ``json`` and JavaScript write); reading one falls
+  back from msgspec, which refuses them, to decoding a rewritten text (see :func:`decode_json_exact`).
+  A high surrogate directly followed by a low one cannot be told apart from the character they
+  pair to in JSON; encoding one raises :class:`DecodeError` rather than change it.
 """
 
 from __future__ import annotations
 
+import datetime
+import decimal
+import re
+import uuid
 from collections.abc import Callable, Sequence
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 import msgspec
 
-from .blocks import KNOWN_BLOCK_TYPES, ContentBlock, UnknownBlock
+from .blocks import KNOWN_BLOCK_TYPES, ContentBlock, UnknownBlock, _has_unknown_nested
 from .errors import DecodeError
 from .messages import Message, Role
 
 __all__ = [
+    "ESCAPED_TYPE",
+    "EXT_BIGINT",
+    "EXT_STR",
     "decode_content",
+    "decode_content_json",
     "decode_json",
+    "decode_json_exact",
     "decode_message_json",
     "decode_message_msgpack",
     "decode_messages_json",
@@ -30,9 +58,41 @@ __all__ = [
     "encode_message_msgpack",
     "encode_messages_json",
     "encode_messages_msgpack",
+    "format_json",
 ]
 
 T = TypeVar("T")
+
+
+#: The ``type`` of a stored (MessagePack) block wrapping one that holds values MessagePack
+#: cannot carry as they are; never written to JSON.
+ESCAPED_TYPE: Final = "axio-context/escaped"
+#: MessagePack ext code of an integer outside 64 bits: two's complement, big-endian.
+EXT_BIGINT: Final = 1
+#: MessagePack ext code of a string with lone surrogates: UTF-8 with ``surrogatepass``.
+EXT_STR: Final = 2
+
+
+class _ReservedType(Exception):
+    """An UnknownBlock whose type is :data:`ESCAPED_TYPE`: it must be wrapped to read back as it is."""
+
+
+class _ExtKey:
+    """A mapping key that must be written as an ext (an ext itself is not hashable)."""
+
+    __slots__ = ("ext",)
+
+    def __init__(self, ext: msgspec.msgpack.Ext) -> None:
+        self.ext = ext
+
+    def __hash__(self) -> int:
+        return hash((self.ext.code, self.ext.data))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _ExtKey) and (other.ext.code, other.ext.data) == (
+            self.ext.code,
+            self.ext.data,
+        )
 
 
 def _enc_hook(obj: Any) -> Any:
@@ -41,8 +101,26 @@ def _enc_hook(obj: Any) -> Any:
     raise NotImplementedError(f"cannot encode objects of type {type(obj).__name__}")
 
 
+def _mp_enc_hook(obj: Any) -> Any:
+    if isinstance(obj, UnknownBlock):
+        if obj.data.get("type") == ESCAPED_TYPE:
+            raise _ReservedType
+        return obj.data
+    if isinstance(obj, _ExtKey):
+        return obj.ext
+    raise NotImplementedError(f"cannot encode objects of type {type(obj).__name__}")
+
+
+def _ext_hook(code: int, data: memoryview) -> Any:
+    if code == EXT_BIGINT:
+        return int.from_bytes(data, "big", signed=True)
+    if code == EXT_STR:
+        return bytes(data).decode("utf-8", "surrogatepass")
+    return msgspec.msgpack.Ext(code, bytes(data))
+
+
 _json_enc: Final = msgspec.json.Encoder(enc_hook=_enc_hook)
-_mp_enc: Final = msgspec.msgpack.Encoder(enc_hook=_enc_hook)
+_mp_enc: Final = msgspec.msgpack.Encoder(enc_hook=_mp_enc_hook)
 
 _json_msg: Final = msgspec.json.Decoder(Message)
 _json_msgs: Final = msgspec.json.Decoder(list[Message])
@@ -68,15 +146,29 @@ class _NestedTypes(msgspec.Struct):
     content: str | list[_TypeOnly]
 
 
+class _EscapedBlock(msgspec.Struct):
+    block: Any
+
+
+class _TreeMessage(msgspec.Struct):
+    role: Role
+    content: list[Any] = msgspec.field(default_factory=list)
+
+
 _NESTED_KNOWN: Final = frozenset({"text", "image", "audio", "video"})
+#: What MessagePack carries natively and JSON as text: kept as they are when a block is built
+#: from decoded MessagePack (so a string is never taken for base64 bytes).
+_MP_NATIVE: Final = (bytes, bytearray, memoryview, datetime.datetime)
+_mp_escaped: Final = msgspec.msgpack.Decoder(_EscapedBlock, ext_hook=_ext_hook)
 
 
 class _Format:
     """The per-format decoders the slow path needs, built once."""
 
-    def __init__(self, decode: Callable[..., Any], name: str) -> None:
+    def __init__(self, decode: Callable[..., Any], name: str, *, escaped: bool = False) -> None:
         self.name = name
         self._decoder = decode
+        self._escaped = escaped
         self.raw_message = self._decoder(_RawMessage)
         self.raw_messages = self._decoder(list[_RawMessage])
         self.raw_blocks = self._decoder(list[msgspec.Raw])
@@ -92,6 +184,8 @@ class _Format:
             raise DecodeError(_where(exc, where)) from None
         dec = self.blocks.get(kind)
         if dec is None:
+            if kind == ESCAPED_TYPE and self._escaped:
+                return _unescape_block(raw, where)
             return UnknownBlock(self.any.decode(raw))
         try:
             block: ContentBlock = dec.decode(raw)
@@ -121,16 +215,83 @@ def _where(exc: Exception, where: str) -> str:
     return f"{text} - at `{where}`"
 
 
+def _unescape_block(raw: msgspec.Raw, where: str) -> ContentBlock:
+    """The block a stored :data:`ESCAPED_TYPE` wrapper holds, its ext values restored."""
+    try:
+        inner = _mp_escaped.decode(raw).block
+    except msgspec.DecodeError as exc:
+        raise DecodeError(_where(exc, where)) from None
+    return _block_from_tree(inner, f"{where}.block", _MP_NATIVE)
+
+
+def _block_from_tree(tree: Any, where: str, native: tuple[type, ...]) -> ContentBlock:
+    """A block from its decoded builtin form, by the rules of the per-block path."""
+    if not isinstance(tree, dict):
+        raise DecodeError(f"Expected `object`, got `{type(tree).__name__}` - at `{where}`")
+    kind = tree.get("type")
+    if not isinstance(kind, str):
+        raise DecodeError(f"Object missing required field `type` - at `{where}`")
+    cls = KNOWN_BLOCK_TYPES.get(kind)
+    if cls is None:
+        return UnknownBlock(tree)
+    try:
+        return cast(ContentBlock, _convert(tree, cls, where, native))
+    except DecodeError:
+        if kind == "tool_result" and _has_unknown_nested(tree):
+            return UnknownBlock(tree)
+        raise
+
+
+def _convert(tree: Any, tp: Any, where: str, native: tuple[type, ...] = ()) -> Any:
+    """``msgspec.convert``, its errors as DecodeError naming the field."""
+    try:
+        return msgspec.convert(tree, tp, builtin_types=native)
+    except msgspec.ValidationError as exc:
+        raise DecodeError(_where(exc, where)) from None
+    except UnicodeEncodeError:
+        # msgspec reads a string given for another type as UTF-8, which a lone surrogate is not
+        raise DecodeError(f"Expected another type than text with a lone surrogate - at `{where}`") from None
+
+
+def _message_from_tree(tree: Any, where: str) -> Message:
+    shell = _convert(tree, _TreeMessage, where)
+    content = [_block_from_tree(b, f"{where}.content[{i}]", ()) for i, b in enumerate(shell.content)]
+    return Message(role=shell.role, content=content)
+
+
+def _list_tree(tree: Any) -> list[Any]:
+    if not isinstance(tree, list):
+        raise DecodeError(f"Expected `array`, got `{type(tree).__name__}`")
+    return tree
+
+
 _JSON: Final = _Format(lambda tp: msgspec.json.Decoder(tp), "JSON")
-_MSGPACK: Final = _Format(lambda tp: msgspec.msgpack.Decoder(tp), "MessagePack")
+_MSGPACK: Final = _Format(lambda tp: msgspec.msgpack.Decoder(tp), "MessagePack", escaped=True)
 
 
-def _fast(decode: Callable[[bytes], T], data: bytes, fmt: _Format, slow: Callable[[], T]) -> T:
+def _fast(
+    decode: Callable[[bytes], T],
+    data: bytes,
+    fmt: _Format,
+    slow: Callable[[], T],
+    tree: Callable[[Any], T] | None = None,
+) -> T:
+    """``decode`` (msgspec's typed fast path), else the per-block ``slow`` path; for JSON that
+    msgspec refuses for its lone surrogates, ``tree`` builds the result from restored builtins."""
     try:
         return decode(data)
     except msgspec.ValidationError:
-        return slow()
+        try:
+            return slow()
+        except DecodeError:
+            restored = None if tree is None else _json_tree(data)
+            if restored is None:
+                raise
+            return tree(restored[0])  # type: ignore[misc]
     except msgspec.DecodeError as exc:
+        restored = None if tree is None else _json_tree(data)
+        if restored is not None:
+            return tree(restored[0])  # type: ignore[misc]
         raise DecodeError(f"malformed {fmt.name}: {exc}") from None
 
 
@@ -141,66 +302,331 @@ def _slow(step: Callable[[], T]) -> T:
         raise DecodeError(str(exc)) from None
 
 
+# --- MessagePack: integers past 64 bits and lone surrogates --------------------------------------
+
+_INT_MIN: Final = -(2**63)
+_UINT_MAX: Final = 2**64 - 1
+#: What the MessagePack encoder handles itself (so a fallback encodes them exactly as it would).
+_ALL_NATIVE: Final = (
+    bytes,
+    bytearray,
+    memoryview,
+    datetime.datetime,
+    datetime.date,
+    datetime.time,
+    datetime.timedelta,
+    uuid.UUID,
+    decimal.Decimal,
+)
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+#: What msgspec raises for a value the fast path cannot write (and the reserved block type).
+_ESCAPE_ON: Final = (OverflowError, UnicodeEncodeError, _ReservedType)
+
+
+def _mp_value(value: Any) -> Any:
+    """``value`` with every integer past 64 bits and string with lone surrogates as an ext; the
+    very same object when nothing needed it."""
+    if isinstance(value, str):
+        if value.isascii() or _SURROGATE.search(value) is None:
+            return value
+        return msgspec.msgpack.Ext(EXT_STR, value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, int):
+        if _INT_MIN <= value <= _UINT_MAX:
+            return value
+        return msgspec.msgpack.Ext(
+            EXT_BIGINT, value.to_bytes((value.bit_length() + 8) // 8, "big", signed=True)
+        )
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        changed = False
+        for k, v in value.items():
+            k2, v2 = _mp_value(k), _mp_value(v)
+            if isinstance(k2, msgspec.msgpack.Ext):
+                k2 = _ExtKey(k2)
+            changed = changed or k2 is not k or v2 is not v
+            out[k2] = v2
+        return out if changed else value
+    if isinstance(value, list):
+        items = [_mp_value(v) for v in value]
+        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+    return value
+
+
+def _mp_blocks(content: Sequence[ContentBlock]) -> list[Any]:
+    """``content`` with each block MessagePack cannot carry as it is wrapped as ESCAPED_TYPE."""
+    out: list[Any] = []
+    for block in content:
+        try:
+            tree = msgspec.to_builtins(block, builtin_types=_ALL_NATIVE, enc_hook=_enc_hook)
+        except NotImplementedError as exc:  # as the encoder reports an unsupported type
+            raise TypeError(str(exc)) from None
+        escaped = _mp_value(tree)
+        if escaped is tree and tree.get("type") != ESCAPED_TYPE:
+            out.append(block)  # written as the fast path writes it
+        else:
+            out.append({"type": ESCAPED_TYPE, "block": escaped})
+    return out
+
+
+def _mp_message(message: Message) -> Message:
+    return Message(role=message.role, content=cast(list[ContentBlock], _mp_blocks(message.content)))
+
+
+# --- JSON: lone surrogates -----------------------------------------------------------------------
+
+#: A JSON string token (the unrolled form: no backtracking on long strings).
+_JSON_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+#: Inside a string: a surrogate pair (group 1, kept), a lone surrogate (group 2), another escape.
+_JSON_ESCAPE: Final = re.compile(
+    rb"\\(?:(u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|u([dD][89a-fA-F][0-9a-fA-F]{2})|.)",
+    re.S,
+)
+_LONE_HINT: Final = re.compile(rb"\\u[dD][89a-fA-F]")
+_json_any: Final = msgspec.json.Decoder(Any)
+
+
+def _json_str(text: str, where: str) -> msgspec.Raw:
+    """``text`` as a JSON string token, lone surrogates as ``\\uXXXX`` escapes."""
+    parts: list[bytes] = []
+    previous = ""
+    for piece in _SURROGATE_SPLIT.split(text):
+        if len(piece) == 1 and "\ud800" <= piece <= "\udfff":
+            if "\udc00" <= piece <= "\udfff" and "\ud800" <= previous <= "\udbff":
+                paired = 0x10000 + (ord(previous) - 0xD800) * 0x400 + ord(piece) - 0xDC00
+                raise DecodeError(
+                    f"text holds U+{ord(previous):04X} directly followed by U+{ord(piece):04X}, which JSON "
+                    f"can only write as the one character U+{paired:04X} - at `{where}`"
+                )
+            parts.append(b"\\u%04x" % ord(piece))
+        elif piece:
+            parts.append(_json_enc.encode(piece)[1:-1])
+        previous = piece[-1:] if piece else previous
+    return msgspec.Raw(b'"' + b"".join(parts) + b'"')
+
+
+_SURROGATE_SPLIT: Final = re.compile("([\ud800-\udfff])")
+
+
+def _json_value(value: Any, where: str) -> Any:
+    """``value`` (builtins) with what msgspec's JSON encoder cannot write as raw JSON."""
+    if isinstance(value, str):
+        return value if value.isascii() or _SURROGATE.search(value) is None else _json_str(value, where)
+    if isinstance(value, dict):
+        if any(isinstance(k, str) and _SURROGATE.search(k) for k in value):
+            members = [
+                (bytes(_json_str(k, where)) if isinstance(k, str) else _json_enc.encode({k: None})[1:-6])
+                + b":"
+                + _json_enc.encode(_json_value(v, f"{where}.{k!r}"))
+                for k, v in value.items()
+            ]
+            return msgspec.Raw(b"{" + b",".join(members) + b"}")
+        return {k: _json_value(v, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def _json_exact(obj: Any) -> bytes:
+    """``obj`` as JSON through its builtin form, lone surrogates escaped."""
+    return _json_enc.encode(_json_value(msgspec.to_builtins(obj, enc_hook=_enc_hook), "$"))
+
+
+def _marker(data: bytes) -> str:
+    """A private-use character that occurs nowhere in ``data``, neither as text nor escaped."""
+    for code in range(0xE000, 0xF900):
+        char = chr(code)
+        if char.encode() not in data and not re.search(rb"\\u%x" % code, data, re.I):
+            return char
+    raise DecodeError("JSON text uses every private-use character; cannot read its lone surrogates")
+
+
+def _mark(data: bytes) -> tuple[bytes, str] | None:
+    """``data`` with each lone surrogate escape turned into a marker and the escape's hex digits,
+    so msgspec decodes it; None when there is nothing to turn."""
+    if _LONE_HINT.search(data) is None:
+        return None
+    marker = _marker(data)
+    mark = marker.encode()
+    found = False
+
+    def escape(m: re.Match[bytes]) -> bytes:
+        nonlocal found
+        if m.group(2) is None:
+            return m.group(0)
+        found = True
+        return mark + m.group(2).lower()
+
+    marked = _JSON_STRING.sub(lambda m: _JSON_ESCAPE.sub(escape, m.group(0)), data)
+    return (marked, marker) if found else None
+
+
+def _restore_str(text: str, marker: str) -> str:
+    return re.sub(re.escape(marker) + "([0-9a-f]{4})", lambda m: chr(int(m.group(1), 16)), text)
+
+
+def _restore(value: Any, marker: str) -> Any:
+    """A decoded marked value with its lone surrogates back."""
+    if isinstance(value, str):
+        return _restore_str(value, marker) if marker in value else value
+    if isinstance(value, dict):
+        return {_restore(k, marker): _restore(v, marker) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restore(v, marker) for v in value]
+    if isinstance(value, msgspec.Raw):
+        return msgspec.Raw(_unmark(bytes(value), marker))
+    if isinstance(value, msgspec.Struct):
+        fields = {f: getattr(value, f) for f in value.__struct_fields__}
+        changed = {f: _restore(v, marker) for f, v in fields.items()}
+        return msgspec.structs.replace(value, **{f: v for f, v in changed.items() if v is not fields[f]})
+    return value
+
+
+def _unmark(data: bytes, marker: str) -> bytes:
+    """Marked JSON text back to the text it was made from."""
+    mark = marker.encode()
+    if mark not in data:
+        return data
+    return re.sub(re.escape(mark) + rb"([0-9a-f]{4})", rb"\\u\1", data)
+
+
+def _json_tree(data: bytes) -> tuple[Any] | None:
+    """Builtins decoded from JSON msgspec refused for its lone surrogates; None when that was not
+    why (or the text is malformed anyway)."""
+    marked = _mark(data)
+    if marked is None:
+        return None
+    try:
+        tree = _json_any.decode(marked[0])
+    except msgspec.DecodeError:
+        return None
+    return (_restore(tree, marked[1]),)
+
+
+def decode_json_exact(decoder: msgspec.json.Decoder[T], data: bytes) -> T:
+    """``decoder.decode(data)``, also when ``data`` holds what msgspec refuses (lone surrogate
+    escapes): such text is decoded with markers in their place, then every string is restored
+    and every :class:`msgspec.Raw` is given back the exact text it was cut from, so a Raw is
+    decoded by this module's functions as usual. Raises msgspec's errors, as the decoder does.
+    """
+    try:
+        return decoder.decode(data)
+    except msgspec.ValidationError:
+        raise
+    except msgspec.DecodeError:
+        marked = _mark(data)
+        if marked is None:
+            raise
+        try:
+            obj = decoder.decode(marked[0])
+        except msgspec.ValidationError:
+            raise
+        except msgspec.DecodeError:
+            pass
+        else:
+            return cast(T, _restore(obj, marked[1]))
+        raise
+
+
 # --- public API ---------------------------------------------------------------------------------
 
 
 def encode_json(obj: Any) -> bytes:
     """Encode any supported value (messages, blocks, plain data) as compact JSON."""
-    return _json_enc.encode(obj)
+    try:
+        return _json_enc.encode(obj)
+    except UnicodeEncodeError:
+        return _json_exact(obj)
+
+
+def format_json(obj: Any, indent: int = 2) -> bytes:
+    """``obj`` as indented JSON for people; lone surrogates stay ``\\uXXXX`` escapes (msgspec's
+    formatter alone refuses them)."""
+    data = encode_json(obj)
+    try:
+        return msgspec.json.format(data, indent=indent)
+    except msgspec.DecodeError:
+        marked = _mark(data)
+        if marked is None:
+            raise
+        return _unmark(msgspec.json.format(marked[0], indent=indent), marked[1])
 
 
 def decode_json(data: bytes | str, tp: type[T]) -> T:
     """Decode JSON into ``tp`` with msgspec validation, raising :class:`DecodeError`."""
     try:
         return msgspec.json.decode(data, type=tp)
-    except msgspec.DecodeError as exc:
+    except msgspec.ValidationError as exc:
         raise DecodeError(str(exc)) from None
+    except msgspec.DecodeError as exc:
+        restored = _json_tree(_as_bytes(data))
+        if restored is None:
+            raise DecodeError(str(exc)) from None
+        return cast(T, _convert(restored[0], tp, "$"))
 
 
 def encode_message_json(message: Message) -> bytes:
     """One message as JSON (images as base64)."""
-    return _json_enc.encode(message)
+    try:
+        return _json_enc.encode(message)
+    except UnicodeEncodeError:
+        return _json_exact(message)
 
 
 def encode_messages_json(messages: Sequence[Message]) -> bytes:
     """A list of messages as one JSON array."""
-    return _json_enc.encode(messages)
+    try:
+        return _json_enc.encode(messages)
+    except UnicodeEncodeError:
+        return _json_exact(messages)
 
 
 def encode_message_msgpack(message: Message) -> bytes:
     """One message as MessagePack (bytes stay binary)."""
-    return _mp_enc.encode(message)
+    try:
+        return _mp_enc.encode(message)
+    except _ESCAPE_ON:
+        return _mp_enc.encode(_mp_message(message))
 
 
 def encode_messages_msgpack(messages: Sequence[Message]) -> bytes:
     """A list of messages as one MessagePack array."""
-    return _mp_enc.encode(messages)
+    try:
+        return _mp_enc.encode(messages)
+    except _ESCAPE_ON:
+        return _mp_enc.encode([_mp_message(m) for m in messages])
 
 
 def encode_content(content: Sequence[ContentBlock]) -> bytes:
     """A message's content blocks alone as MessagePack: the storage payload."""
-    return _mp_enc.encode(content)
+    try:
+        return _mp_enc.encode(content)
+    except _ESCAPE_ON:
+        return _mp_enc.encode(_mp_blocks(content))
 
 
 def decode_message_json(data: bytes | str) -> Message:
     """Inverse of :func:`encode_message_json`."""
+    raw = _as_bytes(data)
     return _fast(
         _json_msg.decode,
-        _as_bytes(data),
+        raw,
         _JSON,
-        lambda: _slow(lambda: _JSON.message(_JSON.raw_message.decode(data), "$")),
+        lambda: _slow(lambda: _JSON.message(_JSON.raw_message.decode(raw), "$")),
+        lambda tree: _message_from_tree(tree, "$"),
     )
 
 
 def decode_messages_json(data: bytes | str) -> list[Message]:
     """Inverse of :func:`encode_messages_json`."""
+    raw = _as_bytes(data)
     return _fast(
         _json_msgs.decode,
-        _as_bytes(data),
+        raw,
         _JSON,
         lambda: _slow(
-            lambda: [_JSON.message(m, f"$[{i}]") for i, m in enumerate(_JSON.raw_messages.decode(data))],
+            lambda: [_JSON.message(m, f"$[{i}]") for i, m in enumerate(_JSON.raw_messages.decode(raw))],
         ),
+        lambda tree: [_message_from_tree(m, f"$[{i}]") for i, m in enumerate(_list_tree(tree))],
     )
 
 
@@ -242,15 +668,24 @@ def decode_content(data: bytes) -> list[ContentBlock]:
 
 def decode_content_json(data: bytes | str) -> list[ContentBlock]:
     """Content blocks from a JSON array (the same rules as :func:`decode_content`)."""
+    raw = _as_bytes(data)
     return _fast(
         _json_content.decode,
-        _as_bytes(data),
+        raw,
         _JSON,
         lambda: _slow(
-            lambda: [_JSON.block(b, f"$[{i}]") for i, b in enumerate(_JSON.raw_blocks.decode(data))],
+            lambda: [_JSON.block(b, f"$[{i}]") for i, b in enumerate(_JSON.raw_blocks.decode(raw))],
         ),
+        lambda tree: [_block_from_tree(b, f"$[{i}]", ()) for i, b in enumerate(_list_tree(tree))],
     )
 
 
 def _as_bytes(data: bytes | str) -> bytes:
-    return data.encode() if isinstance(data, str) else data
+    """JSON text as bytes; a lone surrogate in a ``str`` (only valid inside a JSON string) becomes
+    its ``\\uXXXX`` escape, as an encoder would have written it."""
+    if not isinstance(data, str):
+        return data
+    try:
+        return data.encode()
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", data).encode()

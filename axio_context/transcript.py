@@ -49,7 +49,7 @@ from .blocks import (
     UnknownBlock,
     VideoBlock,
 )
-from .codec import decode_content_json, decode_message_json, encode_json
+from .codec import decode_content_json, decode_json_exact, decode_message_json, encode_json, format_json
 from .errors import DecodeError, TranscriptError
 from .messages import Message, Role
 
@@ -280,7 +280,7 @@ class MarkdownWriter(TranscriptWriter):
     def session(self, header: SessionHeader) -> bytes:
         sep = "\n---\n\n" if self._sessions else ""
         self._sessions += 1
-        return (sep + render_header(header) + "\n").encode()
+        return (sep + render_header(header) + "\n").encode("utf-8", "backslashreplace")
 
     def messages(self, header: SessionHeader, first: int, records: Sequence[MessageRecord]) -> bytes:
         out = []
@@ -288,7 +288,8 @@ class MarkdownWriter(TranscriptWriter):
             out.append(f"## {first + i} · {r.role} · {_short_time(r.created_at)}\n\n")
             out.append(render_blocks(r.content, self._fold))
             out.append("\n")
-        return "".join(out).encode()
+        # Text with lone surrogates (undecodable bytes) shows them as \udcXX escapes.
+        return "".join(out).encode("utf-8", "backslashreplace")
 
 
 def writer_for(name: str) -> TranscriptWriter:
@@ -371,7 +372,7 @@ def render_blocks(content: Iterable[ContentBlock], fold: int | None = None) -> s
         elif isinstance(block, ImageBlock | AudioBlock | VideoBlock):
             parts.append(_media(block))
         elif isinstance(block, ToolUseBlock):
-            body = msgspec.json.format(encode_json(block.input), indent=2).decode()
+            body = format_json(block.input).decode()
             parts.append(f"**tool call** `{block.name}` (id `{block.id}`)")
             parts.append(_fence(_fold(body, fold), "json"))
         elif isinstance(block, ToolResultBlock):
@@ -501,6 +502,41 @@ def _message(raw: _MessageIn | _MessageLineIn, where: str) -> MessageRecord:
     return MessageRecord(role=raw.role, content=content, created_at=raw.created_at)
 
 
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate_at(value: Any, where: str) -> str | None:
+    """Where in ``value`` (text, or plain data) a lone surrogate is, if anywhere."""
+    if isinstance(value, str):
+        return where if _LONE_SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found = _lone_surrogate_at(k, where) or _lone_surrogate_at(v, f"{where}.{k}")
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found = _lone_surrogate_at(v, f"{where}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def _storable_text(h: _HeaderIn, where: str) -> None:
+    """Refuse lone surrogates in a session's own fields: messages keep them exactly, but the
+    database's text columns (id, project, title, metadata) cannot hold them."""
+    for name in ("id", "project", "title", "parent_id", "metadata"):
+        found = _lone_surrogate_at(getattr(h, name), f"{where}.{name}")
+        if found:
+            raise TranscriptError(f"{found}: holds a lone surrogate, which a session's fields cannot store")
+    for i, cp in enumerate(h.checkpoints):
+        if _LONE_SURROGATE.search(cp.summarizer):
+            raise TranscriptError(
+                f"{where}.checkpoints[{i}].summarizer: holds a lone surrogate, which a session's fields "
+                "cannot store"
+            )
+
+
 class _Checker:
     """The rules a sequence of sessions must follow: unique ids, parents first, sane counts."""
 
@@ -510,6 +546,7 @@ class _Checker:
     def header(self, h: _HeaderIn, where: str) -> SessionHeader:
         if not h.id:
             raise TranscriptError(f"{where}.id: a session id must not be empty")
+        _storable_text(h, where)
         if h.id in self.counts:
             raise TranscriptError(f"{where}.id: session {h.id!r} appears twice")
         _time(h.created_at, f"{where}.created_at")
@@ -572,12 +609,12 @@ class _Checker:
 def read_json(data: bytes) -> list[SessionRecord]:
     """Parse and validate a ``json`` export; raises :class:`TranscriptError` naming the field."""
     try:
-        env = _json_env.decode(data)
+        env = decode_json_exact(_json_env, data)
     except msgspec.DecodeError as exc:
         raise TranscriptError(_line_col(data, f"not a valid axio-context json export: {exc}")) from None
     _check_format(env.format, env.version)
     try:
-        doc = _json_doc.decode(data)
+        doc = decode_json_exact(_json_doc, data)
     except msgspec.DecodeError as exc:
         raise TranscriptError(_line_col(data, str(exc))) from None
     checker = _Checker()
@@ -626,7 +663,7 @@ def iter_jsonl(lines: Iterable[bytes]) -> Iterator[SessionRecord]:
         if not line.strip():
             continue
         try:
-            item = _jsonl_line.decode(line)
+            item = decode_json_exact(_jsonl_line, line)
         except msgspec.DecodeError as exc:
             raise TranscriptError(f"line {number}: {_line_col(line, str(exc), one_line=True)}") from None
         if isinstance(item, _SessionLineIn):
