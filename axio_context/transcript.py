@@ -697,11 +697,44 @@ def iter_jsonl(lines: Iterable[bytes]) -> Iterator[SessionRecord]:
     yield finish()
 
 
+#: One JSON token at the start of what is left: a string (group 1), a structural character
+#: (group 2), or a bare scalar; None when the text ends inside a token.
+_TOKEN: Final = re.compile(
+    rb'[ \t\r\n]*(?:("[^"\\]*(?:\\.[^"\\]*)*")|([{}\[\],:])|[^ \t\r\n{}\[\],:"]+)', re.S
+)
+_BLANK: Final = b" \t\r\n"
+
+
 def sniff_format(head: bytes) -> Literal["json", "jsonl"]:
-    """Which lossless format a file is, from its first line."""
-    first = head.split(b"\n", 1)[0].strip()
-    try:
-        obj = _kind_probe.decode(first)
-    except msgspec.DecodeError:
+    """Which lossless format a file is, from its first bytes (any prefix of the file).
+
+    Blank leading lines are skipped; then the first object's top-level keys are read one token
+    at a time, without needing the whole line: a ``kind`` key means ``jsonl`` (every line of it
+    is tagged so), ``sessions`` means ``json``. The writers put those keys first, so a few dozen
+    bytes decide however long the first line is (a session line carries every checkpoint
+    summary, and can pass any fixed head size). Anything else, or a head cut before either key,
+    is ``json``, whose reader then names what is wrong.
+    """
+    start = len(head) - len(head.lstrip(_BLANK))
+    if head[start : start + 1] != b"{":
         return "json"
-    return "jsonl" if "kind" in obj else "json"
+    depth, expect_key, at = 1, True, start + 1
+    while depth:
+        m = _TOKEN.match(head, at)
+        if m is None:
+            break  # the head ends here (perhaps inside a string)
+        at = m.end()
+        if m.group(1) is not None:
+            if depth == 1 and expect_key:
+                if m.group(1) == b'"kind"':
+                    return "jsonl"
+                if m.group(1) == b'"sessions"':
+                    return "json"
+                expect_key = False
+        elif m.group(2) in (b"{", b"["):
+            depth += 1
+        elif m.group(2) in (b"}", b"]"):
+            depth -= 1
+        elif m.group(2) == b",":
+            expect_key = depth == 1
+    return "json"

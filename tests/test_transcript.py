@@ -6,6 +6,8 @@ from collections.abc import Iterator
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from axio_context import TextBlock, ToolResultBlock, UnknownBlock
 from axio_context.errors import DecodeError, TranscriptError
@@ -130,6 +132,59 @@ def test_sniff_format() -> None:
     assert sniff_format(_write(JsonlWriter(), _sample())) == "jsonl"
     assert sniff_format(b'{"format":"axio-context","version":1,"sessions":[]}') == "json"
     assert sniff_format(b"") == "json"
+    assert sniff_format(b"\n\r\n  \n") == "json"
+    assert sniff_format(b"[]") == "json"
+
+
+def _long_first_line() -> bytes:
+    """A jsonl export whose session line (17 checkpoints of ~4 KB summaries) passes 64 KiB."""
+    checkpoints = [
+        CheckpointRecord(
+            id=i + 1, position=i + 1, summary=[text("user", "s" * 4000)], created_at=format_time(T0)
+        )
+        for i in range(17)
+    ]
+    return _write(JsonlWriter(), [(_header("s", 20, checkpoints=checkpoints), _records(20))])
+
+
+def test_sniff_format_needs_only_a_prefix_of_a_long_first_line() -> None:
+    data = _long_first_line()
+    assert len(data.split(b"\n", 1)[0]) > 1 << 16
+    head = data[: 1 << 16]  # what the importer passes
+    assert sniff_format(head) == "jsonl"
+    assert [r.id for r in iter_jsonl(data.splitlines())] == ["s"]
+
+
+@pytest.mark.parametrize("blank", [b"\n", b"\r\n", b"\n \t\n\n"])
+@pytest.mark.parametrize("writer", [JsonWriter, JsonlWriter])
+def test_sniff_format_skips_blank_leading_lines(blank: bytes, writer: type[TranscriptWriter]) -> None:
+    data = blank + _write(writer(), _sample())
+    assert sniff_format(data) == writer.name
+    records = read_json(data) if writer is JsonWriter else list(iter_jsonl(data.splitlines()))
+    assert [r.id for r in records] == ["parent", "child", "empty"]
+
+
+def test_sniff_format_finds_kind_after_other_keys_and_nested_values() -> None:
+    line = (
+        b'{"format":"axio-context","version":1,"metadata":{"kind":"x","sessions":[{"kind":1}]},'
+        b'"kind":"session"'
+    )
+    assert sniff_format(line) == "jsonl"
+    assert sniff_format(b'{"id":"a, \\"kind\\": 1","sessions":[') == "json"  # a key's look-alike in a string
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from([JsonWriter, JsonlWriter]),
+    st.text(max_size=300),
+    st.integers(min_value=0, max_value=3),
+    st.integers(min_value=60, max_value=10_000),
+)
+def test_property_any_prefix_past_the_first_keys_names_the_format(
+    writer: type[TranscriptWriter], title: str, blank_lines: int, cut: int
+) -> None:
+    data = b"\n" * blank_lines + _write(writer(), [(_header("s", 2, title=title), _records(2))])
+    assert sniff_format(data[: blank_lines + cut]) == writer.name
 
 
 def test_reader_rules() -> None:
