@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from axio_context import TextBlock, ToolResultBlock, UnknownBlock
+from axio_context import ImageBlock, ProviderBlock, TextBlock, ToolResultBlock, ToolUseBlock, UnknownBlock
 from axio_context.errors import DecodeError, TranscriptError
 from axio_context.testing import every_block_message, text
 from axio_context.transcript import (
@@ -25,6 +25,7 @@ from axio_context.transcript import (
     parse_time,
     read_json,
     render_blocks,
+    render_header,
     sniff_format,
     writer_for,
 )
@@ -256,3 +257,151 @@ def test_writer_for() -> None:
     assert writer_for("markdown").self_contained
     with pytest.raises(ValueError, match="unknown transcript format 'xml'"):
         writer_for("xml")
+
+
+# --- Markdown: stored text cannot break the document's structure -------------------------------
+
+
+def _top_level_fence_state(md: str) -> list[tuple[int, str]]:
+    """(line number, line) of every ``## `` heading outside a fence at column 0 (a simple oracle
+    for documents whose fences all start at column 0)."""
+    fence = ""
+    out = []
+    for i, line in enumerate(md.split("\n")):
+        if fence:
+            if line.rstrip() and set(line.rstrip()) == {fence[0]} and len(line.rstrip()) >= len(fence):
+                fence = ""
+        elif line.startswith(("```", "~~~")):
+            fence = line[: len(line) - len(line.lstrip(line[0]))]
+        elif line.startswith("## "):
+            out.append((i, line))
+    return out
+
+
+def test_markdown_closes_a_fence_a_cut_off_reply_leaves_open() -> None:
+    records = [
+        MessageRecord(role="user", content=[TextBlock(text="write a script")], created_at=format_time(T0)),
+        MessageRecord(
+            role="assistant",
+            content=[TextBlock(text="Sure:\n```python\nimport os\nfor f in os.listdir(")],
+            created_at=format_time(T0),
+        ),
+        MessageRecord(role="user", content=[TextBlock(text="you got cut off")], created_at=format_time(T0)),
+    ]
+    md = _write(MarkdownWriter(), [(_header("s", 3), records)]).decode()
+    assert "for f in os.listdir(\n```\n\n## 2 · user" in md
+    assert [h for _, h in _top_level_fence_state(md)] == [
+        "## 0 · user · 2023-11-14 22:13:20.123 UTC",
+        "## 1 · assistant · 2023-11-14 22:13:20.123 UTC",
+        "## 2 · user · 2023-11-14 22:13:20.123 UTC",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "closing"),
+    [
+        ("```", "```"),
+        ("~~~~ sh\nls\n~~~", "~~~~"),  # a shorter run does not close it
+        ("````md\n```py\nx\n```", "````"),
+        ("  ```\nx", "  ```"),
+        ("1. Run:\n   ```bash\n   make", "   ```"),  # inside a list item: closed inside it
+        ("- a\n\n  - b\n\n    ```\n    x", "    ```"),
+        ("- ```\n  x", "  ```"),  # the item's first line opens it
+        ("> quote\n\n```\n\n\nlater", "```"),
+        ("text\n<!-- a comment", "-->"),
+        ("<pre>\ncode", "</pre>"),
+        ("<SCRIPT type=x>\nf()", "</script>"),
+        ("<?php\necho 1;", "?>"),
+        ("<![CDATA[\nraw", "]]>"),
+        ("<!DOCTYPE html", ">"),
+        ("\t```\nx", ""),  # a tab is four columns: indented code, not a fence
+    ],
+)
+def test_markdown_closes_what_message_text_leaves_open(text: str, closing: str) -> None:
+    rendered = render_blocks([TextBlock(text=text)])
+    assert rendered == (f"{text}\n{closing}\n" if closing else f"{text}\n")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```py\nx = 1\n```",
+        "~~~\n```\n~~~",
+        "    ```\n    indented code",
+        "- ```\n  x\nnot in the item any more",  # the item, and its fence, ended
+        "* * *\n```\nx\n```",
+        "<!-- closed -->\n<pre>x</pre>",
+        "inline ``` is not a fence ```",
+        "```\nx\n```   ",
+    ],
+)
+def test_markdown_leaves_complete_text_as_it_is(text: str) -> None:
+    assert render_blocks([TextBlock(text=text)]) == text + "\n"
+
+
+@pytest.mark.parametrize(
+    ("value", "span"),
+    [
+        ("c1", "`c1`"),
+        ("a`b", "``a`b``"),
+        ("`x", "`` `x ``"),
+        ("x``", "``` x`` ```"),
+        (" a ", "`  a  `"),
+        ("   ", "`   `"),
+        ("", "` `"),
+        ("a\nb\r\nc", "`a\\nb\\r\\nc`"),
+    ],
+)
+def test_markdown_names_and_ids_are_code_spans_nothing_inside_ends(value: str, span: str) -> None:
+    rendered = render_blocks([ToolUseBlock(id=value, name=value, input={})])
+    assert rendered.startswith(f"**tool call** {span} (id {span})\n")
+    assert render_blocks([ToolResultBlock(tool_use_id=value, content="x")]).startswith(
+        f"**tool result** for {span}\n"
+    )
+
+
+def test_markdown_header_fields_stay_on_their_line() -> None:
+    header = _header(
+        "s\n# forged",
+        0,
+        title="fix\n## 0 · user · forged\r\nend #",
+        project="/p`q\n- forged",
+        parent_id="p\nq",
+        metadata={"note": "use `ls`\n# x"},
+    )
+    md = render_header(header)
+    lines = md.split("\n")
+    assert lines[0] == "# fix ## 0 · user · forged end \\#"
+    assert "- id: `s\\n# forged`" in lines
+    assert "- project: ``/p`q\\n- forged``" in lines
+    assert "- forked from `p\\nq`" in lines
+    assert '- metadata: ``{"note":"use `ls`\\n# x"}``' in lines  # JSON writes the break as \n
+    assert [line for line in lines if line.startswith("#")] == [lines[0]]
+    untitled = render_header(_header("s\n## 9 · user", 0))
+    assert untitled.split("\n")[0] == "# Session s\\n## 9 · user"
+
+
+def test_markdown_media_types_and_provider_names_stay_on_their_line() -> None:
+    rendered = render_blocks(
+        [
+            ImageBlock(media_type="image/png\n## 9 · user · forged", data=b"12"),
+            ProviderBlock(provider="open\nai", kind="web\n# x", data={}),
+        ]
+    )
+    assert rendered == "[image: image/png\\n## 9 · user · forged, 2 bytes]\n\n[open\\nai web\\n# x]\n"
+
+
+_markdownish = st.text(alphabet="`~ \t\n-*1.>#<!?[]pre", max_size=60)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_markdownish)
+def test_property_contained_text_is_the_text_plus_at_most_one_closing_line(text: str) -> None:
+    from axio_context.transcript import _contained, _left_open
+
+    once = _contained(text)
+    assert _left_open(once) == ""
+    assert once == text or (
+        once.startswith(text.rstrip("\n") + "\n") and once.count("\n") == text.rstrip("\n").count("\n") + 1
+    )
+    assert _contained(once) == once
