@@ -23,20 +23,39 @@ altered: encoding takes msgspec's fast path and only when it raises rewrites wha
   back from msgspec, which refuses them, to decoding a rewritten text (see :func:`decode_json_exact`).
   A high surrogate directly followed by a low one cannot be told apart from the character they
   pair to in JSON; encoding one raises :class:`DecodeError` rather than change it.
+- JSON has no NaN or infinity either (MessagePack stores them as they are). msgspec writes them
+  as ``null``; the lossless exports ask :func:`encode_json` for ``exact=True``, which writes
+  ``NaN``/``Infinity``/``-Infinity`` (Python's ``json`` and JSON5 spell them so), and every
+  JSON decoder here reads them back (see :func:`decode_json_exact`).
 """
 
 from __future__ import annotations
 
 import datetime
 import decimal
+import math
 import re
+import types
+import typing
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, TypeVar, cast
 
 import msgspec
 
-from .blocks import KNOWN_BLOCK_TYPES, ContentBlock, UnknownBlock, _has_unknown_nested
+from .blocks import (
+    KNOWN_BLOCK_TYPES,
+    AudioBlock,
+    ContentBlock,
+    ImageBlock,
+    ReasoningBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UnknownBlock,
+    VideoBlock,
+    _has_unknown_nested,
+)
 from .errors import DecodeError
 from .messages import Message, Role
 
@@ -44,6 +63,7 @@ __all__ = [
     "ESCAPED_TYPE",
     "EXT_BIGINT",
     "EXT_STR",
+    "contents_have_nonfinite",
     "decode_content",
     "decode_content_json",
     "decode_json",
@@ -372,16 +392,22 @@ def _mp_message(message: Message) -> Message:
     return Message(role=message.role, content=cast(list[ContentBlock], _mp_blocks(message.content)))
 
 
-# --- JSON: lone surrogates -----------------------------------------------------------------------
+# --- JSON: lone surrogates and non-finite numbers -----------------------------------------------
 
 #: A JSON string token (the unrolled form: no backtracking on long strings).
 _JSON_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+#: A string token, or a non-finite number (group 1) outside strings, where JSON has none.
+_JSON_TOKEN: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|(NaN|-?Infinity)', re.S)
 #: Inside a string: a surrogate pair (group 1, kept), a lone surrogate (group 2), another escape.
 _JSON_ESCAPE: Final = re.compile(
     rb"\\(?:(u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|u([dD][89a-fA-F][0-9a-fA-F]{2})|.)",
     re.S,
 )
-_LONE_HINT: Final = re.compile(rb"\\u[dD][89a-fA-F]")
+_EXACT_HINT: Final = re.compile(rb"\\u[dD][89a-fA-F]|NaN|Infinity")
+#: Non-finite numbers as Python's ``json`` and JSON5 spell them (JSON itself has none).
+_NONFINITE_JSON: Final = {b"NaN": "n", b"Infinity": "i", b"-Infinity": "-i"}
+_NONFINITE_MARK: Final = {v: k for k, v in _NONFINITE_JSON.items()}
+_NONFINITE_VALUE: Final = {"n": float("nan"), "i": float("inf"), "-i": float("-inf")}
 _json_any: Final = msgspec.json.Decoder(Any)
 
 
@@ -407,16 +433,27 @@ def _json_str(text: str, where: str) -> msgspec.Raw:
 _SURROGATE_SPLIT: Final = re.compile("([\ud800-\udfff])")
 
 
+def _json_number(value: float) -> Any:
+    if value == value and value not in (_INF, -_INF):
+        return value
+    return msgspec.Raw(b"NaN" if value != value else b"Infinity" if value > 0 else b"-Infinity")
+
+
+_INF: Final = float("inf")
+
+
 def _json_value(value: Any, where: str) -> Any:
     """``value`` (builtins) with what msgspec's JSON encoder cannot write as raw JSON."""
     if isinstance(value, str):
         return value if value.isascii() or _SURROGATE.search(value) is None else _json_str(value, where)
+    if isinstance(value, float):
+        return _json_number(value)
     if isinstance(value, dict):
         if any(isinstance(k, str) and _SURROGATE.search(k) for k in value):
             members = [
                 (bytes(_json_str(k, where)) if isinstance(k, str) else _json_enc.encode({k: None})[1:-6])
                 + b":"
-                + _json_enc.encode(_json_value(v, f"{where}.{k!r}"))
+                + _json_enc.encode(_json_value(v, f"{where}.{k}"))
                 for k, v in value.items()
             ]
             return msgspec.Raw(b"{" + b",".join(members) + b"}")
@@ -427,8 +464,106 @@ def _json_value(value: Any, where: str) -> Any:
 
 
 def _json_exact(obj: Any) -> bytes:
-    """``obj`` as JSON through its builtin form, lone surrogates escaped."""
+    """``obj`` as JSON through its builtin form: lone surrogates escaped, non-finite numbers as
+    ``NaN``/``Infinity``/``-Infinity``."""
     return _json_enc.encode(_json_value(msgspec.to_builtins(obj, enc_hook=_enc_hook), "$"))
+
+
+def _has_nonfinite(value: Any) -> bool:
+    """Whether ``value`` (a record, message, block or plain data) holds a NaN or an infinity.
+
+    Only plain data holds floats: a Struct is walked only through its fields whose declared type
+    can hold one (a tool input, provider data, a record's content), and scalars and blocks of
+    text, bytes and flags are skipped without a call (an export runs this on every record).
+    """
+    kind = type(value)
+    fields = _FLOAT_FIELDS.get(kind)
+    if fields is not None:
+        for name in fields:
+            item = getattr(value, name)
+            if type(item) not in _SKIP and _has_nonfinite(item):
+                return True
+        return False
+    if kind is float:
+        return value != value or value in (_INF, -_INF)
+    if kind is dict or kind is list or kind is tuple:
+        for item in value.values() if kind is dict else value:
+            inner = type(item)
+            if inner in _SKIP:
+                continue
+            fields = _FLOAT_FIELDS.get(inner)
+            if fields is None:
+                if _has_nonfinite(item):
+                    return True
+                continue
+            for name in fields:  # one level inline: most lists hold records or blocks
+                sub = getattr(item, name)
+                if type(sub) not in _SKIP and _has_nonfinite(sub):
+                    return True
+        return False
+    if kind is UnknownBlock:
+        return _has_nonfinite(value.data)
+    if isinstance(value, msgspec.Struct):
+        try:
+            names = tuple(f.name for f in msgspec.structs.fields(kind) if _may_hold_float(f.type))
+        except (NameError, TypeError):  # annotations that do not resolve: walk every field
+            names = kind.__struct_fields__
+        _FLOAT_FIELDS[kind] = names
+        return _has_nonfinite(value)
+    if isinstance(value, float):  # a subclass
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return _has_nonfinite(dict(value))
+    return isinstance(value, list | tuple) and _has_nonfinite(list(value))
+
+
+def contents_have_nonfinite(contents: Iterable[Sequence[ContentBlock]]) -> bool:
+    """Whether any of these messages' contents holds a NaN or an infinity: the tight loop an
+    export runs on every batch of messages before choosing ``encode_json(..., exact=True)``."""
+    for content in contents:
+        for block in content:
+            kind = type(block)
+            if kind in _SKIP:
+                continue
+            if isinstance(block, ToolUseBlock):
+                if _has_nonfinite(block.input):
+                    return True
+            elif _has_nonfinite(block):
+                return True
+    return False
+
+
+#: Per Struct type, the fields whose declared type can hold a float (filled on first use).
+_FLOAT_FIELDS: Final[dict[type[Any], tuple[str, ...]]] = {}
+
+
+def _may_hold_float(tp: Any) -> bool:
+    if tp in (str, int, bool, bytes, type(None)):
+        return False
+    origin = typing.get_origin(tp)
+    if origin is typing.Literal:
+        return False
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_may_hold_float(arg) for arg in typing.get_args(tp))
+    return True
+
+
+#: Scalars, and blocks whose fields are all text, bytes or flags: no float inside.
+_SKIP: Final = frozenset(
+    {
+        str,
+        bytes,
+        int,
+        bool,
+        type(None),
+        TextBlock,
+        ImageBlock,
+        AudioBlock,
+        VideoBlock,
+        ReasoningBlock,
+        ToolResultBlock,
+    }
+)
 
 
 def _marker(data: bytes) -> str:
@@ -437,13 +572,16 @@ def _marker(data: bytes) -> str:
         char = chr(code)
         if char.encode() not in data and not re.search(rb"\\u%x" % code, data, re.I):
             return char
-    raise DecodeError("JSON text uses every private-use character; cannot read its lone surrogates")
+    raise DecodeError("JSON text uses every private-use character; cannot read it")
 
 
 def _mark(data: bytes) -> tuple[bytes, str] | None:
-    """``data`` with each lone surrogate escape turned into a marker and the escape's hex digits,
-    so msgspec decodes it; None when there is nothing to turn."""
-    if _LONE_HINT.search(data) is None:
+    """``data`` as JSON msgspec reads, and the marker it used; None when there is nothing to
+    turn. Inside strings, a lone surrogate escape becomes the marker and the escape's hex digits;
+    outside them, ``NaN``/``Infinity``/``-Infinity`` becomes a string of the marker and
+    ``n``/``i``/``-i``. The marker occurs nowhere else, so :func:`_restore` and :func:`_unmark`
+    undo exactly this."""
+    if _EXACT_HINT.search(data) is None:
         return None
     marker = _marker(data)
     mark = marker.encode()
@@ -456,27 +594,46 @@ def _mark(data: bytes) -> tuple[bytes, str] | None:
         found = True
         return mark + m.group(2).lower()
 
-    marked = _JSON_STRING.sub(lambda m: _JSON_ESCAPE.sub(escape, m.group(0)), data)
+    def token(m: re.Match[bytes]) -> bytes:
+        nonlocal found
+        if m.group(1) is None:
+            return _JSON_ESCAPE.sub(escape, m.group(0))
+        found = True
+        return b'"' + mark + _NONFINITE_JSON[m.group(1)].encode() + b'"'
+
+    marked = _JSON_TOKEN.sub(token, data)
     return (marked, marker) if found else None
 
 
-def _restore_str(text: str, marker: str) -> str:
+def _restore_str(text: str, marker: str, where: str, *, number: bool) -> Any:
+    """A marked string back: a lone surrogate's marker to it, a whole marked number (allowed
+    where ``number``) to the float."""
+    if text[:1] == marker and text[1:] in _NONFINITE_VALUE:
+        if not number:
+            raise msgspec.ValidationError(f"Expected `str`, got `float` - at `{where}`")
+        return _NONFINITE_VALUE[text[1:]]
     return re.sub(re.escape(marker) + "([0-9a-f]{4})", lambda m: chr(int(m.group(1), 16)), text)
 
 
-def _restore(value: Any, marker: str) -> Any:
-    """A decoded marked value with its lone surrogates back."""
+def _restore(value: Any, marker: str, where: str = "$", *, typed: bool = False) -> Any:
+    """A value decoded from marked text, as the original text meant it. ``typed``: ``value`` is a
+    Struct field, where a string was asked for (a number there is an error)."""
     if isinstance(value, str):
-        return _restore_str(value, marker) if marker in value else value
+        return _restore_str(value, marker, where, number=not typed) if marker in value else value
     if isinstance(value, dict):
-        return {_restore(k, marker): _restore(v, marker) for k, v in value.items()}
+        out = {}
+        for k, v in value.items():
+            if isinstance(k, str) and marker in k:
+                k = _restore_str(k, marker, f"key {k!r} in `{where}`", number=False)
+            out[k] = _restore(v, marker, f"{where}.{k}")
+        return out
     if isinstance(value, list):
-        return [_restore(v, marker) for v in value]
+        return [_restore(v, marker, f"{where}[{i}]", typed=typed) for i, v in enumerate(value)]
     if isinstance(value, msgspec.Raw):
         return msgspec.Raw(_unmark(bytes(value), marker))
     if isinstance(value, msgspec.Struct):
         fields = {f: getattr(value, f) for f in value.__struct_fields__}
-        changed = {f: _restore(v, marker) for f, v in fields.items()}
+        changed = {f: _restore(v, marker, f"{where}.{f}", typed=True) for f, v in fields.items()}
         return msgspec.structs.replace(value, **{f: v for f, v in changed.items() if v is not fields[f]})
     return value
 
@@ -486,27 +643,31 @@ def _unmark(data: bytes, marker: str) -> bytes:
     mark = marker.encode()
     if mark not in data:
         return data
+    data = re.sub(
+        b'"' + re.escape(mark) + rb'(n|i|-i)"', lambda m: _NONFINITE_MARK[m.group(1).decode()], data
+    )
     return re.sub(re.escape(mark) + rb"([0-9a-f]{4})", rb"\\u\1", data)
 
 
 def _json_tree(data: bytes) -> tuple[Any] | None:
-    """Builtins decoded from JSON msgspec refused for its lone surrogates; None when that was not
-    why (or the text is malformed anyway)."""
+    """Builtins decoded from JSON msgspec refused for its lone surrogates or non-finite numbers;
+    None when that was not why (or the text is malformed anyway)."""
     marked = _mark(data)
     if marked is None:
         return None
     try:
-        tree = _json_any.decode(marked[0])
+        return (_restore(_json_any.decode(marked[0]), marked[1]),)
     except msgspec.DecodeError:
         return None
-    return (_restore(tree, marked[1]),)
 
 
 def decode_json_exact(decoder: msgspec.json.Decoder[T], data: bytes) -> T:
     """``decoder.decode(data)``, also when ``data`` holds what msgspec refuses (lone surrogate
-    escapes): such text is decoded with markers in their place, then every string is restored
-    and every :class:`msgspec.Raw` is given back the exact text it was cut from, so a Raw is
-    decoded by this module's functions as usual. Raises msgspec's errors, as the decoder does.
+    escapes, ``NaN``/``Infinity``/``-Infinity``): such text is decoded with markers in their
+    place, then every string is restored and every :class:`msgspec.Raw` is given back the exact
+    text it was cut from, so a Raw is decoded by this module's functions as usual. A non-finite
+    number is accepted only inside plain data (``Any``), not for a Struct's own field. Raises
+    msgspec's errors, as the decoder does.
     """
     try:
         return decoder.decode(data)
@@ -530,8 +691,18 @@ def decode_json_exact(decoder: msgspec.json.Decoder[T], data: bytes) -> T:
 # --- public API ---------------------------------------------------------------------------------
 
 
-def encode_json(obj: Any) -> bytes:
-    """Encode any supported value (messages, blocks, plain data) as compact JSON."""
+def encode_json(obj: Any, *, exact: bool = False) -> bytes:
+    """Encode any supported value (messages, blocks, plain data) as compact JSON.
+
+    JSON has no NaN or infinity; msgspec writes them as ``null``, losing them. ``exact=True``
+    (the lossless exports) writes them as ``NaN``/``Infinity``/``-Infinity`` instead, the
+    spelling of Python's ``json`` module and of JSON5 (JavaScript's literals), which this module
+    reads back; strict JSON parsers refuse those records, which beats a silent change. It costs
+    a walk of ``obj``, so plain calls (the hot ones) skip it. Lone surrogates are always written
+    as ``\\uXXXX`` escapes.
+    """
+    if exact and _has_nonfinite(obj):
+        return _json_exact(obj)
     try:
         return _json_enc.encode(obj)
     except UnicodeEncodeError:
@@ -539,9 +710,9 @@ def encode_json(obj: Any) -> bytes:
 
 
 def format_json(obj: Any, indent: int = 2) -> bytes:
-    """``obj`` as indented JSON for people; lone surrogates stay ``\\uXXXX`` escapes (msgspec's
-    formatter alone refuses them)."""
-    data = encode_json(obj)
+    """``obj`` as indented JSON for people; lone surrogates stay ``\\uXXXX`` escapes and
+    non-finite numbers ``NaN``/``Infinity`` (msgspec's formatter alone refuses both)."""
+    data = encode_json(obj, exact=True)
     try:
         return msgspec.json.format(data, indent=indent)
     except msgspec.DecodeError:

@@ -49,7 +49,14 @@ from .blocks import (
     UnknownBlock,
     VideoBlock,
 )
-from .codec import decode_content_json, decode_json_exact, decode_message_json, encode_json, format_json
+from .codec import (
+    contents_have_nonfinite,
+    decode_content_json,
+    decode_json_exact,
+    decode_message_json,
+    encode_json,
+    format_json,
+)
 from .errors import DecodeError, TranscriptError
 from .messages import Message, Role
 
@@ -217,12 +224,13 @@ class JsonWriter(TranscriptWriter):
         sep = b",\n" if self._sessions else b"\n"
         self._sessions += 1
         self._in_session = 0
-        return sep + encode_json(header)[:-1] + b',"messages":['
+        return sep + encode_json(header, exact=True)[:-1] + b',"messages":['
 
     def messages(self, header: SessionHeader, first: int, records: Sequence[MessageRecord]) -> bytes:
         if not records:
             return b""
-        body = b",".join(encode_json(r) for r in records)
+        exact = contents_have_nonfinite(r.content for r in records)
+        body = b",".join(encode_json(r, exact=exact) for r in records)
         sep = b"," if self._in_session else b""
         self._in_session += len(records)
         return sep + body
@@ -249,9 +257,10 @@ class JsonlWriter(TranscriptWriter):
     _PREFIX: Final = encode_json({"kind": "session", "format": FORMAT_NAME, "version": FORMAT_VERSION})[:-1]
 
     def session(self, header: SessionHeader) -> bytes:
-        return self._PREFIX + b"," + encode_json(header)[1:] + b"\n"
+        return self._PREFIX + b"," + encode_json(header, exact=True)[1:] + b"\n"
 
     def messages(self, header: SessionHeader, first: int, records: Sequence[MessageRecord]) -> bytes:
+        exact = contents_have_nonfinite(r.content for r in records)
         lines = [
             encode_json(
                 _MessageLine(
@@ -260,7 +269,8 @@ class JsonlWriter(TranscriptWriter):
                     role=r.role,
                     content=r.content,
                     created_at=r.created_at,
-                )
+                ),
+                exact=exact,
             )
             for i, r in enumerate(records)
         ]
