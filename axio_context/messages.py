@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
@@ -91,6 +92,15 @@ def preview_of(history: list[Message], limit: int = PREVIEW_CHARS) -> str:
 _input_json: Final = msgspec.json.Encoder()
 
 
+def _input_text(value: dict[str, Any]) -> str:
+    """A tool input as compact JSON text; the standard library's spelling for what msgspec
+    cannot write (lone surrogates in strings), so every input has one."""
+    try:
+        return _input_json.encode(value).decode()
+    except (UnicodeEncodeError, OverflowError):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def text_columns(message: Message) -> tuple[str, str]:
     """A message's plain text in two parts: ``body`` (what people and the model wrote) and
     ``tool`` (tool names, inputs and results), so search can weigh them differently."""
@@ -101,7 +111,7 @@ def text_columns(message: Message) -> tuple[str, str]:
             body.append(block.text)
         elif isinstance(block, ToolUseBlock):
             tool.append(block.name)
-            tool.append(_input_json.encode(block.input).decode())
+            tool.append(_input_text(block.input))
         elif isinstance(block, ToolResultBlock):
             if isinstance(block.content, str):
                 tool.append(block.content)

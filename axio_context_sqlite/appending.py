@@ -44,7 +44,8 @@ def preview_for(messages: Sequence[Message], offset: int = 0) -> tuple[int, str]
             for block in msg.content:
                 if isinstance(block, TextBlock):
                     t = block.text
-                    return offset + i, t[:PREVIEW_CHARS] + ("..." if len(t) > PREVIEW_CHARS else "")
+                    cut = t[:PREVIEW_CHARS] + ("..." if len(t) > PREVIEW_CHARS else "")
+                    return offset + i, storage.sqlite_text(cut)
             return offset + i, ""
     return None
 

@@ -28,7 +28,7 @@ import platformdirs
 from click.shell_completion import CompletionItem
 
 from axio_context import __version__
-from axio_context.codec import encode_json
+from axio_context.codec import encode_json, format_json
 from axio_context.embeddings import BUNDLED_MINILM
 from axio_context.errors import AxioContextError, EmbedderUnavailableError
 from axio_context.messages import SessionInfo
@@ -292,7 +292,7 @@ def one_format(as_json: bool, nl: bool) -> None:
 
 def echo_json(value: Any, indent: int = 2) -> None:
     """Print ``value`` as JSON: indented (``--json``), or on one line with ``indent=0``."""
-    click.echo(msgspec.json.format(encode_json(value), indent=indent))  # bytes: always UTF-8
+    click.echo(format_json(value, indent=indent))  # bytes: always UTF-8
 
 
 def emit(

@@ -36,7 +36,7 @@ from axio_context.transcript import (
 )
 from axio_context_sqlite import Database, SQLiteContextStore, connect
 
-from .sqlite_checks import scalar
+from .sqlite_checks import check_storage, scalar
 from .strategies import messages as ordinary_messages
 from .strategies import unknown_types
 from .test_sqlite_compression import transcript
@@ -331,12 +331,6 @@ async def test_lone_surrogates_export_to_files_that_read_back_exactly(db_path: P
     assert list(iter_jsonl(as_jsonl.splitlines())) == [record]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=UnicodeEncodeError,
-    reason="axio_context.messages.text_columns (keyword-index text) and appending.preview_for pass "
-    "lone surrogates to SQLite, which refuses them; not the codec's files",
-)
 async def test_lone_surrogates_import_into_a_database(db_path: Path, tmp_path: Path) -> None:
     first = Message("user", [TextBlock(text="list my files")])
     async with connect(db_path) as conn:
@@ -347,6 +341,30 @@ async def test_lone_surrogates_import_into_a_database(db_path: Path, tmp_path: P
     async with connect(target) as conn:
         await Database(conn, target).import_file(tmp_path / "e.jsonl")
         assert await SQLiteContextStore(conn, "s").get_history() == [first, ODD[1], ODD[3]]
+    check_storage(target)
+
+
+async def test_lone_surrogates_in_the_preview_and_the_keyword_index(db_path: Path) -> None:
+    """The text derived from a message (its preview, its keyword-index entry) takes U+FFFD for a
+    lone surrogate, since SQLite refuses them; the message itself reads back exactly. A fold
+    with such a message, a search, and the FTS 'delete' of a pop all work."""
+    odd_first = Message("user", [TextBlock(text="open caf\udce9 notes")])
+    async with connect(db_path) as conn:
+        store = SQLiteContextStore(conn, "s")
+        await store.append(odd_first)
+        for m in ODD:
+            await store.append(m)
+        db = Database(conn, db_path)
+        hits = await db.search("notes", mode="keyword")
+        assert [(h.session_id, h.position) for h in hits] == [("s", 0)]
+        assert [h.position for h in await db.search("alone", mode="keyword")] == [3]
+        assert (await store.info()).preview == "open caf\ufffd notes"
+        assert await store.get_history() == [odd_first, *ODD]
+        for _ in ODD:
+            await store.pop()  # each an FTS 'delete' fed the text as it was indexed
+        assert await db.search("alone", mode="keyword") == []
+        assert await store.get_history() == [odd_first]
+    check_storage(db_path)
 
 
 async def test_what_still_cannot_be_stored_is_a_decode_error_and_nothing_is_written(db_path: Path) -> None:
@@ -420,3 +438,26 @@ def test_a_lone_surrogate_in_a_sessions_own_fields_is_named(line: bytes, where: 
     )
     with pytest.raises(TranscriptError, match=re.escape(f"line 1: {where}: holds a lone surrogate")):
         list(iter_jsonl(data.splitlines()))
+
+
+def test_the_command_lines_json_output_keeps_lone_surrogates(db_path: Path) -> None:
+    """``show --json`` writes a lone surrogate as its ``\\uXXXX`` escape (msgspec's formatter
+    alone refuses it), which Python's json reads back to the same string."""
+    import asyncio
+    import json
+
+    from .cli_helpers import invoke
+
+    odd = Message("user", [ToolResultBlock(tool_use_id="c", content="caf\udce9.txt")])
+
+    async def fill() -> None:
+        async with connect(db_path) as conn:
+            await SQLiteContextStore(conn, "s", project="p").append_many(
+                [Message("user", [TextBlock(text="hi")]), odd]
+            )
+
+    asyncio.run(fill())
+    out = invoke("--db", db_path, "show", "s", "--json").stdout
+    assert "\\udce9" in out
+    shown = json.loads(out)["messages"][1]["content"][0]["content"]
+    assert shown == "caf\udce9.txt"
