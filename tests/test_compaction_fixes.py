@@ -211,3 +211,43 @@ async def test_compact_context_repairs_an_interrupted_call_in_the_kept_part() ->
     assert synthetic.tool_use_id == "c1" and question == history[-2].content[0]
     assert compacted[4:] == history[-1:]
     assert await store.get_history() == history  # the store is only read
+
+
+# --- a tool result written by a newer version still answers its call -------------------------
+
+
+_NEWER_RESULT = b"""[
+ {"role":"user","content":[{"type":"text","text":"read the report"}]},
+ {"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"fetch","input":{}}]},
+ {"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","is_error":false,
+   "content":[{"type":"text","text":"Q3 up 12%"},{"type":"document","data":"JVBERi0="}]}]},
+ {"role":"assistant","content":[{"type":"text","text":"Revenue grew 12%."}]}]"""
+
+
+async def test_a_result_with_a_block_type_this_version_does_not_know_still_answers_its_call() -> None:
+    """Kept whole as an UnknownBlock (so it is written back as it came), it is still the call's
+    result: no synthetic 'interrupted' result next to it, no cut between the two, pruned with
+    its call, and summarized as answered."""
+    from axio_context import UnknownBlock
+    from axio_context.codec import decode_messages_json
+    from axio_context.compaction import (
+        CompactionContext,
+        ExtractiveSummarizer,
+        PruneToolCalls,
+        repair_tool_pairs,
+        safe_split,
+        tool_pair_problems,
+    )
+
+    msgs = decode_messages_json(_NEWER_RESULT)
+    assert isinstance(msgs[2].content[0], UnknownBlock)
+    assert tool_pair_problems(msgs) == []
+    assert repair_tool_pairs(msgs) == msgs
+    assert safe_split(msgs, 2) == 1  # never between the call and its result
+    view = await AutoCompactStore(MemoryContextStore(msgs), None).get_history()
+    assert view == msgs
+    pruned = await PruneToolCalls(keep_last=0).apply(list(msgs), CompactionContext(max_tokens=10_000))
+    assert pruned == [msgs[0], msgs[3]]
+    summary = ExtractiveSummarizer().summarize(msgs)
+    assert "fetch({}) -> ok, in a form this version cannot read" in summary
+    assert "interrupted" not in summary

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from ..blocks import ContentBlock, ToolResultBlock, ToolUseBlock
+from ..blocks import ContentBlock, ToolResultBlock, ToolUseBlock, UnknownBlock
 from ..messages import Message
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "is_synthetic_result",
     "last_group_start",
     "repair_tool_pairs",
+    "result_id",
     "safe_split",
     "tool_pair_problems",
 ]
@@ -39,6 +40,22 @@ def is_synthetic_result(block: object) -> bool:
     return isinstance(block, ToolResultBlock) and block.is_error and block.content == INTERRUPTED_RESULT_TEXT
 
 
+def result_id(block: object) -> str | None:
+    """The ``tool_use_id`` a block answers, None when it is no tool result. A result a newer
+    version wrote (a block type inside it this version does not know) is kept whole as an
+    :class:`UnknownBlock`; it still answers its call."""
+    if isinstance(block, ToolResultBlock):
+        return block.tool_use_id
+    if isinstance(block, UnknownBlock) and block.data.get("type") == "tool_result":
+        answered = block.data.get("tool_use_id")
+        return answered if isinstance(answered, str) else None
+    return None
+
+
+def _result_ids(message: Message) -> list[str]:
+    return [i for b in message.content if (i := result_id(b)) is not None]
+
+
 def _uses(message: Message) -> list[ToolUseBlock]:
     if message.role != "assistant":
         return []
@@ -50,28 +67,22 @@ def tool_pair_problems(messages: Sequence[Message]) -> list[str]:
     problems: list[str] = []
     last = len(messages) - 1
     for i, msg in enumerate(messages):
-        results = [b for b in msg.content if isinstance(b, ToolResultBlock)]
+        results = _result_ids(msg)
         if results:
             before = set() if i == 0 else {u.id for u in _uses(messages[i - 1])}
             seen: set[str] = set()
             for r in results:
                 if msg.role != "user":
-                    problems.append(f"message {i}: tool_result {r.tool_use_id!r} in a {msg.role} message")
-                elif r.tool_use_id not in before:
-                    problems.append(
-                        f"message {i}: tool_result {r.tool_use_id!r} has no tool_use in the message before"
-                    )
-                elif r.tool_use_id in seen:
-                    problems.append(f"message {i}: duplicate tool_result {r.tool_use_id!r}")
-                seen.add(r.tool_use_id)
+                    problems.append(f"message {i}: tool_result {r!r} in a {msg.role} message")
+                elif r not in before:
+                    problems.append(f"message {i}: tool_result {r!r} has no tool_use in the message before")
+                elif r in seen:
+                    problems.append(f"message {i}: duplicate tool_result {r!r}")
+                seen.add(r)
         uses = _uses(msg)
         if uses and i != last:
             nxt = messages[i + 1]
-            answered = (
-                {b.tool_use_id for b in nxt.content if isinstance(b, ToolResultBlock)}
-                if nxt.role == "user"
-                else set()
-            )
+            answered = set(_result_ids(nxt)) if nxt.role == "user" else set()
             problems.extend(
                 f"message {i}: tool_use {u.id!r} has no tool_result in the next message"
                 for u in uses
@@ -101,7 +112,7 @@ def repair_tool_pairs(messages: Sequence[Message], *, drop_orphans: bool = True)
             out.append(Message(role="user", content=_synthetic(list(pending.values()))))
             pending = {}
         if pending or drop_orphans:
-            answered = [b.tool_use_id for b in msg.content if isinstance(b, ToolResultBlock)]
+            answered = _result_ids(msg)
             # The common case, checked cheaply: the results answer exactly the pending calls.
             if len(answered) != len(pending) or (pending and pending.keys() != set(answered)):
                 repaired = _repair_message(msg, pending, drop_orphans)
@@ -124,9 +135,10 @@ def _repair_message(msg: Message, pending: dict[str, ToolUseBlock], drop_orphans
     answered: set[str] = set()
     insert_at = 0
     for block in msg.content:
-        if isinstance(block, ToolResultBlock):
-            if block.tool_use_id in pending and block.tool_use_id not in answered:
-                answered.add(block.tool_use_id)
+        rid = result_id(block)
+        if rid is not None:
+            if rid in pending and rid not in answered:
+                answered.add(rid)
             elif drop_orphans:
                 continue
             content.append(block)
@@ -160,13 +172,12 @@ def safe_split(messages: Sequence[Message], split: int, *, lower: int = 0) -> in
     answered: set[str] = set()
     for i in range(lower, n):
         msg = messages[i]
-        for block in msg.content:
-            if isinstance(block, ToolResultBlock):
-                u = used_at.get(block.tool_use_id)
-                if u is not None and u < i:
-                    delta[u + 1] += 1
-                    delta[i + 1] -= 1
-                    answered.add(block.tool_use_id)
+        for rid in _result_ids(msg):
+            u = used_at.get(rid)
+            if u is not None and u < i:
+                delta[u + 1] += 1
+                delta[i + 1] -= 1
+                answered.add(rid)
         for use in _uses(msg):
             used_at[use.id] = i
     if n and messages[-1].role == "assistant":

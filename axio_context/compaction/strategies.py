@@ -40,7 +40,7 @@ from ..messages import Message
 from ..tokens import DefaultEstimator, TokenCounter
 from .compact import leading_system_count, run_summarizer
 from .models import context_window_for
-from .pairs import last_group_start, repair_tool_pairs, safe_split
+from .pairs import last_group_start, repair_tool_pairs, result_id, safe_split
 from .summarizers import (
     DEFAULT_COMPACTION_PROMPT,
     ExtractiveSummarizer,
@@ -368,8 +368,9 @@ class PruneToolCalls(Strategy):
         answer: dict[tuple[int, int], tuple[int, int]] = {}  # call -> its result
         for i, msg in enumerate(messages):
             for j, block in enumerate(msg.content):
-                if isinstance(block, ToolResultBlock):
-                    waiting = unanswered.get(block.tool_use_id)
+                rid = result_id(block)
+                if rid is not None:
+                    waiting = unanswered.get(rid)
                     if waiting:
                         answer[waiting.pop()] = (i, j)
                 elif isinstance(block, ToolUseBlock) and msg.role == "assistant":

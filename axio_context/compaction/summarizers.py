@@ -23,11 +23,12 @@ from ..blocks import (
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
+    UnknownBlock,
     VideoBlock,
 )
 from ..messages import Message
 from .models import DEFAULT_CONTEXT_WINDOW
-from .pairs import is_synthetic_result
+from .pairs import is_synthetic_result, result_id
 
 __all__ = [
     "DEFAULT_COMPACTION_PROMPT",
@@ -332,11 +333,12 @@ class ExtractiveSummarizer:
 
     def _extract(self, messages: Sequence[Message]) -> list[_Item]:
         items: list[_Item] = []
-        results: dict[str, ToolResultBlock] = {}
+        results: dict[str, ToolResultBlock | UnknownBlock] = {}
         for msg in messages:
             for block in msg.content:
-                if isinstance(block, ToolResultBlock):
-                    results.setdefault(block.tool_use_id, block)
+                rid = result_id(block)
+                if rid is not None and isinstance(block, ToolResultBlock | UnknownBlock):
+                    results.setdefault(rid, block)
         seq = 0
         for msg in messages:
             for block in msg.content:
@@ -366,13 +368,22 @@ class ExtractiveSummarizer:
                 out.append(_Item("Facts", self._clip(sentence), seq))
         return out
 
-    def _tool_call(self, use: ToolUseBlock, result: ToolResultBlock | None, seq: int) -> list[_Item]:
+    def _tool_call(
+        self, use: ToolUseBlock, result: ToolResultBlock | UnknownBlock | None, seq: int
+    ) -> list[_Item]:
         args = _one_line(msgspec.json.encode(use.input).decode())
         if len(args) > 80:
             args = args[:77] + "..."
         call = f"{use.name}({args})"
         if result is None or is_synthetic_result(result):
             return [_Item("Tool calls", self._clip(f"{call} -> interrupted, no result recorded"), seq)]
+        if isinstance(result, UnknownBlock):  # written by a newer version: answered, unreadable here
+            outcome = "error" if result.data.get("is_error") is True else "ok"
+            return [
+                _Item(
+                    "Tool calls", self._clip(f"{call} -> {outcome}, in a form this version cannot read"), seq
+                )
+            ]
         body = _result_text(result).strip()
         first = _one_line(body.splitlines()[0]) if body else ""
         if result.is_error:
