@@ -18,6 +18,7 @@ from uuid import uuid4
 import aiosqlite
 
 from axio_context.checkpoints import Checkpoint
+from axio_context.compaction.auto import starts_with
 from axio_context.context import ContextStore
 from axio_context.embeddings import Embedder
 from axio_context.errors import CheckpointError
@@ -60,7 +61,7 @@ def _add_checkpoint_if_view(
 ) -> Checkpoint:
     """``ops.add_checkpoint``, refused unless the view still starts with ``prefix`` (one transaction)."""
     with write_tx(c):
-        if ops.get_view(c, session_id)[: len(prefix)] != prefix:
+        if not starts_with(ops.get_view(c, session_id), prefix):
             raise CheckpointError(
                 f"the view of session {session_id!r} changed since the compaction read it; "
                 "checkpoint not written"

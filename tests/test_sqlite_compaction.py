@@ -227,3 +227,24 @@ async def test_the_prefix_is_checked_in_the_checkpoint_transaction(db_path: Path
             Checkpoint(position=2, summary=[text_message("sum")]), if_view_starts_with=view[:2]
         )
         assert await inner.other.list_checkpoints() == [stored]
+
+
+async def test_a_nan_in_a_tool_input_never_blocks_compaction(conn: Connection) -> None:
+    """The check that the view still starts with what was summarized compares messages as
+    stored: a NaN (never equal to itself as a float) must not make every compaction abandon."""
+    from axio_context import MemoryContextStore, ToolResultBlock, ToolUseBlock
+
+    async def summarizer(messages: Sequence[Message], *args: object, **kwargs: object) -> str:
+        return "summary of earlier turns"
+
+    history = [
+        Message(role="assistant", content=[ToolUseBlock(id="t1", name="calc", input={"x": float("nan")})]),
+        Message(role="user", content=[ToolResultBlock(tool_use_id="t1", content="nan")]),
+        *(text_message(f"turn {i} " + "w " * 50) for i in range(30)),
+    ]
+    sqlite = SQLiteContextStore(conn, "s", project="p")
+    await sqlite.append_many(history)
+    for inner in (sqlite, MemoryContextStore(list(history))):
+        auto = AutoCompactStore(inner, summarizer, keep_recent=4, max_tokens=200)
+        assert await auto.compact()
+        assert len(await inner.list_checkpoints()) == 1

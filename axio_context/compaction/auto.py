@@ -34,6 +34,7 @@ import weakref
 from collections.abc import Iterable, Sequence
 
 from ..checkpoints import Checkpoint, CheckpointStore
+from ..codec import encode_messages_msgpack
 from ..context import ContextStore
 from ..errors import CheckpointError, CheckpointsUnsupportedError
 from ..messages import Message, SessionInfo
@@ -50,7 +51,7 @@ from .summarizers import (
     summary_messages,
 )
 
-__all__ = ["AutoCompactStore", "add_checkpoint_if_view", "supports_checkpoints"]
+__all__ = ["AutoCompactStore", "add_checkpoint_if_view", "starts_with", "supports_checkpoints"]
 
 logger = logging.getLogger("axio_context.compaction")
 
@@ -63,6 +64,14 @@ def supports_checkpoints(store: object) -> bool:
     if isinstance(flag, bool):
         return flag
     return isinstance(store, CheckpointStore)
+
+
+def starts_with(view: Sequence[Message], prefix: Sequence[Message]) -> bool:
+    """Whether ``view`` starts with exactly ``prefix``, compared as stored (MessagePack): a NaN
+    in a tool input equals itself there, as it never does as a float."""
+    if len(view) < len(prefix):
+        return False
+    return encode_messages_msgpack(list(view[: len(prefix)])) == encode_messages_msgpack(list(prefix))
 
 
 async def add_checkpoint_if_view(
@@ -87,7 +96,7 @@ async def add_checkpoint_if_view(
     if not isinstance(store, ContextStore):
         raise TypeError(f"{type(store).__name__} is not a ContextStore")
     now = await store.get_history()
-    if now[: len(prefix)] != list(prefix):
+    if not starts_with(now, prefix):
         raise CheckpointError("the view changed since the compaction read it; checkpoint not written")
     return await store.add_checkpoint(checkpoint)
 
