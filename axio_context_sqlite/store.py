@@ -10,9 +10,10 @@ idle (see :func:`.connection.run_inline`): the hop there and back costs as much 
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Final, Self
+from typing import Any, Final, Self, SupportsIndex
 from uuid import uuid4
 
 import aiosqlite
@@ -45,15 +46,24 @@ _MAX_TOKENS: Final = (1 << 63) - 1
 
 
 def _token_pair(input_tokens: int, output_tokens: int, *, totals: bool) -> tuple[int, int]:
-    """The two counts, refused unless integers (a float or string would be stored as it is and
-    read back differently); ``totals`` (set) also refuses negative ones."""
-    for name, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-        if not -_MAX_TOKENS <= value <= _MAX_TOKENS or (totals and value < 0):
+    """The two counts as ints: any integer type (numpy's too) or a whole float (usage figures
+    parsed from JSON as 10.0); anything else is refused, since SQLite would store it as it is
+    and readers would see different values. ``totals`` (set) also refuses negative ones."""
+    out = []
+    given: tuple[tuple[str, object], ...] = (("input_tokens", input_tokens), ("output_tokens", output_tokens))
+    for name, value in given:
+        count: int | None = None
+        if isinstance(value, float):
+            count = int(value) if value.is_integer() else None
+        elif isinstance(value, SupportsIndex) and not isinstance(value, bool):
+            count = operator.index(value)
+        if count is None:
+            raise TypeError(f"{name} must be a whole number, not {value!r} ({type(value).__name__})")
+        if not -_MAX_TOKENS <= count <= _MAX_TOKENS or (totals and count < 0):
             low = 0 if totals else -_MAX_TOKENS
-            raise ValueError(f"{name} must be between {low} and {_MAX_TOKENS}, not {value}")
-    return input_tokens, output_tokens
+            raise ValueError(f"{name} must be between {low} and {_MAX_TOKENS}, not {count}")
+        out.append(count)
+    return out[0], out[1]
 
 
 def _add_checkpoint_if_view(

@@ -528,9 +528,10 @@ async def test_token_counts_that_are_not_ints_are_refused(db_path: Path) -> None
         store = SQLiteContextStore(conn, "s", project="p")
         await store.set_context_tokens(5, 3)
         bad: list[tuple[str, Any, Any, type[Exception], str]] = [
-            ("set", 1.5, 0, TypeError, "input_tokens must be an int, not float"),
-            ("add", 0, "3", TypeError, "output_tokens must be an int, not str"),
-            ("add", True, 0, TypeError, "input_tokens must be an int, not bool"),
+            ("set", 1.5, 0, TypeError, r"input_tokens must be a whole number, not 1\.5 \(float\)"),
+            ("add", 0, "3", TypeError, r"output_tokens must be a whole number, not '3' \(str\)"),
+            ("add", True, 0, TypeError, r"input_tokens must be a whole number, not True \(bool\)"),
+            ("add", float("nan"), 0, TypeError, "input_tokens must be a whole number"),
             ("set", -1, 0, ValueError, "input_tokens must be between 0 and"),
             ("add", 0, 1 << 63, ValueError, "output_tokens must be between"),
         ]
@@ -543,3 +544,19 @@ async def test_token_counts_that_are_not_ints_are_refused(db_path: Path) -> None
         assert (info.input_tokens, info.output_tokens) == (5, 3)
         await store.add_context_tokens(-2, 1)  # a correction
         assert await store.get_context_tokens() == (3, 4)
+        # Whole numbers of other types are what they say: usage parsed as 10.0, numpy-like ints.
+        await store.add_context_tokens(10.0, _IndexOnly(2))  # type: ignore[arg-type]
+        await store.set_context_tokens(*(await store.get_context_tokens()))
+        assert await store.get_context_tokens() == (13, 6)
+        info = await store.info()
+        assert (type(info.input_tokens), info.input_tokens) == (int, 13)
+
+
+class _IndexOnly:
+    """An integer type that is not ``int`` (as numpy's are): it has ``__index__``."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
