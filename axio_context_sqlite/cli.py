@@ -955,9 +955,10 @@ def _hit_rows(hits: Sequence[SearchHit], shown: dict[str, str]) -> list[dict[str
 
 
 class QueryCommand(click.Command):
-    """A command whose QUERY words may start with ``-`` (``search parser -pizza``): such a word is
-    an option only when it is one of the command's options as written (``-k 5``, ``-k5``,
-    ``--mode=keyword``); any other is a query word. After ``--`` every word is."""
+    """A command whose QUERY words may start with ``-`` (``search parser -zebra``): such a word is
+    an option when it is one of the command's options as written (``-k 5``, ``--mode=keyword``)
+    or a short option that takes a value with the value attached (``-k5``, ``-pmyproj``, as in
+    click and every Unix tool); any other is a query word. After ``--`` every word is."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         takes_value: dict[str, bool] = {}
@@ -979,8 +980,8 @@ class QueryCommand(click.Command):
                 if value is not None:  # taken as it is, even when it starts with -
                     options.append(value)
                 continue
-            # An unknown --option is left to click, which names it; -k5 is -k 5.
-            option = arg.startswith("--") or (takes_value.get(arg[:2]) and arg[2:].isdigit())
+            # An unknown --option is left to click, which names it; -k5 is -k 5, -pX is -p X.
+            option = arg.startswith("--") or (len(arg) > 2 and takes_value.get(arg[:2], False))
             (options if option else words).append(arg)
         return super().parse_args(ctx, [*options, "--", *words] if words else options)
 
@@ -1033,9 +1034,11 @@ def search_(
 ) -> None:
     """Search every session's messages for QUERY (words; quotes keep a phrase).
 
-    A word starting with - is part of QUERY unless it is one of the options below, so
-    `search parser -pizza` searches both words; after -- every word is QUERY. Without --raw,
-    -pizza is the word pizza, not an exclusion: --raw 'parser NOT pizza' leaves a word out.
+    A word starting with - is part of QUERY unless it is one of the options below, written
+    apart or, for -k, -p and -s, with the value attached (-k5, -pmyproj, -sab12): so
+    `search parser -zebra` searches both words, but `search parser -pizza` is
+    `search parser -p izza`. After -- every word is QUERY: `search -- parser -pizza`. Without
+    --raw, -zebra is the word zebra, not an exclusion: --raw 'parser NOT zebra' leaves a word out.
     """
     one_format(as_json, nl)
     scope = _project(project, here)

@@ -244,21 +244,33 @@ def test_every_command_is_in_the_readme() -> None:
 
 def test_words_starting_with_a_dash_are_query_words(db: Path) -> None:
     def rows(*args: str) -> list[dict[str, object]]:
-        result = invoke("--db", db, "search", *args, "--mode", "keyword", "--json")
+        result = invoke("--db", db, "search", "--mode", "keyword", "--json", *args)
         return json.loads(result.stdout)  # type: ignore[no-any-return]
 
     everything = rows("parser", "-k", "50")
-    # -pizza used to be `--project izza` and -slow `--session low`: silently nothing found
-    assert positions(rows("parser", "-pizza", "-k", "50")) == positions(everything)
-    assert rows("parser", "-slow", "-k", "50") == everything
-    dashed = invoke("--db", db, "search", "parser", "-pizza", "--mode", "keyword")
-    assert "note: -pizza searches for the word itself; --raw 'parser NOT pizza'" in dashed.stderr
+    sessions = {r["session_id"] for r in everything}
+    assert len(sessions) > 1
+    # a word whose letter after - is none of search's short options is a query word
+    assert positions(rows("parser", "-zebra", "-k", "50")) == positions(everything)
+    dashed = invoke("--db", db, "search", "parser", "-zebra", "--mode", "keyword")
+    assert "note: -zebra searches for the word itself; --raw 'parser NOT pizza'" in dashed.stderr
+    # after -- every word is QUERY, one starting with an option letter too
+    assert positions(rows("-k", "50", "--", "parser", "-pizza", "-slow")) == positions(everything)
     # the options still work wherever they are, written apart, joined, or with =
     assert len(rows("-k", "2", "parser")) == 2
     assert len(rows("parser", "-k2")) == 2
     assert len(rows("parser", "--limit=2")) == 2
     assert {r["session_id"] for r in rows("parser", "-k", "50", "-p", "/p/jsonkit")} == {"jsonkit-crash"}
-    raw = invoke("--db", db, "search", "--raw", "-parser", ok=False)
+    # a value attached to -p or -s is that option's, as in click and every Unix tool
+    assert {r["session_id"] for r in rows("parser", "-k50", "-p/p/jsonkit")} == {"jsonkit-crash"}
+    assert {r["session_id"] for r in rows("parser", "-k50", "-sjsonkit")} == {"jsonkit-crash"}
+    assert {r["session_id"] for r in rows("-sbilling", "parser", "-k50")} <= {"billing-deploy"}
+    assert rows("parser", "-pizza") == []  # -p izza: no such project
+    missing = invoke("--db", db, "search", "parser", "-slow", ok=False)  # -s low
+    assert missing.exit_code == 1 and "'low'" in missing.stderr
+    raw = invoke("--db", db, "search", "--raw", "--", "-parser", ok=False)
     assert raw.exit_code == 1 and raw.stderr.startswith("Error: invalid FTS5 query '-parser'")
     assert invoke("--db", db, "search", "parser", "--limt", "3", ok=False).exit_code == 2
-    assert "-pizza" in invoke("search", "--help").stdout
+    helped = " ".join(invoke("search", "--help").stdout.split())
+    assert "`search parser -pizza` is `search parser -p izza`" in helped
+    assert "`search -- parser -pizza`" in helped
