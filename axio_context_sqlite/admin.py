@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -743,6 +744,66 @@ def output_target(dest: Path, database: Path) -> Path:
     return target
 
 
+#: ``/dev/stdout`` and the like name the process's own descriptors 0-2.
+_STANDARD: Final = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+#: A descriptor of a process, with symlinks in its folder resolved (``/dev/fd`` and ``/proc/self``
+#: are links to ``/proc/<pid>``): ``/proc/<pid>/fd/N`` or ``/proc/<pid>/task/<tid>/fd/N``.
+_PROC_FD: Final = re.compile(r"/proc/(\d+)(?:/task/\d+)?/fd/(.*)")
+
+
+def descriptor(dest: Path) -> int | Path | None:
+    """What ``dest`` names when it is an open descriptor rather than a file: the number of one of
+    ours (``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``, or a link to one), the path of
+    another process's (``/proc/<pid>/fd/N``); None for anything else.
+
+    Such a path resolves to whatever the descriptor is open on, a regular file when the shell
+    redirected to one (``>> log.txt``): replacing that file would destroy what it held.
+    """
+    path = os.path.abspath(dest.expanduser())
+    for _ in range(40):  # the kernel's limit on links followed
+        folder = os.path.realpath(os.path.dirname(path))
+        path = os.path.join(folder, os.path.basename(path))
+        if path in _STANDARD:
+            return _STANDARD[path]
+        m = _PROC_FD.fullmatch(path)
+        if m is not None:
+            if int(m.group(1)) == os.getpid() and m.group(2).isdigit():
+                return int(m.group(2))
+            return Path(path)
+        try:
+            link = os.readlink(path)
+        except OSError:
+            return None
+        path = os.path.normpath(os.path.join(folder, link))
+    return None
+
+
+@contextlib.contextmanager
+def _through_descriptor(dest: Path, fd: int | Path) -> Iterator[BinaryIO]:
+    """Write an open descriptor's file as it is open: one of ours through a duplicate of it (the
+    shell's ``>>`` appends, its ``>`` writes on from where it is); another process's appended to
+    (opening it again must not truncate it)."""
+    if isinstance(fd, Path):
+        number = os.open(fd, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    else:
+        try:
+            number = os.dup(fd)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(dest)) from None
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()  # what was printed first comes first
+    try:
+        if stat.S_ISDIR(os.fstat(number).st_mode):
+            raise IsADirectoryError(21, "Is a directory", str(dest))
+    except BaseException:
+        os.close(number)
+        raise
+    # unbuffered, like the temporary file: a failed write fails there, not again at close
+    with os.fdopen(number, "wb", buffering=0) as direct:
+        yield direct
+
+
 def _temporary_beside(target: Path) -> tuple[int, Path]:
     """An empty owner-only (0600) file in ``target``'s folder, to be renamed over it when done;
     a file ``target`` that already exists lends it its mode."""
@@ -761,11 +822,18 @@ def writing(dest: Path, database: Path) -> Iterator[BinaryIO]:
 
     A regular (or missing) file is written to a temporary file beside it, synced, and renamed
     over it only when the block succeeds (removed when it fails); a symlink's target is the file
-    replaced. A FIFO or device (``/dev/stdout``) is written directly: it cannot be replaced.
-    New files are owner-only (0600), like the database. Refuses the database's own files.
+    replaced. A FIFO or device is written directly: it cannot be replaced. An open descriptor
+    (``/dev/stdout``, ``/dev/fd/N``, ``/proc/<pid>/fd/N``) is written through, whatever it is
+    open on, never replaced (see :func:`descriptor`). New files are owner-only (0600), like the
+    database. Refuses the database's own files.
     """
     dest = dest.expanduser()
     target = output_target(dest, database)
+    fd = descriptor(dest)
+    if fd is not None:
+        with _through_descriptor(dest, fd) as direct:
+            yield direct
+        return
     try:
         mode: int | None = os.stat(dest).st_mode  # through links, as opening it would go
     except FileNotFoundError:
@@ -1025,7 +1093,7 @@ def backup(c: Any, source: Path, dest: Path, overwrite: bool) -> None:
         mode: int | None = os.stat(dest).st_mode
     except FileNotFoundError:
         mode = None
-    if mode is not None and not stat.S_ISREG(mode):
+    if (mode is not None and not stat.S_ISREG(mode)) or descriptor(dest) is not None:
         raise DestinationExistsError(f"{dest} is not a regular file")
     if mode is not None and not overwrite:
         raise DestinationExistsError(f"{dest} already exists")

@@ -339,6 +339,49 @@ def test_export_to_a_fifo_and_to_a_link_to_stdout_writes_through(
     assert link.is_symlink() and os.readlink(link) == "/dev/stdout"
 
 
+def test_export_to_a_descriptor_redirected_to_a_file_appends_to_it(
+    console_script: Path, tmp_path: Path
+) -> None:
+    """``export -o /dev/stdout >> log.txt``: /dev/stdout resolves to log.txt, which must be
+    written through (appended to), not replaced by a temporary file renamed over it."""
+    db = tmp_path / "real.db"
+    asyncio.run(_fill(db))
+    expected = _script(console_script, tmp_path, "--db", db, "export", "--all").stdout
+    link = tmp_path / "to-stdout"
+    link.symlink_to("/dev/stdout")
+    log = tmp_path / "log.txt"
+    log.write_bytes(b"PRECIOUS EXISTING LOG LINE\n")
+    for dest in ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1", link):
+        with log.open("ab") as out:
+            cmd = [str(console_script), "--db", str(db), "export", "--all", "-o", str(dest)]
+            done = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, env=_env(tmp_path), check=False)
+        assert done.returncode == 0, done.stderr
+    assert log.read_bytes() == b"PRECIOUS EXISTING LOG LINE\n" + expected * 4
+    # /dev/stderr, with the summary line the command prints there after the export
+    err = tmp_path / "err.txt"
+    err.write_bytes(b"first\n")
+    with err.open("ab") as out:
+        cmd = [str(console_script), "--db", str(db), "export", "--all", "-o", "/dev/stderr"]
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=out, env=_env(tmp_path), check=False)
+    assert done.returncode == 0
+    assert err.read_bytes().startswith(b"first\n" + expected + b"exported 2 session(s)")
+    # another process's descriptor (ours, open for appending) is appended to, not truncated
+    theirs = tmp_path / "theirs.txt"
+    theirs.write_bytes(b"theirs\n")
+    with theirs.open("ab") as held:
+        dest = f"/proc/{os.getpid()}/fd/{held.fileno()}"
+        done = _script(console_script, tmp_path, "--db", db, "export", "--all", "-o", dest)
+        assert done.returncode == 0, done.stderr
+    assert theirs.read_bytes() == b"theirs\n" + expected
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no temporary
+    # a backup cannot be written through a descriptor: refused, the file left as it was
+    with log.open("ab") as out:
+        cmd = [str(console_script), "--db", str(db), "backup", "/dev/stdout", "--force"]
+        done = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, env=_env(tmp_path), check=False)
+    assert done.returncode != 0 and b"not a regular file" in done.stderr
+    assert log.read_bytes() == b"PRECIOUS EXISTING LOG LINE\n" + expected * 4
+
+
 def _file_size_limit(limit: int) -> Callable[[], None]:
     """A child's preexec: files it writes cannot grow past ``limit`` bytes (EFBIG, as on a full
     disk), and SIGXFSZ is ignored so the write fails instead of killing the process."""
