@@ -21,7 +21,7 @@ import re
 import stat
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal
 
@@ -511,13 +511,16 @@ def _insert_checkpoints(c: Any, sid: int, row: ops._Row, checkpoints: Sequence[C
         )
 
 
-def _set_aside(c: Any, session_id: str) -> str | None:
+def _set_aside(c: Any, session_id: str, written: Container[str] = ()) -> str | None:
     """Rename an existing session out of the way (inside the caller's transaction).
 
     Replacing is "rename, insert the new one, commit, then ``ops.delete_session`` the old one":
     the swap is atomic, and the old session is deleted by the one function that knows how
     (forks keep their views, blobs are freed). A crash between the two steps leaves the old
     session under a ``<id>~replaced-<n>`` id instead of losing it.
+
+    ``written``: the sessions this import wrote already; a fork among them (one that came before
+    its parent in the file) names the replacement as its record says, so it is not detached.
     """
     row = ops._session(c, session_id)
     if row is None:
@@ -525,7 +528,12 @@ def _set_aside(c: Any, session_id: str) -> str | None:
     aside = f"{session_id}~replaced-{row.sid}"
     c.execute("UPDATE sessions SET id = ? WHERE sid = ?", (aside, row.sid))
     # Its forks are the old session's, not the replacement's: deleting it detaches them.
-    c.execute("UPDATE sessions SET parent_id = ? WHERE parent_id = ?", (aside, session_id))
+    forks = [
+        r[0]
+        for r in c.execute("SELECT sid, id FROM sessions WHERE parent_id = ?", (session_id,))
+        if r[1] not in written
+    ]
+    c.executemany("UPDATE sessions SET parent_id = ? WHERE sid = ?", [(aside, sid) for sid in forks])
     return aside
 
 
@@ -657,14 +665,16 @@ def import_file(
             )
     mapping = {i: uuid4().hex for i in ids} if new_ids else {i: i for i in ids}
     report: list[ImportedSession] = []
+    written: set[str] = set()
     for rec in loaded if loaded is not None else _read_sessions(data):  # pass 2: one tx each
         new_id = mapping[rec.id]
         parent_new = mapping.get(rec.parent_id, rec.parent_id) if rec.parent_id is not None else None
         with ops.write_tx(c):
-            aside = _set_aside(c, new_id) if replace else None
+            aside = _set_aside(c, new_id, written) if replace else None
             if aside is None and ops._session(c, new_id) is not None:
                 raise SessionExistsError(f"session {new_id!r} appeared in the database during the import")
             _insert_session(c, rec, new_id, parent_new, _stamped(rec.messages))
+        written.add(new_id)
         if aside is not None:
             ops.delete_session(c, aside)
         appending.train_if_due(c)

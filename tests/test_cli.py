@@ -362,6 +362,25 @@ def test_import_refuses_existing_ids_unless_told(db: Path, tmp_path: Path) -> No
     assert invoke("import", file, "--replace", "--new-ids", ok=False).exit_code == 2
 
 
+def test_import_replace_keeps_the_parent_of_a_fork_written_before_it(db: Path, tmp_path: Path) -> None:
+    _make(db, {"alpha": [text("user", "first"), text("assistant", "second")]})
+    invoke("fork", "alpha", "--id", "child")
+    invoke("fork", "alpha", "--id", "other")  # a fork the file does not hold
+    _make(db, {"child": [text("user", "child question")]})
+    child = invoke("export", "child", "-f", "jsonl").stdout
+    parent = invoke("export", "alpha", "-f", "jsonl").stdout
+    file = tmp_path / "both.jsonl"
+    file.write_text(child + parent)  # the fork comes before its parent
+    report = invoke_json("import", file, "--replace", "--json")
+    assert [(s["id"], s["replaced"]) for s in report["sessions"]] == [("child", True), ("alpha", True)]
+    lineage = {s["session_id"]: s["parent_id"] for s in invoke_json("list-sessions", "--json")}
+    # the fork this import wrote names the parent its record does; the old one's fork is detached
+    assert lineage == {"child": "alpha", "alpha": None, "other": None}
+    shown = invoke_json("show", "child", "--json")["messages"]
+    assert [m["content"][0]["text"] for m in shown] == ["first", "second", "child question"]
+    check_storage(db)
+
+
 def test_import_new_ids_keeps_lineage(rich: dict[str, str], tmp_path: Path) -> None:
     path = tmp_path / "all.jsonl"
     invoke("export", "--all", "-f", "jsonl", "-o", path)
