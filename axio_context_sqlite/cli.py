@@ -352,23 +352,47 @@ SHORT_ID = 12
 _RANDOM_ID = re.compile(r"[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
+#: Beyond this many random ids to shorten, every session id is read at once (one query) and the
+#: prefixes are worked out here; for fewer, a prefix query or two per id reads less.
+_FETCH_ALL_IDS = 32
+
+
+def _unique_prefix(i: str, others: Iterable[str]) -> str:
+    """``i`` cut to the shortest prefix of at least :data:`SHORT_ID` characters none of
+    ``others`` starts with (``i`` whole when it is a prefix of one of them)."""
+    n = SHORT_ID
+    for o in others:
+        if o != i:
+            common = next(
+                (k for k, (a, b) in enumerate(zip(i, o, strict=False)) if a != b), min(len(i), len(o))
+            )
+            n = max(n, common + 1)
+    return i[: min(n, len(i))]
+
+
 async def _shown_ids(db: Database, ids: Iterable[str | None]) -> dict[str, str]:
     """How each id appears in a table: in full, except a long random id, cut to the shortest
     prefix (at least :data:`SHORT_ID` characters) no other session id starts with, so typing
     back what the table shows always finds that session."""
-    shown: dict[str, str] = {}
-    for i in ids:
-        if i is None or i in shown:
-            continue
-        n = len(i)
-        if _RANDOM_ID.fullmatch(i):
-            n = SHORT_ID
-            while n < len(i):
-                others = [o for o in await db.complete(i[:n], limit=2) if o != i]
-                if not others:
-                    break
-                common = next((k for k, (a, b) in enumerate(zip(i, others[0], strict=False)) if a != b), n)
-                n = max(n + 1, common + 1)
+    wanted = list(dict.fromkeys(i for i in ids if i is not None))
+    shown = {i: i for i in wanted}
+    random = sorted(i for i in wanted if _RANDOM_ID.fullmatch(i))
+    if len(random) > _FETCH_ALL_IDS:
+        # In sorted order, the id sharing the longest prefix with another is next to it.
+        every = sorted({*await db.complete("", limit=2**62), *random})
+        at = {i: k for k, i in enumerate(every)}
+        for i in random:
+            k = at[i]
+            shown[i] = _unique_prefix(i, every[max(k - 1, 0) : k + 2])
+        return shown
+    for i in random:
+        n = SHORT_ID
+        while n < len(i):
+            others = [o for o in await db.complete(i[:n], limit=2) if o != i]
+            if not others:
+                break
+            common = next((k for k, (a, b) in enumerate(zip(i, others[0], strict=False)) if a != b), n)
+            n = max(n + 1, common + 1)
         shown[i] = i[:n]
     return shown
 

@@ -342,6 +342,47 @@ def test_export_usage_and_errors(rich: dict[str, str], tmp_path: Path) -> None:
     assert not out.exists() and not (tmp_path / "out.json.partial").exists()
 
 
+def test_list_sessions_shortens_many_random_ids_with_one_query(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from axio_context_sqlite.database import Database
+
+    rng = random.Random(7)
+    ids = ["".join(rng.choice("0123456789abcdef") for _ in range(32)) for _ in range(200)]
+    # ids sharing 12, 15 and 31 characters with another, a uuid with dashes, a readable id
+    ids += ["abcdef012345" + "0" * 20, "abcdef012345" + "1" * 20, "0123456789abcde" + "f" * 17]
+    ids += [
+        "0123456789abcde" + "e" * 17,
+        "f" * 31 + "0",
+        "f" * 31 + "1",
+        "12345678-1234-1234-1234-123456789abc",
+    ]
+    ids += ["12345678-1234-1234-1234-123456789abd", "named-session"]
+    _make(db, {i: [text("user", "hi")] for i in ids})
+
+    def expected(i: str) -> str:
+        if i == "named-session":
+            return i
+        common = max(next(k for k in range(len(i)) if i[k] != o[k]) for o in ids if o != i)
+        return i[: min(len(i), max(12, common + 1))]
+
+    calls: list[str] = []
+    complete = Database.complete
+
+    async def counted(self: Database, prefix: str, limit: int = 50) -> list[str]:
+        calls.append(prefix)
+        return await complete(self, prefix, limit)
+
+    monkeypatch.setattr(Database, "complete", counted)
+    rows = invoke("list-sessions", "-n", "0").stdout.splitlines()[1:]
+    assert sorted(r.split()[0] for r in rows) == sorted(expected(i) for i in ids)
+    assert len(calls) == 1  # every id at once, not a query (or more) per id
+    # a short listing asks about its few ids alone, and shows them the same way
+    calls.clear()
+    rows = invoke("list-sessions", "-n", "20").stdout.splitlines()[1:]
+    assert {r.split()[0] for r in rows} <= {expected(i) for i in ids} and 0 < len(calls) <= 40
+
+
 def test_import_refuses_existing_ids_unless_told(db: Path, tmp_path: Path) -> None:
     _make(db, {"s1": [text("user", "original")]})
     file = _export_file(tmp_path, {"s1": [text("user", "from file")], "s2": [text("user", "other")]})
