@@ -42,7 +42,6 @@ from axio_context.transcript import (
     CheckpointRecord,
     MessageRecord,
     SessionHeader,
-    SessionRecord,
     TranscriptWriter,
     format_time,
     iter_jsonl,
@@ -624,17 +623,28 @@ def _stamped(records: Iterable[MessageRecord]) -> Iterator[_Stamped]:
 STDIN: Final = Path("-")
 
 
-def _read_input(path: Path) -> bytes:
-    """The whole input, read once: a pipe (``import <(...)``, ``/dev/stdin``) cannot be read
-    twice, and a file changing between validating and writing must not get half-imported."""
+@contextlib.contextmanager
+def _input(path: Path) -> Iterator[BinaryIO]:
+    """The input, to be read more than once (seek back to 0). A regular file is read from disk
+    each time, so memory stays flat however large it is; standard input and a pipe or FIFO
+    (``import <(...)``, ``/dev/stdin``) cannot be read twice, so they are read whole, once."""
     if path == STDIN:
-        return sys.stdin.buffer.read()
+        yield io.BytesIO(sys.stdin.buffer.read())
+        return
     with path.open("rb") as f:
-        return f.read()
+        if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            yield f
+            return
+        data = f.read()
+    yield io.BytesIO(data)
 
 
-def _read_sessions(data: bytes) -> Iterator[SessionRecord]:
-    yield from iter_jsonl(io.BytesIO(data))
+def _version(f: BinaryIO) -> tuple[int, int] | None:
+    """A regular file's size and modification time, to tell it changed; None for one in memory."""
+    if isinstance(f, io.BytesIO):
+        return None
+    st = os.fstat(f.fileno())
+    return st.st_size, st.st_mtime_ns
 
 
 def import_file(
@@ -642,19 +652,30 @@ def import_file(
 ) -> ImportReport:
     """Import a ``json``/``jsonl`` export: validate the whole file, then one transaction per session.
 
-    ``path`` is read once (a pipe works); :data:`STDIN` (``Path("-")``) reads standard input.
-    Existing ids are refused (nothing is written) unless ``replace`` (the file's version wins)
-    or ``new_ids`` (every imported session gets a fresh id; lineage inside the file follows).
+    A ``jsonl`` file is read twice (validate, then write), a session at a time, so memory stays
+    flat; a pipe works (read once into memory); :data:`STDIN` (``Path("-")``) reads standard
+    input. A file that changes between validating and writing is refused before anything is
+    written. Existing ids are refused (nothing is written) unless ``replace`` (the file's version
+    wins) or ``new_ids`` (every imported session gets a fresh id; lineage inside the file follows).
     """
+    with _input(path) as f:
+        return _import(c, f, "standard input" if path == STDIN else str(path), fmt, replace, new_ids)
+
+
+def _import(
+    c: Any, f: BinaryIO, source: str, fmt: Literal["json", "jsonl"] | None, replace: bool, new_ids: bool
+) -> ImportReport:
     from uuid import uuid4
 
-    data = _read_input(path)
-    source = "standard input" if path == STDIN else str(path)
+    before = _version(f)
     if fmt is None:
-        fmt = sniff_format(data[: 1 << 16])
-    loaded = read_json(data) if fmt == "json" else None
+        fmt = sniff_format(f.read(1 << 16))
+        f.seek(0)
+    loaded = read_json(f.read()) if fmt == "json" else None
     # pass 1: validate everything (a jsonl input is parsed session by session, and again to write)
-    ids: list[str] = [r.id for r in (loaded if loaded is not None else _read_sessions(data))]
+    ids: list[str] = [r.id for r in (loaded if loaded is not None else iter_jsonl(f))]
+    if loaded is None and _version(f) != before:
+        raise TranscriptError(f"{source} changed while it was being read; nothing was imported")
     if not new_ids and not replace:
         clash = [i for i in ids if c.execute("SELECT 1 FROM sessions WHERE id = ?", (i,)).fetchone()]
         if clash:
@@ -666,7 +687,10 @@ def import_file(
     mapping = {i: uuid4().hex for i in ids} if new_ids else {i: i for i in ids}
     report: list[ImportedSession] = []
     written: set[str] = set()
-    for rec in loaded if loaded is not None else _read_sessions(data):  # pass 2: one tx each
+    f.seek(0)
+    for rec in loaded if loaded is not None else iter_jsonl(f):  # pass 2: one tx each
+        if len(report) >= len(ids) or rec.id != ids[len(report)]:
+            raise TranscriptError(f"{source} changed while it was being imported")
         new_id = mapping[rec.id]
         parent_new = mapping.get(rec.parent_id, rec.parent_id) if rec.parent_id is not None else None
         with ops.write_tx(c):

@@ -12,6 +12,7 @@ import asyncio
 import importlib.util
 import json
 import os
+import random
 import resource
 import signal
 import stat
@@ -26,6 +27,8 @@ import pytest
 
 from axio_context.testing import every_block_message, text
 from axio_context_sqlite import SQLiteContextStore, connect
+
+from .words import prose
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -380,6 +383,65 @@ def test_export_to_a_descriptor_redirected_to_a_file_appends_to_it(
         done = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, env=_env(tmp_path), check=False)
     assert done.returncode != 0 and b"not a regular file" in done.stderr
     assert log.read_bytes() == b"PRECIOUS EXISTING LOG LINE\n" + expected * 4
+
+
+def _jsonl_export(path: Path, sessions: int, messages: int, size: int) -> None:
+    """A ``jsonl`` export written directly: ``sessions`` of ``messages`` of ``size`` bytes each."""
+    when = "2025-01-02T03:04:05.000+00:00"
+    rng = random.Random(3)
+    with path.open("w") as f:
+        for s in range(sessions):
+            header = {
+                "kind": "session", "format": "axio-context", "version": 1, "id": f"s{s}", "project": "/p",
+                "title": None, "metadata": None, "created_at": when, "updated_at": when, "parent_id": None,
+                "fork_position": None, "inherited": 0, "message_count": messages, "input_tokens": 0,
+                "output_tokens": 0, "checkpoints": [],
+            }  # fmt: skip
+            f.write(json.dumps(header) + "\n")
+            for i in range(messages):
+                body = prose(rng, size // 7)
+                content = [{"type": "text", "text": body}]
+                line = {
+                    "kind": "message",
+                    "session": f"s{s}",
+                    "position": i,
+                    "role": "user",
+                    "content": content,
+                }
+                f.write(json.dumps({**line, "created_at": when}) + "\n")
+
+
+def _peak_rss(console_script: Path, tmp_path: Path, *args: str | Path) -> int:
+    """The peak resident memory (bytes) of the console script run with ``args``, measured by a
+    parent of its own (this process's children's peak would include every earlier child)."""
+    measure = (
+        "import resource, subprocess, sys;"
+        " subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL);"
+        " print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", measure, str(console_script), *map(str, args)],
+        capture_output=True,
+        env=_env(tmp_path),
+        check=True,
+        text=True,
+    )
+    return int(done.stdout) * 1024
+
+
+def test_import_of_a_regular_file_streams_it(console_script: Path, tmp_path: Path) -> None:
+    """A jsonl file is read from disk a session at a time (twice), not held whole in memory:
+    importing ~48 MB takes little more memory than importing a few KB."""
+    small, big = tmp_path / "small.jsonl", tmp_path / "big.jsonl"
+    _jsonl_export(small, 2, 2, 4096)
+    _jsonl_export(big, 48, 250, 4096)
+    size = big.stat().st_size
+    assert size > 45_000_000
+    baseline = _peak_rss(console_script, tmp_path, "--db", tmp_path / "a.db", "import", small)
+    peak = _peak_rss(console_script, tmp_path, "--db", tmp_path / "b.db", "import", big)
+    assert peak - baseline < size // 3, (peak, baseline, size)
+    listed = _script(console_script, tmp_path, "--db", tmp_path / "b.db", "list-sessions", "--json")
+    assert len(json.loads(listed.stdout)) == 48
 
 
 def _file_size_limit(limit: int) -> Callable[[], None]:
