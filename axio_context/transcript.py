@@ -664,9 +664,10 @@ def _lone_surrogate_at(value: Any, where: str) -> str | None:
 
 
 def _storable_text(h: _HeaderIn, where: str) -> None:
-    """Refuse lone surrogates in a session's own fields: messages keep them exactly, but the
-    database's text columns (id, project, title, metadata) cannot hold them."""
-    for name in ("id", "project", "title", "parent_id", "metadata"):
+    """Refuse lone surrogates in a session's own text fields: messages and metadata keep them
+    exactly (metadata is stored as escaped JSON), but the database's plain text columns (id,
+    project, title, parent) cannot hold them."""
+    for name in ("id", "project", "title", "parent_id"):
         found = _lone_surrogate_at(getattr(h, name), f"{where}.{name}")
         if found:
             raise TranscriptError(f"{found}: holds a lone surrogate, which a session's fields cannot store")

@@ -26,7 +26,13 @@ from typing import Any, Final
 import msgspec
 
 from axio_context.checkpoints import Checkpoint
-from axio_context.codec import decode_content, decode_messages_msgpack, encode_messages_msgpack
+from axio_context.codec import (
+    decode_content,
+    decode_json_exact,
+    decode_messages_msgpack,
+    encode_json,
+    encode_messages_msgpack,
+)
 from axio_context.errors import CheckpointError, CorruptDataError, DecodeError, SessionNotFoundError
 from axio_context.messages import Message, SessionInfo
 from axio_context.transcript import format_time
@@ -809,18 +815,19 @@ def set_title(c: Any, session_id: str, project: str | None, title: str | None) -
 
 
 _metadata_decoder: Final = msgspec.json.Decoder(dict[str, Any])
-_metadata_encoder: Final = msgspec.json.Encoder()
 
 
 def encode_metadata(metadata: dict[str, Any]) -> str:
-    """The ``sessions.metadata`` text of a mapping (JSON)."""
-    return _metadata_encoder.encode(metadata).decode()
+    """The ``sessions.metadata`` text of a mapping: JSON as the exports write it, so NaN,
+    infinities, lone surrogates and integers of any size are kept (plain msgspec would write
+    NaN as null and refuse a lone surrogate)."""
+    return encode_json(metadata, exact=True).decode()
 
 
 def decode_metadata(session_id: str, text: str) -> dict[str, Any]:
     """A stored ``sessions.metadata`` back as a mapping; anything else is corrupt data."""
     try:
-        return _metadata_decoder.decode(text)
+        return decode_json_exact(_metadata_decoder, text.encode("utf-8", "surrogatepass"))
     except msgspec.DecodeError as exc:
         raise CorruptDataError(f"session {session_id!r}: metadata is not a JSON object ({exc})") from None
 

@@ -171,6 +171,26 @@ async def test_export_import_export_through_a_real_database(db_path: Path, tmp_p
         assert await _export(db, fmt) == data
 
 
+@pytest.mark.parametrize("fmt", ["json", "jsonl"])
+async def test_session_metadata_keeps_them_stored_and_through_export(
+    db_path: Path, tmp_path: Path, fmt: str
+) -> None:
+    """Before: NaN in a session's metadata was stored as null, a lone surrogate raised
+    UnicodeEncodeError; now metadata keeps what messages keep, in the file and through exports."""
+    metadata = {"nan": math.nan, "inf": -math.inf, "big": 2**70, "name": "caf\udce9", "ok": [1, "x"]}
+    async with connect(db_path) as conn:
+        store = SQLiteContextStore(conn, "s")
+        await store.append(Message("user", [TextBlock(text="hi")]))
+        await store.set_metadata(metadata)
+        assert same(await store.get_metadata(), metadata)
+        data = await _export(Database(conn, db_path), fmt)
+    (tmp_path / f"e.{fmt}").write_bytes(data)
+    target = tmp_path / "imported.db"
+    async with connect(target) as conn:
+        await Database(conn, target).import_file(tmp_path / f"e.{fmt}")
+        assert same(await SQLiteContextStore(conn, "s").get_metadata(), metadata)
+
+
 _floats = st.floats()  # NaN, infinities, -0.0 and subnormals included
 _values: st.SearchStrategy[Any] = st.recursive(
     st.none() | st.booleans() | st.integers() | _floats | st.text(max_size=8),
