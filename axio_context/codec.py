@@ -57,7 +57,7 @@ from .blocks import (
     _has_unknown_nested,
 )
 from .errors import DecodeError
-from .messages import Message, Role
+from .messages import SURROGATE, Message, Role
 
 __all__ = [
     "ESCAPED_TYPE",
@@ -338,7 +338,6 @@ _ALL_NATIVE: Final = (
     uuid.UUID,
     decimal.Decimal,
 )
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 #: What msgspec raises for a value the fast path cannot write (and the reserved block type).
 _ESCAPE_ON: Final = (OverflowError, UnicodeEncodeError, _ReservedType)
 
@@ -347,7 +346,7 @@ def _mp_value(value: Any) -> Any:
     """``value`` with every integer past 64 bits and string with lone surrogates as an ext; the
     very same object when nothing needed it."""
     if isinstance(value, str):
-        if value.isascii() or _SURROGATE.search(value) is None:
+        if value.isascii() or SURROGATE.search(value) is None:
             return value
         return msgspec.msgpack.Ext(EXT_STR, value.encode("utf-8", "surrogatepass"))
     if isinstance(value, int):
@@ -430,7 +429,7 @@ def _json_str(text: str, where: str) -> msgspec.Raw:
     return msgspec.Raw(b'"' + b"".join(parts) + b'"')
 
 
-_SURROGATE_SPLIT: Final = re.compile("([\ud800-\udfff])")
+_SURROGATE_SPLIT: Final = re.compile(f"({SURROGATE.pattern})")
 
 
 def _json_number(value: float) -> Any:
@@ -445,11 +444,11 @@ _INF: Final = float("inf")
 def _json_value(value: Any, where: str) -> Any:
     """``value`` (builtins) with what msgspec's JSON encoder cannot write as raw JSON."""
     if isinstance(value, str):
-        return value if value.isascii() or _SURROGATE.search(value) is None else _json_str(value, where)
+        return value if value.isascii() or SURROGATE.search(value) is None else _json_str(value, where)
     if isinstance(value, float):
         return _json_number(value)
     if isinstance(value, dict):
-        if any(isinstance(k, str) and _SURROGATE.search(k) for k in value):
+        if any(isinstance(k, str) and SURROGATE.search(k) for k in value):
             members = [
                 (bytes(_json_str(k, where)) if isinstance(k, str) else _json_enc.encode({k: None})[1:-6])
                 + b":"
@@ -859,4 +858,4 @@ def _as_bytes(data: bytes | str) -> bytes:
     try:
         return data.encode()
     except UnicodeEncodeError:
-        return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", data).encode()
+        return SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", data).encode()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
@@ -18,7 +19,17 @@ from .blocks import (
 )
 from .errors import DecodeError
 
-__all__ = ["PREVIEW_CHARS", "Message", "Role", "SessionInfo", "preview_of", "searchable_text", "text_columns"]
+__all__ = [
+    "PREVIEW_CHARS",
+    "SURROGATE",
+    "Message",
+    "Role",
+    "SessionInfo",
+    "preview_of",
+    "replace_lone_surrogates",
+    "searchable_text",
+    "text_columns",
+]
 
 Role: TypeAlias = Literal["user", "assistant", "system"]
 
@@ -92,6 +103,17 @@ def preview_of(history: list[Message], limit: int = PREVIEW_CHARS) -> str:
 _input_json: Final = msgspec.json.Encoder()
 
 
+#: A surrogate code point: in a ``str`` always a lone one (tool output decoded with
+#: ``surrogateescape``, file names), which UTF-8, and so SQLite and msgspec, cannot encode.
+SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def replace_lone_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate as U+FFFD: for text derived from a message (its search
+    text, its preview), which goes where only valid UTF-8 can; the message keeps its own."""
+    return text if text.isascii() else SURROGATE.sub("\ufffd", text)
+
+
 def _input_text(value: dict[str, Any]) -> str:
     """A tool input as compact JSON text; the standard library's spelling for what msgspec
     cannot write (lone surrogates in strings), so every input has one."""
@@ -103,7 +125,8 @@ def _input_text(value: dict[str, Any]) -> str:
 
 def text_columns(message: Message) -> tuple[str, str]:
     """A message's plain text in two parts: ``body`` (what people and the model wrote) and
-    ``tool`` (tool names, inputs and results), so search can weigh them differently."""
+    ``tool`` (tool names, inputs and results), so search can weigh them differently. Lone
+    surrogates become U+FFFD (:func:`replace_lone_surrogates`): indexes store only valid UTF-8."""
     body: list[str] = []
     tool: list[str] = []
     for block in message.content:
@@ -121,7 +144,10 @@ def text_columns(message: Message) -> tuple[str, str]:
             text = block.data.get("text")
             if isinstance(text, str):
                 body.append(text)
-    return "\n".join(p for p in body if p), "\n".join(p for p in tool if p)
+    return (
+        replace_lone_surrogates("\n".join(p for p in body if p)),
+        replace_lone_surrogates("\n".join(p for p in tool if p)),
+    )
 
 
 def searchable_text(message: Message) -> str:

@@ -58,7 +58,7 @@ from .codec import (
     format_json,
 )
 from .errors import DecodeError, TranscriptError
-from .messages import Message, Role
+from .messages import SURROGATE, Message, Role
 
 __all__ = [
     "FORMATS",
@@ -643,13 +643,10 @@ def _message(raw: _MessageIn | _MessageLineIn, where: str) -> MessageRecord:
     return MessageRecord(role=raw.role, content=content, created_at=raw.created_at)
 
 
-_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
-
-
 def _lone_surrogate_at(value: Any, where: str) -> str | None:
     """Where in ``value`` (text, or plain data) a lone surrogate is, if anywhere."""
     if isinstance(value, str):
-        return where if _LONE_SURROGATE.search(value) else None
+        return where if SURROGATE.search(value) else None
     if isinstance(value, dict):
         for k, v in value.items():
             found = _lone_surrogate_at(k, where) or _lone_surrogate_at(v, f"{where}.{k}")
@@ -672,7 +669,7 @@ def _storable_text(h: _HeaderIn, where: str) -> None:
         if found:
             raise TranscriptError(f"{found}: holds a lone surrogate, which a session's fields cannot store")
     for i, cp in enumerate(h.checkpoints):
-        if _LONE_SURROGATE.search(cp.summarizer):
+        if SURROGATE.search(cp.summarizer):
             raise TranscriptError(
                 f"{where}.checkpoints[{i}].summarizer: holds a lone surrogate, which a session's fields "
                 "cannot store"

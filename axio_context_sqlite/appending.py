@@ -18,7 +18,7 @@ import msgspec
 
 from axio_context.blocks import TextBlock
 from axio_context.errors import DecodeError
-from axio_context.messages import PREVIEW_CHARS, Message
+from axio_context.messages import PREVIEW_CHARS, Message, replace_lone_surrogates
 
 from . import indexing, storage
 from .ops import Embeddings, _add_blob_refs, key, now_ms
@@ -45,7 +45,7 @@ def preview_for(messages: Sequence[Message], offset: int = 0) -> tuple[int, str]
                 if isinstance(block, TextBlock):
                     t = block.text
                     cut = t[:PREVIEW_CHARS] + ("..." if len(t) > PREVIEW_CHARS else "")
-                    return offset + i, storage.sqlite_text(cut)
+                    return offset + i, replace_lone_surrogates(cut)
             return offset + i, ""
     return None
 

@@ -29,7 +29,7 @@ from axio_context.errors import EmbeddingMismatchError
 from axio_context.messages import Message, text_columns
 
 from . import chunks
-from .storage import ROLE_NAMES, ROW_ERRORS, inflate, sqlite_text
+from .storage import ROLE_NAMES, ROW_ERRORS, inflate
 from .vec import code_bits
 
 __all__ = [
@@ -67,27 +67,9 @@ FLUSH_AT: Final = 1024
 
 def index_text(c: Any, rows: Sequence[tuple[int, str, str]]) -> None:
     """Index ``(message id, body, tool)`` now; messages without any text get no FTS row."""
-    _fts_rows(c, "INSERT INTO messages_fts (rowid, body, tool) VALUES (?, ?, ?)", rows)
-
-
-def _fts_rows(c: Any, sql: str, rows: Sequence[tuple[int, str, str]]) -> None:
-    """Run ``sql`` for the ``(id, body, tool)`` rows that have text.
-
-    Text SQLite cannot take (lone surrogates) goes in as :func:`.storage.sqlite_text` makes it,
-    for an entry and for the 'delete' that removes it alike; found by the statement failing, so
-    the usual batch pays nothing for it.
-    """
     wanted = [r for r in rows if r[1] or r[2]]
-    if not wanted:
-        return
-    c.execute("SAVEPOINT axio_fts")
-    try:
-        c.executemany(sql, wanted)
-    except UnicodeEncodeError:
-        c.execute("ROLLBACK TO axio_fts")
-        c.executemany(sql, [(i, sqlite_text(b), sqlite_text(t)) for i, b, t in wanted])
-    finally:
-        c.execute("RELEASE axio_fts")
+    if wanted:
+        c.executemany("INSERT INTO messages_fts (rowid, body, tool) VALUES (?, ?, ?)", wanted)
 
 
 #: A batch of at least this many messages folds the queue (itself included) in its own
@@ -253,10 +235,12 @@ def delete_index(c: Any, lo_key: int, hi_key: int) -> None:
             body, tool = text_of(role, reader.plain(mid, flags, payload))
         except ROW_ERRORS:
             continue  # never indexed (see index_all_messages) or unreadable: nothing to remove
-        entries.append((mid, body, tool))
-    _fts_rows(
-        c, "INSERT INTO messages_fts (messages_fts, rowid, body, tool) VALUES ('delete', ?, ?, ?)", entries
-    )
+        if body or tool:
+            entries.append((mid, body, tool))
+    if entries:
+        c.executemany(
+            "INSERT INTO messages_fts (messages_fts, rowid, body, tool) VALUES ('delete', ?, ?, ?)", entries
+        )
     c.execute("DELETE FROM message_vectors WHERE id >= ? AND id < ?", (lo_key, hi_key))
     if codes_table_exists(c):
         if vec_available(c):

@@ -57,7 +57,7 @@ from .fts import BM25_WEIGHTS, FTS_TOKENIZE, fts_errors, match_terms
 from .indexing import CODES_TABLE
 from .ops import iso, key, read_tx, write_tx
 from .ranking import reciprocal_rank_fusion
-from .storage import ROLE_NAMES, ROW_ERRORS, sqlite_text
+from .storage import ROLE_NAMES, ROW_ERRORS
 from .vec import binary_code, brute_force_knn
 
 __all__ = [
@@ -585,8 +585,8 @@ def _snippets(
             [
                 (
                     mid,
-                    sqlite_text(body[:SNIPPET_TEXT_MAX].translate(_CONTROL)),
-                    sqlite_text(tool[:SNIPPET_TEXT_MAX].translate(_CONTROL)),
+                    body[:SNIPPET_TEXT_MAX].translate(_CONTROL),
+                    tool[:SNIPPET_TEXT_MAX].translate(_CONTROL),
                 )
                 for mid, (body, tool) in texts.items()
             ],

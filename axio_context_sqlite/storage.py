@@ -25,7 +25,6 @@ dictionaries in a :class:`Dictionaries`, bound to the connection's worker thread
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 import time
 import zlib
@@ -69,7 +68,6 @@ __all__ = [
     "pack",
     "recompress",
     "restore_media",
-    "sqlite_text",
     "unbind",
     "write_tx",
     "writing",
@@ -498,16 +496,6 @@ def encode_message(
     flags |= zflags
     body, tool = text_columns(message) if text else ("", "")
     return EncodedMessage(role=role, flags=flags, payload=payload, blobs=blobs, body=body, tool=tool)
-
-
-_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
-
-
-def sqlite_text(text: str) -> str:
-    """``text`` as SQLite can store it: lone surrogates (tool output decoded with
-    ``surrogateescape``, file names) become U+FFFD. Only for text derived from a message (its
-    preview, its keyword-index text); the payload keeps the message exactly."""
-    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def blob_digests(flags: int, payload: bytes) -> list[bytes]:
