@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -96,3 +97,14 @@ async def build_rich_db(path: Path) -> dict[str, str]:
 def check_storage(path: Path) -> None:
     """Rows, blob reference counts, the keyword index and SQLite's integrity check agree."""
     sqlite_checks.check_storage(path)
+
+
+def make_sessions(path: Path, sessions: dict[str, list[Message]], project: str = "/p") -> None:
+    """Write ``sessions`` (id -> messages, one transaction each) to the database at ``path``."""
+
+    async def write() -> None:
+        async with connect(path) as conn:
+            for sid, messages in sessions.items():
+                await SQLiteContextStore(conn, sid, project=project).append_many(messages)
+
+    asyncio.run(write())

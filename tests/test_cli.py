@@ -20,7 +20,7 @@ from axio_context_sqlite import SQLiteContextStore, connect
 from axio_context_sqlite.chunks import CHUNK
 from axio_context_sqlite.cli import cli
 
-from .cli_helpers import build_rich_db, check_storage, invoke, invoke_json
+from .cli_helpers import build_rich_db, check_storage, invoke, invoke_json, make_sessions
 from .sqlite_checks import scalar
 from .words import prose
 
@@ -34,16 +34,6 @@ def db() -> Path:
 @pytest.fixture
 def rich(db: Path) -> dict[str, str]:
     return asyncio.run(build_rich_db(db))
-
-
-async def _sessions(path: Path, sessions: dict[str, list[Message]], project: str = "/p") -> None:
-    async with connect(path) as conn:
-        for sid, messages in sessions.items():
-            await SQLiteContextStore(conn, sid, project=project).append_many(messages)
-
-
-def _make(path: Path, sessions: dict[str, list[Message]], project: str = "/p") -> None:
-    asyncio.run(_sessions(path, sessions, project))
 
 
 # --- the group -----------------------------------------------------------------------------------
@@ -149,7 +139,7 @@ def test_list_sessions_filters(rich: dict[str, str], tmp_path: Path, monkeypatch
 
     here = tmp_path / "proj"
     here.mkdir()
-    _make(
+    make_sessions(
         Path(os.environ["AXIO_CONTEXT_DB"]), {"here-session": [text("user", "in here")]}, str(here.resolve())
     )
     monkeypatch.chdir(here)
@@ -194,7 +184,7 @@ def test_show_renders_for_people(rich: dict[str, str]) -> None:
 def test_show_folds_long_tool_output(db: Path) -> None:
     from axio_context import ToolResultBlock, ToolUseBlock
 
-    _make(
+    make_sessions(
         db,
         {
             "tools": [
@@ -224,7 +214,7 @@ def test_show_json(rich: dict[str, str]) -> None:
 
 
 def test_show_errors(rich: dict[str, str], db: Path) -> None:
-    _make(db, {"abc-1": [text("user", "x")], "abc-2": [text("user", "y")]})
+    make_sessions(db, {"abc-1": [text("user", "x")], "abc-2": [text("user", "y")]})
     amb = invoke("show", "abc", ok=False)
     assert amb.exit_code == 1
     assert amb.stderr == "Error: 'abc' matches 2 sessions: abc-1, abc-2\n"
@@ -245,7 +235,7 @@ def test_show_on_an_empty_database(tmp_path: Path) -> None:
 def _export_file(tmp_path: Path, sessions: dict[str, list[Message]], name: str = "in.json") -> Path:
     """A json export of ``sessions`` (made by this tool from a scratch database)."""
     scratch = tmp_path / f"scratch-{name}.db"
-    _make(scratch, sessions)
+    make_sessions(scratch, sessions)
     out = tmp_path / name
     invoke("--db", scratch, "export", "--all", "-o", out)
     return out
@@ -358,7 +348,7 @@ def test_list_sessions_shortens_many_random_ids_with_one_query(
         "12345678-1234-1234-1234-123456789abc",
     ]
     ids += ["12345678-1234-1234-1234-123456789abd", "named-session"]
-    _make(db, {i: [text("user", "hi")] for i in ids})
+    make_sessions(db, {i: [text("user", "hi")] for i in ids})
 
     def expected(i: str) -> str:
         if i == "named-session":
@@ -384,7 +374,7 @@ def test_list_sessions_shortens_many_random_ids_with_one_query(
 
 
 def test_import_refuses_existing_ids_unless_told(db: Path, tmp_path: Path) -> None:
-    _make(db, {"s1": [text("user", "original")]})
+    make_sessions(db, {"s1": [text("user", "original")]})
     file = _export_file(tmp_path, {"s1": [text("user", "from file")], "s2": [text("user", "other")]})
     refused = invoke("import", file, ok=False)
     assert refused.exit_code == 1
@@ -404,10 +394,10 @@ def test_import_refuses_existing_ids_unless_told(db: Path, tmp_path: Path) -> No
 
 
 def test_import_replace_keeps_the_parent_of_a_fork_written_before_it(db: Path, tmp_path: Path) -> None:
-    _make(db, {"alpha": [text("user", "first"), text("assistant", "second")]})
+    make_sessions(db, {"alpha": [text("user", "first"), text("assistant", "second")]})
     invoke("fork", "alpha", "--id", "child")
     invoke("fork", "alpha", "--id", "other")  # a fork the file does not hold
-    _make(db, {"child": [text("user", "child question")]})
+    make_sessions(db, {"child": [text("user", "child question")]})
     child = invoke("export", "child", "-f", "jsonl").stdout
     parent = invoke("export", "alpha", "-f", "jsonl").stdout
     file = tmp_path / "both.jsonl"
@@ -493,7 +483,9 @@ def test_json_syntax_error_names_line_and_column(db: Path, tmp_path: Path) -> No
 
 def test_malformed_jsonl_names_the_line_and_writes_nothing(db: Path, tmp_path: Path) -> None:
     scratch = tmp_path / "scratch.db"
-    _make(scratch, {"s1": [text("user", "one"), text("assistant", "two")], "s2": [text("user", "three")]})
+    make_sessions(
+        scratch, {"s1": [text("user", "one"), text("assistant", "two")], "s2": [text("user", "three")]}
+    )
     good = invoke("--db", scratch, "export", "--all", "-f", "jsonl").stdout_bytes.splitlines()
     cases = {
         "bad-block": (
@@ -686,7 +678,7 @@ def _b64(data: bytes) -> str:
 
 
 def test_prune(db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _make(db, {"recent": [text("user", "new")]})
+    make_sessions(db, {"recent": [text("user", "new")]})
     invoke("import", _old_file(tmp_path))
 
     dry = invoke_json("prune", "--before", "2021-12-31", "--dry-run", "--json")
@@ -737,9 +729,9 @@ def test_vacuum_recompress(db: Path) -> None:
     sessions = {
         f"s{i}": [text("user", prose(rng, 150)), text("assistant", prose(rng, 20))] for i in range(40)
     }
-    _make(db, sessions)
+    make_sessions(db, sessions)
     assert invoke("vacuum", "--recompress").stdout.startswith("recompress: too few")  # 40 < 64
-    _make(db, {f"t{i}": [text("user", prose(rng, 150))] for i in range(40)})
+    make_sessions(db, {f"t{i}": [text("user", prose(rng, 150))] for i in range(40)})
     first, second = invoke("vacuum", "--recompress").stdout.splitlines()
     # the appends trained dictionary 1; recompress trains 2, rewrites every row, deletes 1
     assert first.startswith("recompressed ") and " with dictionary 2: " in first
@@ -756,7 +748,9 @@ def test_vacuum_recompress(db: Path) -> None:
 
 def test_vacuum_incremental_and_full(db: Path) -> None:
     # a new database is created with auto_vacuum=INCREMENTAL: vacuum needs no copy of the file
-    _make(db, {f"s{i}": [text("user", secrets.token_hex(1500)) for _ in range(20)] for i in range(30)})
+    make_sessions(
+        db, {f"s{i}": [text("user", secrets.token_hex(1500)) for _ in range(20)] for i in range(30)}
+    )
     invoke("rm", "-y", *[f"s{i}" for i in range(1, 30)])
     grown = invoke_json("stats", "--json")
     assert grown["free_pages"] > 50
@@ -770,7 +764,9 @@ def test_vacuum_incremental_and_full(db: Path) -> None:
     raw.execute("PRAGMA auto_vacuum = NONE")
     raw.execute("VACUUM")
     raw.close()
-    _make(db, {f"t{i}": [text("user", secrets.token_hex(1500)) for _ in range(20)] for i in range(10)})
+    make_sessions(
+        db, {f"t{i}": [text("user", secrets.token_hex(1500)) for _ in range(20)] for i in range(10)}
+    )
     invoke("rm", "-y", *[f"t{i}" for i in range(10)])
     pages = invoke_json("stats", "--json")
     assert pages["free_pages"] > 50
@@ -796,7 +792,7 @@ def test_backup(rich: dict[str, str], db: Path, tmp_path: Path) -> None:
 
 
 def test_backup_while_another_connection_writes(db: Path, tmp_path: Path) -> None:
-    _make(db, {"busy": [text("user", "start")]})
+    make_sessions(db, {"busy": [text("user", "start")]})
 
     async def scenario() -> None:
         async with connect(db) as conn:
@@ -852,7 +848,7 @@ def test_python_dash_m_entry_point_module() -> None:
 
 
 def test_every_block_type_survives_show_json(db: Path) -> None:
-    _make(db, {"blocks": every_block_message()})
+    make_sessions(db, {"blocks": every_block_message()})
     doc = invoke_json("show", "blocks", "--json")
     messages = [Message.from_dict({"role": m["role"], "content": m["content"]}) for m in doc["messages"]]
     assert messages == every_block_message()

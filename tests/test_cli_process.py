@@ -209,35 +209,26 @@ def test_progress_bar_only_on_a_terminal_and_a_closed_pipe(console_script: Path,
     )
     assert piped.returncode == 0 and piped.stderr == b""
     assert piped.stdout == out.read_bytes()
-    # the reader stops early (`| head`): one line on stderr, no traceback
-    proc = subprocess.Popen(
-        [str(console_script), "--db", str(db), "export", "--all", "-f", "jsonl"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=tmp_path,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    assert proc.stdout.read(100).startswith(b'{"kind":"session"')
-    proc.stdout.close()
-    err = proc.stderr.read()
-    proc.stderr.close()
-    assert proc.wait(60) == 1
-    assert err == b""  # quiet, with the exit code click gives every command on a closed pipe
-    # the same for a command printing text for people
-    show = subprocess.Popen(
-        [str(console_script), "--db", str(db), "show", "long"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=tmp_path,
-    )
-    assert show.stdout is not None and show.stderr is not None
-    assert show.stdout.read(100).startswith(b"# Session long")
-    show.stdout.close()
-    assert show.stderr.read() == b""
-    show.stderr.close()
-    assert show.wait(60) == 1
+    # the reader stops early (`| head`): quiet, with the exit code click gives every command on
+    # a closed pipe; the same for a command printing text for people
+    for args, first in (
+        (["export", "--all", "-f", "jsonl"], b'{"kind":"session"'),
+        (["show", "long"], b"# Session long"),
+    ):
+        proc = subprocess.Popen(
+            [str(console_script), "--db", str(db), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=tmp_path,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.read(100).startswith(first)
+        proc.stdout.close()
+        err = proc.stderr.read()
+        proc.stderr.close()
+        assert proc.wait(60) == 1, args
+        assert err == b"", args
 
 
 async def _unembedded(path: Path, n: int) -> None:

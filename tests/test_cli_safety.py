@@ -19,29 +19,20 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from axio_context import Message
 from axio_context.testing import text
 from axio_context_sqlite import SQLiteContextStore, connect
 from axio_context_sqlite.database import Database, open_database
 
-from .cli_helpers import check_storage, invoke, invoke_json
+from .cli_helpers import check_storage, invoke, invoke_json, make_sessions
 from .lock_holder import holding_lock
-
-
-async def _sessions(path: Path, sessions: dict[str, list[Message]], project: str = "/p") -> None:
-    async with connect(path) as conn:
-        for sid, messages in sessions.items():
-            await SQLiteContextStore(conn, sid, project=project).append_many(messages)
-
-
-def _make(path: Path, sessions: dict[str, list[Message]], project: str = "/p") -> None:
-    asyncio.run(_sessions(path, sessions, project))
 
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     path = tmp_path / "context.db"
-    _make(path, {"s1": [text("user", "one"), text("assistant", "two")], "s2": [text("user", "three")]})
+    make_sessions(
+        path, {"s1": [text("user", "one"), text("assistant", "two")], "s2": [text("user", "three")]}
+    )
     return path
 
 
@@ -201,7 +192,7 @@ def test_tables_never_show_an_ambiguous_session_id(tmp_path: Path) -> None:
     twin_a = "0123456789abcd" + "e" * 18  # two random-looking ids sharing 14 characters
     twin_b = "0123456789abcd" + "f" * 18
     lone = "fedcba9876543210" * 2
-    _make(
+    make_sessions(
         path,
         {
             sid: [text("user", f"kiwi in {sid}")]
@@ -237,8 +228,8 @@ def test_project_given_as_a_path_matches_its_stored_form(
     proj.mkdir(parents=True)
     (tmp_path / "link").symlink_to(proj)
     path = tmp_path / "projects.db"
-    _make(path, {"in-app": [text("user", "walrus here")]}, project=str(proj.resolve()))
-    _make(path, {"labelled": [text("user", "walrus there")]}, project="infra")
+    make_sessions(path, {"in-app": [text("user", "walrus here")]}, project=str(proj.resolve()))
+    make_sessions(path, {"labelled": [text("user", "walrus there")]}, project="infra")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.chdir(proj)
 
@@ -257,7 +248,7 @@ def test_project_given_as_a_path_matches_its_stored_form(
 
 def test_a_capped_listing_says_so_on_stderr_in_every_format(tmp_path: Path) -> None:
     path = tmp_path / "many.db"
-    _make(path, {f"s{i:02}": [text("user", f"message {i}")] for i in range(53)})
+    make_sessions(path, {f"s{i:02}": [text("user", f"message {i}")] for i in range(53)})
 
     def count(result: Result, fmt: str) -> int:
         return len(json.loads(result.stdout) if fmt == "--json" else result.stdout.splitlines())
@@ -305,7 +296,7 @@ def test_a_failed_import_leaves_no_database_it_created(db: Path, tmp_path: Path)
 def test_stored_control_characters_never_reach_the_terminal(tmp_path: Path) -> None:
     path = tmp_path / "esc.db"
     hostile = "tapir\rOVERWRITTEN \x1b]0;TITLE\x07 \x1b[2J\x9b31m done\x7f"
-    _make(path, {"esc": [text("user", hostile), text("assistant", "line one\nline two\tend")]})
+    make_sessions(path, {"esc": [text("user", hostile), text("assistant", "line one\nline two\tend")]})
     invoke("--db", path, "title", "esc", "bad\x1b[31mtitle")
     outputs = {
         "list": invoke("--db", path, "list-sessions").stdout,
