@@ -9,7 +9,15 @@ messages with media (a transaction of several statements), the checkpoint thread
 the core. Totals are per trial, divided by the number of appends, so the parts add up to the
 mean the bench reports.
 
-Run: ``taskset -c 0 python -m bench.bench_append [--trials N]`` (pinned, as the bench's goals).
+``--parts`` adds two measurements of what the statement and the fold are made of. The
+trigger's statement alone (no Python around it, each variant on a new file, SQLite's own
+checkpoints at 1,000 pages) with each of its steps taken out in turn: the keyword-index queue
+row, the session-row upsert (the session made beforehand), the dictionary check. And FTS5
+indexing the same 1,024 messages' text with this package's tokenizer (Porter stemming) and
+without stemming.
+
+Run: ``taskset -c 0 python -m bench.bench_append [--trials N] [--parts]`` (pinned, as the
+bench's goals).
 """
 
 from __future__ import annotations
@@ -22,10 +30,15 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
+import sqlean
+
+from axio_context.messages import text_columns
 from axio_context_sqlite import SQLiteContextStore, appending, connect, connection, indexing
 from axio_context_sqlite import store as store_module
+from axio_context_sqlite.fts import FTS_TOKENIZE
+from axio_context_sqlite.storage import encode_message
 
 from .workload import transcript
 
@@ -75,7 +88,80 @@ async def trial(path: Path, messages: list[Any]) -> dict[str, float]:
     return out
 
 
-async def main(trials: int) -> None:
+#: The trigger's steps that ``--parts`` takes out one at a time, as the text each one is.
+_STEPS: Final = {
+    "queue row": "INSERT INTO fts_pending (id) SELECT (sid << 32) | next_position FROM sessions"
+    " WHERE id = NEW.session_id;",
+    "session upsert": "INSERT INTO sessions (id, project, created_at, updated_at)\n"
+    "        VALUES (NEW.session_id, NEW.project, NEW.created_at, NEW.created_at)\n"
+    "        ON CONFLICT (id) DO NOTHING;",
+    "dictionary check": "SELECT RAISE(ABORT, 'axio: compression dictionary gone')\n"
+    "        WHERE NEW.flags >= 256 AND NOT EXISTS (SELECT 1 FROM zstd_dicts WHERE id = NEW.flags >> 8);",
+}
+
+
+async def statement_trial(path: Path, messages: list[Any], without: str | None) -> tuple[float, float]:
+    """Mean and median us of the trigger's statement alone, with step ``without`` taken out."""
+    async with connect(path):
+        pass  # the schema
+    trigger = appending._APPEND_TRIGGER
+    if without is not None:
+        assert _STEPS[without] in trigger, without
+        trigger = trigger.replace(_STEPS[without], "")
+    encoded = [encode_message(m) for m in messages]
+    db = sqlean.connect(str(path), isolation_level=None)
+    try:
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.execute("PRAGMA wal_autocheckpoint = 1000")
+        db.execute(appending._APPEND_VIEW)
+        db.execute(trigger)
+        db.execute("INSERT INTO sessions (id, project, created_at, updated_at) VALUES ('s', 'p', 0, 0)")
+        times = []
+        for i, e in enumerate(encoded):
+            if e.blobs:
+                continue  # those take the transaction path, not the statement
+            row = ("s", "p", e.role, e.flags, 1_700_000_000_000 + i, 10, e.payload, None)
+            t0 = time.perf_counter()
+            db.execute("INSERT INTO temp.axio_append VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+            times.append(time.perf_counter() - t0)
+    finally:
+        db.close()
+    return statistics.fmean(times) * 1e6, statistics.median(times) * 1e6
+
+
+def tokenizer_ms(rows: list[tuple[int, str, str]], tokenize: str) -> float:
+    """Best of three: ms for FTS5 (in memory) to index ``rows`` in one transaction."""
+    best = float("inf")
+    for _ in range(3):
+        db = sqlean.connect(":memory:")
+        db.execute(f"CREATE VIRTUAL TABLE f USING fts5(body, tool, content = '', tokenize = '{tokenize}')")
+        t0 = time.perf_counter()
+        db.executemany("INSERT INTO f (rowid, body, tool) VALUES (?, ?, ?)", rows)
+        db.commit()
+        best = min(best, time.perf_counter() - t0)
+        db.close()
+    return best * 1e3
+
+
+async def parts(messages: list[Any], trials: int, tmp: Path) -> None:
+    print(f"\nthe trigger's statement alone, us (mean / median, {trials} trials, alternating):")
+    variants: list[str | None] = [None, *_STEPS]
+    runs: dict[str | None, list[tuple[float, float]]] = {v: [] for v in variants}
+    for i in range(trials):
+        for v in variants:
+            runs[v].append(await statement_trial(tmp / f"s{i}-{variants.index(v)}.db", messages, v))
+    for v, got in runs.items():
+        label = "as it is" if v is None else f"without the {v}"
+        print(f"  {label:30s} " + "  ".join(f"{a:6.1f} / {b:5.1f}" for a, b in got))
+    fold = [(i, *text_columns(m)) for i, m in enumerate(messages[: indexing.FLUSH_AT], 1)]
+    chars = sum(len(b) + len(t) for _, b, t in fold)
+    print(f"\nFTS5 indexing the fold's {len(fold):,} messages ({chars:,} characters), ms, best of 3:")
+    plain = FTS_TOKENIZE.replace("porter ", "")
+    for tokenize in (FTS_TOKENIZE, plain):
+        print(f"  {tokenize:40s} {tokenizer_ms(fold, tokenize):6.1f}")
+
+
+async def main(trials: int, with_parts: bool) -> None:
     messages = transcript(APPENDS)
     columns = ("mean", "median", *PARTS, "other")
     print(f"{APPENDS:,} appends per trial, us per append; the parts add up to the mean")
@@ -86,10 +172,16 @@ async def main(trials: int) -> None:
             row = await trial(Path(tmp) / f"t{i}.db", messages)
             rows.append(row)
             print(" ".join(f"{row[c]:15.1f}" for c in columns))
-    print(" ".join(f"{statistics.median(r[c] for r in rows):15.1f}" for c in columns), "(median)")
+        print(" ".join(f"{statistics.median(r[c] for r in rows):15.1f}" for c in columns), "(median)")
+        if with_parts:
+            await parts(messages, trials, Path(tmp))
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=5)
-    asyncio.run(main(parser.parse_args().trials))
+    parser.add_argument(
+        "--parts", action="store_true", help="also time the statement's steps and the tokenizer"
+    )
+    args = parser.parse_args()
+    asyncio.run(main(args.trials, args.parts))
