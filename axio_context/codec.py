@@ -18,42 +18,36 @@ altered: encoding takes msgspec's fast path and only when it raises rewrites wha
   ``Ext`` object); a version that predates it keeps it as an :class:`UnknownBlock` and writes it
   back unchanged. Payloads without such values are byte for byte what they always were, and
   every payload stored before reads back as before.
-- JSON: integers of any size are plain JSON numbers. A lone surrogate is written as the
-  standard ``\\uXXXX`` escape (what Python's ``json`` and JavaScript write); reading one falls
-  back from msgspec, which refuses them, to decoding a rewritten text (see :func:`decode_json_exact`).
-  A high surrogate directly followed by a low one cannot be told apart from the character they
-  pair to in JSON; encoding one raises :class:`DecodeError` rather than change it.
-- JSON has no NaN or infinity either (MessagePack stores them as they are). msgspec writes them
-  as ``null``; the lossless exports ask :func:`encode_json` for ``exact=True``, which writes
-  ``NaN``/``Infinity``/``-Infinity`` (Python's ``json`` and JSON5 spell them so), and every
-  JSON decoder here reads them back (see :func:`decode_json_exact`).
+- JSON: integers of any size are plain JSON numbers; lone surrogates are ``\\uXXXX`` escapes
+  and NaN and infinities ``NaN``/``Infinity`` in the lossless exports (``exact=True``), read
+  back by every JSON decoder here. How is in :mod:`axio_context._json`.
 """
 
 from __future__ import annotations
 
 import datetime
 import decimal
-import math
-import re
-import types
-import typing
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar, cast
 
 import msgspec
 
+from ._json import (
+    _enc_hook,
+    _has_nonfinite,
+    _json_enc,
+    _json_exact,
+    _json_tree,
+    _mark,
+    _unmark,
+    contents_have_nonfinite,
+    decode_json_exact,
+)
 from .blocks import (
     KNOWN_BLOCK_TYPES,
-    AudioBlock,
     ContentBlock,
-    ImageBlock,
-    ReasoningBlock,
-    TextBlock,
-    ToolResultBlock,
-    ToolUseBlock,
     UnknownBlock,
-    VideoBlock,
     _has_unknown_nested,
 )
 from .errors import DecodeError
@@ -115,12 +109,6 @@ class _ExtKey:
         )
 
 
-def _enc_hook(obj: Any) -> Any:
-    if isinstance(obj, UnknownBlock):
-        return obj.data
-    raise NotImplementedError(f"cannot encode objects of type {type(obj).__name__}")
-
-
 def _mp_enc_hook(obj: Any) -> Any:
     if isinstance(obj, UnknownBlock):
         if obj.data.get("type") == ESCAPED_TYPE:
@@ -139,7 +127,6 @@ def _ext_hook(code: int, data: memoryview) -> Any:
     return msgspec.msgpack.Ext(code, bytes(data))
 
 
-_json_enc: Final = msgspec.json.Encoder(enc_hook=_enc_hook)
 _mp_enc: Final = msgspec.msgpack.Encoder(enc_hook=_mp_enc_hook)
 
 _json_msg: Final = msgspec.json.Decoder(Message)
@@ -389,302 +376,6 @@ def _mp_blocks(content: Sequence[ContentBlock]) -> list[Any]:
 
 def _mp_message(message: Message) -> Message:
     return Message(role=message.role, content=cast(list[ContentBlock], _mp_blocks(message.content)))
-
-
-# --- JSON: lone surrogates and non-finite numbers -----------------------------------------------
-
-#: A JSON string token (the unrolled form: no backtracking on long strings).
-_JSON_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-#: A string token, or a non-finite number (group 1) outside strings, where JSON has none.
-_JSON_TOKEN: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|(NaN|-?Infinity)', re.S)
-#: Inside a string: a surrogate pair (group 1, kept), a lone surrogate (group 2), another escape.
-_JSON_ESCAPE: Final = re.compile(
-    rb"\\(?:(u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|u([dD][89a-fA-F][0-9a-fA-F]{2})|.)",
-    re.S,
-)
-_EXACT_HINT: Final = re.compile(rb"\\u[dD][89a-fA-F]|NaN|Infinity")
-#: Non-finite numbers as Python's ``json`` and JSON5 spell them (JSON itself has none).
-_NONFINITE_JSON: Final = {b"NaN": "n", b"Infinity": "i", b"-Infinity": "-i"}
-_NONFINITE_MARK: Final = {v: k for k, v in _NONFINITE_JSON.items()}
-_NONFINITE_VALUE: Final = {"n": float("nan"), "i": float("inf"), "-i": float("-inf")}
-_json_any: Final = msgspec.json.Decoder(Any)
-
-
-def _json_str(text: str, where: str) -> msgspec.Raw:
-    """``text`` as a JSON string token, lone surrogates as ``\\uXXXX`` escapes."""
-    parts: list[bytes] = []
-    previous = ""
-    for piece in _SURROGATE_SPLIT.split(text):
-        if len(piece) == 1 and "\ud800" <= piece <= "\udfff":
-            if "\udc00" <= piece <= "\udfff" and "\ud800" <= previous <= "\udbff":
-                paired = 0x10000 + (ord(previous) - 0xD800) * 0x400 + ord(piece) - 0xDC00
-                raise DecodeError(
-                    f"text holds U+{ord(previous):04X} directly followed by U+{ord(piece):04X}, which JSON "
-                    f"can only write as the one character U+{paired:04X} - at `{where}`"
-                )
-            parts.append(b"\\u%04x" % ord(piece))
-        elif piece:
-            parts.append(_json_enc.encode(piece)[1:-1])
-        previous = piece[-1:] if piece else previous
-    return msgspec.Raw(b'"' + b"".join(parts) + b'"')
-
-
-_SURROGATE_SPLIT: Final = re.compile(f"({SURROGATE.pattern})")
-
-
-def _json_number(value: float) -> Any:
-    if value == value and value not in (_INF, -_INF):
-        return value
-    return msgspec.Raw(b"NaN" if value != value else b"Infinity" if value > 0 else b"-Infinity")
-
-
-_INF: Final = float("inf")
-
-
-def _json_value(value: Any, where: str) -> Any:
-    """``value`` (builtins) with what msgspec's JSON encoder cannot write as raw JSON."""
-    if isinstance(value, str):
-        return value if value.isascii() or SURROGATE.search(value) is None else _json_str(value, where)
-    if isinstance(value, float):
-        return _json_number(value)
-    if isinstance(value, dict):
-        if any(isinstance(k, str) and SURROGATE.search(k) for k in value):
-            members = [
-                (bytes(_json_str(k, where)) if isinstance(k, str) else _json_enc.encode({k: None})[1:-6])
-                + b":"
-                + _json_enc.encode(_json_value(v, f"{where}.{k}"))
-                for k, v in value.items()
-            ]
-            return msgspec.Raw(b"{" + b",".join(members) + b"}")
-        return {k: _json_value(v, f"{where}.{k}") for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
-    return value
-
-
-def _json_exact(obj: Any) -> bytes:
-    """``obj`` as JSON through its builtin form: lone surrogates escaped, non-finite numbers as
-    ``NaN``/``Infinity``/``-Infinity``."""
-    return _json_enc.encode(_json_value(msgspec.to_builtins(obj, enc_hook=_enc_hook), "$"))
-
-
-def _has_nonfinite(value: Any) -> bool:
-    """Whether ``value`` (a record, message, block or plain data) holds a NaN or an infinity.
-
-    Only plain data holds floats: a Struct is walked only through its fields whose declared type
-    can hold one (a tool input, provider data, a record's content), and scalars and blocks of
-    text, bytes and flags are skipped without a call (an export runs this on every record).
-    """
-    kind = type(value)
-    fields = _FLOAT_FIELDS.get(kind)
-    if fields is not None:
-        for name in fields:
-            item = getattr(value, name)
-            if type(item) not in _SKIP and _has_nonfinite(item):
-                return True
-        return False
-    if kind is float:
-        return value != value or value in (_INF, -_INF)
-    if kind is dict or kind is list or kind is tuple:
-        for item in value.values() if kind is dict else value:
-            inner = type(item)
-            if inner in _SKIP:
-                continue
-            fields = _FLOAT_FIELDS.get(inner)
-            if fields is None:
-                if _has_nonfinite(item):
-                    return True
-                continue
-            for name in fields:  # one level inline: most lists hold records or blocks
-                sub = getattr(item, name)
-                if type(sub) not in _SKIP and _has_nonfinite(sub):
-                    return True
-        return False
-    if kind is UnknownBlock:
-        return _has_nonfinite(value.data)
-    if isinstance(value, msgspec.Struct):
-        try:
-            names = tuple(f.name for f in msgspec.structs.fields(kind) if _may_hold_float(f.type))
-        except (NameError, TypeError):  # annotations that do not resolve: walk every field
-            names = kind.__struct_fields__
-        _FLOAT_FIELDS[kind] = names
-        return _has_nonfinite(value)
-    if isinstance(value, float):  # a subclass
-        return not math.isfinite(value)
-    if isinstance(value, dict):
-        return _has_nonfinite(dict(value))
-    return isinstance(value, list | tuple) and _has_nonfinite(list(value))
-
-
-def contents_have_nonfinite(contents: Iterable[Sequence[ContentBlock]]) -> bool:
-    """Whether any of these messages' contents holds a NaN or an infinity: the tight loop an
-    export runs on every batch of messages before choosing ``encode_json(..., exact=True)``."""
-    for content in contents:
-        for block in content:
-            kind = type(block)
-            if kind in _SKIP:
-                continue
-            if isinstance(block, ToolUseBlock):
-                if _has_nonfinite(block.input):
-                    return True
-            elif _has_nonfinite(block):
-                return True
-    return False
-
-
-#: Per Struct type, the fields whose declared type can hold a float (filled on first use).
-_FLOAT_FIELDS: Final[dict[type[Any], tuple[str, ...]]] = {}
-
-
-def _may_hold_float(tp: Any) -> bool:
-    if tp in (str, int, bool, bytes, type(None)):
-        return False
-    origin = typing.get_origin(tp)
-    if origin is typing.Literal:
-        return False
-    if origin is typing.Union or origin is types.UnionType:
-        return any(_may_hold_float(arg) for arg in typing.get_args(tp))
-    return True
-
-
-#: Scalars, and blocks whose fields are all text, bytes or flags: no float inside.
-_SKIP: Final = frozenset(
-    {
-        str,
-        bytes,
-        int,
-        bool,
-        type(None),
-        TextBlock,
-        ImageBlock,
-        AudioBlock,
-        VideoBlock,
-        ReasoningBlock,
-        ToolResultBlock,
-    }
-)
-
-
-def _marker(data: bytes) -> str:
-    """A private-use character that occurs nowhere in ``data``, neither as text nor escaped."""
-    for code in range(0xE000, 0xF900):
-        char = chr(code)
-        if char.encode() not in data and not re.search(rb"\\u%x" % code, data, re.I):
-            return char
-    raise DecodeError("JSON text uses every private-use character; cannot read it")
-
-
-def _mark(data: bytes) -> tuple[bytes, str] | None:
-    """``data`` as JSON msgspec reads, and the marker it used; None when there is nothing to
-    turn. Inside strings, a lone surrogate escape becomes the marker and the escape's hex digits;
-    outside them, ``NaN``/``Infinity``/``-Infinity`` becomes a string of the marker and
-    ``n``/``i``/``-i``. The marker occurs nowhere else, so :func:`_restore` and :func:`_unmark`
-    undo exactly this."""
-    if _EXACT_HINT.search(data) is None:
-        return None
-    marker = _marker(data)
-    mark = marker.encode()
-    found = False
-
-    def escape(m: re.Match[bytes]) -> bytes:
-        nonlocal found
-        if m.group(2) is None:
-            return m.group(0)
-        found = True
-        return mark + m.group(2).lower()
-
-    def token(m: re.Match[bytes]) -> bytes:
-        nonlocal found
-        if m.group(1) is None:
-            return _JSON_ESCAPE.sub(escape, m.group(0))
-        found = True
-        return b'"' + mark + _NONFINITE_JSON[m.group(1)].encode() + b'"'
-
-    marked = _JSON_TOKEN.sub(token, data)
-    return (marked, marker) if found else None
-
-
-def _restore_str(text: str, marker: str, where: str, *, number: bool) -> Any:
-    """A marked string back: a lone surrogate's marker to it, a whole marked number (allowed
-    where ``number``) to the float."""
-    if text[:1] == marker and text[1:] in _NONFINITE_VALUE:
-        if not number:
-            raise msgspec.ValidationError(f"Expected `str`, got `float` - at `{where}`")
-        return _NONFINITE_VALUE[text[1:]]
-    return re.sub(re.escape(marker) + "([0-9a-f]{4})", lambda m: chr(int(m.group(1), 16)), text)
-
-
-def _restore(value: Any, marker: str, where: str = "$", *, typed: bool = False) -> Any:
-    """A value decoded from marked text, as the original text meant it. ``typed``: ``value`` is a
-    Struct field, where a string was asked for (a number there is an error)."""
-    if isinstance(value, str):
-        return _restore_str(value, marker, where, number=not typed) if marker in value else value
-    if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            if isinstance(k, str) and marker in k:
-                k = _restore_str(k, marker, f"key {k!r} in `{where}`", number=False)
-            out[k] = _restore(v, marker, f"{where}.{k}")
-        return out
-    if isinstance(value, list):
-        return [_restore(v, marker, f"{where}[{i}]", typed=typed) for i, v in enumerate(value)]
-    if isinstance(value, msgspec.Raw):
-        return msgspec.Raw(_unmark(bytes(value), marker))
-    if isinstance(value, msgspec.Struct):
-        fields = {f: getattr(value, f) for f in value.__struct_fields__}
-        changed = {f: _restore(v, marker, f"{where}.{f}", typed=True) for f, v in fields.items()}
-        return msgspec.structs.replace(value, **{f: v for f, v in changed.items() if v is not fields[f]})
-    return value
-
-
-def _unmark(data: bytes, marker: str) -> bytes:
-    """Marked JSON text back to the text it was made from."""
-    mark = marker.encode()
-    if mark not in data:
-        return data
-    data = re.sub(
-        b'"' + re.escape(mark) + rb'(n|i|-i)"', lambda m: _NONFINITE_MARK[m.group(1).decode()], data
-    )
-    return re.sub(re.escape(mark) + rb"([0-9a-f]{4})", rb"\\u\1", data)
-
-
-def _json_tree(data: bytes) -> tuple[Any] | None:
-    """Builtins decoded from JSON msgspec refused for its lone surrogates or non-finite numbers;
-    None when that was not why (or the text is malformed anyway)."""
-    marked = _mark(data)
-    if marked is None:
-        return None
-    try:
-        return (_restore(_json_any.decode(marked[0]), marked[1]),)
-    except msgspec.DecodeError:
-        return None
-
-
-def decode_json_exact(decoder: msgspec.json.Decoder[T], data: bytes) -> T:
-    """``decoder.decode(data)``, also when ``data`` holds what msgspec refuses (lone surrogate
-    escapes, ``NaN``/``Infinity``/``-Infinity``): such text is decoded with markers in their
-    place, then every string is restored and every :class:`msgspec.Raw` is given back the exact
-    text it was cut from, so a Raw is decoded by this module's functions as usual. A non-finite
-    number is accepted only inside plain data (``Any``), not for a Struct's own field. Raises
-    msgspec's errors, as the decoder does.
-    """
-    try:
-        return decoder.decode(data)
-    except msgspec.ValidationError:
-        raise
-    except msgspec.DecodeError:
-        marked = _mark(data)
-        if marked is None:
-            raise
-        try:
-            obj = decoder.decode(marked[0])
-        except msgspec.ValidationError:
-            raise
-        except msgspec.DecodeError:
-            pass
-        else:
-            return cast(T, _restore(obj, marked[1]))
-        raise
 
 
 # --- public API ---------------------------------------------------------------------------------
