@@ -13,7 +13,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Final, Self, SupportsIndex
+from typing import Any, Final, Self, SupportsIndex, cast
 from uuid import uuid4
 
 import aiosqlite
@@ -49,21 +49,28 @@ def _token_pair(input_tokens: int, output_tokens: int, *, totals: bool) -> tuple
     """The two counts as ints: any integer type (numpy's too) or a whole float (usage figures
     parsed from JSON as 10.0); anything else is refused, since SQLite would store it as it is
     and readers would see different values. ``totals`` (set) also refuses negative ones."""
-    out = []
-    given: tuple[tuple[str, object], ...] = (("input_tokens", input_tokens), ("output_tokens", output_tokens))
-    for name, value in given:
-        count: int | None = None
-        if isinstance(value, float):
-            count = int(value) if value.is_integer() else None
-        elif isinstance(value, SupportsIndex) and not isinstance(value, bool):
-            count = operator.index(value)
-        if count is None:
-            raise TypeError(f"{name} must be a whole number, not {value!r} ({type(value).__name__})")
-        if not -_MAX_TOKENS <= count <= _MAX_TOKENS or (totals and count < 0):
-            low = 0 if totals else -_MAX_TOKENS
-            raise ValueError(f"{name} must be between {low} and {_MAX_TOKENS}, not {count}")
-        out.append(count)
-    return out[0], out[1]
+    low = 0 if totals else -_MAX_TOKENS
+    plain = type(input_tokens) is int and type(output_tokens) is int  # the usual call
+    if plain and low <= input_tokens <= _MAX_TOKENS and low <= output_tokens <= _MAX_TOKENS:
+        return input_tokens, output_tokens
+    return _token_count("input_tokens", input_tokens, low), _token_count("output_tokens", output_tokens, low)
+
+
+def _token_count(name: str, value: object, low: int) -> int:
+    """One count of :func:`_token_pair`, converted or refused naming ``name``."""
+    count: int | None = None
+    if isinstance(value, float):
+        count = int(value) if value.is_integer() else None
+    elif not isinstance(value, bool):
+        try:
+            count = operator.index(cast(SupportsIndex, value))  # TypeError when it has no __index__
+        except TypeError:
+            count = None
+    if count is None:
+        raise TypeError(f"{name} must be a whole number, not {value!r} ({type(value).__name__})")
+    if not low <= count <= _MAX_TOKENS:
+        raise ValueError(f"{name} must be between {low} and {_MAX_TOKENS}, not {count}")
+    return count
 
 
 def _add_checkpoint_if_view(
