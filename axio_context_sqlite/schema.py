@@ -92,7 +92,10 @@ def apply_schema(raw: Any, *, readonly: bool = False, path: str = "") -> int:
             raw.execute(f"PRAGMA user_version = {version}")
             raw.execute("COMMIT")
         except BaseException:
-            raw.execute("ROLLBACK")
+            # SQLite rolls back by itself on some errors (a full disk): a second ROLLBACK would
+            # hide the error that matters behind "no transaction is active".
+            if raw.in_transaction:
+                raw.execute("ROLLBACK")
             raise
     return found
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlean
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -167,6 +168,35 @@ async def test_failed_upgrade_leaves_the_file_as_it_was(
         db.close()
     monkeypatch.undo()
     _matches(await export(path), _current_expected())  # the real code still opens it, nothing lost
+
+
+FILLING_SECTION = """
+CREATE VIRTUAL TABLE extra USING fts5 (t);
+INSERT INTO extra (t) WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+    SELECT hex(randomblob(200)) || ' word ' || i FROM n;
+"""
+
+
+async def test_upgrade_on_a_full_disk_reports_the_full_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SQLite may roll a transaction back by itself when the disk fills (FTS5 does, as the
+    # version-2 upgrade's indexing hook found): the error must say so,
+    # not "cannot rollback - no transaction is active", and the file stays at its version.
+    path = await asyncio.to_thread(_current_in_wal, tmp_path)
+    _with_section(monkeypatch, FILLING_SECTION)
+    db = raw_connect(path)
+    try:
+        db.execute(f"PRAGMA max_page_count = {db.execute('PRAGMA page_count').fetchone()[0] + 50}")
+        with pytest.raises(sqlean.Error, match="full"):
+            schema.apply_schema(db)
+        assert not db.in_transaction
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert "extra" not in {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+    finally:
+        db.close()
+    monkeypatch.undo()
+    _matches(await export(path), _current_expected())
 
 
 GOOD_SECTION = """
