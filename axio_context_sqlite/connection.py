@@ -628,6 +628,14 @@ def _call(
     return result
 
 
+def _main_file(raw: Any) -> str:
+    """The path of the connection's main database file ("" in memory), for error messages."""
+    for _, name, file in raw.execute("PRAGMA database_list").fetchall():
+        if name == "main":
+            return str(file or "")
+    return ""
+
+
 async def _prepare_foreign(conn: aiosqlite.Connection) -> None:
     """Bring a connection opened with plain ``aiosqlite.connect`` up to the current schema."""
     lock = _PREPARING.setdefault(conn, asyncio.Lock())
@@ -636,9 +644,11 @@ async def _prepare_foreign(conn: aiosqlite.Connection) -> None:
             return
 
         def prepare(raw: Any) -> storage.Dictionaries:
+            path = _main_file(raw)
+            refuse_newer(raw, path)  # before anything writes to it, even the journal mode
             with contextlib.suppress(Exception):
                 raw.execute("PRAGMA journal_mode = WAL")
-            apply_schema(raw, readonly=False, path="")
+            apply_schema(raw, readonly=False, path=path)
             install_temp_objects(raw)
             return storage.bind(raw)
 

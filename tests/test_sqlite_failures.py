@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import aiosqlite
 import pytest
 
 from axio_context import ImageBlock, Message, TextBlock
@@ -385,6 +386,24 @@ async def test_newer_schema_version_is_refused_untouched(db_path: Path, journal_
             assert snapshot(db_path)[:2] == before[:2]
         else:
             assert snapshot(db_path) == before
+
+
+async def test_newer_schema_version_is_refused_untouched_through_plain_aiosqlite(db_path: Path) -> None:
+    # A connection the caller opened with aiosqlite itself: the store refuses the newer file
+    # before switching its journal mode (which rewrites the header).
+    async with connect(db_path) as conn:
+        await SQLiteContextStore(conn, "s", project="p").append(text_message("one"))
+    db = raw_connect(db_path)
+    db.execute("PRAGMA journal_mode = delete")
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.close()
+    before = db_path.read_bytes()
+
+    async with aiosqlite.connect(db_path) as plain:
+        with pytest.raises(SchemaVersionError, match=f"version {SCHEMA_VERSION + 1}") as info:
+            await SQLiteContextStore(plain, "s").get_history()
+    assert str(db_path) in str(info.value)
+    assert db_path.read_bytes() == before
 
 
 def _write_notes(path: Path) -> None:
