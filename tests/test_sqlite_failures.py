@@ -397,13 +397,13 @@ async def test_newer_schema_version_is_refused_untouched_through_plain_aiosqlite
     db.execute("PRAGMA journal_mode = delete")
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     db.close()
-    before = db_path.read_bytes()
+    before = snapshot(db_path)[0]  # the content hash
 
     async with aiosqlite.connect(db_path) as plain:
         with pytest.raises(SchemaVersionError, match=f"version {SCHEMA_VERSION + 1}") as info:
             await SQLiteContextStore(plain, "s").get_history()
     assert str(db_path) in str(info.value)
-    assert db_path.read_bytes() == before
+    assert snapshot(db_path)[0] == before
 
 
 def _write_notes(path: Path) -> None:
