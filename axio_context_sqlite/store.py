@@ -10,6 +10,7 @@ idle (see :func:`.connection.run_inline`): the hop there and back costs as much 
 
 from __future__ import annotations
 
+import logging
 import operator
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -33,6 +34,8 @@ from .storage import EncodedMessage, encode_message, write_tx
 from .vectors import embed_batch
 
 __all__ = ["SQLiteContextStore"]
+
+logger = logging.getLogger("axio_context_sqlite")
 
 #: The most messages, and bytes (payloads plus media), an append runs inline on the event loop's
 #: thread (see :func:`.connection.run_inline`): a turn's few messages or a screenshot, never an
@@ -163,9 +166,20 @@ class SQLiteContextStore(ContextStore):
                 return
         embeddings = None
         if self._embedder is not None:
-            embeddings = await embed_batch(
-                self._embedder, [(e.body, e.tool) for e in encoded], self._vec_codes()
-            )
+            try:
+                embeddings = await embed_batch(
+                    self._embedder, [(e.body, e.tool) for e in encoded], self._vec_codes()
+                )
+            except Exception as exc:  # a failed embedder costs the embeddings, never the messages
+                logger.warning(
+                    "session %r: embedder %r failed (%s: %s); %d message(s) stored without "
+                    "embeddings, `reindex` adds them",
+                    self._session_id,
+                    getattr(self._embedder, "model", "?"),
+                    type(exc).__name__,
+                    exc,
+                    len(batch),
+                )
         await run(self._conn, appending.append, *batch_args, embeddings)
 
     def _vec_codes(self) -> bool:
