@@ -27,6 +27,7 @@ from axio_context.embeddings import (
 from axio_context.errors import (
     DatabaseNotFoundError,
     DatabaseOpenError,
+    EmbedderUnavailableError,
     EmbeddingMismatchError,
     ReadOnlyDatabaseError,
 )
@@ -46,11 +47,11 @@ from .admin import (
     VacuumReport,
 )
 from .connection import connect, run, truncate_wal
-from .fts import match_terms, raw_expression
+from .fts import match_terms, raw_expression, raw_words
 from .ops import SessionPage
 from .search import MAX_K, MODES, IndexStatus, Mode, Query, ReindexReport, SearchHit, SearchResults
 from .storage import ROLE_CODES
-from .vectors import embed_batch
+from .vectors import check_finite, embed_batch
 
 __all__ = [
     "AxioImportReport",
@@ -85,6 +86,20 @@ def _ms(when: datetime | None) -> int | None:
     if when.tzinfo is None:
         when = when.astimezone()  # a naive time is the local time
     return int(when.timestamp() * 1000)
+
+
+async def _query_vector(emb: Embedder, query: str) -> bytes | None:
+    """The query's embedding as a float32 BLOB; None for a zero vector (it is near nothing)."""
+    vectors = await emb.embed([query])
+    if len(vectors) != 1:
+        raise EmbeddingMismatchError(f"embedder {emb.model!r} returned {len(vectors)} vectors for 1 query")
+    [vec] = vectors
+    if len(vec) != emb.dimension:
+        raise EmbeddingMismatchError(
+            f"embedder {emb.model!r} returned a {len(vec)}-d vector; it declares {emb.dimension}"
+        )
+    check_finite(emb.model, vec, "the query")
+    return vector_to_blob(vec) if any(vec) else None
 
 
 class Database:
@@ -188,6 +203,18 @@ class Database:
         raise a syntax error; a raw query FTS5 rejects raises SearchQueryError. Messages the
         keyword index has not taken in yet (the database is read-only here, or another process
         held the write lock) are counted in the result's ``unindexed``, with ``why``.
+
+        A ``raw`` expression is a filter in every mode: each hit satisfies it (its ``NOT``,
+        ``NEAR`` and column filters included), and the semantic ranking orders only the messages
+        it matches, by the meaning of the words it asks for (:func:`.fts.raw_words`: operators,
+        column names and what ``NOT`` excludes are not embedded). So ``raw`` semantic and hybrid
+        searches cannot see messages the keyword index has not taken in yet.
+
+        Messages with a cosine similarity of zero or less to the query are not semantic hits.
+        Without ``embedder``, a hybrid search of a database whose recorded model cannot be loaded
+        here runs as a keyword search and says so in ``why``; a semantic one raises
+        EmbedderUnavailableError. An embedder returning anything but one finite vector of its
+        declared dimension raises EmbeddingMismatchError.
         """
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -199,27 +226,30 @@ class Database:
                 raise ValueError(f"role must be one of {', '.join(ROLE_CODES)}, not {role!r}")
             role_code = ROLE_CODES[role]
         match = terms = None
-        if mode != "semantic":
-            if raw:
-                match = raw_expression(query)
-            else:
-                terms = match_terms(query)
-                match = " OR ".join(terms) if terms else None
+        if raw:
+            match = raw_expression(query)  # a filter in every mode: see the docstring
+        elif mode != "semantic":
+            terms = match_terms(query)
+            match = " OR ".join(terms) if terms else None
         vector = None
         model = dimension = None
+        skipped = None
         if mode != "keyword":
-            emb = embedder or await self.embedder()
-            model, dimension = emb.model, emb.dimension
-            if query.strip():
-                [vec] = await emb.embed([query])
-                if len(vec) != dimension:
-                    raise EmbeddingMismatchError(
-                        f"embedder {model!r} returned a {len(vec)}-d vector; it declares {dimension}"
-                    )
-                if any(vec):
-                    vector = vector_to_blob(vec)
+            emb = embedder
+            if emb is None:
+                try:
+                    emb = await self.embedder()
+                except EmbedderUnavailableError as exc:
+                    if mode != "hybrid":
+                        raise
+                    skipped = f"semantic search was skipped ({exc}); this was a keyword search"
+            if emb is not None:
+                model, dimension = emb.model, emb.dimension
+                wanted = raw_words(query) if raw else query
+                if wanted.strip():
+                    vector = await _query_vector(emb, wanted)
         if match is None and vector is None:
-            return SearchResults()
+            return SearchResults(why=skipped)
         q = Query(
             text=query,
             mode=mode,
@@ -235,7 +265,10 @@ class Database:
             role=role_code,
             since_ms=_ms(since),
         )
-        return await run(self._conn, search.search, q)
+        results = await run(self._conn, search.search, q)
+        if skipped is not None:
+            results.why = skipped if results.why is None else f"{results.why}; {skipped}"
+        return results
 
     async def similar(self, session_id: str, position: int, k: int = 10) -> list[SearchHit]:
         """The ``k`` messages nearest in meaning to message ``position`` of a session (itself
@@ -270,9 +303,16 @@ class Database:
             return HashingEmbedder(dimension)
         name = BUNDLED_MINILM if name == "minilm" else name
         if name not in self._models:
-            self._models[name] = await SentenceTransformerEmbedder.load(
-                None if name == BUNDLED_MINILM else name
-            )
+            try:
+                self._models[name] = await SentenceTransformerEmbedder.load(
+                    None if name == BUNDLED_MINILM else name
+                )
+            except EmbedderUnavailableError as exc:
+                if model is not None:
+                    raise
+                raise EmbedderUnavailableError(
+                    f"this database's embeddings come from {name!r}, which cannot be loaded here: {exc}"
+                ) from exc
         return self._models[name]
 
     async def reindex(

@@ -29,6 +29,7 @@ __all__ = [
     "match_expression",
     "match_terms",
     "raw_expression",
+    "raw_words",
 ]
 
 #: Tokenizer of the FTS5 table: Porter stemming over unicode61 ("fixing" finds "fixed"),
@@ -142,6 +143,74 @@ def raw_expression(query: str) -> str | None:
             f"character {exc.object[exc.start]!r} at {exc.start} is not valid text"
         ) from None
     return query
+
+
+# A raw expression's tokens: a quoted string, a bareword (what FTS5 takes unquoted: letters,
+# digits, "_", code points above 127, U+001A), or one character of syntax.
+_RAW_TOKEN = re.compile(r'"(?:[^"]|"")*"?|[\w\x1a\x80-\U0010ffff]+|[(){}:,+*^-]')
+_OPERATORS = frozenset({"AND", "OR", "NOT"})
+
+
+def _opens_group(tokens: list[str], j: int) -> bool:
+    """Whether the operand starting at ``tokens[j]`` is a parenthesized group, after any column
+    filter (``col:``, ``-col:``, ``{a b}:``)."""
+    j += j < len(tokens) and tokens[j] == "-"
+    if j < len(tokens) and tokens[j] == "{":
+        while j < len(tokens) and tokens[j] != "}":
+            j += 1
+        j += 1
+    elif j + 1 < len(tokens) and tokens[j + 1] == ":":
+        j += 1
+    j += j < len(tokens) and tokens[j] == ":"
+    return j < len(tokens) and tokens[j] == "("
+
+
+def raw_words(query: str) -> str:
+    """The words a raw FTS5 expression asks for, for embedding it: its phrases, without the
+    operators, column names, ``NEAR`` distances, and without what ``NOT`` leaves out (the
+    operand after ``NOT``: a parenthesized group, or the run of phrases up to the next
+    operator, as FTS5 groups them). ``"parser NOT pizza"`` gives ``"parser"``."""
+    tokens = _RAW_TOKEN.findall(_clean(query))
+    words: list[str] = []
+    depth = 0
+    # the NOT operand being skipped: ("group", depth it ends at) or ("run", depth it is at)
+    negated: tuple[str, int] | None = None
+    columns = False  # inside {col1 col2}
+    after_comma = False
+    for i, tok in enumerate(tokens):
+        following = tokens[i + 1] if i + 1 < len(tokens) else ""
+        if tok in _OPERATORS:
+            if negated is not None and negated == ("run", depth):
+                negated = None
+            if tok == "NOT" and negated is None:
+                negated = ("group", depth) if _opens_group(tokens, i + 1) else ("run", depth)
+            continue
+        if tok == "(":
+            depth += 1
+        elif tok == ")":
+            depth -= 1
+            if negated is not None and (
+                (negated[0] == "group" and depth == negated[1])
+                or (negated[0] == "run" and depth < negated[1])
+            ):
+                negated = None
+        elif tok == "{":
+            columns = True
+        elif tok == "}":
+            columns = False
+        elif tok[0] == '"' or tok[0] not in "(){}:,+*^-":
+            word = tok[1:].removesuffix('"').replace('""', '"') if tok[0] == '"' else tok
+            skip = (
+                columns
+                or following == ":"  # a column name
+                or (tok == "NEAR" and following == "(")
+                or (after_comma and tok.isdigit())  # NEAR's distance
+                or negated is not None
+            )
+            if not skip and word.strip():
+                words.append(word)
+        after_comma = tok == ","
+    return " ".join(words)
 
 
 def is_fts_query_error(exc: BaseException) -> bool:

@@ -14,7 +14,11 @@ A search is one thread hop and one read snapshot (the query is embedded just bef
   codes approximate, so both give the same top hits. A query embedder whose model or
   dimension differ from the database's is refused (:class:`EmbeddingMismatchError`). A search
   narrowed to at most :data:`EXACT_ROWS` messages (a session, a project) scans them exactly.
+  Messages whose cosine similarity to the query is at most :data:`MIN_SIMILARITY` are no hits.
 - **hybrid**: reciprocal rank fusion (:mod:`.ranking`) of the top :data:`DEPTH` of each.
+- **raw**: the FTS5 expression filters every mode; the semantic ranking is an exact scan of
+  the messages it matches, by the embedding of the words it asks for (not its operators, nor
+  what ``NOT`` leaves out), so ``parser NOT pizza`` finds no message about pizza in any mode.
 
 Where a message is found: once, under the session that owns its row. A fork's inherited messages
 are its ancestor's rows, so a search finds them as the ancestor's; ``project`` filters on the
@@ -33,8 +37,10 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import math
 import re
 import zlib
+from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, Literal
 
@@ -64,6 +70,7 @@ __all__ = [
     "CANDIDATES",
     "DEPTH",
     "MAX_K",
+    "MIN_SIMILARITY",
     "IndexStatus",
     "Mode",
     "Query",
@@ -83,6 +90,9 @@ MAX_K: Final = 1000
 #: Binary-code candidates re-scored exactly per semantic search (at least; 2k when k is larger).
 #: 100 kept 99.7% of the exact top 10 on real text (see :mod:`.vec`).
 CANDIDATES: Final = 100
+#: Cosine similarity a semantic hit must exceed: at 0 or below a message shares nothing with
+#: the query (the margin absorbs float32 rounding of an exactly orthogonal pair).
+MIN_SIMILARITY: Final = 1e-6
 #: How deep each ranking goes before hybrid fuses them (at least ``k``).
 DEPTH: Final = 50
 #: sqlite-vec's largest ``k``.
@@ -153,6 +163,8 @@ class SearchResults(list[SearchHit]):
     ``unindexed``: messages still queued for the keyword index because the fold before the search
     could not write (``why``: a read-only database, or another connection's write lock); they were
     searched by meaning only. 0 (and ``why`` None) when every committed message was searchable.
+    ``why`` also says when a hybrid search ran by keyword alone because the database's embedder
+    could not be loaded (:meth:`.Database.search`).
     """
 
     def __init__(self, hits: Iterable[SearchHit] = (), unindexed: int = 0, why: str | None = None) -> None:
@@ -200,7 +212,7 @@ class Query(msgspec.Struct, frozen=True):
     text: str
     mode: Mode
     k: int
-    match: str | None  # FTS5 expression of the keyword part (None: no keyword part)
+    match: str | None  # FTS5 expression of the keyword part, or with ``raw`` the filter of every part
     raw: bool
     terms: list[str] | None  # the terms ``match`` ORs together (None for a raw query)
     vector: bytes | None  # float32 embedding of the query (None: no semantic part)
@@ -301,12 +313,13 @@ def _fts(
     c: Any, q: Query, scope: _Scope | None, expr: str, limit: int, recent: bool = False
 ) -> list[tuple[int, float]]:
     """``(message id, bm25)`` of the messages matching ``expr`` that pass the filters, best
-    first (bm25 as FTS5 gives it: lower is better); with ``recent`` newest first, bm25 as 0."""
+    first (bm25 as FTS5 gives it: lower is better); with ``recent`` newest first (by the
+    message's time), bm25 as 0."""
     joins: list[str] = []
     filters, args = _message_filters(q, "m.")
     where = ["messages_fts MATCH ?", *filters]
     args.insert(0, expr)
-    if filters:
+    if filters or recent:
         joins.append("JOIN messages m ON m.id = messages_fts.rowid")
     if q.project is not None and scope is None:
         joins.append("JOIN sessions s ON s.sid = (messages_fts.rowid >> 32)")
@@ -314,12 +327,15 @@ def _fts(
         args.append(q.project)
     # bm25() named with its weights: about twice as fast as ORDER BY the configured rank,
     # which goes through FTS5's sorter (measured: 75 against 138 ms for a word in 100,000 rows)
-    score = "0.0" if recent else f"bm25(messages_fts, {BM25_WEIGHTS[0]}, {BM25_WEIGHTS[1]})"
-    order = "messages_fts.rowid DESC" if recent else "2, messages_fts.rowid"
+    # "newest" is the message's time, not the rowid (sid << 32 | position: session first). No
+    # index has created_at, so each match is looked up: 42 ms for 100,000 matches (6 ms by
+    # rowid), still less than the bm25 ranking the pruning avoids
+    score = "0.0, m.created_at" if recent else f"bm25(messages_fts, {BM25_WEIGHTS[0]}, {BM25_WEIGHTS[1]})"
+    order = "m.created_at DESC, messages_fts.rowid DESC" if recent else "2, messages_fts.rowid"
     sql = (
         f"SELECT messages_fts.rowid, {score} FROM messages_fts {' '.join(joins)} WHERE {' AND '.join(where)}"
     )
-    found: list[tuple[int, float]] = []
+    found: list[tuple[Any, ...]] = []  # (id, bm25), or with recent (id, 0.0, created_at)
     with fts_errors(q.text) if q.raw else contextlib.nullcontext():
         if scope is None:
             found = c.execute(f"{sql} ORDER BY {order} LIMIT ?", (*args, limit)).fetchall()
@@ -331,7 +347,7 @@ def _fts(
                     f"{sql} AND messages_fts.rowid >= ? AND messages_fts.rowid < ? ORDER BY {order} LIMIT ?",
                     (*args, key(sid, lo), key(sid, hi), limit),
                 ).fetchall()
-            found.sort(key=(lambda r: -r[0]) if recent else (lambda r: (r[1], r[0])))
+            found.sort(key=(lambda r: (-r[2], -r[0])) if recent else (lambda r: (r[1], r[0])))
     return [(int(r[0]), float(r[1])) for r in found[:limit]]
 
 
@@ -413,7 +429,10 @@ def _semantic(
 
     Through the codes when they can answer and the search is not narrowed to a few thousand
     messages; a small population (a session, a small project) is scanned exactly, which is
-    both exact and faster there than vec0's per-row metadata filtering.
+    both exact and faster there than vec0's per-row metadata filtering. A raw query scans the
+    messages its expression matches. Messages with a cosine similarity of at most
+    :data:`MIN_SIMILARITY` are left out, and so are stored vectors whose distance is not a
+    number (a vector holding NaN, stored before such vectors were refused).
     """
     assert q.vector is not None
     settings = _settings(c)
@@ -423,11 +442,24 @@ def _semantic(
     population = _population(c, q, scope)
     if population is not None and not population.ranges:
         return []
-    if _codes_usable(c, settings) and (population is None or population.rows > EXACT_ROWS):
-        candidates = _candidates(want) + (population.outside if population is not None else 0)
-        if candidates <= VEC_K_MAX:
-            return _semantic_codes(c, q, population, want, candidates, exclude)
-    return _semantic_exact(c, q, population, want, exclude)
+    candidates = _candidates(want) + (population.outside if population is not None else 0)
+    if q.raw and q.match is not None:
+        # the raw expression is a filter: rank only the messages it matches, all of them (about
+        # 3 us a match: 48 ms for an expression matching 13,000 of 20,000 messages, against 13 ms
+        # for the same words unfiltered through the codes)
+        with fts_errors(q.text):
+            found = _semantic_exact(c, q, population, want, exclude, q.match)
+    elif (
+        _codes_usable(c, settings)
+        and (population is None or population.rows > EXACT_ROWS)
+        and candidates <= VEC_K_MAX
+    ):
+        found = _semantic_codes(c, q, population, want, candidates, exclude)
+    else:
+        found = _semantic_exact(c, q, population, want, exclude)
+    # unit vectors: cosine similarity = 1 - d^2 / 2; a message at or below MIN_SIMILARITY shares
+    # nothing with the query (it would only pad the list to k)
+    return [(mid, d) for mid, d in found if 1.0 - d * d / 2.0 > MIN_SIMILARITY]
 
 
 def _semantic_codes(
@@ -447,41 +479,57 @@ def _semantic_codes(
         ids = [i for i in ids if population.contains(i)]
     if exclude is not None:
         ids = [i for i in ids if i != exclude]
-    # exact distances of the candidates only, computed by sqlite-vec
+    # exact distances of the candidates only, computed by sqlite-vec (NULL for a NaN vector)
     rows = c.execute(
         "SELECT id, vec_distance_l2(embedding, ?) AS d FROM message_vectors"
-        " WHERE id IN (SELECT value FROM json_each(?)) ORDER BY d, id LIMIT ?",
+        " WHERE id IN (SELECT value FROM json_each(?)) AND d IS NOT NULL ORDER BY d, id LIMIT ?",
         (q.vector, _ids_json(ids), depth),
     ).fetchall()
     return [(int(r[0]), float(r[1])) for r in rows]
 
 
 def _semantic_exact(
-    c: Any, q: Query, population: _Population | None, depth: int, exclude: int | None
+    c: Any,
+    q: Query,
+    population: _Population | None,
+    depth: int,
+    exclude: int | None,
+    match: str | None = None,
 ) -> list[tuple[int, float]]:
-    """The exact answer: every embedded message that passes the filters, by distance (computed
-    by sqlite-vec where it runs, else in Python), nearest ``depth`` kept on a heap."""
+    """The exact answer: every embedded message that passes the filters (and with ``match``,
+    that FTS5 expression), by distance (computed by sqlite-vec where it runs, else in Python),
+    nearest ``depth`` kept on a heap."""
     assert q.vector is not None
     where, args = _message_filters(q, "m.")
     joins = ["JOIN messages m ON m.id = v.id"] if where else []
+    source, ident = "message_vectors v", "v.id"
+    if match is not None:
+        # driven by the expression's matches (an FTS5 seek), each looked up by key
+        source, ident = (
+            "messages_fts JOIN message_vectors v ON v.id = messages_fts.rowid",
+            "messages_fts.rowid",
+        )
+        where.insert(0, "messages_fts MATCH ?")
+        args.insert(0, match)
     if exclude is not None:
         where.append("v.id != ?")
         args.append(exclude)
     in_sql = indexing.vec_available(c)
     column = "vec_distance_l2(v.embedding, ?)" if in_sql else "v.embedding"
-    sql = f"SELECT v.id, {column} FROM message_vectors v {' '.join(joins)}"
+    sql = f"SELECT v.id, {column} FROM {source} {' '.join(joins)}"
     head = [q.vector] if in_sql else []
 
     def rows() -> Iterable[Any]:
         if population is None:
             yield from c.execute(sql + (f" WHERE {' AND '.join(where)}" if where else ""), (*head, *args))
             return
-        clauses = " AND ".join([*where, "v.id >= ?", "v.id < ?"])
+        clauses = " AND ".join([*where, f"{ident} >= ?", f"{ident} < ?"])
         for lo, hi in population.ranges:
             yield from c.execute(f"{sql} WHERE {clauses}", (*head, *args, lo, hi))
 
     if in_sql:
-        return [(int(r[0]), float(r[1])) for r in heapq.nsmallest(depth, rows(), key=lambda r: (r[1], r[0]))]
+        scored = (r for r in rows() if r[1] is not None)  # NULL: a stored vector holding NaN
+        return [(int(r[0]), float(r[1])) for r in heapq.nsmallest(depth, scored, key=lambda r: (r[1], r[0]))]
     return brute_force_knn(q.vector, rows(), depth)
 
 
@@ -497,7 +545,7 @@ class _Ranked(msgspec.Struct):
 
 def _rank(q: Query, kw: list[tuple[int, float]], sem: list[tuple[int, float]]) -> list[_Ranked]:
     if q.mode == "keyword":
-        return [_Ranked(mid, -bm25, i, None) for i, (mid, bm25) in enumerate(kw[: q.k], 1)]
+        return [_Ranked(mid, 0.0 - bm25, i, None) for i, (mid, bm25) in enumerate(kw[: q.k], 1)]
     if q.mode == "semantic":
         # unit vectors: cosine similarity = 1 - d^2 / 2
         return [_Ranked(mid, 1.0 - d * d / 2.0, None, i) for i, (mid, d) in enumerate(sem[: q.k], 1)]
@@ -571,34 +619,84 @@ def _hits(c: Any, ranked: Sequence[_Ranked], scope: _Scope | None, highlight: st
 def _snippets(
     c: Any, texts: dict[int, tuple[str, str]], expression: str | None
 ) -> dict[int, tuple[str, list[tuple[int, int]]]]:
-    """FTS5 ``snippet()`` of each text that ``expression`` matches, as (plain text, highlights)."""
+    """FTS5 ``snippet()`` of each text that ``expression`` matches, as (plain text, highlights).
+
+    Each column goes in cut to its first :data:`SNIPPET_TEXT_MAX` characters; a text whose match
+    lies past that is then looked for window by window (:func:`_late_snippet`)."""
     if expression is None or not texts:
         return {}
     c.execute(
         f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_SNIPPETS}"
         f" USING fts5(body, tool, tokenize = '{FTS_TOKENIZE}')"
     )
-    c.execute(f"DELETE FROM temp.{_SNIPPETS}")
     try:
-        c.executemany(
-            f"INSERT INTO temp.{_SNIPPETS} (rowid, body, tool) VALUES (?, ?, ?)",
-            [
-                (
-                    mid,
-                    body[:SNIPPET_TEXT_MAX].translate(_CONTROL),
-                    tool[:SNIPPET_TEXT_MAX].translate(_CONTROL),
-                )
-                for mid, (body, tool) in texts.items()
-            ],
+        found = _snippet_rows(
+            c,
+            [(mid, body[:SNIPPET_TEXT_MAX], tool[:SNIPPET_TEXT_MAX]) for mid, (body, tool) in texts.items()],
+            expression,
         )
-        rows = c.execute(
-            f"SELECT rowid, snippet({_SNIPPETS}, -1, ?, ?, '…', ?) FROM temp.{_SNIPPETS}"
-            f" WHERE {_SNIPPETS} MATCH ?",
-            (_OPEN, _CLOSE, SNIPPET_TOKENS, expression),
-        ).fetchall()
+        for mid, text in texts.items():
+            if mid not in found and max(map(len, text)) > SNIPPET_TEXT_MAX:
+                late = _late_snippet(c, text, expression)
+                if late is not None:
+                    found[mid] = late
     finally:
         c.execute(f"DELETE FROM temp.{_SNIPPETS}")
-    return {mid: _unmark(text) for mid, text in rows}
+    return {mid: _unmark(text) for mid, text in found.items()}
+
+
+def _snippet_rows(c: Any, rows: Sequence[tuple[int, str, str]], expression: str) -> dict[int, str]:
+    """Put ``(rowid, body, tool)`` in the snippet table (alone) and return the marked snippet of
+    each row ``expression`` matches."""
+    c.execute(f"DELETE FROM temp.{_SNIPPETS}")
+    c.executemany(
+        f"INSERT INTO temp.{_SNIPPETS} (rowid, body, tool) VALUES (?, ?, ?)",
+        [(rowid, body.translate(_CONTROL), tool.translate(_CONTROL)) for rowid, body, tool in rows],
+    )
+    found = c.execute(
+        f"SELECT rowid, snippet({_SNIPPETS}, -1, ?, ?, '…', ?) FROM temp.{_SNIPPETS}"
+        f" WHERE {_SNIPPETS} MATCH ?",
+        (_OPEN, _CLOSE, SNIPPET_TOKENS, expression),
+    ).fetchall()
+    return {int(rowid): str(text) for rowid, text in found}
+
+
+#: Characters consecutive snippet windows share, so that a phrase or a NEAR group across a
+#: window's end is whole in the next one.
+_WINDOW_OVERLAP: Final = 4096
+#: Windows put in the snippet table at a time while looking for a late match.
+_WINDOW_BATCH: Final = 16
+
+
+def _late_snippet(c: Any, text: tuple[str, str], expression: str) -> str | None:
+    """The marked snippet of the first :data:`SNIPPET_TEXT_MAX`-character window of a column
+    (after the first) that ``expression`` matches, with ``…`` where the window cuts the text;
+    None when no window matches (a match that spans windows, or holds only across them)."""
+    step = SNIPPET_TEXT_MAX - _WINDOW_OVERLAP
+    windows: list[tuple[int, int]] = sorted(
+        (start, column) for column, t in enumerate(text) for start in range(step, len(t), step)
+    )
+    for first in range(0, len(windows), _WINDOW_BATCH):
+        rows: list[tuple[int, str, str]] = []
+        cuts: dict[int, tuple[bool, bool]] = {}
+        for n, (start, column) in enumerate(windows[first : first + _WINDOW_BATCH], first):
+            source = text[column]
+            space = source.find(" ", start, start + 64)
+            begin = space + 1 if space >= 0 else start  # start at a word where one is near
+            piece = source[begin : start + SNIPPET_TEXT_MAX]
+            rows.append((n, piece, "") if column == 0 else (n, "", piece))
+            cuts[n] = (True, start + SNIPPET_TEXT_MAX < len(source))
+        found = _snippet_rows(c, rows, expression)
+        if found:
+            n = min(found)
+            marked = found[n]
+            head, tail = cuts[n]
+            if head and not marked.startswith("…"):
+                marked = "…" + marked
+            if tail and not marked.endswith("…"):
+                marked += "…"
+            return marked
+    return None
 
 
 def _unmark(marked: str) -> tuple[str, list[tuple[int, int]]]:
@@ -671,7 +769,7 @@ def fold_queue(c: Any) -> tuple[int, str | None]:
 
 def search(c: Any, q: Query) -> SearchResults:
     """Fold the keyword queue (when it can), then run the search in one read snapshot."""
-    unindexed, why = fold_queue(c) if q.match is not None and q.mode != "semantic" else (0, None)
+    unindexed, why = fold_queue(c) if q.match is not None else (0, None)
     with read_tx(c):
         return SearchResults(_search(c, q), unindexed, why)
 
@@ -691,8 +789,8 @@ def _search(c: Any, q: Query) -> list[SearchHit]:
             )
         sem = _semantic(c, q, scope, depth)
     ranked = _rank(q, kw, sem)
-    highlight = _meaningful(q.text) if q.mode == "semantic" else q.match
-    if q.raw and highlight is not None and q.mode != "semantic":
+    highlight = _meaningful(q.text) if q.mode == "semantic" and not q.raw else q.match
+    if q.raw and highlight is not None:
         with fts_errors(q.text):
             return _hits(c, ranked, scope, highlight)
     return _hits(c, ranked, scope, highlight)
@@ -726,6 +824,11 @@ def similar(c: Any, session_id: str, position: int, k: int) -> list[SearchHit]:
             raise NoEmbeddingsError(
                 f"message {position} of session {session_id!r} has no embedding "
                 "(it has no text, or it was stored without an embedder: `reindex` adds them)"
+            )
+        if not all(map(math.isfinite, array("f", bytes(found[0])))):
+            raise NoEmbeddingsError(
+                f"message {position} of session {session_id!r} has no usable embedding: it holds "
+                "NaN or infinite values (from a broken embedder); `reindex --rebuild` replaces them"
             )
         settings = _settings(c)
         dimension = int(settings.get("embedding_dimension", "0"))

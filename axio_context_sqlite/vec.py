@@ -180,8 +180,10 @@ def brute_force_knn(
     """The ``k`` rows nearest ``query`` by Euclidean (L2) distance, as vec0 reports it: exact.
 
     ``rows`` are ``(rowid, vector)`` with the vector as a float32 BLOB or a sequence of floats;
-    the result is ``(rowid, distance)`` nearest first, ties broken by the smaller rowid. Cost is
-    one C-level ``math.dist`` per row: a few milliseconds per thousand 384-d vectors.
+    the result is ``(rowid, distance)`` nearest first, ties broken by the smaller rowid. A row
+    whose distance is NaN (its vector, or the query, holds NaN) is left out, as sqlite-vec's
+    NULL distance is. Cost is one C-level ``math.dist`` per row: a few milliseconds per
+    thousand 384-d vectors.
     """
     if k <= 0:
         return []
@@ -193,6 +195,8 @@ def brute_force_knn(
             vec = _as_vector(value)
             if len(vec) != dim:
                 raise ValueError(f"row {rowid} has a {len(vec)}-d vector, the query is {dim}-d")
-            yield math.dist(q, vec), rowid
+            dist = math.dist(q, vec)
+            if not math.isnan(dist):
+                yield dist, rowid
 
     return [(rowid, dist) for dist, rowid in heapq.nsmallest(k, scored())]

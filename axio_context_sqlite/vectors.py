@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from axio_context.embeddings import Embedder, vector_to_blob
@@ -10,7 +11,7 @@ from axio_context.errors import EmbeddingMismatchError
 from .ops import Embeddings
 from .vec import binary_code
 
-__all__ = ["embed_batch", "embedding_text"]
+__all__ = ["check_finite", "embed_batch", "embedding_text"]
 
 
 def embedding_text(body: str, tool: str) -> str:
@@ -18,8 +19,22 @@ def embedding_text(body: str, tool: str) -> str:
     return f"{body}\n{tool}" if body and tool else body or tool
 
 
+def check_finite(model: str, vector: Sequence[float], what: str) -> None:
+    """Refuse a vector holding NaN or an infinity (an embedder that divides by a zero norm):
+    its distance to anything is NaN, which no ranking can order."""
+    if not all(map(math.isfinite, vector)):
+        raise EmbeddingMismatchError(
+            f"embedder {model!r} returned a vector with NaN or infinite values for {what}; "
+            "an embedding must be finite (a unit vector)"
+        )
+
+
 async def embed_batch(embedder: Embedder, texts: Sequence[tuple[str, str]], codes: bool) -> Embeddings:
-    """Embed a batch's ``(body, tool)`` texts; messages without text (or a zero vector) get none."""
+    """Embed a batch's ``(body, tool)`` texts; messages without text (or a zero vector) get none.
+
+    A wrong number of vectors, a vector of the wrong width or one that is not finite is
+    :class:`EmbeddingMismatchError`: the embedder is broken, and nothing of the batch is used.
+    """
     wanted = [(i, embedding_text(b, t)) for i, (b, t) in enumerate(texts)]
     wanted = [(i, text) for i, text in wanted if text.strip()]
     rows: list[tuple[int, bytes, bytes | None]] = []
@@ -35,6 +50,7 @@ async def embed_batch(embedder: Embedder, texts: Sequence[tuple[str, str]], code
                     f"embedder {embedder.model!r} returned a {len(vector)}-d vector;"
                     f" it declares {embedder.dimension}"
                 )
+            check_finite(embedder.model, vector, f"text {i} of the batch")
             if not any(vector):
                 continue  # a zero vector would sit near every query: never index it
             rows.append((i, vector_to_blob(vector), binary_code(vector) if codes else None))
