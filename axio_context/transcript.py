@@ -93,6 +93,11 @@ FORMATS: Final[tuple[FormatName, ...]] = ("json", "jsonl", "markdown")
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MS: Final = timedelta(milliseconds=1)
+#: The times :func:`format_time` can write: UTC years 1 to 9999, in milliseconds.
+_FIRST_MS: Final = (datetime.min.replace(tzinfo=UTC) - _EPOCH) // _MS
+_LAST_MS: Final = (datetime.max.replace(tzinfo=UTC) - _EPOCH) // _MS
+#: The largest integer a database column holds (SQLite's INTEGER is 64-bit).
+_INT_MAX: Final = (1 << 63) - 1
 
 
 def format_time(ms: int) -> str:
@@ -101,14 +106,21 @@ def format_time(ms: int) -> str:
 
 
 def parse_time(text: str) -> int:
-    """Inverse of :func:`format_time`: any ISO-8601 time with a UTC offset, to milliseconds."""
+    """Inverse of :func:`format_time`: any ISO-8601 time with a UTC offset, to milliseconds.
+
+    A time whose UTC value falls outside years 1..9999 (``9999-12-31T23:59:59-01:00``) is
+    refused: :func:`format_time` could not write it back.
+    """
     try:
         value = datetime.fromisoformat(text)
     except (TypeError, ValueError):
         raise DecodeError(f"{text!r} is not an ISO-8601 time") from None
     if value.tzinfo is None:
         raise DecodeError(f"time {text!r} has no UTC offset (write e.g. {text}+00:00)")
-    return (value - _EPOCH) // _MS
+    ms = (value - _EPOCH) // _MS
+    if not _FIRST_MS <= ms <= _LAST_MS:
+        raise DecodeError(f"time {text!r} is outside years 1..9999 once converted to UTC")
+    return ms
 
 
 # --- records -------------------------------------------------------------------------------------
@@ -676,6 +688,15 @@ def _storable_text(h: _HeaderIn, where: str) -> None:
             )
 
 
+def _count(value: int | None, where: str, low: int = 0) -> None:
+    """Refuse a count or id below ``low`` (negative) or too large for a database column."""
+    if value is None or low <= value <= _INT_MAX:
+        return
+    if value < 0 and low == 0:
+        raise TranscriptError(f"{where}: must not be negative")
+    raise TranscriptError(f"{where}: {value} is outside {low}..{_INT_MAX} (a 64-bit integer)")
+
+
 class _Checker:
     """The rules a sequence of sessions must follow: unique ids, parents first, sane counts."""
 
@@ -690,11 +711,8 @@ class _Checker:
             raise TranscriptError(f"{where}.id: session {h.id!r} appears twice")
         _time(h.created_at, f"{where}.created_at")
         _time(h.updated_at, f"{where}.updated_at")
-        for name in ("message_count", "input_tokens", "output_tokens", "inherited"):
-            if getattr(h, name) < 0:
-                raise TranscriptError(f"{where}.{name}: must not be negative")
-        if h.fork_position is not None and h.fork_position < 0:
-            raise TranscriptError(f"{where}.fork_position: must not be negative")
+        for name in ("message_count", "input_tokens", "output_tokens", "inherited", "fork_position"):
+            _count(getattr(h, name), f"{where}.{name}")
         if h.inherited > h.message_count:
             raise TranscriptError(
                 f"{where}.inherited: {h.inherited} is more than message_count {h.message_count}"
@@ -715,6 +733,10 @@ class _Checker:
         last = 0
         for i, cp in enumerate(h.checkpoints):
             at = f"{where}.checkpoints[{i}]"
+            _count(cp.id, f"{at}.id")
+            # estimates the store keeps as given (any 64-bit value), so its exports read back
+            _count(cp.tokens_before, f"{at}.tokens_before", low=-_INT_MAX - 1)
+            _count(cp.tokens_after, f"{at}.tokens_after", low=-_INT_MAX - 1)
             if cp.id <= last:
                 raise TranscriptError(f"{at}.id: checkpoint ids must increase ({cp.id} after {last})")
             last = cp.id

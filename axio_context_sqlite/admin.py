@@ -908,10 +908,14 @@ def _wal(path: Path) -> Path:
 def stats(c: Any, path: Path) -> Stats:
     """Totals over the database and per project, in one snapshot."""
     with ops.read_tx(c):
+        # Token totals are summed in two halves (high and low 32 bits), joined exactly in Python:
+        # each session may hold up to 2**63 - 1, so their plain SUM overflows SQLite's integer.
         by_project = [
-            ProjectStats(p, int(n), int(m or 0), int(a or 0), int(b or 0))
-            for p, n, m, a, b in c.execute(
-                "SELECT project, COUNT(*), SUM(next_position), SUM(input_tokens), SUM(output_tokens)"
+            ProjectStats(p, int(n), int(m or 0), (a_hi << 32) + a_lo, (b_hi << 32) + b_lo)
+            for p, n, m, a_hi, a_lo, b_hi, b_lo in c.execute(
+                "SELECT project, COUNT(*), SUM(next_position),"
+                " SUM(input_tokens >> 32), SUM(input_tokens & 4294967295),"
+                " SUM(output_tokens >> 32), SUM(output_tokens & 4294967295)"
                 " FROM sessions GROUP BY project ORDER BY COUNT(*) DESC, project"
             ).fetchall()
         ]
