@@ -12,17 +12,17 @@ import base64
 import binascii
 import gzip
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from axio_context.codec import decode_content_json
+from axio_context.codec import decode_content_json, encode_content
 from axio_context.errors import DecodeError, NotAnAxioDatabaseError
-from axio_context.messages import Message
-from axio_context.transcript import SessionHeader, format_time
+from axio_context.messages import SURROGATE, Message
+from axio_context.transcript import SessionHeader, format_time, parse_time
 
 from . import appending, ops
 from .admin import (
@@ -34,6 +34,7 @@ from .admin import (
     _set_aside,
     _Stamped,
 )
+from .errors import translate_error
 from .storage import ROLE_NAMES
 
 __all__ = ["import_axio"]
@@ -48,14 +49,59 @@ def _peer_payload(text: str) -> bytes:
     return text.encode()
 
 
-def _peer_time(text: str | None) -> int:
-    """SQLite ``datetime('now')`` text (UTC, no offset) to milliseconds."""
-    if not text:
-        raise DecodeError("missing created_at")
+def _peer_time(text: object) -> int:
+    """SQLite ``datetime('now')`` text (UTC, no offset) to milliseconds (years 1..9999 in UTC)."""
+    if not text or not isinstance(text, str):
+        raise DecodeError(f"created_at {text!r} is not a time")
     value = datetime.fromisoformat(text)
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    return int(value.timestamp() * 1000)
+    return parse_time(value.isoformat())
+
+
+#: The largest token total a column holds (SQLite's INTEGER is 64-bit).
+_MAX_TOKENS = (1 << 63) - 1
+_SQL_TYPES = {bytes: "a BLOB", int: "an INTEGER", float: "a REAL", type(None): "NULL"}
+
+
+def _lenient_text(data: bytes) -> str:
+    """The peer's text factory: invalid UTF-8 comes back as lone surrogates, which
+    :func:`_text` then refuses naming the row (a strict read fails naming no row, or no file)."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _text(value: object, where: str, column: str) -> str:
+    """A peer TEXT value, refused when SQLite holds something else there or invalid UTF-8."""
+    if not isinstance(value, str):
+        kind = _SQL_TYPES.get(type(value), type(value).__name__)
+        raise DecodeError(f"{where}: {column} is {kind}, not text")
+    if not value.isascii() and SURROGATE.search(value):
+        raise DecodeError(f"{where}: {column} is not valid UTF-8")
+    return value
+
+
+def _session_id(value: object, where: str) -> str:
+    session_id = _text(value, where, "session_id")
+    if not session_id:
+        raise DecodeError(f"{where}: a session id must not be empty")
+    return session_id
+
+
+def _token_total(value: object, where: str) -> int:
+    """A peer token total: SQLite keeps text or a too-large REAL in an INTEGER column as it is."""
+    if type(value) is not int or not 0 <= value <= _MAX_TOKENS:
+        raise DecodeError(f"{where}: {value!r} is not a token total (a whole number 0..{_MAX_TOKENS})")
+    return value
+
+
+def _read(peer: Any, path: Path, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+    """Rows of a query on the peer; a failure names the peer's file, not this database."""
+    import sqlean
+
+    try:
+        return list(peer.execute(sql, args).fetchall())
+    except sqlean.Error as exc:
+        raise translate_error(exc, str(path)) from None
 
 
 class _PeerSession(msgspec.Struct):
@@ -75,6 +121,7 @@ def _open_peer(path: Path) -> tuple[Any, bool]:
 
         raise DatabaseNotFoundError(f"no axio database at {path}")
     peer = sqlean.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+    peer.text_factory = _lenient_text
     try:
         tables = {
             r[0] for r in peer.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
@@ -91,33 +138,53 @@ def _open_peer(path: Path) -> tuple[Any, bool]:
 
 
 def _peer_sessions(peer: Any, has_tokens: bool, path: Path) -> Iterator[_PeerSession]:
-    """Every session of the peer database: those with messages (oldest first), then token-only ones."""
+    """Every session of the peer database: those with messages (oldest first), then token-only ones.
+
+    Every value is checked here (types, UTF-8, ranges), so that the first pass over them finds
+    any bad row before anything is written; the errors name the peer file, session and position.
+    """
     tokens: dict[str, list[tuple[str, int, int]]] = {}
     if has_tokens:
-        for sid, project, tin, tout in peer.execute(
-            "SELECT session_id, project, input_tokens, output_tokens FROM axio_context_tokens ORDER BY rowid"
+        for sid, project, tin, tout in _read(
+            peer,
+            path,
+            "SELECT session_id, project, input_tokens, output_tokens FROM axio_context_tokens ORDER BY rowid",
         ):
-            tokens.setdefault(sid, []).append((project, int(tin), int(tout)))
+            where = f"{path}: axio_context_tokens row of session {sid!r} project {project!r}"
+            tokens.setdefault(_session_id(sid, where), []).append(
+                (
+                    _text(project, where, "project"),
+                    _token_total(tin, f"{where}: input_tokens"),
+                    _token_total(tout, f"{where}: output_tokens"),
+                )
+            )
     ids = [
-        r[0]
-        for r in peer.execute(
-            "SELECT session_id FROM axio_context_messages GROUP BY session_id ORDER BY MIN(id)"
-        ).fetchall()
+        _session_id(r[0], f"{path}: session {r[0]!r} position {r[1]}")
+        for r in _read(
+            peer,
+            path,
+            "SELECT session_id, MIN(position) FROM axio_context_messages"
+            " GROUP BY session_id ORDER BY MIN(id)",
+        )
     ]
     with_messages = set(ids)
     ids += [i for i in tokens if i not in with_messages]
     for session_id in ids:
-        rows = peer.execute(
+        rows = _read(
+            peer,
+            path,
             "SELECT position, role, project, content, created_at FROM axio_context_messages"
             " WHERE session_id = ? ORDER BY position",
             (session_id,),
-        ).fetchall()
+        )
         messages: list[_Stamped] = []
         projects: list[str] = []
         for position, role, project, content, created in rows:
             where = f"{path}: session {session_id!r} position {position}"
             if role not in ROLE_NAMES:
                 raise DecodeError(f"{where}: unknown role {role!r}")
+            project = _text(project, where, "project")
+            content = _text(content, where, "content")
             try:
                 blocks = decode_content_json(_peer_payload(content))
                 stamp = _peer_time(created)
@@ -143,6 +210,12 @@ def _peer_sessions(peer: Any, has_tokens: bool, path: Path) -> Iterator[_PeerSes
         yield _PeerSession(session_id, project, messages, tin, tout, extra or None)
 
 
+def _fingerprints(messages: Iterable[Message]) -> list[tuple[str, bytes]]:
+    """Each message as its role and encoded content, to compare exactly: ``Message ==`` finds a
+    NaN in a tool's input unequal to itself (and ``1 == 1.0``); the encoded bytes do not."""
+    return [(m.role, encode_content(m.content)) for m in messages]
+
+
 def import_axio(c: Any, path: Path, replace: bool) -> AxioImportReport:
     """Migrate an axio-context-sqlite database; re-running it adds only what is new.
 
@@ -151,6 +224,12 @@ def import_axio(c: Any, path: Path, replace: bool) -> AxioImportReport:
     in its own transaction: new sessions are added with their messages' original times;
     sessions migrated before get the messages appended since; a session whose transcript here
     diverged is reported as a conflict and left alone unless ``replace``.
+
+    Token totals of a session migrated before are taken from the peer only when its transcript
+    there grew (``updated``). Otherwise the totals here are kept: the agent here may have
+    updated them since, and which side changed cannot be told, so the side that continued the
+    conversation wins. A change to the peer's totals alone (no new message) is therefore not
+    picked up until that session gains a message there.
     """
     peer, has_tokens = _open_peer(path)
     added: list[str] = []
@@ -166,11 +245,12 @@ def import_axio(c: Any, path: Path, replace: bool) -> AxioImportReport:
         for ps in _peer_sessions(peer, has_tokens, path):
             existing = ops._session(c, ps.id)
             if existing is not None:
-                ours = [m.message() for m in _records(c, _full(c, ps.id), 0, existing.next_position)]
-                theirs = [m.message for m in ps.messages]
-                same_tokens = (ps.input_tokens, ps.output_tokens) == ops.get_tokens(c, ps.id)
-                if ours == theirs[: len(ours)] and (len(ours) < len(theirs) or not same_tokens):
-                    written += _extend(c, ps)
+                ours = _fingerprints(
+                    m.message() for m in _records(c, _full(c, ps.id), 0, existing.next_position)
+                )
+                theirs = _fingerprints(m.message for m in ps.messages)
+                if len(theirs) > len(ours) and theirs[: len(ours)] == ours:
+                    written += _extend(c, ps)  # it grew in the peer: take its tail and totals
                     updated.append(ps.id)
                     continue
                 if theirs == ours[: len(theirs)]:
