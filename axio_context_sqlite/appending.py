@@ -140,9 +140,11 @@ def append(
                 "UPDATE sessions SET preview = ?, preview_pos = ? WHERE sid = ?",
                 (preview[1], first + preview[0], sid),
             )
-    if inline:
         # A batch checks every time, as on the worker path, where it folds in this transaction.
-        return indexing.queue_is_long(c)
+        # Inline, before the commit: a failure after it would make the caller write it again.
+        long_queue = inline and indexing.queue_is_long(c)
+    if inline:
+        return long_queue
     _after_append(c, [e.flags for e in encoded])
     return False
 

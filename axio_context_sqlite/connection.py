@@ -213,11 +213,37 @@ class _Finished:
         self.count = 0
 
 
-def _tracked(finished: _Finished, job: Callable[[], T]) -> T:
+def _job(
+    finished: _Finished, use: threading.Lock, future: asyncio.Future[Any], call: Callable[[], Any]
+) -> None:
+    """One job on the worker thread: run ``call`` holding the connection's ``use`` lock (so an
+    inline statement from another thread never runs inside it), count it, hand back its outcome."""
     try:
-        return job()
-    finally:
+        with use:
+            result = call()
+    except BaseException as exc:  # the caller's to see, whatever it is
         finished.count += 1
+        _deliver(future, _set_exception, exc)
+    else:
+        finished.count += 1
+        _deliver(future, _set_result, result)
+
+
+def _deliver(future: asyncio.Future[Any], setter: Callable[..., None], value: Any) -> None:
+    # The loop that asked may be closed by now (a timed-out call in an `asyncio.run` that
+    # ended): nobody waits for this outcome, and the worker must live on for the next loop.
+    with contextlib.suppress(RuntimeError):
+        future.get_loop().call_soon_threadsafe(setter, future, value)
+
+
+def _set_result(future: asyncio.Future[Any], result: Any) -> None:
+    if not future.done():  # cancelled meanwhile
+        future.set_result(result)
+
+
+def _set_exception(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
 
 
 class Connection(aiosqlite.Connection):
@@ -243,17 +269,40 @@ class Connection(aiosqlite.Connection):
         #: Busy timeout (seconds) restored after an inline statement; None: no inline statements.
         self.inline_timeout: float | None = None
         self._submitted = 0
+        self._counting = threading.Lock()  # jobs may be handed over from several threads
+        #: Held while the database connection runs something: a worker job or an inline run.
+        self.use = threading.Lock()
+        #: The process that opened it: a child made by os.fork() must open its own.
+        self.pid = os.getpid()
         # Not the connection itself: the worker keeps its last job alive, and a reference to the
         # connection there would keep an unclosed one from being collected.
         self._finished = _Finished()
 
-    async def _execute(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """aiosqlite's job hand-off, counting jobs in and out."""
+    def check_usable(self) -> None:
+        """Raise :class:`StoreClosedError` when this connection cannot take work: closed, opened
+        by the parent of this forked process, or its worker thread gone."""
         if not self._running or not self._connection:
-            raise ValueError("Connection closed")  # as aiosqlite's own, before counting
-        handoff = cast(Callable[..., Awaitable[T]], super()._execute)
-        self._submitted += 1  # aiosqlite queues the job before its first await
-        return await handoff(_tracked, self._finished, partial(fn, *args, **kwargs))
+            raise ValueError("Connection closed")  # as aiosqlite's own (run() translates it)
+        if self.pid != os.getpid():
+            raise StoreClosedError(
+                f"this database connection belongs to process {self.pid}, which forked this one; "
+                "open a new connection in this process"
+            )
+        if self._thread.ident is not None and not self._thread.is_alive():
+            raise StoreClosedError(
+                "the database connection's worker thread has stopped; open a new connection"
+            )
+
+    async def _execute(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Hand ``fn`` to the worker thread (as aiosqlite does), counting jobs in and out."""
+        self.check_usable()
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        with self._counting:
+            self._submitted += 1
+        self._tx.put_nowait(
+            (None, partial(_job, self._finished, self.use, future, partial(fn, *args, **kwargs)))
+        )
+        return await future
 
     @property
     def jobs(self) -> int:
@@ -268,6 +317,12 @@ class Connection(aiosqlite.Connection):
     async def close(self) -> None:
         """Finish queued work, close the database and join the worker thread; final."""
         if self._connection is None:
+            return
+        if self.pid != os.getpid() or (self._thread.ident is not None and not self._thread.is_alive()):
+            # A forked child's copy (SQLite forbids using it there, and the parent still does),
+            # or a worker that died: nothing can run on it; forget it.
+            self._running = False
+            self._connection = None
             return
         loop = asyncio.get_running_loop()
         try:
@@ -528,7 +583,8 @@ def run_inline(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any, **k
 
     For one short autocommit write (an append, a token update), where the hop to the worker
     thread costs as much as the statement. It runs only when the worker is idle (nothing queued
-    or running, so the order of operations is kept) and with a busy timeout of zero, so it never
+    or running, so the order of operations is kept; the connection's ``use`` lock keeps a job
+    handed over from another thread out meanwhile) and with a busy timeout of zero, so it never
     blocks the event loop waiting for another process. It leaves to the worker the write that may
     start a new WAL, whose header SQLite syncs to disk. When it cannot run, or the statement fails
     (a failed autocommit statement wrote nothing), it returns :data:`NOT_RUN` and the caller takes
@@ -537,23 +593,31 @@ def run_inline(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any, **k
     if not isinstance(conn, Connection) or conn.inline_timeout is None or not conn._running:
         return NOT_RUN
     raw: Any = conn._connection  # sqlean's connection (set_busy_timeout is its own)
-    if raw is None or not conn.idle() or raw.in_transaction:
+    if raw is None or conn.pid != os.getpid() or not conn._thread.is_alive():
+        return NOT_RUN  # the worker path says why
+    # Another thread may share the connection: its worker job must not be running meanwhile.
+    if not conn.use.acquire(blocking=False):
         return NOT_RUN
-    if conn.checkpointer is not None and conn.checkpointer.wal_may_restart:
-        return NOT_RUN
-    changes = raw.total_changes
-    raw.set_busy_timeout(0)
     try:
-        result = fn(raw, *args, **kwargs)
-    except Exception:
-        if raw.in_transaction:
-            raw.rollback()
-        return NOT_RUN
+        if not conn.idle() or raw.in_transaction:
+            return NOT_RUN
+        if conn.checkpointer is not None and conn.checkpointer.wal_may_restart:
+            return NOT_RUN
+        changes = raw.total_changes
+        raw.set_busy_timeout(0)
+        try:
+            result = fn(raw, *args, **kwargs)
+        except Exception:
+            if raw.in_transaction:
+                raw.rollback()
+            return NOT_RUN
+        finally:
+            raw.set_busy_timeout(conn.inline_timeout)
+        if conn.checkpointer is not None and raw.total_changes != changes:
+            conn.checkpointer.wrote(raw.total_changes - changes)
+        return result
     finally:
-        raw.set_busy_timeout(conn.inline_timeout)
-    if conn.checkpointer is not None and raw.total_changes != changes:
-        conn.checkpointer.wrote(raw.total_changes - changes)
-    return result
+        conn.use.release()
 
 
 async def run_short(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> T:
@@ -585,18 +649,24 @@ def truncate_wal(raw: Any, checkpointer: _Checkpointer | None) -> bool:
     ours, and retry for up to the busy timeout. Returns False when the WAL could not be emptied
     (another connection kept reading it).
     """
-    timeout = int(raw.execute("PRAGMA busy_timeout").fetchone()[0]) / 1000
-    deadline = time.monotonic() + timeout
-    while True:
-        if checkpointer is not None:
-            checkpointer.wait_idle(max(0.0, deadline - time.monotonic()))
-        if not raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]:
+    busy_ms = int(raw.execute("PRAGMA busy_timeout").fetchone()[0])
+    deadline = time.monotonic() + busy_ms / 1000
+    try:
+        # Each try without waiting: a TRUNCATE checkpoint holds the write lock while its busy
+        # handler waits for readers, which would stall every writer for the whole timeout.
+        raw.execute("PRAGMA busy_timeout = 0")
+        while True:
             if checkpointer is not None:
-                checkpointer.wal_may_restart = True  # the next write starts a new WAL
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.002)
+                checkpointer.wait_idle(max(0.0, deadline - time.monotonic()))
+            if not raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]:
+                if checkpointer is not None:
+                    checkpointer.wal_may_restart = True  # the next write starts a new WAL
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+    finally:
+        raw.execute(f"PRAGMA busy_timeout = {busy_ms}")
 
 
 def _call(

@@ -38,7 +38,7 @@ def translate_error(exc: BaseException, path: str = "") -> BaseException:
         )
     if "readonly" in low or "read-only" in low:
         return ReadOnlyDatabaseError(f"cannot write{where}: the database file or its folder is read-only")
-    if "unable to open" in low or "cannot open" in low:
+    if "unable to open" in low or ("cannot open" in low and "savepoint" not in low):
         return DatabaseOpenError(f"cannot open database{where}: {text}")
     if "not a database" in low or "malformed" in low or "corrupt" in low:
         return CorruptDatabaseError(f"database is damaged or not a database{where}: {text}")

@@ -20,11 +20,13 @@ from typing import Any
 
 import aiosqlite
 import pytest
+import sqlean
 
 from axio_context import ImageBlock, Message, TextBlock
 from axio_context.errors import (
     CorruptDatabaseError,
     CorruptDataError,
+    DatabaseError,
     DatabaseLockedError,
     DatabaseNotFoundError,
     DatabaseOpenError,
@@ -32,6 +34,7 @@ from axio_context.errors import (
     SchemaVersionError,
 )
 from axio_context_sqlite import SCHEMA_VERSION, Database, SQLiteContextStore, connect
+from axio_context_sqlite.errors import translate_error
 
 from .lock_holder import LockHolder, holding_lock
 from .sqlite_checks import check_storage, raw_connect, text_message, texts
@@ -579,3 +582,11 @@ class _IndexOnly:
 
     def __index__(self) -> int:
         return self.value
+
+
+def test_a_savepoint_that_cannot_open_is_not_reported_as_a_database_that_cannot() -> None:
+    exc = translate_error(sqlean.OperationalError("cannot open savepoint - SQL statements in progress"))
+    assert not isinstance(exc, DatabaseOpenError)
+    assert isinstance(exc, DatabaseError) and "savepoint" in str(exc)
+    opening = translate_error(sqlean.OperationalError("unable to open database file"), "/x/y.db")
+    assert isinstance(opening, DatabaseOpenError) and "/x/y.db" in str(opening)
