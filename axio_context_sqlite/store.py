@@ -146,7 +146,11 @@ class SQLiteContextStore(ContextStore):
         await self.append_many((message,))
 
     async def append_many(self, messages: Iterable[Message]) -> None:
-        """Append messages in order as one transaction: all of them are stored, or none."""
+        """Append messages in order as one transaction: all of them are stored, or none.
+
+        With an embedder, their embeddings go in the same transaction; an embedder that fails
+        costs the batch its embeddings only (logged; ``reindex`` adds them later).
+        """
         batch = list(messages)
         if not batch:
             return
