@@ -7,7 +7,9 @@ session's new messages it also seals each complete block of :data:`CHUNK` positi
 (``position // CHUNK`` equal) older than the session's newest :data:`SEAL_TAIL`: their payloads
 go, as one MessagePack array compressed as one frame, into a ``chunks`` row keyed like the
 block's first message, and each message row keeps its metadata (role, time, tokens, the media
-flag) with ``FLAG_SEALED`` and an empty payload.
+flag) with ``FLAG_SEALED`` and an empty payload. A block of messages bigger together than
+:data:`CHUNK_BYTES` stays unsealed, and sealing, an optimisation, never fails the fold or append
+it runs in (a block it cannot seal stays as it is).
 
 Every reader of payloads goes through :class:`Reader` (or reads the chunks itself, as
 :func:`.ops.read_messages` does). A deletion first unseals a chunk it would cut (:func:`cut`); a
@@ -30,6 +32,7 @@ from .storage import FLAG_BLOBS, FLAG_SEALED, ROW_ERRORS, inflate, pack
 
 __all__ = [
     "CHUNK",
+    "CHUNK_BYTES",
     "CHUNK_ERRORS",
     "SEAL_TAIL",
     "Reader",
@@ -54,6 +57,11 @@ CHUNK: Final = 64
 #: A session's newest positions are never sealed: ``pop`` (a chat app's retry) stays a one-row
 #: delete, and only popping more than this many messages unseals a chunk.
 SEAL_TAIL: Final = 32
+#: The most bytes of MessagePack a chunk holds (before compression); a block of bigger messages
+#: stays unsealed. Sealing saves a few microseconds per row, nothing next to decompressing
+#: messages this big, and a chunk must stay well inside SQLite's 1,000,000,000-byte value limit
+#: (64 messages of 17 MB made one past it, and its INSERT failed) and a sane amount of memory.
+CHUNK_BYTES: Final = 32 * 1024 * 1024
 
 _LOW: Final = (1 << 32) - 1
 _entries_decoder: Final = msgspec.msgpack.Decoder(list[tuple[int, int, msgspec.Raw]])
@@ -220,30 +228,64 @@ def seal_after_fold(c: Any, folded: Iterable[int], plain: Mapping[int, bytes] | 
                 i += 1  # not the start of a complete block
                 continue
             i += CHUNK
-            try:
-                entries = [
-                    (role, flags, known if (known := plain.get(mid)) is not None else inflate(flags, payload))
-                    for mid, role, flags, _, _, payload in block
-                ]
-                for entry in entries:
-                    _raw_decoder.decode(entry[2])  # one whole MessagePack value, or the block stays
-            except CHUNK_ERRORS:
-                continue  # a damaged row stays as it is, to be reported by name when read
-            zflags, packed = encode_chunk(entries, dicts)
-            c.execute(
-                "INSERT INTO chunks (id, flags, payload) VALUES (?, ?, ?)", (block[0][0], zflags, packed)
-            )
-            # Delete and insert again rather than UPDATE: SQLite merges the pages a DELETE leaves
-            # underfull, and leaves the pages of rows an UPDATE shrank nearly empty (a 10,000-message
-            # session's rows took 1,032 pages instead of ~60).
-            c.execute("DELETE FROM messages WHERE id >= ? AND id < ?", (block[0][0], block[0][0] + CHUNK))
-            c.executemany(
-                "INSERT INTO messages (id, role, flags, created_at, tokens, payload)"
-                " VALUES (?, ?, ?, ?, ?, x'')",
-                [
-                    (mid, role, flags & FLAG_BLOBS | FLAG_SEALED, at, tokens)
-                    for mid, role, flags, at, tokens, _ in block
-                ],
-            )
-            written += 1
+            written += _seal_block(c, block, plain, dicts)
     return written
+
+
+def _block_entries(block: Sequence[Any], plain: Mapping[int, bytes]) -> list[tuple[int, int, bytes]] | None:
+    """The ``(role, flags, content MessagePack)`` entries of a block's rows; None when one is
+    damaged (it stays as it is, to be reported by name when read) or when together they pass
+    :data:`CHUNK_BYTES`."""
+    if sum(len(r[5]) for r in block) > CHUNK_BYTES:
+        return None  # compressed already past the cap: nothing to decompress
+    entries = []
+    size = 0
+    try:
+        for mid, role, flags, _, _, payload in block:
+            data = known if (known := plain.get(mid)) is not None else inflate(flags, payload)
+            size += len(data)
+            if size > CHUNK_BYTES:
+                return None
+            _raw_decoder.decode(data)  # one whole MessagePack value, or the block stays
+            entries.append((role, flags, data))
+    except (*CHUNK_ERRORS, MemoryError):
+        return None
+    return entries
+
+
+def _seal_block(
+    c: Any, block: Sequence[Any], plain: Mapping[int, bytes], dicts: storage.Dictionaries | None
+) -> int:
+    """Seal one complete block of unsealed rows; returns 1, or 0 when it stays as it is.
+
+    Sealing only saves time on later loads, so it never fails the fold or append it runs in: a
+    block it cannot seal (damaged, too big, or a write that fails) keeps its rows, and what it
+    had written is rolled back to a savepoint.
+    """
+    entries = _block_entries(block, plain)
+    if entries is None:
+        return 0
+    c.execute("SAVEPOINT axio_seal")
+    try:
+        zflags, packed = encode_chunk(entries, dicts)
+        c.execute("INSERT INTO chunks (id, flags, payload) VALUES (?, ?, ?)", (block[0][0], zflags, packed))
+        # Delete and insert again rather than UPDATE: SQLite merges the pages a DELETE leaves
+        # underfull, and leaves the pages of rows an UPDATE shrank nearly empty (a 10,000-message
+        # session's rows took 1,032 pages instead of ~60).
+        c.execute("DELETE FROM messages WHERE id >= ? AND id < ?", (block[0][0], block[0][0] + CHUNK))
+        c.executemany(
+            "INSERT INTO messages (id, role, flags, created_at, tokens, payload) VALUES (?, ?, ?, ?, ?, x'')",
+            [
+                (mid, role, flags & FLAG_BLOBS | FLAG_SEALED, at, tokens)
+                for mid, role, flags, at, tokens, _ in block
+            ],
+        )
+    except Exception as exc:
+        try:
+            c.execute("ROLLBACK TO axio_seal")
+            c.execute("RELEASE axio_seal")
+        except Exception:
+            raise exc from None  # the transaction itself is gone (SQLite rolled it back): the caller's error
+        return 0
+    c.execute("RELEASE axio_seal")
+    return 1
