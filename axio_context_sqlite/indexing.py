@@ -128,7 +128,13 @@ def row_text(role: int, flags: int, payload: bytes) -> tuple[str, str]:
 
 def text_of(role: int, data: bytes) -> tuple[str, str]:
     """The (body, tool) text of a message with role code ``role`` and content MessagePack ``data``."""
-    return text_columns(Message(role=ROLE_NAMES[role], content=decode_content(data)))
+    return text_columns(_message(role, data))
+
+
+def _message(role: int, data: bytes) -> Message:
+    """The message of a row's role code and content MessagePack (without its media); raises a
+    ROW_ERRORS error when the row is damaged."""
+    return Message(role=ROLE_NAMES[role], content=decode_content(data))
 
 
 def vec_available(c: Any) -> bool:
@@ -256,13 +262,14 @@ def copy_index(c: Any, lo_key: int, hi_key: int, dest_sid: int, dest_project: st
         "SELECT id, role, flags, payload FROM messages WHERE id >= ? AND id < ?", (lo_key, hi_key)
     ).fetchall()
     reader = chunks.Reader(c)
-    index_text(
-        c,
-        [
-            (base + (mid & _LOW), *text_of(role, reader.plain(mid, flags, payload)))
-            for mid, role, flags, payload in rows
-        ],
-    )
+    entries = []
+    for mid, role, flags, payload in rows:
+        try:
+            message = _message(role, reader.plain(mid, flags, payload))
+        except ROW_ERRORS:
+            continue  # a damaged row stays unindexed in the copy too, reported by name when read
+        entries.append((base + (mid & _LOW), *text_columns(message)))
+    index_text(c, entries)
     c.execute(
         "INSERT INTO message_vectors (id, embedding) SELECT ? + (id & ?), embedding FROM message_vectors"
         " WHERE id >= ? AND id < ?",

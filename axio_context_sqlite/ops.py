@@ -423,6 +423,12 @@ def _drop_blob_refs(c: Any, digests: Sequence[bytes]) -> None:
 
 
 def _digests_in_range(c: Any, lo_key: int, hi_key: int) -> list[bytes]:
+    """The blob digests the rows ``[lo_key, hi_key)`` reference, one per reference.
+
+    A damaged row's digests cannot be read, so it counts for none: deleting it (a session must
+    stay deletable) leaves its blobs' references in place, stored but never freed, and a fork's
+    copy of it adds none.
+    """
     rows = c.execute(
         "SELECT id, flags, payload FROM messages WHERE id >= ? AND id < ? AND flags & ?",
         (lo_key, hi_key, FLAG_BLOBS),
@@ -430,7 +436,11 @@ def _digests_in_range(c: Any, lo_key: int, hi_key: int) -> list[bytes]:
     out: list[bytes] = []
     reader = chunks.Reader(c)
     for mid, flags, payload in rows:
-        out.extend(media_digests(_decode_content(reader.plain(mid, flags, payload))))
+        try:
+            content = _decode_content(reader.plain(mid, flags, payload))
+        except CHUNK_ERRORS:
+            continue
+        out.extend(media_digests(content))
     return out
 
 

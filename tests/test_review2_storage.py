@@ -1,4 +1,5 @@
-"""Storage fixes from the second review: chunks past a size cap, and seals that failed the fold.
+"""Storage fixes from the second review: chunks past a size cap, seals that failed the fold, and
+damaged rows that blocked a session's deletion.
 
 Real files and real FTS5; every test ends with :func:`.sqlite_checks.check_storage`.
 """
@@ -11,12 +12,14 @@ from typing import Any
 
 import pytest
 
-from axio_context import Message
+from axio_context import ImageBlock, Message, TextBlock
+from axio_context.errors import CorruptDataError
 from axio_context_sqlite import Database, SQLiteContextStore, chunks, connect
 from axio_context_sqlite.chunks import CHUNK, SEAL_TAIL
 from axio_context_sqlite.connection import run
+from axio_context_sqlite.storage import FLAG_ZSTD
 
-from .sqlite_checks import check_storage, column, scalar, text_message, texts
+from .sqlite_checks import check_storage, column, raw_connect, scalar, text_message, texts
 
 #: A session this long has its first block sealable by a batch (see test_sqlite_chunks).
 ONE = CHUNK + SEAL_TAIL + 4
@@ -121,3 +124,61 @@ async def test_a_seal_that_raises_fails_neither_the_fold_nor_the_append(
         assert await store.get_history() == messages
         assert texts(await SQLiteContextStore(conn, "t").get_history()) == texts(messages)
     check_storage(db_path)
+
+
+# --- 4: a damaged row never stops clear() or delete_session() ------------------------------------
+
+LONG = "lorem ipsum dolor sit amet " * 40  # over 512 bytes: stored compressed
+IMAGE = b"\x89PNG" + bytes(4000)  # a blob
+
+
+def _damage(path: Path, session: str, position: int) -> None:
+    """Overwrite bytes in the middle of a compressed row's payload (as a bad disk sector would)."""
+    db = raw_connect(path)
+    (sid,) = db.execute("SELECT sid FROM sessions WHERE id = ?", (session,)).fetchone()
+    mid = (sid << 32) | position
+    flags, payload = db.execute("SELECT flags, payload FROM messages WHERE id = ?", (mid,)).fetchone()
+    assert flags & FLAG_ZSTD
+    db.execute(
+        "UPDATE messages SET payload = ? WHERE id = ?", (payload[:10] + b"\xff" * 20 + payload[30:], mid)
+    )
+    db.commit()
+    db.close()
+
+
+@pytest.mark.parametrize("media", [False, True], ids=["text", "media"])
+@pytest.mark.parametrize("fork", [False, True], ids=["alone", "forked"])
+@pytest.mark.parametrize("op", ["clear", "delete"])
+async def test_a_session_with_a_damaged_row_can_be_cleared_and_deleted(
+    db_path: Path, media: bool, fork: bool, op: str
+) -> None:
+    content: list[Any] = [TextBlock(text=LONG)]
+    if media:
+        content.append(ImageBlock(media_type="image/png", data=IMAGE))
+    async with connect(db_path) as conn:
+        parent = SQLiteContextStore(conn, "parent")
+        await parent.append_many([Message(role="user", content=content), text_message("ok", "assistant")])
+        child_id = (await parent.fork()).session_id if fork else None
+        await SQLiteContextStore(conn, "other").append(text_message("bystander"))
+    _damage(db_path, "parent", 0)
+    async with connect(db_path) as conn:
+        parent = SQLiteContextStore(conn, "parent")
+        with pytest.raises(CorruptDataError, match="position 0"):
+            await parent.get_history()
+        await (parent.clear() if op == "clear" else parent.delete_session())
+        assert await parent.get_history() == []
+        if child_id is not None:  # the fork kept its view, damaged row included
+            child = SQLiteContextStore(conn, child_id)
+            with pytest.raises(CorruptDataError, match="position 0"):
+                await child.get_history()
+            await child.delete_session()
+        assert await _search(conn, db_path, "bystander") == [("other", 0)]
+    if media:
+        # A damaged row's blob digests cannot be read, so its blob keeps that reference: stored,
+        # never freed. Everything else is sound.
+        assert scalar(db_path, "SELECT refs FROM blobs") == 1
+        db = raw_connect(db_path)
+        db.execute("DELETE FROM blobs")
+        db.commit()
+        db.close()
+    assert check_storage(db_path) == {"other": 1, **({"parent": 0} if op == "clear" else {})}
