@@ -114,13 +114,42 @@ def replace_lone_surrogates(text: str) -> str:
     return text if text.isascii() else SURROGATE.sub("\ufffd", text)
 
 
-def _input_text(value: dict[str, Any]) -> str:
-    """A tool input as compact JSON text; the standard library's spelling for what msgspec
-    cannot write (lone surrogates in strings), so every input has one."""
+def _input_text(value: Any) -> str:
+    """A tool input as compact JSON text, for search; never raises, so every input has one.
+
+    msgspec writes it; the standard library spells what msgspec cannot (lone surrogates in
+    strings, huge integers); keys JSON has no spelling for (``None``, bools, tuples: the codec
+    stores them) are written as their own JSON text first. The text of an input msgspec writes
+    never changes: the keyword index removes a row by feeding it the text again.
+    """
     try:
         return _input_json.encode(value).decode()
     except (UnicodeEncodeError, OverflowError):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        pass
+    except (TypeError, msgspec.EncodeError):
+        try:
+            value = _str_keys(value)
+            return _input_json.encode(value).decode()
+        except Exception:  # the standard library's turn, with the keys written out if that worked
+            pass
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except Exception:  # what not even str() renders stays out of the search text
+        return ""
+
+
+def _str_keys(value: Any) -> Any:
+    """``value`` with every dict key that is not a string or number replaced by its JSON text,
+    and tuples as lists."""
+    if isinstance(value, dict):
+        return {_str_key(k): _str_keys(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_str_keys(v) for v in value]
+    return value
+
+
+def _str_key(key: Any) -> Any:
+    return key if isinstance(key, (str, int, float)) and not isinstance(key, bool) else _input_text(key)
 
 
 def text_columns(message: Message) -> tuple[str, str]:

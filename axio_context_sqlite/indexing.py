@@ -114,9 +114,10 @@ def _index_rows(c: Any, rows: Sequence[tuple[int, int, int, bytes]]) -> dict[int
     for mid, role, flags, payload in rows:
         try:
             data = plain[mid] = reader.plain(mid, flags, payload)
-            entries.append((mid, *text_of(role, data)))
+            message = _message(role, data)
         except ROW_ERRORS:
             continue
+        entries.append((mid, *text_columns(message)))  # outside the try: it never raises
     index_text(c, entries)
     return plain
 
@@ -133,7 +134,8 @@ def text_of(role: int, data: bytes) -> tuple[str, str]:
 
 def _message(role: int, data: bytes) -> Message:
     """The message of a row's role code and content MessagePack (without its media); raises a
-    ROW_ERRORS error when the row is damaged."""
+    ROW_ERRORS error when the row is damaged. Its text then always extracts
+    (:func:`.messages.text_columns` never raises), so a damaged row is the only kind skipped."""
     return Message(role=ROLE_NAMES[role], content=decode_content(data))
 
 
@@ -226,12 +228,14 @@ def delete_index(c: Any, lo_key: int, hi_key: int) -> None:
 
     A contentless FTS5 row is removed by handing FTS5 the exact text it indexed, which is
     re-extracted from the payload (the extraction is deterministic; changing it needs a
-    migration that rebuilds the index).
+    migration that rebuilds the index). Only rows the index holds are handed over: feeding it
+    text it never indexed would corrupt it, and a row an earlier version could not extract text
+    from (a tool input with a ``None`` key) was left out of it.
     """
     rows = c.execute(
-        "SELECT id, role, flags, payload FROM messages WHERE id >= ? AND id < ?"
-        " AND id NOT IN (SELECT id FROM fts_pending WHERE id >= ? AND id < ?)",
-        (lo_key, hi_key, lo_key, hi_key),
+        "SELECT id, role, flags, payload FROM messages WHERE id IN"
+        " (SELECT rowid FROM messages_fts WHERE rowid >= ? AND rowid < ?) ORDER BY id",
+        (lo_key, hi_key),
     ).fetchall()
     c.execute("DELETE FROM fts_pending WHERE id >= ? AND id < ?", (lo_key, hi_key))
     entries = []

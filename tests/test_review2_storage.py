@@ -1,5 +1,5 @@
-"""Storage fixes from the second review: chunks past a size cap, seals that failed the fold, and
-damaged rows that blocked a session's deletion.
+"""Storage fixes from the second review: chunks past a size cap, damaged rows that blocked a
+session's deletion, and tool inputs whose search text could not be extracted.
 
 Real files and real FTS5; every test ends with :func:`.sqlite_checks.check_storage`.
 """
@@ -13,7 +13,10 @@ from typing import Any
 import pytest
 
 from axio_context import ImageBlock, Message, TextBlock
+from axio_context.blocks import ToolUseBlock
+from axio_context.embeddings import HashingEmbedder
 from axio_context.errors import CorruptDataError
+from axio_context.messages import text_columns
 from axio_context_sqlite import Database, SQLiteContextStore, chunks, connect
 from axio_context_sqlite.chunks import CHUNK, SEAL_TAIL
 from axio_context_sqlite.connection import run
@@ -182,3 +185,78 @@ async def test_a_session_with_a_damaged_row_can_be_cleared_and_deleted(
         db.commit()
         db.close()
     assert check_storage(db_path) == {"other": 1, **({"parent": 0} if op == "clear" else {})}
+
+
+# --- 5: any tool input has search text ----------------------------------------------------------
+
+ODD_INPUTS: list[dict[Any, Any]] = [
+    {"opts": {None: 1}},
+    {True: "yes", False: "no"},
+    {(1, "a"): {None: b"x"}},
+    {None: "\udcff lone surrogate"},
+    {"big": 10**40, None: [(1, 2)]},
+]
+
+
+@pytest.mark.parametrize("value", ODD_INPUTS)
+def test_every_tool_input_has_search_text(value: dict[Any, Any]) -> None:
+    message = Message(role="assistant", content=[ToolUseBlock(id="t1", name="lookup", input=value)])
+    body, tool = text_columns(message)
+    assert body == "" and tool.startswith("lookup\n{")
+
+
+def test_the_search_text_of_a_plain_tool_input_is_unchanged() -> None:
+    # The index removes a row by feeding it its text again: what extracted before must not change.
+    message = Message(
+        role="assistant",
+        content=[ToolUseBlock(id="t1", name="run", input={"cmd": "ls -l", "n": 3, "x": "\udcff"})],
+    )
+    assert text_columns(message) == ("", 'run\n{"cmd":"ls -l","n":3,"x":"\ufffd"}')
+
+
+def _odd(i: int) -> Message:
+    return Message(
+        role="assistant",
+        content=[
+            TextBlock(text=f"pelican{i} migration notes"),
+            ToolUseBlock(id=f"t{i}", name="lookup", input={"opts": {None: i, True: "heron"}}),
+        ],
+    )
+
+
+async def test_a_tool_input_with_an_odd_key_is_searchable_and_embeddable(db_path: Path) -> None:
+    async with connect(db_path) as conn:
+        store = SQLiteContextStore(conn, "s")
+        await store.append(_odd(0))
+        await store.append_many([_odd(i) for i in range(1, ONE)])
+        assert await store.get_history() == [_odd(i) for i in range(ONE)]
+        assert await _search(conn, db_path, "pelican0") == [("s", 0)]
+        assert await _search(conn, db_path, "pelican70") == [("s", 70)]
+        assert len(await _search(conn, db_path, "heron")) == 10
+        embedded = SQLiteContextStore(conn, "e", embedder=HashingEmbedder())
+        await embedded.append(_odd(0))
+        await embedded.append_many([_odd(1), _odd(2)])
+        assert await embedded.get_history() == [_odd(0), _odd(1), _odd(2)]
+    check_storage(db_path)
+    async with connect(db_path) as conn:
+        store = SQLiteContextStore(conn, "s")
+        for _ in range(40):  # into the sealed block, which is unsealed
+            await store.pop()
+        await SQLiteContextStore(conn, "e").delete_session()
+    assert check_storage(db_path) == {"s": ONE - 40}
+
+
+async def test_a_row_an_earlier_version_left_unindexed_is_deleted_cleanly(db_path: Path) -> None:
+    # Before the fix such a row was dropped from the queue and never indexed; feeding FTS5 its
+    # (now extractable) text on deletion would corrupt the index.
+    async with connect(db_path) as conn:
+        await SQLiteContextStore(conn, "s").append_many([_odd(0), text_message("wren")])
+    db = raw_connect(db_path)
+    db.execute("DELETE FROM fts_pending WHERE id = (SELECT sid << 32 FROM sessions WHERE id = 's')")
+    db.commit()
+    db.close()
+    async with connect(db_path) as conn:
+        assert await _search(conn, db_path, "wren") == [("s", 1)]
+        await SQLiteContextStore(conn, "s").delete_session()
+        assert await _search(conn, db_path, "wren") == []
+    assert check_storage(db_path) == {}
