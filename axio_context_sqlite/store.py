@@ -23,7 +23,7 @@ from axio_context.checkpoints import Checkpoint
 from axio_context.compaction.auto import starts_with
 from axio_context.context import ContextStore
 from axio_context.embeddings import Embedder
-from axio_context.errors import CheckpointError
+from axio_context.errors import CheckpointError, EmbeddingMismatchError
 from axio_context.messages import Message, SessionInfo
 from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
 
@@ -148,8 +148,10 @@ class SQLiteContextStore(ContextStore):
     async def append_many(self, messages: Iterable[Message]) -> None:
         """Append messages in order as one transaction: all of them are stored, or none.
 
-        With an embedder, their embeddings go in the same transaction; an embedder that fails
-        costs the batch its embeddings only (logged; ``reindex`` adds them later).
+        With an embedder, their embeddings go in the same transaction. An embedder that fails
+        (a model service down) costs the batch its embeddings only: logged, ``reindex`` adds them
+        later. One that does not fit the database (:class:`EmbeddingMismatchError`: another
+        model or dimension, a wrong number of vectors) raises, and nothing is stored.
         """
         batch = list(messages)
         if not batch:
@@ -174,6 +176,8 @@ class SQLiteContextStore(ContextStore):
                 embeddings = await embed_batch(
                     self._embedder, [(e.body, e.tool) for e in encoded], self._vec_codes()
                 )
+            except EmbeddingMismatchError:
+                raise  # it does not fit this store: every batch would fail the same way
             except Exception as exc:  # a failed embedder costs the embeddings, never the messages
                 logger.warning(
                     "session %r: embedder %r failed (%s: %s); %d message(s) stored without "

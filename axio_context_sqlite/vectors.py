@@ -30,10 +30,11 @@ def check_finite(model: str, vector: Sequence[float], what: str) -> None:
 
 
 async def embed_batch(embedder: Embedder, texts: Sequence[tuple[str, str]], codes: bool) -> Embeddings:
-    """Embed a batch's ``(body, tool)`` texts; messages without text (or a zero vector) get none.
+    """Embed a batch's ``(body, tool)`` texts; messages without text, or whose vector is zero or
+    not finite (NaN: an embedder dividing by the zero norm of a text it has no words for), get none.
 
-    A wrong number of vectors, a vector of the wrong width or one that is not finite is
-    :class:`EmbeddingMismatchError`: the embedder is broken, and nothing of the batch is used.
+    A wrong number of vectors or a vector of the wrong width is :class:`EmbeddingMismatchError`:
+    the embedder does not fit the store, and nothing of the batch is used.
     """
     wanted = [(i, embedding_text(b, t)) for i, (b, t) in enumerate(texts)]
     wanted = [(i, text) for i, text in wanted if text.strip()]
@@ -50,8 +51,9 @@ async def embed_batch(embedder: Embedder, texts: Sequence[tuple[str, str]], code
                     f"embedder {embedder.model!r} returned a {len(vector)}-d vector;"
                     f" it declares {embedder.dimension}"
                 )
-            check_finite(embedder.model, vector, f"text {i} of the batch")
-            if not any(vector):
-                continue  # a zero vector would sit near every query: never index it
+            if not any(vector) or not all(map(math.isfinite, vector)):
+                # A zero vector would sit near every query, a NaN one at no distance from
+                # anything: neither ranks, so neither is kept; the message stays unembedded.
+                continue
             rows.append((i, vector_to_blob(vector), binary_code(vector) if codes else None))
     return Embeddings(model=embedder.model, dimension=embedder.dimension, rows=rows)
