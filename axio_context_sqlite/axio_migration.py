@@ -225,11 +225,11 @@ def import_axio(c: Any, path: Path, replace: bool) -> AxioImportReport:
     sessions migrated before get the messages appended since; a session whose transcript here
     diverged is reported as a conflict and left alone unless ``replace``.
 
-    Token totals of a session migrated before are taken from the peer only when its transcript
-    there grew (``updated``). Otherwise the totals here are kept: the agent here may have
-    updated them since, and which side changed cannot be told, so the side that continued the
-    conversation wins. A change to the peer's totals alone (no new message) is therefore not
-    picked up until that session gains a message there.
+    Token totals of a session migrated before are taken from the peer when its transcript
+    there grew, or, with the same transcript on both sides, when the peer's totals are ahead of
+    these in both counts (totals only grow: the peer kept counting; a session holding only
+    totals is such a case). Either is ``updated``. Otherwise the totals here are kept: the agent
+    here may have updated them since, and the side that continued the conversation wins.
     """
     peer, has_tokens = _open_peer(path)
     added: list[str] = []
@@ -254,7 +254,10 @@ def import_axio(c: Any, path: Path, replace: bool) -> AxioImportReport:
                     updated.append(ps.id)
                     continue
                 if theirs == ours[: len(theirs)]:
-                    unchanged.append(ps.id)  # already migrated, or continued here since
+                    if len(theirs) == len(ours) and _take_totals(c, ps):
+                        updated.append(ps.id)  # the same transcript, the peer counted on
+                    else:
+                        unchanged.append(ps.id)  # already migrated, or continued here since
                     continue
                 if not replace:
                     conflicts.append(ps.id)
@@ -273,6 +276,18 @@ def import_axio(c: Any, path: Path, replace: bool) -> AxioImportReport:
     finally:
         peer.close()
     return AxioImportReport(added, updated, unchanged, conflicts, replaced, written)
+
+
+def _take_totals(c: Any, ps: _PeerSession) -> bool:
+    """Take the peer's token totals if they are ahead of these in both counts (and differ)."""
+    with ops.write_tx(c):
+        done = c.execute(
+            "UPDATE sessions SET input_tokens = :i, output_tokens = :o WHERE id = :id"
+            " AND input_tokens <= :i AND output_tokens <= :o"
+            " AND (input_tokens, output_tokens) IS NOT (:i, :o)",
+            {"i": ps.input_tokens, "o": ps.output_tokens, "id": ps.id},
+        )
+        return bool(done.rowcount)
 
 
 def _extend(c: Any, ps: _PeerSession) -> int:

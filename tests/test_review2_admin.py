@@ -222,6 +222,34 @@ async def test_import_axio_keeps_token_totals_updated_here(tmp_path: Path, build
     check_storage(ours)
 
 
+async def test_import_axio_takes_totals_the_peer_counted_on(tmp_path: Path, build: Builder) -> None:
+    # The same transcript on both sides (or none: a session holding only totals), the peer's
+    # totals ahead in both counts: the peer kept counting, so they are taken.
+    peer = tmp_path / "axio.db"
+    hi = {"role": "user", "content": [{"type": "text", "text": "hi"}]}
+    build(peer, [["append", "s", "p", hi], ["set_tokens", "s", "p", 10, 20], ["set_tokens", "t", "p", 1, 2]])
+    ours = tmp_path / "ours.db"
+    async with open_database(ours) as db:
+        assert (await db.import_axio(peer)).added == ["s", "t"]
+    build(peer, [["add_tokens", "s", "p", 5, 5], ["add_tokens", "t", "p", 3, 3]])
+    async with open_database(ours) as db:
+        report = await db.import_axio(peer)
+        assert (report.updated, report.unchanged, report.messages) == (["s", "t"], [], 0)
+        again = await db.import_axio(peer)
+        assert (again.updated, again.unchanged) == ([], ["s", "t"])
+    async with connect(ours) as conn:
+        assert await SQLiteContextStore(conn, "s", project="p").get_context_tokens() == (15, 25)
+        assert await SQLiteContextStore(conn, "t", project="p").get_context_tokens() == (4, 5)
+        # counted on here past the peer in one count: these are kept
+        await SQLiteContextStore(conn, "t", project="p").add_context_tokens(100, 0)
+    build(peer, [["add_tokens", "t", "p", 1, 1]])
+    async with open_database(ours) as db:
+        assert (await db.import_axio(peer)).unchanged == ["s", "t"]
+    async with connect(ours) as conn:
+        assert await SQLiteContextStore(conn, "t", project="p").get_context_tokens() == (104, 5)
+    check_storage(ours)
+
+
 # --- 2 and 3: transcript values SQLite or datetime cannot hold ------------------------------------
 
 
