@@ -16,9 +16,11 @@ A search is one thread hop and one read snapshot (the query is embedded just bef
   narrowed to at most :data:`EXACT_ROWS` messages (a session, a project) scans them exactly.
   Messages whose cosine similarity to the query is at most :data:`MIN_SIMILARITY` are no hits.
 - **hybrid**: reciprocal rank fusion (:mod:`.ranking`) of the top :data:`DEPTH` of each.
-- **raw**: the FTS5 expression filters every mode; the semantic ranking is an exact scan of
-  the messages it matches, by the embedding of the words it asks for (not its operators, nor
+- **raw**: the FTS5 expression filters every mode; the semantic ranking covers only the
+  messages it matches, by the embedding of the words it asks for (not its operators, nor
   what ``NOT`` leaves out), so ``parser NOT pizza`` finds no message about pizza in any mode.
+  Up to :data:`EXACT_ROWS` matches are scanned exactly; more go through the codes (when they
+  can answer), keeping the candidates that match (:func:`_semantic_raw`).
 
 Where a message is found: once, under the session that owns its row. A fork's inherited messages
 are its ancestor's rows, so a search finds them as the ancestor's; ``project`` filters on the
@@ -109,6 +111,9 @@ SNIPPET_TOKENS: Final = 24
 EXCERPT_CHARS: Final = 160
 #: Characters per column put in the snippet table (bounds the cost of a huge tool output).
 SNIPPET_TEXT_MAX: Final = 65_536
+#: Characters past the first :data:`SNIPPET_TEXT_MAX` of each column that one search tokenizes
+#: looking for a late match (about 20 ms a million); hits past the budget show their start.
+SNIPPET_SCAN_MAX: Final = 8 * 1024 * 1024
 
 _LOW: Final = (1 << ops.SHIFT) - 1
 _SNIPPETS: Final = "axio_snippets"
@@ -309,17 +314,14 @@ def _message_filters(q: Query, prefix: str = "") -> tuple[list[str], list[Any]]:
     return where, args
 
 
-def _fts(
-    c: Any, q: Query, scope: _Scope | None, expr: str, limit: int, recent: bool = False
-) -> list[tuple[int, float]]:
+def _fts(c: Any, q: Query, scope: _Scope | None, expr: str, limit: int) -> list[tuple[int, float]]:
     """``(message id, bm25)`` of the messages matching ``expr`` that pass the filters, best
-    first (bm25 as FTS5 gives it: lower is better); with ``recent`` newest first (by the
-    message's time), bm25 as 0."""
+    first (bm25 as FTS5 gives it: lower is better)."""
     joins: list[str] = []
     filters, args = _message_filters(q, "m.")
     where = ["messages_fts MATCH ?", *filters]
     args.insert(0, expr)
-    if filters or recent:
+    if filters:
         joins.append("JOIN messages m ON m.id = messages_fts.rowid")
     if q.project is not None and scope is None:
         joins.append("JOIN sessions s ON s.sid = (messages_fts.rowid >> 32)")
@@ -327,28 +329,109 @@ def _fts(
         args.append(q.project)
     # bm25() named with its weights: about twice as fast as ORDER BY the configured rank,
     # which goes through FTS5's sorter (measured: 75 against 138 ms for a word in 100,000 rows)
-    # "newest" is the message's time, not the rowid (sid << 32 | position: session first). No
-    # index has created_at, so each match is looked up: 42 ms for 100,000 matches (6 ms by
-    # rowid), still less than the bm25 ranking the pruning avoids
-    score = "0.0, m.created_at" if recent else f"bm25(messages_fts, {BM25_WEIGHTS[0]}, {BM25_WEIGHTS[1]})"
-    order = "m.created_at DESC, messages_fts.rowid DESC" if recent else "2, messages_fts.rowid"
+    score = f"bm25(messages_fts, {BM25_WEIGHTS[0]}, {BM25_WEIGHTS[1]})"
     sql = (
         f"SELECT messages_fts.rowid, {score} FROM messages_fts {' '.join(joins)} WHERE {' AND '.join(where)}"
     )
-    found: list[tuple[Any, ...]] = []  # (id, bm25), or with recent (id, 0.0, created_at)
+    found: list[tuple[Any, ...]] = []
     with fts_errors(q.text) if q.raw else contextlib.nullcontext():
         if scope is None:
-            found = c.execute(f"{sql} ORDER BY {order} LIMIT ?", (*args, limit)).fetchall()
+            found = c.execute(f"{sql} ORDER BY 2, messages_fts.rowid LIMIT ?", (*args, limit)).fetchall()
         else:
             # one query per segment: FTS5 turns a rowid range into a seek, and bm25 values of
             # one index compare across queries, so the lists merge by value
             for sid, lo, hi in scope.segments:
                 found += c.execute(
-                    f"{sql} AND messages_fts.rowid >= ? AND messages_fts.rowid < ? ORDER BY {order} LIMIT ?",
+                    f"{sql} AND messages_fts.rowid >= ? AND messages_fts.rowid < ?"
+                    " ORDER BY 2, messages_fts.rowid LIMIT ?",
                     (*args, key(sid, lo), key(sid, hi), limit),
                 ).fetchall()
-            found.sort(key=(lambda r: (-r[2], -r[0])) if recent else (lambda r: (r[1], r[0])))
+            found.sort(key=lambda r: (r[1], r[0]))
     return [(int(r[0]), float(r[1])) for r in found[:limit]]
+
+
+#: Sessions :func:`_recent` walks before it sorts every match by time instead.
+_RECENT_SESSIONS: Final = 32
+
+
+def _recent(c: Any, q: Query, scope: _Scope | None, expr: str, limit: int) -> list[tuple[int, float]]:
+    """``(message id, 0.0)`` of the newest ``limit`` messages (by time, then id) matching
+    ``expr`` that pass the filters.
+
+    No index has created_at, and sorting every match of a common word by it costs about 0.4 us
+    a match (120 ms for 300,000). Instead sessions are walked from the most recently updated
+    (sorted too, without an index, but sessions are far fewer than messages), each one's own
+    rows from its last position back (a message's time does not decrease with its position),
+    and the walk stops once ``limit`` are found and the next session was last updated before
+    the oldest of them. This holds while a session's ``updated_at`` is at least
+    the time of each message it owns and the clock does not go back (an imported file could
+    say otherwise); after :data:`_RECENT_SESSIONS` sessions without an answer (a filter that
+    few messages of the recent sessions pass) every match is sorted by time.
+    """
+    filters, args = _message_filters(q, "m.")
+    where = ["messages_fts MATCH ?", *filters]
+    args.insert(0, expr)
+    source = "messages_fts JOIN messages m ON m.id = messages_fts.rowid"
+    sql = f"SELECT messages_fts.rowid, m.created_at FROM {source} WHERE {' AND '.join(where)}"
+    best: list[tuple[int, int]] = []  # (created_at, id): a min-heap of the newest ``limit``
+
+    def take(sid: int, lo: int, hi: int) -> None:
+        # windows of positions [start, end) from the end back, ascending in each (FTS5 walks a
+        # rowid range backwards about ten times slower), growing until the session's rows can
+        # no longer beat the heap
+        end, width, taken = hi, 2 * limit, 0
+        while end > lo and taken < limit:
+            start = max(lo, end - width)
+            rows = c.execute(
+                f"{sql} AND messages_fts.rowid >= ? AND messages_fts.rowid < ? ORDER BY messages_fts.rowid",
+                (*args, key(sid, start), key(sid, end)),
+            ).fetchall()
+            for mid, created in reversed(rows):
+                item = (int(created), int(mid))
+                if len(best) < limit:
+                    heapq.heappush(best, item)
+                elif item > best[0]:
+                    heapq.heapreplace(best, item)
+                else:
+                    return  # older than the heap's oldest: so is the rest of the session
+                taken += 1
+            end, width = start, width * 4
+
+    with fts_errors(q.text) if q.raw else contextlib.nullcontext():
+        if scope is not None:
+            for sid, lo, hi in scope.segments:
+                take(sid, lo, hi)
+        else:
+            conditions: list[str] = ["next_position > base_len"]
+            params: list[Any] = []
+            if q.project is not None:
+                conditions.append("project = ?")
+                params.append(q.project)
+            if q.since_ms is not None:
+                conditions.append("updated_at >= ?")
+                params.append(q.since_ms)
+            sessions = c.execute(
+                "SELECT sid, base_len, next_position, updated_at FROM sessions"
+                f" WHERE {' AND '.join(conditions)} ORDER BY updated_at DESC, sid DESC",
+                params,
+            ).fetchall()
+            for n, (sid, lo, hi, updated) in enumerate(sessions):
+                if len(best) == limit and updated < best[0][0]:
+                    break
+                if n == _RECENT_SESSIONS:
+                    if q.project is not None:
+                        source += " JOIN sessions s ON s.sid = (messages_fts.rowid >> 32)"
+                        where.append("s.project = ?")
+                        args.append(q.project)
+                    rows = c.execute(
+                        f"SELECT messages_fts.rowid, m.created_at FROM {source} WHERE {' AND '.join(where)}"
+                        " ORDER BY m.created_at DESC, messages_fts.rowid DESC LIMIT ?",
+                        (*args, limit),
+                    ).fetchall()
+                    best = [(int(created), int(mid)) for mid, created in rows]
+                    break
+                take(sid, lo, hi)
+    return [(mid, 0.0) for _, mid in sorted(best, reverse=True)]
 
 
 def _keyword(c: Any, q: Query, scope: _Scope | None, depth: int) -> list[tuple[int, float]]:
@@ -381,7 +464,7 @@ def _keyword(c: Any, q: Query, scope: _Scope | None, depth: int) -> list[tuple[i
     ranked = _fts(c, q, scope, " OR ".join(rare), depth) if rare else []
     if len(ranked) < depth:
         rest = f"({' OR '.join(common)})" + (f" NOT ({' OR '.join(rare)})" if rare else "")
-        ranked += _fts(c, q, scope, rest, depth - len(ranked), recent=True)
+        ranked += _recent(c, q, scope, rest, depth - len(ranked))
     return ranked
 
 
@@ -444,11 +527,8 @@ def _semantic(
         return []
     candidates = _candidates(want) + (population.outside if population is not None else 0)
     if q.raw and q.match is not None:
-        # the raw expression is a filter: rank only the messages it matches, all of them (about
-        # 3 us a match: 48 ms for an expression matching 13,000 of 20,000 messages, against 13 ms
-        # for the same words unfiltered through the codes)
         with fts_errors(q.text):
-            found = _semantic_exact(c, q, population, want, exclude, q.match)
+            found = _semantic_raw(c, q, scope, population, want, exclude, settings)
     elif (
         _codes_usable(c, settings)
         and (population is None or population.rows > EXACT_ROWS)
@@ -462,9 +542,75 @@ def _semantic(
     return [(mid, d) for mid, d in found if 1.0 - d * d / 2.0 > MIN_SIMILARITY]
 
 
-def _semantic_codes(
-    c: Any, q: Query, population: _Population | None, depth: int, candidates: int, exclude: int | None
+def _semantic_raw(
+    c: Any,
+    q: Query,
+    scope: _Scope | None,
+    population: _Population | None,
+    depth: int,
+    exclude: int | None,
+    settings: dict[str, str],
 ) -> list[tuple[int, float]]:
+    """The nearest ``depth`` of the messages the raw expression matches.
+
+    Scanned exactly (about 2 us a match), with a project as one join on sessions rather than
+    one FTS5 query per session of it (about 30 us each). An expression matching more than
+    :data:`EXACT_ROWS` messages (counted first, about 0.5 us a match up to that) of a search
+    not narrowed to a session goes through the codes instead when they can answer: candidates
+    are asked for until :data:`CANDIDATES` (or 2k) of them match (each checked by FTS5, about
+    25 us), then re-scored exactly, as a plain semantic search is; when even
+    :data:`VEC_K_MAX` candidates hold too few matches, the exact scan runs.
+    """
+    assert q.match is not None
+    project = q.project if scope is None else None
+    if scope is None and _codes_usable(c, settings) and (population is None or population.rows > EXACT_ROWS):
+        joins = " JOIN sessions s ON s.sid = (messages_fts.rowid >> 32) AND s.project = ?" if project else ""
+        matches = c.execute(
+            f"SELECT COUNT(*) FROM (SELECT 1 FROM messages_fts{joins} WHERE messages_fts MATCH ? LIMIT ?)",
+            (*([project] if project else []), q.match, EXACT_ROWS + 1),
+        ).fetchone()[0]
+        if matches > EXACT_ROWS:
+            found = _semantic_codes_matching(c, q, population, depth, exclude)
+            if found is not None:
+                return found
+    return _semantic_exact(c, q, None if scope is None else population, depth, exclude, q.match, project)
+
+
+def _semantic_codes_matching(
+    c: Any, q: Query, population: _Population | None, depth: int, exclude: int | None
+) -> list[tuple[int, float]] | None:
+    """:func:`_semantic_codes` of the messages ``q.match`` matches (None: too few among the
+    most candidates vec0 gives)."""
+    assert q.match is not None
+    target = _candidates(depth)
+    asked = target
+    matching: dict[int, bool] = {}
+    while True:
+        ids, complete = _code_ids(c, q, population, asked, exclude)
+        new = [i for i in ids if i not in matching]
+        hits = {
+            int(r[0])
+            for r in c.execute(
+                "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
+                " AND rowid IN (SELECT value FROM json_each(?))",
+                (q.match, _ids_json(new)),
+            )
+        }
+        matching.update((i, i in hits) for i in new)
+        passing = [i for i in ids if matching[i]]
+        if len(passing) >= target or complete:
+            return _rescore(c, q, passing, depth)
+        if asked >= VEC_K_MAX:
+            return None
+        # ask for enough that, at the share matching so far, the target is met with a margin
+        asked = min(VEC_K_MAX, max(2 * asked, asked * target * 5 // (4 * max(len(passing), 1))))
+
+
+def _code_ids(
+    c: Any, q: Query, population: _Population | None, candidates: int, exclude: int | None
+) -> tuple[list[int], bool]:
+    """The ``candidates`` nearest ids by binary code that pass the filters, and whether that is
+    every embedded message passing them (vec0 gave fewer than asked)."""
     assert q.vector is not None
     filters, args = _message_filters(q)  # vec0 keeps role and created_at as metadata columns
     where = ["code MATCH vec_bit(?)", "k = ?", *filters]
@@ -475,17 +621,30 @@ def _semantic_codes(
         where.append("sid IN (SELECT value FROM json_each(?))")
         args.append(_ids_json(population.sids))
     ids = [r[0] for r in c.execute(f"SELECT rowid FROM {CODES_TABLE} WHERE {' AND '.join(where)}", args)]
+    complete = len(ids) < candidates
     if population is not None and population.outside:
         ids = [i for i in ids if population.contains(i)]
     if exclude is not None:
         ids = [i for i in ids if i != exclude]
-    # exact distances of the candidates only, computed by sqlite-vec (NULL for a NaN vector)
+    return ids, complete
+
+
+def _rescore(c: Any, q: Query, ids: Sequence[int], depth: int) -> list[tuple[int, float]]:
+    """Exact distances of the candidates ``ids`` only (computed by sqlite-vec), nearest
+    ``depth``; a NaN vector's NULL distance is left out."""
     rows = c.execute(
         "SELECT id, vec_distance_l2(embedding, ?) AS d FROM message_vectors"
         " WHERE id IN (SELECT value FROM json_each(?)) AND d IS NOT NULL ORDER BY d, id LIMIT ?",
         (q.vector, _ids_json(ids), depth),
     ).fetchall()
     return [(int(r[0]), float(r[1])) for r in rows]
+
+
+def _semantic_codes(
+    c: Any, q: Query, population: _Population | None, depth: int, candidates: int, exclude: int | None
+) -> list[tuple[int, float]]:
+    ids, _ = _code_ids(c, q, population, candidates, exclude)
+    return _rescore(c, q, ids, depth)
 
 
 def _semantic_exact(
@@ -495,10 +654,11 @@ def _semantic_exact(
     depth: int,
     exclude: int | None,
     match: str | None = None,
+    project: str | None = None,
 ) -> list[tuple[int, float]]:
     """The exact answer: every embedded message that passes the filters (and with ``match``,
-    that FTS5 expression), by distance (computed by sqlite-vec where it runs, else in Python),
-    nearest ``depth`` kept on a heap."""
+    that FTS5 expression, and with it ``project``), by distance (computed by sqlite-vec where
+    it runs, else in Python), nearest ``depth`` kept on a heap."""
     assert q.vector is not None
     where, args = _message_filters(q, "m.")
     joins = ["JOIN messages m ON m.id = v.id"] if where else []
@@ -511,6 +671,10 @@ def _semantic_exact(
         )
         where.insert(0, "messages_fts MATCH ?")
         args.insert(0, match)
+        if project is not None:
+            joins.append("JOIN sessions s ON s.sid = (messages_fts.rowid >> 32)")
+            where.append("s.project = ?")
+            args.append(project)
     if exclude is not None:
         where.append("v.id != ?")
         args.append(exclude)
@@ -557,8 +721,11 @@ def _ids_json(ids: Iterable[int]) -> str:
     return msgspec.json.encode(list(ids)).decode()
 
 
-def _hits(c: Any, ranked: Sequence[_Ranked], scope: _Scope | None, highlight: str | None) -> list[SearchHit]:
-    """Decode the ranked messages (only those) into hits with their sessions and snippets."""
+def _hits(
+    c: Any, ranked: Sequence[_Ranked], scope: _Scope | None, highlight: str | None, raw: bool = False
+) -> list[SearchHit]:
+    """Decode the ranked messages (only those) into hits with their sessions and snippets
+    (``raw``: every hit matches ``highlight``, the query's own expression)."""
     if not ranked:
         return []
     ids = [r.mid for r in ranked]
@@ -585,7 +752,10 @@ def _hits(c: Any, ranked: Sequence[_Ranked], scope: _Scope | None, highlight: st
             texts[mid] = indexing.text_of(role, reader.plain(mid, flags, payload))
         except ROW_ERRORS:
             texts[mid] = ("", "")  # a damaged row: found by its index entry, shown without text
-    snippets = _snippets(c, texts, highlight)
+    # only hits known to match the expression are looked for past the first window: a hit found
+    # by meaning alone rarely holds the words, and its whole text would be tokenized for nothing
+    late = [r.mid for r in ranked if (raw or r.keyword_rank is not None) and r.mid in texts]
+    snippets = _snippets(c, texts, highlight, late)
     hits: list[SearchHit] = []
     for r in ranked:
         row = rows.get(r.mid)
@@ -617,12 +787,13 @@ def _hits(c: Any, ranked: Sequence[_Ranked], scope: _Scope | None, highlight: st
 
 
 def _snippets(
-    c: Any, texts: dict[int, tuple[str, str]], expression: str | None
+    c: Any, texts: dict[int, tuple[str, str]], expression: str | None, late: Sequence[int] = ()
 ) -> dict[int, tuple[str, list[tuple[int, int]]]]:
     """FTS5 ``snippet()`` of each text that ``expression`` matches, as (plain text, highlights).
 
-    Each column goes in cut to its first :data:`SNIPPET_TEXT_MAX` characters; a text whose match
-    lies past that is then looked for window by window (:func:`_late_snippet`)."""
+    Each column goes in cut to its first :data:`SNIPPET_TEXT_MAX` characters. The texts ``late``
+    names (known to match, best first) are then looked for past that, window by window
+    (:func:`_late_snippet`), until :data:`SNIPPET_SCAN_MAX` characters have been scanned."""
     if expression is None or not texts:
         return {}
     c.execute(
@@ -635,11 +806,17 @@ def _snippets(
             [(mid, body[:SNIPPET_TEXT_MAX], tool[:SNIPPET_TEXT_MAX]) for mid, (body, tool) in texts.items()],
             expression,
         )
-        for mid, text in texts.items():
-            if mid not in found and max(map(len, text)) > SNIPPET_TEXT_MAX:
-                late = _late_snippet(c, text, expression)
-                if late is not None:
-                    found[mid] = late
+        budget = SNIPPET_SCAN_MAX
+        for mid in late:
+            text = texts[mid]
+            if mid in found or max(map(len, text)) <= SNIPPET_TEXT_MAX:
+                continue
+            marked, scanned = _late_snippet(c, text, expression, budget)
+            budget -= scanned
+            if marked is not None:
+                found[mid] = marked
+            if budget <= 0:
+                break
     finally:
         c.execute(f"DELETE FROM temp.{_SNIPPETS}")
     return {mid: _unmark(text) for mid, text in found.items()}
@@ -668,24 +845,31 @@ _WINDOW_OVERLAP: Final = 4096
 _WINDOW_BATCH: Final = 16
 
 
-def _late_snippet(c: Any, text: tuple[str, str], expression: str) -> str | None:
+def _late_snippet(c: Any, text: tuple[str, str], expression: str, budget: int) -> tuple[str | None, int]:
     """The marked snippet of the first :data:`SNIPPET_TEXT_MAX`-character window of a column
-    (after the first) that ``expression`` matches, with ``…`` where the window cuts the text;
-    None when no window matches (a match that spans windows, or holds only across them)."""
+    (after the first) that ``expression`` matches, with ``…`` where the window cuts the text,
+    and the characters scanned; None when no window within ``budget`` characters matches (or
+    a match spans windows, or holds only across them)."""
     step = SNIPPET_TEXT_MAX - _WINDOW_OVERLAP
     windows: list[tuple[int, int]] = sorted(
         (start, column) for column, t in enumerate(text) for start in range(step, len(t), step)
     )
+    scanned = 0
     for first in range(0, len(windows), _WINDOW_BATCH):
         rows: list[tuple[int, str, str]] = []
         cuts: dict[int, tuple[bool, bool]] = {}
         for n, (start, column) in enumerate(windows[first : first + _WINDOW_BATCH], first):
+            if scanned >= budget:
+                break
             source = text[column]
             space = source.find(" ", start, start + 64)
             begin = space + 1 if space >= 0 else start  # start at a word where one is near
             piece = source[begin : start + SNIPPET_TEXT_MAX]
+            scanned += len(piece)
             rows.append((n, piece, "") if column == 0 else (n, "", piece))
             cuts[n] = (True, start + SNIPPET_TEXT_MAX < len(source))
+        if not rows:
+            break
         found = _snippet_rows(c, rows, expression)
         if found:
             n = min(found)
@@ -695,8 +879,8 @@ def _late_snippet(c: Any, text: tuple[str, str], expression: str) -> str | None:
                 marked = "…" + marked
             if tail and not marked.endswith("…"):
                 marked += "…"
-            return marked
-    return None
+            return marked, scanned
+    return None, scanned
 
 
 def _unmark(marked: str) -> tuple[str, list[tuple[int, int]]]:
@@ -792,7 +976,7 @@ def _search(c: Any, q: Query) -> list[SearchHit]:
     highlight = _meaningful(q.text) if q.mode == "semantic" and not q.raw else q.match
     if q.raw and highlight is not None:
         with fts_errors(q.text):
-            return _hits(c, ranked, scope, highlight)
+            return _hits(c, ranked, scope, highlight, raw=True)
     return _hits(c, ranked, scope, highlight)
 
 
