@@ -21,6 +21,11 @@ altered: encoding takes msgspec's fast path and only when it raises rewrites wha
 - JSON: integers of any size are plain JSON numbers; lone surrogates are ``\\uXXXX`` escapes
   and NaN and infinities ``NaN``/``Infinity`` in the lossless exports (``exact=True``), read
   back by every JSON decoder here. How is in :mod:`axio_context._json`.
+
+**Mapping keys** in tool inputs and provider data must be strings, as in JSON (a model's tool
+input always has them): :func:`encode_content`, the storage payload, refuses another key with a
+``TypeError`` naming it. JSON cannot carry it, and a ``dict[str, Any]`` field holding one fails
+the typed decoder on every later read, which made the whole stored session unreadable.
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ from ._json import (
 from .blocks import (
     KNOWN_BLOCK_TYPES,
     ContentBlock,
+    ProviderBlock,
+    ToolUseBlock,
     UnknownBlock,
     _has_unknown_nested,
 )
@@ -457,8 +464,27 @@ def encode_messages_msgpack(messages: Sequence[Message]) -> bytes:
         return _mp_enc.encode([_mp_message(m) for m in messages])
 
 
+def _check_keys(value: Any, where: str) -> None:
+    """Raise TypeError for a mapping key, at any depth of ``value``, that is not a string."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(
+                    f"{where} has the key {k!r} ({type(k).__name__}); keys must be strings, as in JSON"
+                )
+            _check_keys(v, f"{where}[{k!r}]")
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            _check_keys(v, f"{where}[{i}]")
+
+
 def encode_content(content: Sequence[ContentBlock]) -> bytes:
     """A message's content blocks alone as MessagePack: the storage payload."""
+    for i, block in enumerate(content):
+        if isinstance(block, ToolUseBlock):
+            _check_keys(block.input, f"block {i} (tool_use {block.name!r}) input")
+        elif isinstance(block, ProviderBlock):
+            _check_keys(block.data, f"block {i} (provider) data")
     try:
         return _mp_enc.encode(content)
     except _ESCAPE_ON:
