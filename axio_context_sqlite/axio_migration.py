@@ -225,11 +225,11 @@ def import_axio(c: Any, path: Path, replace: bool) -> AxioImportReport:
     sessions migrated before get the messages appended since; a session whose transcript here
     diverged is reported as a conflict and left alone unless ``replace``.
 
-    Token totals of a session migrated before are taken from the peer when its transcript
-    there grew, or, with the same transcript on both sides, when the peer's totals are ahead of
-    these in both counts (totals only grow: the peer kept counting; a session holding only
-    totals is such a case). Either is ``updated``. Otherwise the totals here are kept: the agent
-    here may have updated them since, and the side that continued the conversation wins.
+    Token totals only grow, so a session migrated before takes each of the peer's totals that is
+    ahead of its own here: when its transcript there grew (``updated``, with its new messages),
+    and, with the same transcript on both sides, when both of the peer's are ahead (the peer
+    kept counting; a session holding only totals is such a case; also ``updated``). A total
+    counted on here past the peer's is kept.
     """
     peer, has_tokens = _open_peer(path)
     added: list[str] = []
@@ -291,7 +291,8 @@ def _take_totals(c: Any, ps: _PeerSession) -> bool:
 
 
 def _extend(c: Any, ps: _PeerSession) -> int:
-    """Append the messages a migrated session gained since, and take its token totals."""
+    """Append the messages a migrated session gained since, and take its token totals where they
+    are ahead (totals only grow: one counted on here past the peer's is kept)."""
     with ops.write_tx(c):
         row = ops._session(c, ps.id)
         assert row is not None
@@ -305,8 +306,9 @@ def _extend(c: Any, ps: _PeerSession) -> int:
                 )
         last = max((m.created_ms for m in tail), default=0)
         c.execute(
-            "UPDATE sessions SET next_position = ?, est_tokens = est_tokens + ?, input_tokens = ?,"
-            " output_tokens = ?, updated_at = MAX(updated_at, ?) WHERE sid = ?",
+            "UPDATE sessions SET next_position = ?, est_tokens = est_tokens + ?,"
+            " input_tokens = MAX(input_tokens, ?), output_tokens = MAX(output_tokens, ?),"
+            " updated_at = MAX(updated_at, ?) WHERE sid = ?",
             (row.next_position + len(tail), spent, ps.input_tokens, ps.output_tokens, last, row.sid),
         )
     return len(tail)

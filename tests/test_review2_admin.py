@@ -212,13 +212,21 @@ async def test_import_axio_keeps_token_totals_updated_here(tmp_path: Path, build
         assert (report.updated, report.unchanged) == ([], ["s"])
     async with connect(ours) as conn:
         assert await SQLiteContextStore(conn, "s", project="p").get_context_tokens() == (1010, 520)
-    # the peer continued the conversation: its messages and totals are taken
+    # the peer continued the conversation: its messages are taken, and each of its totals that
+    # is ahead of the one here (totals only grow; these were counted on here past the peer's)
     reply = {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}
-    build(peer, [["append", "s", "p", reply], ["add_tokens", "s", "p", 5, 5]])
+    build(peer, [["append", "s", "p", reply], ["add_tokens", "s", "p", 5, 5]])  # (15, 25) there
     async with open_database(ours) as db:
         assert (await db.import_axio(peer)).updated == ["s"]
     async with connect(ours) as conn:
-        assert await SQLiteContextStore(conn, "s", project="p").get_context_tokens() == (15, 25)
+        store = SQLiteContextStore(conn, "s", project="p")
+        assert len(await store.get_history()) == 2
+        assert await store.get_context_tokens() == (1010, 520)
+    build(peer, [["append", "s", "p", hi], ["add_tokens", "s", "p", 2000, 0]])  # (2015, 25) there
+    async with open_database(ours) as db:
+        assert (await db.import_axio(peer)).updated == ["s"]
+    async with connect(ours) as conn:
+        assert await SQLiteContextStore(conn, "s", project="p").get_context_tokens() == (2015, 520)
     check_storage(ours)
 
 
