@@ -30,6 +30,7 @@ from axio_context.errors import (
     EmbedderUnavailableError,
     EmbeddingMismatchError,
     ReadOnlyDatabaseError,
+    SearchQueryError,
 )
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FormatName, TranscriptWriter, writer_for
@@ -250,6 +251,14 @@ class Database:
                     vector = await _query_vector(emb, wanted)
         if match is None and vector is None:
             return SearchResults(why=skipped)
+        if raw and mode == "semantic" and vector is None:
+            # Nothing to embed: only operators, or words the expression excludes. Say so (or what
+            # is wrong with the expression) rather than answer "no matches".
+            await run(self._conn, search.check_expression, query, match)
+            raise SearchQueryError(
+                f"raw query {query!r} has no word to search for by meaning (only operators or"
+                " excluded words); run it as a keyword search"
+            )
         q = Query(
             text=query,
             mode=mode,

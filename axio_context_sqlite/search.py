@@ -951,6 +951,12 @@ def fold_queue(c: Any) -> tuple[int, str | None]:
     return 0, None
 
 
+def check_expression(c: Any, text: str, match: str) -> None:
+    """Raise :class:`SearchQueryError` if the raw FTS5 expression ``match`` does not parse."""
+    with fts_errors(text):
+        c.execute("SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT 1", (match,)).fetchall()
+
+
 def search(c: Any, q: Query) -> SearchResults:
     """Fold the keyword queue (when it can), then run the search in one read snapshot."""
     unindexed, why = fold_queue(c) if q.match is not None else (0, None)

@@ -17,7 +17,12 @@ from pathlib import Path
 import pytest
 
 from axio_context.embeddings import HashingEmbedder, Vector
-from axio_context.errors import EmbedderUnavailableError, EmbeddingMismatchError, NoEmbeddingsError
+from axio_context.errors import (
+    EmbedderUnavailableError,
+    EmbeddingMismatchError,
+    NoEmbeddingsError,
+    SearchQueryError,
+)
 from axio_context.testing import text
 from axio_context_sqlite import SearchHit, SQLiteContextStore, connect
 from axio_context_sqlite import search as search_module
@@ -348,3 +353,22 @@ async def test_append_stores_the_message_when_the_embedder_fails_and_reindex_emb
         assert report.embedded == 1
         hits = await db.search("important walrus answer", mode="semantic", embedder=TinyEmbedder())
         assert where(hits)[0] == ("s", 1)
+
+
+@pytest.mark.parametrize("query", ["NOT parser", "AND", "*", "(", '"unclosed'])
+async def test_a_raw_semantic_query_with_nothing_to_embed_is_an_error_not_no_matches(
+    tmp_path: Path, query: str
+) -> None:
+    # Semantic mode embeds the expression's words; with none, the expression was never run and
+    # "no matches" hid its syntax error (keyword and hybrid report it).
+    path = tmp_path / "raw.db"
+    async with connect(path) as conn:
+        await SQLiteContextStore(conn, "s", "/p", embedder=TinyEmbedder()).append(
+            text("user", "parser crash")
+        )
+    async with open_database(path) as db:
+        for mode in ("semantic", "keyword", "hybrid"):
+            with pytest.raises(SearchQueryError, match="invalid FTS5 query"):
+                await db.search(query, mode=mode, raw=True, embedder=TinyEmbedder())
+        hits = await db.search("parser", mode="semantic", raw=True, embedder=TinyEmbedder())
+        assert where(hits) == [("s", 0)]
