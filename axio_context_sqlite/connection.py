@@ -540,6 +540,10 @@ _READY: weakref.WeakSet[aiosqlite.Connection] = weakref.WeakSet()
 _PREPARING: weakref.WeakKeyDictionary[aiosqlite.Connection, asyncio.Lock] = weakref.WeakKeyDictionary()
 
 
+#: The ValueError messages aiosqlite (and :meth:`Connection.check_usable`) give a closed connection.
+_CLOSED_WORDS: Final = frozenset({"Connection closed", "no active connection"})
+
+
 async def run(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run ``fn(raw_connection, *args)`` on the connection's worker thread: one thread hop.
 
@@ -557,7 +561,9 @@ async def run(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any, **kw
         execute = cast(Callable[..., Awaitable[T]], conn._execute)
         return await execute(_call, raw, fn, args, kwargs, getattr(conn, "checkpointer", None))
     except ValueError as exc:
-        if "closed" in str(exc) or "no active connection" in str(exc):
+        # aiosqlite's own words for a closed connection; never a ValueError of ``fn``'s (a
+        # SearchQueryError quoting a query with "closed" in it is the caller's to see).
+        if str(exc) in _CLOSED_WORDS:
             raise StoreClosedError("the database connection is closed") from None
         raise
     except (sqlean.ProgrammingError, _stdlib_sqlite3.ProgrammingError) as exc:
@@ -727,6 +733,8 @@ async def _prepare_foreign(conn: aiosqlite.Connection) -> None:
             execute = cast(Callable[..., Awaitable[storage.Dictionaries]], conn._execute)
             conn.dicts = await execute(_call, raw, prepare, (), {})  # type: ignore[attr-defined]
         except ValueError as exc:
+            if str(exc) not in _CLOSED_WORDS:
+                raise
             raise StoreClosedError("the database connection is closed") from exc
         except (sqlean.Error, _stdlib_sqlite3.Error) as exc:
             raise translate_error(exc, "") from None

@@ -32,6 +32,7 @@ from axio_context.errors import (
     DatabaseOpenError,
     ReadOnlyDatabaseError,
     SchemaVersionError,
+    SearchQueryError,
 )
 from axio_context_sqlite import SCHEMA_VERSION, Database, SQLiteContextStore, connect
 from axio_context_sqlite.errors import translate_error
@@ -590,3 +591,13 @@ def test_a_savepoint_that_cannot_open_is_not_reported_as_a_database_that_cannot(
     assert isinstance(exc, DatabaseError) and "savepoint" in str(exc)
     opening = translate_error(sqlean.OperationalError("unable to open database file"), "/x/y.db")
     assert isinstance(opening, DatabaseOpenError) and "/x/y.db" in str(opening)
+
+
+async def test_an_error_that_mentions_closed_is_not_a_closed_connection(db_path: Path) -> None:
+    # run() used to turn any ValueError with "closed" in it into StoreClosedError: a raw query
+    # quoting the word lost its real error (SearchQueryError is a ValueError).
+    async with connect(db_path) as conn:
+        await SQLiteContextStore(conn, "s").append(text_message("closed issues"))
+        with pytest.raises(SearchQueryError, match="invalid FTS5 query"):
+            await Database(conn, db_path).search('"closed issues', mode="keyword", raw=True)
+        assert len(await Database(conn, db_path).search("closed", mode="keyword")) == 1
