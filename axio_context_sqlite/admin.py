@@ -647,6 +647,17 @@ def _version(f: BinaryIO) -> tuple[int, int] | None:
     return st.st_size, st.st_mtime_ns
 
 
+def _blank(f: BinaryIO) -> bool:
+    """Whether the input holds nothing but blank space (read up to its first other byte)."""
+    try:
+        while chunk := f.read(1 << 16):
+            if chunk.strip(b" \t\r\n"):
+                return False
+        return True
+    finally:
+        f.seek(0)
+
+
 def import_file(
     c: Any, path: Path, fmt: Literal["json", "jsonl"] | None, replace: bool, new_ids: bool
 ) -> ImportReport:
@@ -655,8 +666,10 @@ def import_file(
     A ``jsonl`` file is read twice (validate, then write), a session at a time, so memory stays
     flat; a pipe works (read once into memory); :data:`STDIN` (``Path("-")``) reads standard
     input. A file that changes between validating and writing is refused before anything is
-    written. Existing ids are refused (nothing is written) unless ``replace`` (the file's version
-    wins) or ``new_ids`` (every imported session gets a fresh id; lineage inside the file follows).
+    written. An empty input (or blank lines only) is a ``jsonl`` export of no sessions, as
+    ``export -f jsonl`` writes one; with ``fmt="json"`` it is refused. Existing ids are refused
+    (nothing is written) unless ``replace`` (the file's version wins) or ``new_ids`` (every
+    imported session gets a fresh id; lineage inside the file follows).
     """
     with _input(path) as f:
         return _import(c, f, "standard input" if path == STDIN else str(path), fmt, replace, new_ids)
@@ -668,6 +681,9 @@ def _import(
     from uuid import uuid4
 
     before = _version(f)
+    if fmt != "json" and _blank(f):
+        # What a jsonl export of no sessions is (a json one is a document): zero sessions.
+        return ImportReport(format="jsonl", sessions=[])
     if fmt is None:
         fmt = sniff_format(f.read(1 << 16))
         f.seek(0)
@@ -958,10 +974,20 @@ def stats(c: Any, path: Path) -> Stats:
 
 
 def prune(
-    c: Any, before_ms: int | None, keep: int | None, project: str | None, dry_run: bool
+    c: Any,
+    before_ms: int | None,
+    keep: int | None,
+    project: str | None,
+    dry_run: bool,
+    *,
+    only: Sequence[str] | None = None,
 ) -> list[SessionInfo]:
     """Sessions last updated before ``before_ms`` and/or beyond the ``keep`` most recently
-    updated (in ``project`` if given); deleted unless ``dry_run``. Returns them, newest first."""
+    updated (in ``project`` if given); deleted unless ``dry_run``. Returns them, newest first.
+
+    ``only`` limits it to those ids: to delete what a dry run listed (and a person confirmed),
+    and of those only the ones that still qualify, since the criteria are checked again in the
+    one write transaction that deletes (a session appended to meanwhile is kept)."""
     if before_ms is None and keep is None:
         raise ValueError("prune needs a date (before) or a number of sessions to keep")
     if keep is not None and keep < 0:
@@ -974,6 +1000,9 @@ def prune(
     if before_ms is not None:
         where.append("updated_at < ?")
         args.append(before_ms)
+    if only is not None:
+        where.append("id IN (SELECT value FROM json_each(?))")
+        args.append(msgspec.json.encode(list(only)).decode())
     sql = f"SELECT {ops._INFO_COLUMNS} FROM sessions"
     if keep:
         # the `keep` most recently updated sessions of the project are kept whatever their age
@@ -985,11 +1014,11 @@ def prune(
     if where:
         sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY updated_at DESC, sid DESC"
-    with ops.read_tx(c):
-        found = c.execute(sql, args).fetchall()
-    infos = [ops._info(r) for r in found]
-    if not dry_run:
-        delete_sessions(c, [i.session_id for i in infos])
+    # Listing and deleting in one write transaction: what is deleted is what qualified then.
+    with ops.read_tx(c) if dry_run else ops.write_tx(c):
+        infos = [ops._info(r) for r in c.execute(sql, args).fetchall()]
+        if not dry_run:
+            delete_sessions(c, [i.session_id for i in infos])
     return infos
 
 

@@ -34,7 +34,9 @@ from axio_context.errors import AxioContextError, EmbedderUnavailableError
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FORMATS, FormatName, message_range, render_blocks, render_header
 
+from . import admin
 from .admin import SIDE_SUFFIXES, STDIN, writing
+from .connection import run
 from .database import HASHING_MODEL, Database, RecompressReport, VacuumReport, open_database
 from .ops import SessionPage
 from .search import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit, SearchResults
@@ -72,6 +74,21 @@ def _settings(ctx: click.Context) -> Settings:
     return obj
 
 
+#: What a relative path, ``.`` or ``--here`` meets when the folder the command runs in was deleted.
+CWD_GONE = "the current directory no longer exists (it was deleted); cd to one that does"
+
+
+def _cwd_gone(exc: OSError) -> bool:
+    """Whether ``exc`` (naming no file) is the current directory missing: ``getcwd()`` fails."""
+    if exc.filename is not None or exc.errno != errno.ENOENT:
+        return False
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    return False
+
+
 @contextlib.contextmanager
 def _errors() -> Iterator[None]:
     """The library's errors (and the file system's) become a one-line message and exit code 1."""
@@ -82,6 +99,8 @@ def _errors() -> Iterator[None]:
     except BrokenPipeError:
         raise  # the reader went away: the group ends the command quietly
     except OSError as exc:
+        if _cwd_gone(exc):
+            raise click.ClickException(CWD_GONE) from None
         raise click.ClickException(
             f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc)
         ) from None
@@ -459,6 +478,8 @@ class _Group(click.Group):
                 ctx.exit(1)
             if exc.filename is not None:
                 raise click.ClickException(f"{exc.strerror or exc}: {exc.filename}") from None
+            if _cwd_gone(exc):  # Path.cwd() or a relative path resolved outside _errors()
+                raise click.ClickException(CWD_GONE) from None
             raise OutputError(exc) from None
 
 
@@ -641,8 +662,10 @@ def export(ctx: click.Context, sessions: tuple[str, ...], all_: bool, fmt: str, 
 def _writing_db(ctx: click.Context, action: Callable[[Database], Awaitable[T]]) -> T:
     """:func:`_with_db` for a command that creates the database when needed; if it fails, a
     database (and folders) it created are removed again, so a mistyped ``--db`` leaves nothing."""
-    path = _settings(ctx).path
-    absent = [p for p in (path, *path.absolute().parents) if not p.exists()]
+    # Resolved once: a --db symlink whose target is missing names the file to create (and to
+    # remove again), never the link itself.
+    path = Path(os.path.realpath(_settings(ctx).path))
+    absent = [p for p in (path, *path.parents) if not p.exists()]
     try:
         return _with_db(ctx, True, action)
     except BaseException:
@@ -854,12 +877,12 @@ def prune(
         raise click.UsageError("give --before DATE and/or --keep N")
     scope = _project(project, here)
 
-    async def candidates(db: Database) -> tuple[list[SessionInfo], dict[str, str]]:
+    async def candidates(db: Database) -> tuple[str | None, list[SessionInfo], dict[str, str]]:
         project = await _stored_project(db, scope)
         infos = await db.prune(before=before, keep=keep, project=project, dry_run=True)
-        return infos, {} if as_json or nl else await _shown_for_infos(db, infos)
+        return project, infos, {} if as_json or nl else await _shown_for_infos(db, infos)
 
-    infos, shown = _with_db(ctx, False, candidates)
+    stored, infos, shown = _with_db(ctx, False, candidates)
     if dry_run or not infos:
         if infos or as_json or nl:
             emit(
@@ -877,11 +900,26 @@ def prune(
     if not yes:
         click.confirm(f"Delete {len(infos)} session(s)?", abort=True, err=True)
     ids = [i.session_id for i in infos]
-    deleted = _with_db(ctx, False, lambda db: db.delete(ids))
+
+    # Only what was listed, and of it only what still qualifies, checked again in the transaction
+    # that deletes: a session an agent appended to while the prompt waited is kept.
+    before_ms = None if before is None else int(before.timestamp() * 1000)
+    deleted = {
+        i.session_id
+        for i in _with_db(
+            ctx, False, lambda db: run(db.connection, admin.prune, before_ms, keep, stored, False, only=ids)
+        )
+    }
     if as_json or nl:
-        emit([_info_dict(i) for i in infos if i.session_id in set(deleted)], SESSION_COLUMNS, as_json, nl)
+        emit([_info_dict(i) for i in infos if i.session_id in deleted], SESSION_COLUMNS, as_json, nl)
     else:
         click.echo(f"deleted {len(deleted)} session(s)")
+    if len(deleted) < len(infos):
+        click.echo(
+            f"kept {len(infos) - len(deleted)} listed session(s) that changed meanwhile "
+            "(updated since, or deleted by someone else)",
+            err=True,
+        )
 
 
 @cli.command()
@@ -1000,9 +1038,11 @@ class QueryCommand(click.Command):
             name = arg.split("=", 1)[0] if arg.startswith("--") else arg
             if name in takes_value:
                 options.append(arg)
-                value = next(rest, None) if takes_value[name] and "=" not in arg else None
-                if value is not None:  # taken as it is, even when it starts with -
-                    options.append(value)
+                if takes_value[name] and "=" not in arg:
+                    value = next(rest, None)
+                    if value is None:  # click's own error (the "--" added below is no value)
+                        raise click.BadOptionUsage(name, f"Option {name!r} requires an argument.")
+                    options.append(value)  # taken as it is, even when it starts with -
                 continue
             # An unknown --option is left to click, which names it; -k5 is -k 5, -pX is -p X.
             option = arg.startswith("--") or (len(arg) > 2 and takes_value.get(arg[:2], False))

@@ -367,17 +367,20 @@ def _prepare_file(path: Path, readonly: bool) -> None:
 
             raise DatabaseNotFoundError(f"no database at {path}")
         return
+    # A symlink is followed, as SQLite follows it: one whose target is missing has its target
+    # created here, owner-only (O_EXCL on the link itself fails as if the file existed).
+    target = Path(os.path.realpath(path))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         from .errors import DatabaseOpenError
 
         raise DatabaseOpenError(f"cannot create the folder for {path}: {exc.strerror}") from None
     try:
         # A new database is readable by its owner only; SQLite gives -wal/-shm the same mode.
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     except FileExistsError:
-        _restore_side_file_modes(path)
+        _restore_side_file_modes(target)
         return
     except OSError as exc:
         from .errors import DatabaseOpenError
