@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from axio_context import ImageBlock, Message, TextBlock
+from axio_context import ImageBlock, Message, TextBlock, codec
 from axio_context.blocks import ToolUseBlock
 from axio_context.embeddings import HashingEmbedder
 from axio_context.errors import CorruptDataError
@@ -240,7 +240,15 @@ def _odd(i: int) -> Message:
     )
 
 
-async def test_a_tool_input_with_an_odd_key_is_searchable_and_embeddable(db_path: Path) -> None:
+def _as_an_earlier_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Store messages with non-string keys, as versions before the codec refused them did."""
+    monkeypatch.setattr(codec, "_check_keys", lambda value, where: None)
+
+
+async def test_a_tool_input_with_an_odd_key_is_searchable_and_embeddable(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _as_an_earlier_version(monkeypatch)
     async with connect(db_path) as conn:
         store = SQLiteContextStore(conn, "s")
         await store.append(_odd(0))
@@ -262,11 +270,15 @@ async def test_a_tool_input_with_an_odd_key_is_searchable_and_embeddable(db_path
     assert check_storage(db_path) == {"s": ONE - 40}
 
 
-async def test_a_row_an_earlier_version_left_unindexed_is_deleted_cleanly(db_path: Path) -> None:
+async def test_a_row_an_earlier_version_left_unindexed_is_deleted_cleanly(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Before the fix such a row was dropped from the queue and never indexed; feeding FTS5 its
     # (now extractable) text on deletion would corrupt the index.
+    _as_an_earlier_version(monkeypatch)
     async with connect(db_path) as conn:
         await SQLiteContextStore(conn, "s").append_many([_odd(0), text_message("wren")])
+    monkeypatch.undo()
     db = raw_connect(db_path)
     db.execute("DELETE FROM fts_pending WHERE id = (SELECT sid << 32 FROM sessions WHERE id = 's')")
     db.commit()
