@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Final, Literal, TypeAlias
 
@@ -25,6 +26,7 @@ __all__ = [
     "Message",
     "Role",
     "SessionInfo",
+    "input_text",
     "preview_of",
     "replace_lone_surrogates",
     "searchable_text",
@@ -124,7 +126,7 @@ def _input_text(value: Any) -> str:
     """
     try:
         return _input_json.encode(value).decode()
-    except (UnicodeEncodeError, OverflowError):
+    except (ValueError, OverflowError):  # a lone surrogate (UnicodeEncodeError), a huge integer
         pass
     except (TypeError, msgspec.EncodeError):
         try:
@@ -136,6 +138,53 @@ def _input_text(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
     except Exception:  # what not even str() renders stays out of the search text
         return ""
+
+
+def input_text(value: Any) -> str:
+    """A tool input (or provider data) as compact JSON text for people and models (summaries,
+    size checks); never raises, whatever the codec stores.
+
+    The search text (:func:`_input_text`) with lone surrogates as U+FFFD, so it encodes as
+    UTF-8. An integer too long for ``str()`` (Python's 4,300-digit limit) is written as the
+    string ``"<integer of about N digits>"``, the digits counted from its bit length.
+    """
+    try:
+        text = _input_text(value)
+    except Exception:  # an integer key over the limit, nesting too deep for msgspec
+        text = ""
+    if not text:  # an integer over the limit, or a lone surrogate and an odd key together
+        try:
+            text = json.dumps(
+                _str_keys(_spell_huge_ints(value)), ensure_ascii=False, separators=(",", ":"), default=str
+            )
+        except Exception:  # nesting too deep to walk, a cycle: nothing to show
+            text = ""
+    return replace_lone_surrogates(text)
+
+
+def _spell_huge_ints(value: Any) -> Any:
+    """``value`` with each integer ``str()`` refuses written as a short string."""
+    if isinstance(value, dict):
+        return {
+            _spell_huge_ints(k) if isinstance(k, int) else k: _spell_huge_ints(v) for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [_spell_huge_ints(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            str(value)
+        except ValueError:
+            return f"<integer of about {_int_digits(value)} digits>"
+    return value
+
+
+def _int_digits(value: int) -> int:
+    """About how many decimal digits ``value`` has (its sign counted), from its bit length:
+    never converts it, so it works past ``str()``'s digit limit."""
+    return max(1, math.ceil(abs(value).bit_length() * _LOG10_2)) + (value < 0)
+
+
+_LOG10_2: Final = math.log10(2)
 
 
 def _str_keys(value: Any) -> Any:

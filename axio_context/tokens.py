@@ -24,7 +24,7 @@ from .blocks import (
     UnknownBlock,
     VideoBlock,
 )
-from .messages import Message
+from .messages import Message, _int_digits
 
 __all__ = [
     "DefaultEstimator",
@@ -121,6 +121,40 @@ def _media_tokens(block: AudioBlock | VideoBlock) -> int:
     return max(rate, math.ceil(estimate_media_seconds(block) * rate))
 
 
+def _repr_chars(value: object) -> int:
+    """``len(repr(value))``, or a count of it walked piece by piece where ``repr`` refuses: an
+    integer past ``str()``'s 4,300-digit limit (its digits counted from its bit length), nesting
+    deeper than the recursion limit. Never raises, so every storable message has an estimate."""
+    try:
+        return len(repr(value))
+    except Exception:  # ValueError (digit limit), RecursionError
+        pass
+    total = 0
+    seen: set[int] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            if id(item) in seen:  # a cycle (memory stores keep what they are given): repr's "[...]"
+                total += 5
+                continue
+            seen.add(id(item))
+            if isinstance(item, dict):
+                total += 2 + 4 * len(item)  # braces, ": " and ", "
+                for key, val in item.items():
+                    stack += (key, val)
+            else:
+                total += 2 + 2 * len(item)  # brackets and ", "
+                stack += item
+            continue
+        try:
+            total += len(repr(item))
+        except Exception:
+            if isinstance(item, int):
+                total += _int_digits(item)
+    return total
+
+
 def estimate_message_tokens(message: Message) -> int:
     """A fast estimate: characters / 4, a flat cost per image, audio and video by their length
     (:func:`estimate_media_seconds`) at providers' per-second rates, a little framing per block."""
@@ -129,7 +163,7 @@ def estimate_message_tokens(message: Message) -> int:
         if isinstance(block, TextBlock):
             total += _chars(len(block.text))
         elif isinstance(block, ToolUseBlock):
-            total += 8 + _chars(len(block.name) + len(repr(block.input)))
+            total += 8 + _chars(len(block.name) + _repr_chars(block.input))
         elif isinstance(block, ToolResultBlock):
             total += 4
             if isinstance(block.content, str):
@@ -149,7 +183,7 @@ def estimate_message_tokens(message: Message) -> int:
         elif isinstance(block, AudioBlock | VideoBlock):
             total += _media_tokens(block)
         elif isinstance(block, ProviderBlock | UnknownBlock):
-            total += _chars(len(repr(block.data)))
+            total += _chars(_repr_chars(block.data))
     return total
 
 

@@ -71,7 +71,11 @@ def starts_with(view: Sequence[Message], prefix: Sequence[Message]) -> bool:
     in a tool input equals itself there, as it never does as a float."""
     if len(view) < len(prefix):
         return False
-    return encode_messages_msgpack(list(view[: len(prefix)])) == encode_messages_msgpack(list(prefix))
+    head = list(view[: len(prefix)])
+    try:
+        return encode_messages_msgpack(head) == encode_messages_msgpack(list(prefix))
+    except Exception:  # a value a memory store keeps that the codec refuses: compare as objects
+        return head == list(prefix)
 
 
 async def add_checkpoint_if_view(
@@ -310,7 +314,7 @@ class AutoCompactStore(ContextStore):
         view = await self._raw_view()
         head = len(previous.summary) if previous else 0
         base = previous.position if previous else 0
-        if previous is not None and view[:head] != previous.summary:
+        if previous is not None and not starts_with(view, previous.summary):
             logger.warning("checkpoint changed while compaction started; skipping this compaction")
             return False
         # The system prompt (leading system messages of the view, carried in the previous

@@ -20,7 +20,7 @@ from typing import Any, Final
 import msgspec
 
 from ..errors import SummarizerError, SummarizerHTTPError, SummarizerResponseError, SummarizerTimeoutError
-from ..messages import Message
+from ..messages import Message, replace_lone_surrogates
 from .models import DEFAULT_CONTEXT_WINDOW, context_window_for
 from .summarizers import clip_middle, frame_transcript, render_messages, split_previous_summary
 
@@ -138,12 +138,14 @@ class OpenAICompatibleSummarizer:
         return await self.complete(system_prompt, f"{frame_transcript(previous, chunk)}\n\n{_INSTRUCTION}")
 
     async def complete(self, system_prompt: str, user_text: str) -> str:
-        """One chat completion: the reply's text, or a :class:`SummarizerError`."""
+        """One chat completion: the reply's text, or a :class:`SummarizerError`. Lone surrogates
+        (tool output decoded with ``surrogateescape``, file names) are sent as U+FFFD: JSON
+        requests carry only valid UTF-8."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [
-                {"role": "system", "content": system_prompt},
-                {"role": "user", "content": user_text},
+                {"role": "system", "content": replace_lone_surrogates(system_prompt)},
+                {"role": "user", "content": replace_lone_surrogates(user_text)},
             ],
             "stream": False,
         }
@@ -151,7 +153,11 @@ class OpenAICompatibleSummarizer:
             body["max_tokens"] = self.max_output_tokens
         if self.temperature is not None:
             body["temperature"] = self.temperature
-        payload = await asyncio.to_thread(self._post, msgspec.json.encode(body))
+        try:
+            data = msgspec.json.encode(body)
+        except (ValueError, TypeError, msgspec.EncodeError) as exc:  # a model name with a lone surrogate
+            raise SummarizerError(f"cannot write the request to {self.url}: {exc}") from None
+        payload = await asyncio.to_thread(self._post, data)
         return self._parse(payload)
 
     def _post(self, data: bytes) -> bytes:

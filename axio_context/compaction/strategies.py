@@ -25,8 +25,6 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Self, TypeAlias, cast
 
-import msgspec
-
 from ..blocks import (
     ContentBlock,
     ReasoningBlock,
@@ -36,7 +34,7 @@ from ..blocks import (
     ToolUseBlock,
 )
 from ..codec import encode_message_msgpack
-from ..messages import Message
+from ..messages import Message, input_text
 from ..tokens import DefaultEstimator, TokenCounter
 from .compact import leading_system_count, run_summarizer
 from .models import context_window_for
@@ -161,7 +159,7 @@ def message_chars(message: Message) -> int:
         if isinstance(block, TextBlock | ReasoningBlock):
             total += len(block.text)
         elif isinstance(block, ToolUseBlock):
-            total += len(block.name) + len(msgspec.json.encode(block.input))
+            total += len(block.name) + len(input_text(block.input))
         elif isinstance(block, ToolResultBlock):
             if isinstance(block.content, str):
                 total += len(block.content)

@@ -26,7 +26,7 @@ from ..blocks import (
     UnknownBlock,
     VideoBlock,
 )
-from ..messages import Message
+from ..messages import Message, input_text
 from .models import DEFAULT_CONTEXT_WINDOW
 from .pairs import is_synthetic_result, result_id
 
@@ -191,7 +191,7 @@ def render_messages(messages: Sequence[Message], *, max_result_chars: int = 2_00
                     lines.append(f"{who}: {block.text}")
             elif isinstance(block, ToolUseBlock):
                 names[block.id] = block.name
-                args = msgspec.json.encode(block.input).decode()
+                args = input_text(block.input)
                 lines.append(f"{who} called tool {block.name}({_clip(args, 500)})")
             elif isinstance(block, ToolResultBlock):
                 status = "error" if block.is_error else "result"
@@ -371,7 +371,7 @@ class ExtractiveSummarizer:
     def _tool_call(
         self, use: ToolUseBlock, result: ToolResultBlock | UnknownBlock | None, seq: int
     ) -> list[_Item]:
-        args = _one_line(msgspec.json.encode(use.input).decode())
+        args = _one_line(input_text(use.input))
         if len(args) > 80:
             args = args[:77] + "..."
         call = f"{use.name}({args})"
