@@ -34,9 +34,7 @@ from axio_context.errors import AxioContextError, EmbedderUnavailableError
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FORMATS, FormatName, message_range, render_blocks, render_header
 
-from . import admin
 from .admin import SIDE_SUFFIXES, STDIN, writing
-from .connection import run
 from .database import HASHING_MODEL, Database, RecompressReport, VacuumReport, open_database
 from .ops import SessionPage
 from .search import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit, SearchResults
@@ -903,12 +901,9 @@ def prune(
 
     # Only what was listed, and of it only what still qualifies, checked again in the transaction
     # that deletes: a session an agent appended to while the prompt waited is kept.
-    before_ms = None if before is None else int(before.timestamp() * 1000)
     deleted = {
         i.session_id
-        for i in _with_db(
-            ctx, False, lambda db: run(db.connection, admin.prune, before_ms, keep, stored, False, only=ids)
-        )
+        for i in _with_db(ctx, False, lambda db: db.prune(before=before, keep=keep, project=stored, only=ids))
     }
     if as_json or nl:
         emit([_info_dict(i) for i in infos if i.session_id in deleted], SESSION_COLUMNS, as_json, nl)

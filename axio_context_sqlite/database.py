@@ -426,10 +426,15 @@ class Database:
         keep: int | None = None,
         project: str | None = None,
         dry_run: bool = False,
+        only: Sequence[str] | None = None,
     ) -> list[SessionInfo]:
         """Delete whole sessions last updated before ``before`` and/or beyond the ``keep`` most
-        recently updated (within ``project`` if given); returns them (only lists with ``dry_run``)."""
-        return await run(self._conn, admin.prune, _ms(before), keep, project, dry_run)
+        recently updated (within ``project`` if given); returns them (only lists with ``dry_run``).
+
+        ``only``: of these ids alone, e.g. what a dry run listed and a person confirmed; the
+        criteria are checked again as they are deleted, so one appended to meanwhile is kept.
+        """
+        return await run(self._conn, admin.prune, _ms(before), keep, project, dry_run, only=only)
 
     async def recompress(self, progress: Progress | None = None) -> RecompressReport:
         """Retrain the compression dictionary on the whole database and rewrite every payload

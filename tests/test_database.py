@@ -127,3 +127,22 @@ async def test_open_database_without_create_writes_nothing(tmp_path: Path) -> No
         async with open_database(tmp_path / "sub" / "none.db", create=False):
             pass
     assert not (tmp_path / "sub").exists()
+
+
+async def test_prune_by_count_and_date_and_only_what_still_qualifies(tmp_path: Path) -> None:
+    path = tmp_path / "prune.db"
+    async with connect(path) as conn:
+        for name in ("old-a", "old-b", "new-c"):
+            await SQLiteContextStore(conn, name, project="p").append(text("user", name))
+            await asyncio.sleep(0.01)  # distinct update times
+    async with open_database(path) as db:
+        listed = await db.prune(keep=1, project="p", dry_run=True)
+        assert [i.session_id for i in listed] == ["old-b", "old-a"]
+        assert len((await db.list_sessions()).sessions) == 3  # a dry run deletes nothing
+        # old-b is appended to after it was listed: it now is the newest, and is kept
+        await SQLiteContextStore(db.connection, "old-b", project="p").append(text("user", "again"))
+        deleted = await db.prune(keep=1, project="p", only=[i.session_id for i in listed])
+        assert [i.session_id for i in deleted] == ["old-a"]
+        assert sorted(i.session_id for i in (await db.list_sessions()).sessions) == ["new-c", "old-b"]
+        with pytest.raises(ValueError, match="needs a date"):
+            await db.prune()
