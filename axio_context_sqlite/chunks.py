@@ -262,7 +262,7 @@ def _seal_block(
     block it cannot seal (damaged, too big, a chunk it cannot encode or store) keeps its rows.
     Everything that can fail comes before the rows are touched, and the chunk's INSERT is one
     statement, which SQLite undoes whole when it fails: no savepoint is needed (one left SQLite
-    unable to reuse the pages the block's rows freed, ~5% more file for a fold's blocks).
+    unable to reuse the pages the block's rows freed, and the file grew).
     """
     entries = _block_entries(block, plain)
     if entries is None:

@@ -112,7 +112,7 @@ EXCERPT_CHARS: Final = 160
 #: Characters per column put in the snippet table (bounds the cost of a huge tool output).
 SNIPPET_TEXT_MAX: Final = 65_536
 #: Characters past the first :data:`SNIPPET_TEXT_MAX` of each column that one search tokenizes
-#: looking for a late match (about 20 ms a million); hits past the budget show their start.
+#: looking for a late match; hits past the budget show their start.
 SNIPPET_SCAN_MAX: Final = 8 * 1024 * 1024
 
 _LOW: Final = (1 << ops.SHIFT) - 1
@@ -358,8 +358,8 @@ def _recent(c: Any, q: Query, scope: _Scope | None, expr: str, limit: int) -> li
     """``(message id, 0.0)`` of the newest ``limit`` messages (by time, then id) matching
     ``expr`` that pass the filters.
 
-    No index has created_at, and sorting every match of a common word by it costs about 0.4 us
-    a match (120 ms for 300,000). Instead sessions are walked from the most recently updated
+    No index has created_at, so sorting every match of a common word by it looks up the row of
+    each match. Instead sessions are walked from the most recently updated
     (sorted too, without an index, but sessions are far fewer than messages), each one's own
     rows from its last position back (a message's time does not decrease with its position),
     and the walk stops once ``limit`` are found and the next session was last updated before
@@ -377,8 +377,8 @@ def _recent(c: Any, q: Query, scope: _Scope | None, expr: str, limit: int) -> li
 
     def take(sid: int, lo: int, hi: int) -> None:
         # windows of positions [start, end) from the end back, ascending in each (FTS5 walks a
-        # rowid range backwards about ten times slower), growing until the session's rows can
-        # no longer beat the heap
+        # rowid range backwards much more slowly), growing until the session's rows can no
+        # longer beat the heap
         end, width, taken = hi, 2 * limit, 0
         while end > lo and taken < limit:
             start = max(lo, end - width)
@@ -553,12 +553,11 @@ def _semantic_raw(
 ) -> list[tuple[int, float]]:
     """The nearest ``depth`` of the messages the raw expression matches.
 
-    Scanned exactly (about 2 us a match), with a project as one join on sessions rather than
-    one FTS5 query per session of it (about 30 us each). An expression matching more than
-    :data:`EXACT_ROWS` messages (counted first, about 0.5 us a match up to that) of a search
-    not narrowed to a session goes through the codes instead when they can answer: candidates
-    are asked for until :data:`CANDIDATES` (or 2k) of them match (each checked by FTS5, about
-    25 us), then re-scored exactly, as a plain semantic search is; when even
+    Scanned exactly, with a project as one join on sessions rather than one FTS5 query per
+    session of it. An expression matching more than :data:`EXACT_ROWS` messages (counted
+    first, up to that) of a search not narrowed to a session goes through the codes instead
+    when they can answer: candidates are asked for until :data:`CANDIDATES` (or 2k) of them
+    match (each checked by FTS5), then re-scored exactly, as a plain semantic search is; when even
     :data:`VEC_K_MAX` candidates hold too few matches, the exact scan runs.
     """
     assert q.match is not None
