@@ -3,7 +3,6 @@ a deleted working directory, a ``--db`` symlink to a missing file, an empty json
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import stat
@@ -60,14 +59,6 @@ def while_asked(monkeypatch: pytest.MonkeyPatch) -> Callable[[Callable[[], None]
     return install
 
 
-def _append(db: Path, sid: str, words: str) -> None:
-    async def go() -> None:
-        async with connect(db) as conn:
-            await SQLiteContextStore(conn, sid, project="/p").append(text("user", words))
-
-    asyncio.run(go())
-
-
 def _ids(db: Path) -> list[str]:
     return sorted(s["session_id"] for s in invoke_json("--db", db, "list-sessions", "--json"))
 
@@ -81,7 +72,7 @@ def test_prune_keeps_a_session_appended_to_while_the_prompt_waited(
     db = tmp_path / "context.db"
     invoke("--db", db, "import", _export_file(tmp_path / "old.json", [_session("old-a"), _session("old-b")]))
 
-    prompts = while_asked(lambda: _append(db, "old-a", "IMPORTANT new message"))
+    prompts = while_asked(lambda: make_sessions(db, {"old-a": [text("user", "IMPORTANT new message")]}))
     result = invoke("--db", db, "prune", "--before", "30d", input="y\n")
     assert prompts == ["Delete 2 session(s)?"]  # the agent wrote while the prompt waited
     assert result.stdout == "deleted 1 session(s)\n"
@@ -101,7 +92,7 @@ def test_prune_keep_n_rechecks_the_rule_and_deletes_nothing_unlisted(
 
     # listed: s2020 and s2021 (--keep 1 keeps s2022); meanwhile s2020 becomes the newest, so
     # s2022 would now be beyond the one kept, but it was not listed (nor confirmed)
-    prompts = while_asked(lambda: _append(db, "s2020", "still in use"))
+    prompts = while_asked(lambda: make_sessions(db, {"s2020": [text("user", "still in use")]}))
     result = invoke("--db", db, "prune", "--keep", "1", "--json", input="y\n")
     assert prompts == ["Delete 2 session(s)?"]
     assert [s["session_id"] for s in json.loads(result.stdout)] == ["s2021"]
