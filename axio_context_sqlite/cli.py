@@ -374,16 +374,18 @@ _RANDOM_ID = re.compile(r"[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
 _FETCH_ALL_IDS = 32
 
 
+def _shared(a: str, b: str) -> int:
+    """How many leading characters ``a`` and ``b`` have in common."""
+    return next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
 def _unique_prefix(i: str, others: Iterable[str]) -> str:
     """``i`` cut to the shortest prefix of at least :data:`SHORT_ID` characters none of
     ``others`` starts with (``i`` whole when it is a prefix of one of them)."""
     n = SHORT_ID
     for o in others:
         if o != i:
-            common = next(
-                (k for k, (a, b) in enumerate(zip(i, o, strict=False)) if a != b), min(len(i), len(o))
-            )
-            n = max(n, common + 1)
+            n = max(n, _shared(i, o) + 1)
     return i[: min(n, len(i))]
 
 
@@ -396,7 +398,7 @@ async def _shown_ids(db: Database, ids: Iterable[str | None]) -> dict[str, str]:
     random = sorted(i for i in wanted if _RANDOM_ID.fullmatch(i))
     if len(random) > _FETCH_ALL_IDS:
         # In sorted order, the id sharing the longest prefix with another is next to it.
-        every = sorted({*await db.complete("", limit=2**62), *random})
+        every = sorted({*await db.complete("", limit=COUNT_MAX), *random})
         at = {i: k for k, i in enumerate(every)}
         for i in random:
             k = at[i]
@@ -408,8 +410,7 @@ async def _shown_ids(db: Database, ids: Iterable[str | None]) -> dict[str, str]:
             others = [o for o in await db.complete(i[:n], limit=2) if o != i]
             if not others:
                 break
-            common = next((k for k, (a, b) in enumerate(zip(i, others[0], strict=False)) if a != b), n)
-            n = max(n + 1, common + 1)
+            n = max(n + 1, _shared(i, others[0]) + 1)
         shown[i] = i[:n]
     return shown
 
