@@ -25,6 +25,8 @@ from axio_context.compaction import (
     supports_checkpoints,
     tool_pair_problems,
 )
+from axio_context.blocks import ToolUseBlock
+from axio_context.codec import decode_messages_msgpack, encode_messages_msgpack
 from axio_context.errors import CheckpointsUnsupportedError
 from axio_context.testing import CheckpointStoreContract, ContextStoreContract, PopCheckpointContract, text
 from axio_context.tokens import estimate_tokens
@@ -395,6 +397,28 @@ async def test_lossy_fallback_refuses_when_history_was_rewritten(caplog: pytest.
     assert not await task
     assert inner.items == [text("user", "new start")]
     assert "history changed (not only appends)" in caplog.text
+
+
+class Decoding(Minimal):
+    """A store that decodes every read afresh, as one doing I/O does: no object is shared."""
+
+    async def get_history(self) -> list[Message]:
+        return decode_messages_msgpack(encode_messages_msgpack(self.items))
+
+
+async def test_lossy_fallback_compacts_a_history_holding_a_nan() -> None:
+    # A NaN in a tool input never equals itself as a float: compared as objects, a history read
+    # twice would always look rewritten, and the session would never compact.
+    inner = Decoding()
+    nan_call = Message("assistant", [ToolUseBlock("c1", "probe", {"x": float("nan")})])
+    history = [text("user", "go"), nan_call, results("c1"), *session(3)]
+    store = AutoCompactStore(inner, Recorder(), keep_recent=2, max_tokens=10)
+    await store.append_many(history)
+    assert await store.compact() is True
+    assert is_summary_pair(inner.items)
+    kept = inner.items[2:]
+    assert 2 <= len(kept) < len(history) - 3  # the NaN call was summarized
+    assert kept == history[len(history) - len(kept) :]
 
 
 async def test_wrapping_a_wrapper_still_uses_checkpoints() -> None:

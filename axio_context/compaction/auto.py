@@ -357,7 +357,7 @@ class AutoCompactStore(ContextStore):
         if text is None:
             return False
         now = await self._store.get_history()
-        if now[: len(before)] != before:
+        if not starts_with(now, before):
             logger.warning("Context compaction abandoned: the history changed (not only appends) meanwhile")
             return False
         tokens = await self._store.get_context_tokens()
