@@ -21,6 +21,7 @@ from axio_context.embeddings import HashingEmbedder, Vector
 from axio_context.testing import text
 from axio_context_sqlite import SearchHit, SQLiteContextStore, connect
 from axio_context_sqlite import search as search_module
+from axio_context_sqlite import snippets as snippets_module
 from axio_context_sqlite.database import open_database
 
 from .sqlite_checks import raw_connect
@@ -72,7 +73,7 @@ async def test_late_snippets_stop_at_the_scan_budget(tmp_path: Path, monkeypatch
         full = await db.search("needleword", mode="keyword")
         assert all("[needleword]" in h.marked() for h in full) and len(full) == 2
         # the first hit's late windows take the budget; the second shows its start
-        monkeypatch.setattr(search_module, "SNIPPET_SCAN_MAX", 200_000)
+        monkeypatch.setattr(snippets_module, "SNIPPET_SCAN_MAX", 200_000)
         hits = await db.search("needleword", mode="keyword")
     assert where(hits) == where(full)
     assert "[needleword]" in hits[0].marked()
