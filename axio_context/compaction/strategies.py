@@ -144,9 +144,7 @@ def as_strategy(step: Step) -> Strategy:
 
 def head_length(messages: Sequence[Message]) -> int:
     """How many leading messages are the head: system messages, then an optional summary pair."""
-    i = 0
-    while i < len(messages) and messages[i].role == "system":
-        i += 1
+    i = leading_system_count(messages)
     if is_summary_pair(messages, i):
         i += 2
     return i
