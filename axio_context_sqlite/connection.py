@@ -283,12 +283,14 @@ class Connection(aiosqlite.Connection):
         by the parent of this forked process, or its worker thread gone."""
         if not self._running or not self._connection:
             raise ValueError("Connection closed")  # as aiosqlite's own (run() translates it)
-        if self.pid != os.getpid():
-            raise StoreClosedError(
-                f"this database connection belongs to process {self.pid}, which forked this one; "
-                "open a new connection in this process"
-            )
         if self._thread.ident is not None and not self._thread.is_alive():
+            # os.fork() copies only the forking thread, so a forked child's copy has no worker
+            # either: the process id is asked only here, not on every call.
+            if self.pid != os.getpid():
+                raise StoreClosedError(
+                    f"this database connection belongs to process {self.pid}, which forked this one; "
+                    "open a new connection in this process"
+                )
             raise StoreClosedError(
                 "the database connection's worker thread has stopped; open a new connection"
             )
@@ -602,8 +604,8 @@ def run_inline(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any, **k
     if not isinstance(conn, Connection) or conn.inline_timeout is None or not conn._running:
         return NOT_RUN
     raw: Any = conn._connection  # sqlean's connection (set_busy_timeout is its own)
-    if raw is None or conn.pid != os.getpid() or not conn._thread.is_alive():
-        return NOT_RUN  # the worker path says why
+    if raw is None or not conn._thread.is_alive():
+        return NOT_RUN  # the worker path says why (in a forked child the worker is gone too)
     # Another thread may share the connection: its worker job must not be running meanwhile.
     if not conn.use.acquire(blocking=False):
         return NOT_RUN
