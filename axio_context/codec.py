@@ -464,27 +464,55 @@ def encode_messages_msgpack(messages: Sequence[Message]) -> bytes:
         return _mp_enc.encode([_mp_message(m) for m in messages])
 
 
-def _check_keys(value: Any, where: str) -> None:
-    """Raise TypeError for a mapping key, at any depth of ``value``, that is not a string."""
+#: Tuples, not ``X | Y`` unions: on Python 3.11 isinstance with a union is measurably slower.
+_CONTAINERS: Final = (dict, list, tuple)
+#: The blocks whose plain data :func:`_check_keys` walks.
+_KEYED: Final = (ToolUseBlock, ProviderBlock)
+
+
+def _str_keys_only(value: Any) -> bool:
+    """Whether every mapping key, at any depth of ``value`` (a dict, list or tuple), is a string.
+    Every append runs it, so it builds nothing and calls itself only for containers."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return False
+            if isinstance(v, _CONTAINERS) and not _str_keys_only(v):
+                return False
+    else:
+        for v in value:
+            if isinstance(v, _CONTAINERS) and not _str_keys_only(v):
+                return False
+    return True
+
+
+def _check_keys(block: ToolUseBlock | ProviderBlock, index: int) -> None:
+    """Raise TypeError for a mapping key, at any depth of a tool input or provider data, that is
+    not a string, naming where; the path is built only once such a key is found."""
+    value = block.input if isinstance(block, ToolUseBlock) else block.data
+    if isinstance(value, _CONTAINERS) and not _str_keys_only(value):
+        what = f"tool_use {block.name!r}) input" if isinstance(block, ToolUseBlock) else "provider) data"
+        _raise_bad_key(value, f"block {index} ({what}")
+
+
+def _raise_bad_key(value: Any, where: str) -> None:
     if isinstance(value, dict):
         for k, v in value.items():
             if not isinstance(k, str):
                 raise TypeError(
                     f"{where} has the key {k!r} ({type(k).__name__}); keys must be strings, as in JSON"
                 )
-            _check_keys(v, f"{where}[{k!r}]")
+            _raise_bad_key(v, f"{where}[{k!r}]")
     elif isinstance(value, list | tuple):
         for i, v in enumerate(value):
-            _check_keys(v, f"{where}[{i}]")
+            _raise_bad_key(v, f"{where}[{i}]")
 
 
 def encode_content(content: Sequence[ContentBlock]) -> bytes:
     """A message's content blocks alone as MessagePack: the storage payload."""
     for i, block in enumerate(content):
-        if isinstance(block, ToolUseBlock):
-            _check_keys(block.input, f"block {i} (tool_use {block.name!r}) input")
-        elif isinstance(block, ProviderBlock):
-            _check_keys(block.data, f"block {i} (provider) data")
+        if isinstance(block, _KEYED):
+            _check_keys(block, i)
     try:
         return _mp_enc.encode(content)
     except _ESCAPE_ON:

@@ -22,6 +22,7 @@ BAD_INPUTS: list[tuple[dict[Any, Any], str]] = [
     ({"args": {1: "x"}}, r"input\['args'\] has the key 1 \(int\)"),
     ({"a": [{"b": {None: 1}}]}, r"input\['a'\]\[0\]\['b'\] has the key None \(NoneType\)"),
     ({"t": {(1, 2): 3}}, r"has the key \(1, 2\) \(tuple\)"),
+    ({"a": ({"ok": [1]}, {4: "z"})}, r"input\['a'\]\[1\] has the key 4 \(int\)"),
 ]
 
 
