@@ -16,6 +16,8 @@ from axio_context import (
     TextBlock,
     compact_context,
 )
+from axio_context.blocks import ToolUseBlock
+from axio_context.codec import decode_messages_msgpack, encode_messages_msgpack
 from axio_context.compaction import (
     SUMMARY_ACK,
     ExtractiveSummarizer,
@@ -25,8 +27,6 @@ from axio_context.compaction import (
     supports_checkpoints,
     tool_pair_problems,
 )
-from axio_context.blocks import ToolUseBlock
-from axio_context.codec import decode_messages_msgpack, encode_messages_msgpack
 from axio_context.errors import CheckpointsUnsupportedError
 from axio_context.testing import CheckpointStoreContract, ContextStoreContract, PopCheckpointContract, text
 from axio_context.tokens import estimate_tokens
