@@ -655,37 +655,15 @@ def _message(raw: _MessageIn | _MessageLineIn, where: str) -> MessageRecord:
     return MessageRecord(role=raw.role, content=content, created_at=raw.created_at)
 
 
-def _lone_surrogate_at(value: Any, where: str) -> str | None:
-    """Where in ``value`` (text, or plain data) a lone surrogate is, if anywhere."""
-    if isinstance(value, str):
-        return where if SURROGATE.search(value) else None
-    if isinstance(value, dict):
-        for k, v in value.items():
-            found = _lone_surrogate_at(k, where) or _lone_surrogate_at(v, f"{where}.{k}")
-            if found:
-                return found
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            found = _lone_surrogate_at(v, f"{where}[{i}]")
-            if found:
-                return found
-    return None
-
-
 def _storable_text(h: _HeaderIn, where: str) -> None:
     """Refuse lone surrogates in a session's own text fields: messages and metadata keep them
     exactly (metadata is stored as escaped JSON), but the database's plain text columns (id,
-    project, title, parent) cannot hold them."""
-    for name in ("id", "project", "title", "parent_id"):
-        found = _lone_surrogate_at(getattr(h, name), f"{where}.{name}")
-        if found:
-            raise TranscriptError(f"{found}: holds a lone surrogate, which a session's fields cannot store")
-    for i, cp in enumerate(h.checkpoints):
-        if SURROGATE.search(cp.summarizer):
-            raise TranscriptError(
-                f"{where}.checkpoints[{i}].summarizer: holds a lone surrogate, which a session's fields "
-                "cannot store"
-            )
+    project, title, parent, a checkpoint's summarizer) cannot hold them."""
+    fields = [(f"{where}.{name}", getattr(h, name)) for name in ("id", "project", "title", "parent_id")]
+    fields += [(f"{where}.checkpoints[{i}].summarizer", cp.summarizer) for i, cp in enumerate(h.checkpoints)]
+    for at, text in fields:
+        if text is not None and SURROGATE.search(text):
+            raise TranscriptError(f"{at}: holds a lone surrogate, which a session's fields cannot store")
 
 
 def _count(value: int | None, where: str, low: int = 0) -> None:

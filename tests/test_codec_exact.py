@@ -422,6 +422,13 @@ def test_markdown_shows_them_without_failing() -> None:
     [
         (b'"title":"caf\\udce9"', "$.title"),
         (b'"project":"/home/\\udce9"', "$.project"),
+        (b'"parent_id":"p\\udce9"', "$.parent_id"),
+        (
+            b'"checkpoints":[{"id":1,"position":0,"summarizer":"s\\udce9","created_at":"'
+            + T0.encode()
+            + b'"}]',
+            "$.checkpoints[0].summarizer",
+        ),
     ],
 )
 def test_a_lone_surrogate_in_a_sessions_own_fields_is_named(line: bytes, where: str) -> None:
