@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -26,3 +27,11 @@ def _isolated_cli_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The command line's default database lives in this test's tmp_path, never the user's."""
     monkeypatch.setenv("AXIO_CONTEXT_DB", str(tmp_path / "cli" / "context.db"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+
+
+@pytest.fixture
+def umask_022() -> Iterator[None]:
+    """The common umask while inside, so a file's mode shows what the code chose, not the umask."""
+    old = os.umask(0o022)
+    yield
+    os.umask(old)

@@ -13,7 +13,6 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -90,13 +89,6 @@ def test_export_dash_is_stdout(db: Path, tmp_path: Path, monkeypatch: pytest.Mon
     assert not (tmp_path / "-").exists()
     invoke("--db", db, "export", "--all", "-o", "./-")  # a file named "-" is still reachable
     assert (tmp_path / "-").read_bytes() == result.stdout_bytes
-
-
-@pytest.fixture
-def umask_022() -> Iterator[None]:
-    old = os.umask(0o022)
-    yield
-    os.umask(old)
 
 
 @pytest.mark.usefixtures("umask_022")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -147,13 +147,6 @@ def test_a_deleted_working_directory_is_named(tmp_path: Path, gone: Path) -> Non
 
 
 # --- 6. --db naming a symlink to a missing file ----------------------------------------------------
-
-
-@pytest.fixture
-def umask_022() -> Iterator[None]:
-    old = os.umask(0o022)
-    yield
-    os.umask(old)
 
 
 def test_import_through_a_dangling_db_symlink(tmp_path: Path, umask_022: None) -> None:

@@ -435,18 +435,15 @@ async def test_missing_parent_folders_are_created(tmp_path: Path) -> None:
     assert check_storage(db) == {"s": 1}
 
 
+@pytest.mark.usefixtures("umask_022")
 async def test_new_database_files_are_private(tmp_path: Path) -> None:
-    old = os.umask(0o022)
-    try:
-        db = tmp_path / "private.db"
-        async with connect(db) as conn:
-            await SQLiteContextStore(conn, "s", project="p").append(text_message("one"))
-            modes = {
-                suffix: stat.S_IMODE(db.with_name(db.name + suffix).stat().st_mode)
-                for suffix in ("", "-wal", "-shm")
-            }
-    finally:
-        os.umask(old)
+    db = tmp_path / "private.db"
+    async with connect(db) as conn:
+        await SQLiteContextStore(conn, "s", project="p").append(text_message("one"))
+        modes = {
+            suffix: stat.S_IMODE(db.with_name(db.name + suffix).stat().st_mode)
+            for suffix in ("", "-wal", "-shm")
+        }
     assert modes == {"": 0o600, "-wal": 0o600, "-shm": 0o600}
 
 
