@@ -1,6 +1,7 @@
-"""What an embedder's failure costs an append: a failing one (a service that is down) only the
-batch's embeddings; one that does not fit the store (a wrong dimension or number of vectors)
-the whole append, loudly, since every later batch would fail the same way."""
+"""An embedder that does not fit the store (a wrong dimension or number of vectors) fails the
+whole append, loudly, since every later batch would fail the same way. (One that merely fails,
+a service that is down, costs only the batch's embeddings: tests/test_review2_search.py,
+``test_append_stores_the_message_when_the_embedder_fails_and_reindex_embeds_it``.)"""
 
 from __future__ import annotations
 
