@@ -54,9 +54,8 @@ def _enc_hook(obj: Any) -> Any:
 _json_enc: Final = msgspec.json.Encoder(enc_hook=_enc_hook)
 
 
-#: A JSON string token (the unrolled form: no backtracking on long strings).
-_JSON_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-#: A string token, or a non-finite number (group 1) outside strings, where JSON has none.
+#: A JSON string token (the unrolled form: no backtracking on long strings), or a non-finite
+#: number (group 1) outside strings, where JSON has none.
 _JSON_TOKEN: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|(NaN|-?Infinity)', re.S)
 #: Inside a string: a surrogate pair (group 1, kept), a lone surrogate (group 2), another escape.
 _JSON_ESCAPE: Final = re.compile(

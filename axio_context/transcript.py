@@ -608,7 +608,6 @@ class _MessageLineIn(msgspec.Struct, kw_only=True, tag_field="kind", tag="messag
 _json_doc: Final = msgspec.json.Decoder(_DocumentIn)
 _json_env: Final = msgspec.json.Decoder(_Envelope)
 _jsonl_line: Final = msgspec.json.Decoder(_SessionLineIn | _MessageLineIn)
-_kind_probe: Final = msgspec.json.Decoder(dict[str, Any])
 
 
 def _at(message: str, where: str) -> str:
