@@ -28,7 +28,6 @@ from axio_context.errors import (
     DatabaseNotFoundError,
     DatabaseOpenError,
     EmbedderUnavailableError,
-    EmbeddingMismatchError,
     ReadOnlyDatabaseError,
     SearchQueryError,
 )
@@ -52,7 +51,7 @@ from .fts import match_terms, raw_expression, raw_words
 from .ops import SessionPage
 from .search import MAX_K, MODES, IndexStatus, Mode, Query, ReindexReport, SearchHit, SearchResults
 from .storage import ROLE_CODES
-from .vectors import check_finite, embed_batch
+from .vectors import check_finite, embed_batch, embed_checked
 
 __all__ = [
     "AxioImportReport",
@@ -91,14 +90,7 @@ def _ms(when: datetime | None) -> int | None:
 
 async def _query_vector(emb: Embedder, query: str) -> bytes | None:
     """The query's embedding as a float32 BLOB; None for a zero vector (it is near nothing)."""
-    vectors = await emb.embed([query])
-    if len(vectors) != 1:
-        raise EmbeddingMismatchError(f"embedder {emb.model!r} returned {len(vectors)} vectors for 1 query")
-    [vec] = vectors
-    if len(vec) != emb.dimension:
-        raise EmbeddingMismatchError(
-            f"embedder {emb.model!r} returned a {len(vec)}-d vector; it declares {emb.dimension}"
-        )
+    [vec] = await embed_checked(emb, [query], "query")
     check_finite(emb.model, vec, "the query")
     return vector_to_blob(vec) if any(vec) else None
 

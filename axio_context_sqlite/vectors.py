@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from axio_context.embeddings import Embedder, vector_to_blob
+from axio_context.embeddings import Embedder, Vector, vector_to_blob
 from axio_context.errors import EmbeddingMismatchError
 
 from .ops import Embeddings
 from .vec import binary_code
 
-__all__ = ["check_finite", "embed_batch", "embedding_text"]
+__all__ = ["check_finite", "embed_batch", "embed_checked", "embedding_text"]
 
 
 def embedding_text(body: str, tool: str) -> str:
@@ -29,6 +29,23 @@ def check_finite(model: str, vector: Sequence[float], what: str) -> None:
         )
 
 
+async def embed_checked(embedder: Embedder, texts: Sequence[str], what: str = "texts") -> list[Vector]:
+    """``embedder``'s vectors for ``texts``; :class:`EmbeddingMismatchError` for a wrong number of
+    them or one of another width than it declares (``what`` names the texts in the message)."""
+    vectors = await embedder.embed(texts)
+    if len(vectors) != len(texts):
+        raise EmbeddingMismatchError(
+            f"embedder {embedder.model!r} returned {len(vectors)} vectors for {len(texts)} {what}"
+        )
+    for vector in vectors:
+        if len(vector) != embedder.dimension:
+            raise EmbeddingMismatchError(
+                f"embedder {embedder.model!r} returned a {len(vector)}-d vector;"
+                f" it declares {embedder.dimension}"
+            )
+    return list(vectors)
+
+
 async def embed_batch(embedder: Embedder, texts: Sequence[tuple[str, str]], codes: bool) -> Embeddings:
     """Embed a batch's ``(body, tool)`` texts; messages without text, or whose vector is zero or
     not finite (NaN: an embedder dividing by the zero norm of a text it has no words for), get none.
@@ -40,17 +57,8 @@ async def embed_batch(embedder: Embedder, texts: Sequence[tuple[str, str]], code
     wanted = [(i, text) for i, text in wanted if text.strip()]
     rows: list[tuple[int, bytes, bytes | None]] = []
     if wanted:
-        vectors = await embedder.embed([text for _, text in wanted])
-        if len(vectors) != len(wanted):
-            raise EmbeddingMismatchError(
-                f"embedder {embedder.model!r} returned {len(vectors)} vectors for {len(wanted)} texts"
-            )
+        vectors = await embed_checked(embedder, [text for _, text in wanted])
         for (i, _), vector in zip(wanted, vectors, strict=True):
-            if len(vector) != embedder.dimension:
-                raise EmbeddingMismatchError(
-                    f"embedder {embedder.model!r} returned a {len(vector)}-d vector;"
-                    f" it declares {embedder.dimension}"
-                )
             if not any(vector) or not all(map(math.isfinite, vector)):
                 # A zero vector would sit near every query, a NaN one at no distance from
                 # anything: neither ranks, so neither is kept; the message stays unembedded.
