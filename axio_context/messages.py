@@ -121,8 +121,9 @@ def _input_text(value: Any) -> str:
 
     msgspec writes it; the standard library spells what msgspec cannot (lone surrogates in
     strings, huge integers); keys JSON has no spelling for (``None``, bools, tuples: the codec
-    stores them) are written as their own JSON text first. The text of an input msgspec writes
-    never changes: the keyword index removes a row by feeding it the text again.
+    refuses them now, but rows stored before it did hold them) are written as their own JSON
+    text first. The text of an input msgspec writes never changes: the keyword index removes a
+    row by feeding it the text again.
     """
     try:
         return _input_json.encode(value).decode()
