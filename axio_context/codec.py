@@ -434,18 +434,12 @@ def decode_json(data: bytes | str, tp: type[T]) -> T:
 
 def encode_message_json(message: Message) -> bytes:
     """One message as JSON (images as base64)."""
-    try:
-        return _json_enc.encode(message)
-    except UnicodeEncodeError:
-        return _json_exact(message)
+    return encode_json(message)
 
 
 def encode_messages_json(messages: Sequence[Message]) -> bytes:
     """A list of messages as one JSON array."""
-    try:
-        return _json_enc.encode(messages)
-    except UnicodeEncodeError:
-        return _json_exact(messages)
+    return encode_json(messages)
 
 
 def encode_message_msgpack(message: Message) -> bytes:
