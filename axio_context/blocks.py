@@ -232,11 +232,12 @@ def from_dict(data: dict[str, Any]) -> ContentBlock:
     return block
 
 
+#: The block types a tool result's ``content`` list may hold (:data:`ToolResultContent`).
+_NESTED_TYPES: Final = ("text", "image", "audio", "video")
+
+
 def _has_unknown_nested(data: dict[str, Any]) -> bool:
     content = data.get("content")
     if not isinstance(content, list):
         return False
-    return any(
-        isinstance(item, dict) and item.get("type") not in ("text", "image", "audio", "video")
-        for item in content
-    )
+    return any(isinstance(item, dict) and item.get("type") not in _NESTED_TYPES for item in content)

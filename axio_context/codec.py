@@ -50,6 +50,7 @@ from ._json import (
     decode_json_exact,
 )
 from .blocks import (
+    _NESTED_TYPES,
     KNOWN_BLOCK_TYPES,
     ContentBlock,
     ProviderBlock,
@@ -169,7 +170,6 @@ class _TreeMessage(msgspec.Struct):
     content: list[Any] = msgspec.field(default_factory=list)
 
 
-_NESTED_KNOWN: Final = frozenset({"text", "image", "audio", "video"})
 #: What MessagePack carries natively and JSON as text: kept as they are when a block is built
 #: from decoded MessagePack (so a string is never taken for base64 bytes).
 _MP_NATIVE: Final = (bytes, bytearray, memoryview, datetime.datetime)
@@ -214,7 +214,7 @@ class _Format:
             nested = self.nested.decode(raw).content
         except msgspec.DecodeError:
             return False
-        return not isinstance(nested, str) and any(t.type not in _NESTED_KNOWN for t in nested)
+        return not isinstance(nested, str) and any(t.type not in _NESTED_TYPES for t in nested)
 
     def message(self, raw: _RawMessage, where: str) -> Message:
         content = [self.block(b, f"{where}.content[{i}]") for i, b in enumerate(raw.content)]
