@@ -159,7 +159,7 @@ class HashingEmbedder:
     Measured on tests/data/retrieval.json: 384 buckets gave recall@5 0.90 (256: 0.87); word
     pairs as extra features lowered it, so they are left out. The vectors are sparse (about two
     thirds of the coordinates of a paragraph's vector are 0): quantize them with
-    :func:`axio_context_sqlite.vec.binary_code`, not by taking the sign of each coordinate.
+    :func:`axio_context_sqlite.store.vec.binary_code`, not by taking the sign of each coordinate.
     """
 
     #: Text beyond this many characters is ignored (bounds the cost of huge tool outputs).

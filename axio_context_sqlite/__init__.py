@@ -6,12 +6,12 @@ session_id, project=None)`` is one session in it, with axio's ContextStore surfa
 export, import, maintenance).
 """
 
-from .connection import Connection, connect
 from .database import Database, open_database
-from .ops import SessionPage
-from .schema import SCHEMA_VERSION
-from .search import IndexStatus, Mode, ReindexReport, SearchHit
-from .store import SQLiteContextStore
+from .search.engine import IndexStatus, Mode, ReindexReport, SearchHit
+from .store.connection import Connection, connect
+from .store.context_store import SQLiteContextStore
+from .store.ops import SessionPage
+from .store.schema import SCHEMA_VERSION
 
 __all__ = [
     "SCHEMA_VERSION",

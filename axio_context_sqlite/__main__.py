@@ -1,6 +1,6 @@
 """``python -m axio_context_sqlite``: the ``axio-context`` command line."""
 
-from .cli import main
+from .cli.commands import main
 
 if __name__ == "__main__":
     main()

@@ -34,8 +34,9 @@ from axio_context.errors import (
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FormatName, TranscriptWriter, writer_for
 
-from . import admin, axio_migration, search
-from .admin import (
+from .admin import axio_migration
+from .admin import maintenance as admin
+from .admin.maintenance import (
     AxioImportReport,
     ExportSummary,
     ImportReport,
@@ -46,12 +47,13 @@ from .admin import (
     Stats,
     VacuumReport,
 )
-from .connection import connect, run, truncate_wal
-from .fts import match_terms, raw_expression, raw_words
-from .ops import SessionPage
-from .search import MAX_K, MODES, IndexStatus, Mode, Query, ReindexReport, SearchHit, SearchResults
-from .storage import ROLE_CODES
-from .vectors import check_finite, embed_batch, embed_checked
+from .search import engine as search
+from .search.engine import MAX_K, MODES, IndexStatus, Mode, Query, ReindexReport, SearchHit, SearchResults
+from .search.fts import match_terms, raw_expression, raw_words
+from .store.connection import connect, run, truncate_wal
+from .store.embedding import check_finite, embed_batch, embed_checked
+from .store.ops import SessionPage
+from .store.packing import ROLE_CODES
 
 __all__ = [
     "AxioImportReport",
@@ -140,7 +142,7 @@ class Database:
 
     async def info(self, session_id: str) -> SessionInfo:
         """One session's listing entry."""
-        from . import ops
+        from .store import ops
 
         return await run(self._conn, ops.session_info, session_id)
 

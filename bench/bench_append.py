@@ -40,10 +40,11 @@ from typing import Any, Final
 import sqlean
 
 from axio_context.messages import text_columns
-from axio_context_sqlite import SQLiteContextStore, appending, connect, connection, indexing
-from axio_context_sqlite import store as store_module
-from axio_context_sqlite.fts import FTS_TOKENIZE
-from axio_context_sqlite.storage import encode_message
+from axio_context_sqlite import SQLiteContextStore, connect
+from axio_context_sqlite.search.fts import FTS_TOKENIZE
+from axio_context_sqlite.store import appending, connection, indexing
+from axio_context_sqlite.store import context_store as store_module
+from axio_context_sqlite.store.packing import encode_message
 
 from .workload import transcript
 

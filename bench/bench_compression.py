@@ -25,7 +25,7 @@ from typing import Any
 import zstandard
 
 from axio_context_sqlite import SQLiteContextStore, connect, open_database
-from axio_context_sqlite.storage import (
+from axio_context_sqlite.store.packing import (
     COMPRESS_MIN,
     DICT_COMPRESS_MIN,
     DICT_SIZE,

@@ -46,7 +46,7 @@ import sqlean
 
 from axio_context.embeddings import HashingEmbedder
 from axio_context.messages import searchable_text
-from axio_context_sqlite.vec import (
+from axio_context_sqlite.store.vec import (
     CODE_ROTATIONS,
     _signs,
     binary_code,

@@ -17,8 +17,8 @@ import msgspec
 from axio_context import Message
 from axio_context.embeddings import HashingEmbedder, vector_to_blob
 from axio_context.messages import searchable_text, text_columns
-from axio_context_sqlite.fts import BM25_WEIGHTS, FTS_TOKENIZE, match_expression
-from axio_context_sqlite.ranking import reciprocal_rank_fusion
+from axio_context_sqlite.search.fts import BM25_WEIGHTS, FTS_TOKENIZE, match_expression
+from axio_context_sqlite.search.ranking import reciprocal_rank_fusion
 
 DATA = Path(__file__).parent / "data" / "retrieval.json"
 

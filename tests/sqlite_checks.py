@@ -14,9 +14,10 @@ import msgspec
 import sqlean
 
 from axio_context import Message, TextBlock
-from axio_context_sqlite import chunks, storage
-from axio_context_sqlite.indexing import row_text
-from axio_context_sqlite.storage import FLAG_BLOBS, FLAG_SEALED, blob_digests
+from axio_context_sqlite.store import chunks
+from axio_context_sqlite.store import packing as storage
+from axio_context_sqlite.store.indexing import row_text
+from axio_context_sqlite.store.packing import FLAG_BLOBS, FLAG_SEALED, blob_digests
 
 
 def raw_connect(path: Path) -> Any:

@@ -17,8 +17,8 @@ from axio_context import Message, TextBlock
 from axio_context.testing import every_block_message, text
 from axio_context.transcript import iter_jsonl, read_json
 from axio_context_sqlite import SQLiteContextStore, connect
-from axio_context_sqlite.chunks import CHUNK
 from axio_context_sqlite.cli import cli
+from axio_context_sqlite.store.chunks import CHUNK
 
 from .cli_helpers import build_rich_db, check_storage, invoke, invoke_json, make_sessions
 from .sqlite_checks import scalar
@@ -844,7 +844,9 @@ def test_shell_completion_of_session_ids(rich: dict[str, str]) -> None:
 def test_python_dash_m_entry_point_module() -> None:
     import axio_context_sqlite.__main__ as entry
 
-    assert entry.main.__module__ == "axio_context_sqlite.cli"
+    import axio_context_sqlite.cli as cli_package
+
+    assert entry.main is cli_package.main
 
 
 def test_every_block_type_survives_show_json(db: Path) -> None:

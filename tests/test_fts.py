@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from axio_context import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from axio_context.errors import AxioContextError, SearchQueryError
 from axio_context.messages import searchable_text, text_columns
-from axio_context_sqlite.fts import (
+from axio_context_sqlite.search.fts import (
     BM25_WEIGHTS,
     FTS_TOKENIZE,
     MAX_TERMS,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from axio_context_sqlite.ranking import RRF_K, Fused, reciprocal_rank_fusion
+from axio_context_sqlite.search.ranking import RRF_K, Fused, reciprocal_rank_fusion
 
 
 def test_scores_are_the_rrf_sum_and_both_lists_beat_one() -> None:

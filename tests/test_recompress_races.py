@@ -24,8 +24,10 @@ from typing import Any
 import pytest
 
 from axio_context import Message, TextBlock, ToolResultBlock
-from axio_context_sqlite import Database, SQLiteContextStore, admin, connect, storage
+from axio_context_sqlite import Database, SQLiteContextStore, connect
+from axio_context_sqlite.admin import maintenance as admin
 from axio_context_sqlite.database import RecompressReport
+from axio_context_sqlite.store import packing as storage
 
 from .sqlite_checks import check_storage, column
 from .words import prose

@@ -12,7 +12,7 @@ import pytest
 import sqlean
 
 from axio_context.embeddings import HashingEmbedder
-from axio_context_sqlite.vec import load_sqlite_vec
+from axio_context_sqlite.store.vec import load_sqlite_vec
 
 from .retrieval_set import RetrievalSet, build_index, evaluate, load_retrieval_set, ranking, recall_at
 

@@ -23,7 +23,7 @@ from axio_context.errors import DecodeError, TranscriptError
 from axio_context.testing import text
 from axio_context.transcript import format_time, parse_time
 from axio_context_sqlite import SQLiteContextStore, connect, open_database
-from axio_context_sqlite.admin import Stats
+from axio_context_sqlite.admin.maintenance import Stats
 from axio_context_sqlite.errors import CorruptDatabaseError
 
 from .cli_helpers import check_storage, invoke

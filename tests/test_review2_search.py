@@ -25,10 +25,10 @@ from axio_context.errors import (
 )
 from axio_context.testing import text
 from axio_context_sqlite import SearchHit, SQLiteContextStore, connect
-from axio_context_sqlite import search as search_module
 from axio_context_sqlite.database import Database, open_database
-from axio_context_sqlite.fts import raw_words
-from axio_context_sqlite.vec import brute_force_knn
+from axio_context_sqlite.search import engine as search_module
+from axio_context_sqlite.search.fts import raw_words
+from axio_context_sqlite.store.vec import brute_force_knn
 
 from .sqlite_checks import raw_connect
 from .test_search import plain_sqlean

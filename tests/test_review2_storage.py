@@ -18,10 +18,11 @@ from axio_context.blocks import ToolUseBlock
 from axio_context.embeddings import HashingEmbedder
 from axio_context.errors import CorruptDataError
 from axio_context.messages import text_columns
-from axio_context_sqlite import Database, SQLiteContextStore, chunks, connect
-from axio_context_sqlite.chunks import CHUNK, SEAL_TAIL
-from axio_context_sqlite.connection import run
-from axio_context_sqlite.storage import FLAG_ZSTD
+from axio_context_sqlite import Database, SQLiteContextStore, connect
+from axio_context_sqlite.store import chunks
+from axio_context_sqlite.store.chunks import CHUNK, SEAL_TAIL
+from axio_context_sqlite.store.connection import run
+from axio_context_sqlite.store.packing import FLAG_ZSTD
 
 from .sqlite_checks import check_storage, column, raw_connect, scalar, text_message, texts
 

@@ -20,9 +20,9 @@ import pytest
 from axio_context.embeddings import HashingEmbedder, Vector
 from axio_context.testing import text
 from axio_context_sqlite import SearchHit, SQLiteContextStore, connect
-from axio_context_sqlite import search as search_module
-from axio_context_sqlite import snippets as snippets_module
 from axio_context_sqlite.database import open_database
+from axio_context_sqlite.search import engine as search_module
+from axio_context_sqlite.search import snippets as snippets_module
 
 from .sqlite_checks import raw_connect
 

@@ -29,8 +29,8 @@ from axio_context.errors import (
 )
 from axio_context.testing import text
 from axio_context_sqlite import SearchHit, SQLiteContextStore, connect
-from axio_context_sqlite import search as search_module
 from axio_context_sqlite.database import Database, open_database
+from axio_context_sqlite.search import engine as search_module
 
 from .sqlite_checks import raw_connect
 

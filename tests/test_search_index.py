@@ -12,7 +12,7 @@ from axio_context.embeddings import Embedder, HashingEmbedder, Vector
 from axio_context.errors import EmbeddingMismatchError
 from axio_context.testing import text
 from axio_context_sqlite import Database, SQLiteContextStore, connect, open_database
-from axio_context_sqlite.vec import code_bits
+from axio_context_sqlite.store.vec import code_bits
 
 from .fixtures.make_fixture import load
 from .retrieval_set import load_retrieval_set, recall_at
@@ -94,7 +94,7 @@ async def test_reindex_is_resumable_and_embeds_each_message_once(tmp_path: Path)
     assert counts(path) == {"messages": 500, "vectors": 450, "dims": 1}
     raw = raw_connect(path)
     try:
-        from axio_context_sqlite.vec import load_sqlite_vec
+        from axio_context_sqlite.store.vec import load_sqlite_vec
 
         assert load_sqlite_vec(raw)
         assert raw.execute("SELECT COUNT(*) FROM message_codes").fetchone()[0] == 450
@@ -134,7 +134,7 @@ async def test_reindex_refuses_another_model_unless_rebuilding(tmp_path: Path) -
         assert (await db.embedder()).dimension == 128
     raw = raw_connect(path)
     try:
-        from axio_context_sqlite.vec import load_sqlite_vec
+        from axio_context_sqlite.store.vec import load_sqlite_vec
 
         assert load_sqlite_vec(raw)
         sql = raw.execute("SELECT sql FROM sqlite_master WHERE name = 'message_codes'").fetchone()[0]

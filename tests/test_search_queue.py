@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from axio_context.testing import text
-from axio_context_sqlite import Database, SQLiteContextStore, appending, connect, indexing, open_database
+from axio_context_sqlite import Database, SQLiteContextStore, connect, open_database
+from axio_context_sqlite.store import appending, indexing
 
 from .sqlite_checks import scalar
 

@@ -15,8 +15,10 @@ import pytest
 from axio_context import ImageBlock, Message, TextBlock, UnknownBlock
 from axio_context.embeddings import HashingEmbedder
 from axio_context.errors import CorruptDataError
-from axio_context_sqlite import Database, SQLiteContextStore, chunks, connect, open_database, storage
-from axio_context_sqlite.chunks import CHUNK, SEAL_TAIL
+from axio_context_sqlite import Database, SQLiteContextStore, connect, open_database
+from axio_context_sqlite.store import chunks
+from axio_context_sqlite.store import packing as storage
+from axio_context_sqlite.store.chunks import CHUNK, SEAL_TAIL
 
 from .sqlite_checks import check_storage, column, raw_connect, scalar
 from .test_sqlite_compression import transcript

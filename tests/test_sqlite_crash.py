@@ -32,7 +32,8 @@ import sqlean
 
 from axio_context import ImageBlock, Message
 from axio_context.compaction import SUMMARY_ACK, AutoCompactStore, ExtractiveSummarizer
-from axio_context_sqlite import SQLiteContextStore, chunks, connect
+from axio_context_sqlite import SQLiteContextStore, connect
+from axio_context_sqlite.store import chunks
 
 from .procs import SEALING_ENV
 from .procs.crash_worker import IMAGES, PROJECT

@@ -15,17 +15,10 @@ import pytest
 
 from axio_context import ImageBlock, Message, TextBlock
 from axio_context.errors import DecodeError
-from axio_context_sqlite import (
-    Connection,
-    Database,
-    SQLiteContextStore,
-    appending,
-    connect,
-    connection,
-    indexing,
-)
-from axio_context_sqlite import store as store_module
-from axio_context_sqlite.connection import run
+from axio_context_sqlite import Connection, Database, SQLiteContextStore, connect
+from axio_context_sqlite.store import appending, connection, indexing
+from axio_context_sqlite.store import context_store as store_module
+from axio_context_sqlite.store.connection import run
 
 from .lock_holder import holding_lock
 from .sqlite_checks import check_storage, scalar, text_message, texts

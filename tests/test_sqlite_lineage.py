@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from axio_context import Checkpoint, ImageBlock, MemoryContextStore, Message, TextBlock
-from axio_context_sqlite import SQLiteContextStore, chunks, connect, indexing
+from axio_context_sqlite import SQLiteContextStore, connect
+from axio_context_sqlite.store import chunks, indexing
 
 from .sqlite_checks import check_storage
 

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from axio_context.errors import DatabaseError, SchemaVersionError
 from axio_context.transcript import format_time
-from axio_context_sqlite import SCHEMA_VERSION, SQLiteContextStore, chunks, connect, open_database, schema
+from axio_context_sqlite import SCHEMA_VERSION, SQLiteContextStore, connect, open_database
+from axio_context_sqlite.store import chunks, schema
 
 from .fixtures.make_fixture import export, load
 from .sqlite_checks import check_storage, raw_connect, scalar, text_message

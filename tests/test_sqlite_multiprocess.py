@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from axio_context_sqlite import SQLiteContextStore, chunks, connect
+from axio_context_sqlite import SQLiteContextStore, connect
+from axio_context_sqlite.store import chunks
 
 from .procs import SEALING_ENV
 from .sqlite_checks import check_storage, scalar, texts

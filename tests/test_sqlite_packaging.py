@@ -59,7 +59,7 @@ INSTALLED = textwrap.dedent(
     from pathlib import Path
     import axio_context_sqlite
     from axio_context_sqlite import SCHEMA_VERSION, connect
-    from axio_context_sqlite.schema import schema_text
+    from axio_context_sqlite.store.schema import schema_text
 
     async def main():
         with tempfile.TemporaryDirectory() as tmp:

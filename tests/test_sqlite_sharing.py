@@ -23,7 +23,8 @@ import aiosqlite.core
 import pytest
 
 from axio_context.errors import StoreClosedError
-from axio_context_sqlite import SQLiteContextStore, connect, indexing, open_database
+from axio_context_sqlite import SQLiteContextStore, connect, open_database
+from axio_context_sqlite.store import indexing
 
 from .sqlite_checks import check_storage, text_message, texts
 

@@ -14,7 +14,7 @@ import pytest
 import sqlean
 
 from axio_context.embeddings import HashingEmbedder, vector_to_blob
-from axio_context_sqlite.vec import (
+from axio_context_sqlite.store.vec import (
     CODE_ROTATIONS,
     binary_code,
     brute_force_knn,

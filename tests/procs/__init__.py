@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from axio_context_sqlite import chunks, indexing
+from axio_context_sqlite.store import chunks, indexing
 
 #: Environment variable a test sets to make a child seal constantly: "CHUNK,SEAL_TAIL,FLUSH_AT".
 SEALING_ENV = "AXIO_TEST_SEALING"

@@ -20,9 +20,9 @@ from axio_context.blocks import TextBlock
 from axio_context.errors import DecodeError
 from axio_context.messages import PREVIEW_CHARS, Message, replace_lone_surrogates
 
-from . import indexing, storage
+from . import indexing, packing
 from .ops import Embeddings, _add_blob_refs, key, now_ms
-from .storage import DICT_SHIFT, EncodedMessage, write_tx
+from .packing import DICT_SHIFT, EncodedMessage, write_tx
 
 __all__ = [
     "after_inline_append",
@@ -198,12 +198,12 @@ def ensure_dictionaries(c: Any, encoded: Sequence[EncodedMessage]) -> Sequence[E
 def _reencode(c: Any, encoded: Sequence[EncodedMessage]) -> list[EncodedMessage]:
     """Payloads made with a dictionary that is gone, compressed again with the newest one (the
     old one is still in this connection's memory, which is how they are read back)."""
-    dicts = storage.bound()
+    dicts = packing.bound()
     dicts.load()
     out = []
     for e in encoded:
         if e.flags >> DICT_SHIFT:
-            flags, payload = storage.recompress(dicts, e.flags, e.payload)
+            flags, payload = packing.recompress(dicts, e.flags, e.payload)
             e = msgspec.structs.replace(e, flags=flags, payload=payload)
         out.append(e)
     return out
@@ -212,7 +212,7 @@ def _reencode(c: Any, encoded: Sequence[EncodedMessage]) -> list[EncodedMessage]
 def _after_append(c: Any, flags: Sequence[int]) -> None:
     """Count committed compressed payloads toward the database's first dictionary, and train it
     when due (:class:`.storage.Dictionaries`)."""
-    dicts = storage.bound_or_none()
+    dicts = packing.bound_or_none()
     if dicts is not None:
         dicts.count(flags)
         train_if_due(c)
@@ -224,7 +224,7 @@ def train_if_due(c: Any) -> None:
     Runs after committed writes: nothing here may fail them, so a failed training (locked,
     read-only, disk full) is left for a later write to retry; it costs compression ratio only.
     """
-    dicts = storage.bound_or_none()
+    dicts = packing.bound_or_none()
     if dicts is None or c.in_transaction:
         return
     try:

@@ -55,14 +55,15 @@ from axio_context.errors import (
     VecUnavailableError,
 )
 
-from . import chunks, indexing, ops, snippets
-from .errors import translate_error
+from ..errors import translate_error
+from ..store import chunks, indexing, ops
+from ..store.indexing import CODES_TABLE
+from ..store.ops import iso, key, read_tx, write_tx
+from ..store.packing import ROLE_NAMES, ROW_ERRORS
+from ..store.vec import binary_code, brute_force_knn
+from . import snippets
 from .fts import BM25_WEIGHTS, fts_errors, match_terms
-from .indexing import CODES_TABLE
-from .ops import iso, key, read_tx, write_tx
 from .ranking import reciprocal_rank_fusion
-from .storage import ROLE_NAMES, ROW_ERRORS
-from .vec import binary_code, brute_force_knn
 
 __all__ = [
     "CANDIDATES",

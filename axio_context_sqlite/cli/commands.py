@@ -34,10 +34,10 @@ from axio_context.errors import AxioContextError, EmbedderUnavailableError
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FORMATS, FormatName, message_range, render_blocks, render_header
 
-from .admin import SIDE_SUFFIXES, STDIN, writing
-from .database import HASHING_MODEL, Database, RecompressReport, VacuumReport, open_database
-from .ops import SessionPage
-from .search import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit, SearchResults
+from ..admin.maintenance import SIDE_SUFFIXES, STDIN, writing
+from ..database import HASHING_MODEL, Database, RecompressReport, VacuumReport, open_database
+from ..search.engine import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit, SearchResults
+from ..store.ops import SessionPage
 
 __all__ = ["cli", "default_db_path", "main"]
 

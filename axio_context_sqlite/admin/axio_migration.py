@@ -24,8 +24,10 @@ from axio_context.errors import DecodeError, NotAnAxioDatabaseError
 from axio_context.messages import SURROGATE, Message
 from axio_context.transcript import SessionHeader, format_time, parse_time
 
-from . import appending, ops
-from .admin import (
+from ..errors import translate_error
+from ..store import appending, ops
+from ..store.packing import ROLE_NAMES
+from .maintenance import (
     AxioImportReport,
     _full,
     _insert_messages,
@@ -34,8 +36,6 @@ from .admin import (
     _set_aside,
     _Stamped,
 )
-from .errors import translate_error
-from .storage import ROLE_NAMES
 
 __all__ = ["import_axio"]
 

@@ -27,8 +27,8 @@ import msgspec
 from axio_context.blocks import ContentBlock
 from axio_context.errors import CorruptDataError
 
-from . import storage
-from .storage import FLAG_BLOBS, FLAG_SEALED, ROW_ERRORS, inflate, pack
+from . import packing
+from .packing import FLAG_BLOBS, FLAG_SEALED, ROW_ERRORS, inflate, pack
 
 __all__ = [
     "CHUNK",
@@ -81,7 +81,7 @@ def chunk_of(mid: int) -> int:
 
 
 def encode_chunk(
-    entries: Sequence[tuple[int, int, bytes]], dicts: storage.Dictionaries | None
+    entries: Sequence[tuple[int, int, bytes]], dicts: packing.Dictionaries | None
 ) -> tuple[int, bytes]:
     """``(flags, payload)`` of a chunk of ``(role, flags, content MessagePack)`` entries."""
     return pack(_encoder.encode([(r, f & FLAG_BLOBS, msgspec.Raw(p)) for r, f, p in entries]), dicts)
@@ -149,7 +149,7 @@ def unseal(c: Any, chunk: int) -> None:
     entries = Reader(c).find(chunk)
     if entries is None:
         return
-    dicts = storage.writing(c)
+    dicts = packing.writing(c)
     updates = []
     for i, (_, eflags, raw) in enumerate(entries):
         zflags, packed = pack(bytes(raw), dicts)
@@ -183,7 +183,7 @@ def seal_all(c: Any) -> int:
     ]
     written = 0
     for sid in sids:
-        with storage.write_tx(c):
+        with packing.write_tx(c):
             written += seal_after_fold(c, [sid << 32])
     return written
 
@@ -204,7 +204,7 @@ def seal_after_fold(c: Any, folded: Iterable[int], plain: Mapping[int, bytes] | 
             first[sid] = pos
     if not first:
         return 0
-    dicts = storage.writing(c)
+    dicts = packing.writing(c)
     plain = plain or {}
     written = 0
     for sid, pos in sorted(first.items()):
@@ -254,7 +254,7 @@ def _block_entries(block: Sequence[Any], plain: Mapping[int, bytes]) -> list[tup
 
 
 def _seal_block(
-    c: Any, block: Sequence[Any], plain: Mapping[int, bytes], dicts: storage.Dictionaries | None
+    c: Any, block: Sequence[Any], plain: Mapping[int, bytes], dicts: packing.Dictionaries | None
 ) -> int:
     """Seal one complete block of unsealed rows; returns 1, or 0 when it stays as it is.
 

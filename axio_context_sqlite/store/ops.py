@@ -37,9 +37,9 @@ from axio_context.errors import CheckpointError, CorruptDataError, DecodeError, 
 from axio_context.messages import Message, SessionInfo
 from axio_context.transcript import format_time
 
-from . import chunks, indexing, storage
+from . import chunks, indexing, packing
 from .chunks import CHUNK_ERRORS, chunk_of, decode_chunk, decode_chunk_content
-from .storage import (
+from .packing import (
     DICT_SHIFT,
     FLAG_BLOBS,
     FLAG_SEALED,
@@ -199,7 +199,7 @@ def read_messages(
     out: list[Any] = []
     with_media: list[tuple[int, int, Any, list[Any]]] = []  # (index in out, position, role, content)
     fetch = _fetch_blobs(c)
-    dicts = storage.bound_or_none()
+    dicts = packing.bound_or_none()
     # The flags of the last dictionary payload and that dictionary's decompressor: a session's
     # rows rarely use two, so most rows take the first branch below.
     dict_flags, undict = -1, None
@@ -569,10 +569,10 @@ def _copy_rows(c: Any, lo_key: int, hi_key: int, dest_sid: int) -> None:
     ).fetchall()
     if not cut:
         return
-    reader, dicts = chunks.Reader(c), storage.writing(c)
+    reader, dicts = chunks.Reader(c), packing.writing(c)
     copies = []
     for mid, role, flags, created_at, tokens in cut:
-        zflags, packed = storage.pack(reader.plain(mid, flags, b""), dicts)
+        zflags, packed = packing.pack(reader.plain(mid, flags, b""), dicts)
         copies.append((dest + (mid & _LOW), role, flags & FLAG_BLOBS | zflags, created_at, tokens, packed))
     c.executemany(
         "INSERT INTO messages (id, role, flags, created_at, tokens, payload) VALUES (?, ?, ?, ?, ?, ?)",

@@ -29,9 +29,9 @@ from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
 
 from . import appending, ops
 from .connection import NOT_RUN, checkpoint_due, run, run_inline, run_short
+from .embedding import embed_batch
 from .ops import SessionPage
-from .storage import EncodedMessage, encode_message, write_tx
-from .vectors import embed_batch
+from .packing import EncodedMessage, encode_message, write_tx
 
 __all__ = ["SQLiteContextStore"]
 

@@ -29,7 +29,7 @@ from axio_context.errors import EmbeddingMismatchError
 from axio_context.messages import Message, text_columns
 
 from . import chunks
-from .storage import ROLE_NAMES, ROW_ERRORS, inflate
+from .packing import ROLE_NAMES, ROW_ERRORS, inflate
 from .vec import code_bits
 
 __all__ = [

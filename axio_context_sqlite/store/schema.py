@@ -28,7 +28,7 @@ def schema_text() -> str:
     packaged = resources.files("axio_context_sqlite").joinpath("schema.sql")
     if packaged.is_file():
         return packaged.read_text(encoding="utf-8")
-    return (Path(__file__).resolve().parent.parent / "schema.sql").read_text(encoding="utf-8")
+    return (Path(__file__).resolve().parents[2] / "schema.sql").read_text(encoding="utf-8")
 
 
 @cache

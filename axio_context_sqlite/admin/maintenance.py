@@ -50,13 +50,13 @@ from axio_context.transcript import (
     sniff_format,
 )
 
-from . import appending, chunks, indexing, ops, storage
-from .connection import truncate_wal
-from .ops import SessionPage, key
-from .storage import encode_message
+from ..store import appending, chunks, indexing, ops, packing
+from ..store.connection import truncate_wal
+from ..store.ops import SessionPage, key
+from ..store.packing import encode_message
 
 if TYPE_CHECKING:
-    from .connection import _Checkpointer
+    from ..store.connection import _Checkpointer
 
 __all__ = [
     "AxioImportReport",
@@ -469,7 +469,7 @@ def _insert_messages(c: Any, sid: int, first: int, batch: Sequence[_Stamped]) ->
     texts: list[tuple[str, str]] = []
     blobs: list[tuple[bytes, bytes]] = []
     spent = 0
-    dicts = storage.bound_or_none()
+    dicts = packing.bound_or_none()
     encoded = appending.ensure_dictionaries(
         c, [encode_message(m.message, text=True, dicts=dicts) for m in batch]
     )
@@ -941,7 +941,7 @@ def stats(c: Any, path: Path) -> Stats:
         ).fetchone()
         dictionaries = int(c.execute("SELECT COUNT(*) FROM zstd_dicts").fetchone()[0])
         sealed = int(
-            c.execute("SELECT COUNT(*) FROM messages WHERE flags & ?", (storage.FLAG_SEALED,)).fetchone()[0]
+            c.execute("SELECT COUNT(*) FROM messages WHERE flags & ?", (packing.FLAG_SEALED,)).fetchone()[0]
         )
         chunk_count = int(c.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
         checkpoints = int(c.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0])
@@ -1053,7 +1053,7 @@ def recompress(c: Any, progress: Progress | None = None) -> RecompressReport:
     (:func:`.storage.writing`, the append trigger). Two overlapping runs both succeed and end
     on the same dictionary, each skipping the rows already compressed with it.
     """
-    dicts = storage.bound()
+    dicts = packing.bound()
     if dicts.train(replace=True, spread=True) is None:
         return RecompressReport(dictionary=None, rows=0, bytes_before=0, bytes_after=0)
     total = int(
@@ -1071,7 +1071,7 @@ def recompress(c: Any, progress: Progress | None = None) -> RecompressReport:
             "DELETE FROM zstd_dicts WHERE id < ? AND id NOT IN"
             " (SELECT DISTINCT flags >> ? FROM messages WHERE flags >> ?"
             " UNION SELECT DISTINCT flags >> ? FROM chunks WHERE flags >> ?) RETURNING id",
-            (new_id, *(storage.DICT_SHIFT,) * 4),
+            (new_id, *(packing.DICT_SHIFT,) * 4),
         ).fetchall()
         # Merging the keyword index into one segment drops the terms of deleted messages too.
         indexing.flush_pending(c)
@@ -1079,7 +1079,7 @@ def recompress(c: Any, progress: Progress | None = None) -> RecompressReport:
     return RecompressReport(new_id, rows, before, after, dictionaries_removed=len(removed))
 
 
-def _newest_dictionary(c: Any, dicts: storage.Dictionaries) -> int:
+def _newest_dictionary(c: Any, dicts: packing.Dictionaries) -> int:
     """Inside a write transaction: make the database's newest dictionary ``dicts``' current one
     (another recompress may have trained it, and deleted the one this run trained) and return its
     id. The write lock keeps it in the database until the transaction ends."""
@@ -1092,7 +1092,7 @@ def _newest_dictionary(c: Any, dicts: storage.Dictionaries) -> int:
 
 def _recompress_table(
     c: Any,
-    dicts: storage.Dictionaries,
+    dicts: packing.Dictionaries,
     table: str,
     done: int,
     total: int,
@@ -1115,12 +1115,12 @@ def _recompress_table(
                 break
             updates = []
             for mid, flags, payload in batch:
-                sealed = table == "messages" and flags & storage.FLAG_SEALED
-                if sealed or flags >> storage.DICT_SHIFT == new_id:
+                sealed = table == "messages" and flags & packing.FLAG_SEALED
+                if sealed or flags >> packing.DICT_SHIFT == new_id:
                     continue
                 try:
-                    new_flags, new_payload = storage.recompress(dicts, flags, payload)
-                except storage.ROW_ERRORS:
+                    new_flags, new_payload = packing.recompress(dicts, flags, payload)
+                except packing.ROW_ERRORS:
                     continue  # a damaged row stays as it is; reading it names it
                 if new_payload != payload:
                     updates.append((new_flags, new_payload, mid))

@@ -38,9 +38,9 @@ import sqlean
 
 from axio_context.errors import StoreClosedError
 
-from . import storage
+from ..errors import translate_error
+from . import packing
 from .appending import install_temp_objects
-from .errors import translate_error
 from .schema import apply_schema, refuse_newer
 from .vec import load_sqlite_vec
 
@@ -265,7 +265,7 @@ class Connection(aiosqlite.Connection):
         #: Opened with ``readonly=True``: nothing is ever written through it.
         self.readonly = False
         self.checkpointer: _Checkpointer | None = None
-        self.dicts: storage.Dictionaries | None = None
+        self.dicts: packing.Dictionaries | None = None
         #: Busy timeout (seconds) restored after an inline statement; None: no inline statements.
         self.inline_timeout: float | None = None
         self._submitted = 0
@@ -365,7 +365,7 @@ class _Opener:
 def _prepare_file(path: Path, readonly: bool) -> None:
     if readonly:
         if not path.exists():
-            from .errors import DatabaseNotFoundError
+            from ..errors import DatabaseNotFoundError
 
             raise DatabaseNotFoundError(f"no database at {path}")
         return
@@ -375,7 +375,7 @@ def _prepare_file(path: Path, readonly: bool) -> None:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        from .errors import DatabaseOpenError
+        from ..errors import DatabaseOpenError
 
         raise DatabaseOpenError(f"cannot create the folder for {path}: {exc.strerror}") from None
     try:
@@ -385,7 +385,7 @@ def _prepare_file(path: Path, readonly: bool) -> None:
         _restore_side_file_modes(target)
         return
     except OSError as exc:
-        from .errors import DatabaseOpenError
+        from ..errors import DatabaseOpenError
 
         raise DatabaseOpenError(f"cannot create database {path}: {exc.strerror}") from None
     os.close(fd)
@@ -431,7 +431,7 @@ def _open_readonly(absolute: str, busy_timeout: float) -> Any:
             raise
     wal = Path(absolute + "-wal")
     if wal.exists() and wal.stat().st_size > 0:
-        from .errors import ReadOnlyDatabaseError
+        from ..errors import ReadOnlyDatabaseError
 
         raise ReadOnlyDatabaseError(
             f"cannot read {absolute}: changes not yet copied from {wal.name} need a -shm file, "
@@ -504,7 +504,7 @@ def connect(
                 holder["vec"] = load_sqlite_vec(raw)
                 apply_schema(raw, readonly=readonly, path=str(path))
                 install_temp_objects(raw)
-                holder["dicts"] = storage.bind(raw)
+                holder["dicts"] = packing.bind(raw)
             except BaseException:
                 raw.close()
                 raise
@@ -724,18 +724,18 @@ async def _prepare_foreign(conn: aiosqlite.Connection) -> None:
         if conn in _READY:
             return
 
-        def prepare(raw: Any) -> storage.Dictionaries:
+        def prepare(raw: Any) -> packing.Dictionaries:
             path = _main_file(raw)
             refuse_newer(raw, path)  # before anything writes to it, even the journal mode
             with contextlib.suppress(Exception):
                 raw.execute("PRAGMA journal_mode = WAL")
             apply_schema(raw, readonly=False, path=path)
             install_temp_objects(raw)
-            return storage.bind(raw)
+            return packing.bind(raw)
 
         try:
             raw = conn._conn
-            execute = cast(Callable[..., Awaitable[storage.Dictionaries]], conn._execute)
+            execute = cast(Callable[..., Awaitable[packing.Dictionaries]], conn._execute)
             conn.dicts = await execute(_call, raw, prepare, (), {})  # type: ignore[attr-defined]
         except ValueError as exc:
             if str(exc) not in _CLOSED_WORDS:
