@@ -29,7 +29,7 @@ from axio_context import ImageBlock, Message, TextBlock
 from axio_context.compaction import AutoCompactStore, ExtractiveSummarizer
 from axio_context_sqlite import SQLiteContextStore, connect
 from tests.procs import apply_test_sealing
-from tests.words import prose
+from tests.support.words import prose
 
 PROJECT = "crash"
 #: Images big enough to live in the blobs table; shared by every message that shows one.

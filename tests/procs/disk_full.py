@@ -15,7 +15,7 @@ from typing import Any
 
 from axio_context import Message, TextBlock
 from axio_context_sqlite import SQLiteContextStore, connect
-from tests.sqlite_checks import check_storage
+from tests.support.sqlite_checks import check_storage
 
 
 def _batch(n: int) -> list[Message]:

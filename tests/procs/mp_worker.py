@@ -27,7 +27,7 @@ import sys
 from axio_context import Message, TextBlock
 from axio_context_sqlite import Database, SQLiteContextStore, connect
 from tests.procs import apply_test_sealing
-from tests.words import prose
+from tests.support.words import prose
 
 
 def _msg(text: str, long: bool = False) -> Message:

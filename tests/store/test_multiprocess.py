@@ -1,0 +1,169 @@
+"""Several OS processes, each with its own ``connect``, writing one database file at once.
+
+Every process opens the (new) file concurrently, waits at a start line, then writes as fast as it
+can: appends to one shared session or to a session each, while another process adds tokens and
+forks. No "database is locked" may reach a caller (the workers exit non-zero on any exception),
+positions stay dense, every message is stored exactly once and in each writer's call order,
+and token totals are exact.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from axio_context_sqlite import SQLiteContextStore, connect
+from axio_context_sqlite.store import chunks
+from tests.procs import SEALING_ENV
+from tests.support.sqlite_checks import check_storage, scalar, texts
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = Path(__file__).resolve().parents[1] / "procs" / "mp_worker.py"
+APPENDS = 150
+TOKEN_CALLS = 100
+
+
+def expected_texts(name: str, count: int) -> list[str]:
+    """What ``mp_worker.py append`` writes, in order."""
+    out: list[str] = []
+    for i in range(count):
+        out += [f"{name}-{i}.{j}" for j in range(3)] if i % 5 == 4 else [f"{name}-{i}"]
+    return out
+
+
+def run_workers(
+    db: Path, jobs: list[tuple[str, str, str, int]], extra_env: dict[str, str] | None = None
+) -> list[dict[str, list[list[object]]]]:
+    """Start one process per job, release them together, and return each one's JSON result."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(extra_env or {})}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), str(db), role, session, name, str(count)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for role, session, name, count in jobs
+    ]
+    try:
+        for p in procs:
+            assert p.stdout is not None
+            line = p.stdout.readline()
+            if line.strip() != "ready":
+                _, err = p.communicate(timeout=30)
+                pytest.fail(f"worker did not start: {line!r}\n{err}")
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        results = []
+        for p in procs:
+            out, err = p.communicate(timeout=60)
+            assert p.returncode == 0, f"worker failed (status {p.returncode}):\n{err}"
+            assert "locked" not in err
+            results.append(json.loads(out))
+        return results
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+            for stream in (p.stdin, p.stdout, p.stderr):
+                if stream is not None:
+                    stream.close()
+
+
+@pytest.mark.parametrize(
+    ("writers", "sealing"), [(2, False), (4, False), (4, True)], ids=["2", "4", "4-sealing"]
+)
+async def test_processes_append_to_one_session(
+    tmp_path: Path, writers: int, sealing: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``4-sealing``: every process folds the keyword index at 8 queued messages and seals blocks
+    of 4 (but the newest 2) while the others append, fork and read the same session."""
+    db = tmp_path / "new" / "shared.db"
+    names = [f"w{k}" for k in range(writers)]
+    jobs = [("append", "shared", name, APPENDS) for name in names]
+    jobs.append(("tokens_forks", "shared", "tf", TOKEN_CALLS))
+    extra_env = None
+    if sealing:
+        extra_env = {SEALING_ENV: "4,2,8"}
+        monkeypatch.setattr(chunks, "CHUNK", 4)  # this process reads (and checks) the same chunks
+        monkeypatch.setattr(chunks, "SEAL_TAIL", 2)
+    results = run_workers(db, jobs, extra_env)
+    if sealing:
+        assert scalar(db, "SELECT COUNT(*) FROM chunks") > 0
+
+    lengths = check_storage(db)
+    async with connect(db) as conn:
+        shared = SQLiteContextStore(conn, "shared", project="mp")
+        history = texts(await shared.get_history())
+        assert Counter(history) == Counter(t for n in names for t in expected_texts(n, APPENDS))
+        for name in names:
+            mine = [t for t in history if t.split("-")[0] == name]
+            assert mine == expected_texts(name, APPENDS)  # each writer's call order
+        for i, t in enumerate(history):  # a batch is one transaction: its three rows are adjacent
+            if t.endswith(".0"):
+                stem = t[:-2]
+                assert history[i : i + 3] == [f"{stem}.0", f"{stem}.1", f"{stem}.2"]
+        assert await shared.get_context_tokens() == (TOKEN_CALLS, 2 * TOKEN_CALLS)
+        assert lengths["shared"] == len(history)
+
+        forks = results[-1]["forks"]
+        assert len(forks) == TOKEN_CALLS // 5
+        for fork_id, position in forks:
+            fork = SQLiteContextStore(conn, str(fork_id), project="mp")
+            assert texts(await fork.get_history()) == history[: int(str(position))]
+            assert lengths[str(fork_id)] == position
+
+
+@pytest.mark.parametrize("writers", [2, 4])
+async def test_processes_append_to_their_own_sessions(tmp_path: Path, writers: int) -> None:
+    db = tmp_path / "own.db"
+    names = [f"w{k}" for k in range(writers)]
+    jobs = [("append", f"s-{name}", name, APPENDS) for name in names]
+    jobs.append(("tokens_forks", "s-w0", "tf", TOKEN_CALLS))
+    results = run_workers(db, jobs)
+
+    lengths = check_storage(db)
+    async with connect(db) as conn:
+        for name in names:
+            store = SQLiteContextStore(conn, f"s-{name}", project="mp")
+            assert texts(await store.get_history()) == expected_texts(name, APPENDS)
+            expected_tokens = (TOKEN_CALLS, 2 * TOKEN_CALLS) if name == "w0" else (0, 0)
+            assert await store.get_context_tokens() == expected_tokens
+        full = texts(await SQLiteContextStore(conn, "s-w0", project="mp").get_history())
+        for fork_id, position in results[-1]["forks"]:
+            fork = SQLiteContextStore(conn, str(fork_id), project="mp")
+            assert texts(await fork.get_history()) == full[: int(str(position))]
+        listed = await SQLiteContextStore(conn, "any", project="mp").list_sessions()
+        assert len(listed) == writers + TOKEN_CALLS // 5
+    assert sum(1 for s in lengths if s.startswith("s-")) == writers
+
+
+async def test_recompress_while_other_processes_append(tmp_path: Path) -> None:
+    """One process retrains the compression dictionary and deletes the old ones while two others
+    append compressible messages with whatever dictionary they hold: every append succeeds (one
+    that finds its dictionary gone compresses again), nothing is lost or out of order, and every
+    row's dictionary exists."""
+    db = tmp_path / "recompress.db"
+    names = ["w0", "w1"]
+    jobs = [("append_long", f"s-{name}", name, APPENDS) for name in names]
+    jobs.append(("recompress", "r", "r", 12))
+    results = run_workers(db, jobs)
+
+    check_storage(db)  # includes: every dictionary a row names exists
+    assert sum(results[-1]["removed"]) >= 1  # dictionaries in use by the writers were deleted
+    assert results[-1]["dangling"] == [0] * 12  # no row ever named a deleted dictionary
+    async with connect(db) as conn:
+        for name in names:
+            history = texts(await SQLiteContextStore(conn, f"s-{name}", project="mp").get_history())
+            assert [t.split(" ", 1)[0] for t in history] == expected_texts(name, APPENDS)
