@@ -1,5 +1,12 @@
-"""The ``axio-context`` command line: a click skin over :class:`~axio_context_sqlite.Database`."""
+"""The ``axio-context`` command line: a click skin over :class:`~axio_context_sqlite.Database`.
 
-from .commands import cli, default_db_path, main
+Each command opens the database, makes one library call and formats the result: a table or
+Markdown for people, ``--json`` (an array) or ``--nl`` (one object per line) for programs. The
+library's named errors become one-line messages and exit code 1; usage errors are click's (2).
+:mod:`.app` holds the group; importing the command modules registers their commands on it.
+"""
 
-__all__ = ["cli", "default_db_path", "main"]
+from . import maintenance, searching, sessions, transfer
+from .app import cli, default_db_path, main
+
+__all__ = ["cli", "default_db_path", "main", "maintenance", "searching", "sessions", "transfer"]

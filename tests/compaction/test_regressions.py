@@ -174,7 +174,9 @@ class AxioTransport:
 
 async def test_a_transport_instead_of_a_summarizer_is_a_type_error() -> None:
     store = MemoryContextStore(session(3))
-    expected = r"needs a Summarizer, an async callable .*got tests\.compaction\.test_regressions\.AxioTransport"
+    expected = (
+        r"needs a Summarizer, an async callable .*got tests\.compaction\.test_regressions\.AxioTransport"
+    )
     with pytest.raises(TypeError, match=expected) as info:
         AutoCompactStore(store, AxioTransport(), keep_recent=2)  # type: ignore[arg-type]
     assert "AutoCompactStore" in str(info.value) and "axio CompletionTransport" in str(info.value)

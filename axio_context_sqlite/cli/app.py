@@ -1,0 +1,210 @@
+"""The ``axio-context`` group: where the database is, how errors become one line, and running
+one library call per command."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import io
+import os
+import sys
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO, TypeVar
+
+import click
+import platformdirs
+
+from axio_context import __version__
+from axio_context.errors import AxioContextError
+
+from ..admin.maintenance import SIDE_SUFFIXES
+from ..database import Database, open_database
+
+T = TypeVar("T")
+
+
+ENV_VAR = "AXIO_CONTEXT_DB"
+
+
+#: The largest count an option takes: far past any real one, and safely inside SQLite's integers
+#: (2**63 - 1) even when the library adds to it (a page asks for one row more than it shows).
+COUNT_MAX = 2**62
+
+
+#: Exports with at least this many messages show a progress bar (when stderr is a terminal).
+PROGRESS_MIN = 2_000
+
+
+def default_db_path() -> Path:
+    """The database used without ``--db`` or ``$AXIO_CONTEXT_DB``: in the user data directory."""
+    return platformdirs.user_data_path("axio-context") / "context.db"
+
+
+class Settings:
+    """Where the database is, and whether the person named it (``--db``, or ``$AXIO_CONTEXT_DB``):
+    a database someone named must exist, while the default one may not yet."""
+
+    def __init__(self, db: Path | None) -> None:
+        env = os.environ.get(ENV_VAR)
+        self.explicit = db is not None or bool(env)
+        self.path = (db or (Path(env) if env else default_db_path())).expanduser()
+
+
+def settings_of(ctx: click.Context) -> Settings:
+    obj = ctx.find_object(Settings)
+    assert obj is not None
+    return obj
+
+
+#: What a relative path, ``.`` or ``--here`` meets when the folder the command runs in was deleted.
+CWD_GONE = "the current directory no longer exists (it was deleted); cd to one that does"
+
+
+def _cwd_gone(exc: OSError) -> bool:
+    """Whether ``exc`` (naming no file) is the current directory missing: ``getcwd()`` fails."""
+    if exc.filename is not None or exc.errno != errno.ENOENT:
+        return False
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    return False
+
+
+@contextlib.contextmanager
+def one_line_errors() -> Iterator[None]:
+    """The library's errors (and the file system's) become a one-line message and exit code 1."""
+    try:
+        yield
+    except AxioContextError as exc:
+        raise click.ClickException(str(exc)) from None
+    except BrokenPipeError:
+        raise  # the reader went away: the group ends the command quietly
+    except OSError as exc:
+        if _cwd_gone(exc):
+            raise click.ClickException(CWD_GONE) from None
+        raise click.ClickException(
+            f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc)
+        ) from None
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's flush at exit cannot fail a second time."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+class OutputError(click.ClickException):
+    """The output (stdout, or a file) could not be written: a full disk, an I/O error."""
+
+    def __init__(self, exc: OSError, name: str | None = None) -> None:
+        if name is None:
+            _silence_stdout()
+        super().__init__(f"cannot write {name or 'the output'}: {exc.strerror or exc}")
+
+
+class Written:
+    """A binary output whose failed writes name it (a reader gone away stays a BrokenPipeError)."""
+
+    def __init__(self, out: BinaryIO, name: str | None) -> None:
+        self.out, self.name = out, name
+
+    def write(self, data: bytes) -> None:
+        try:
+            self.out.write(data)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(exc, self.name) from None
+
+    def flush(self) -> None:
+        try:
+            self.out.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(exc, self.name) from None
+
+
+def _run(fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run one async step; the library's errors become a one-line message and exit code 1."""
+    with one_line_errors():
+        return asyncio.run(fn())
+
+
+def with_db(ctx: click.Context, write: bool, action: Callable[[Database], Awaitable[T]]) -> T:
+    """Open the database (creating it only for ``write``), run ``action``, close it."""
+    path = settings_of(ctx).path
+
+    async def go() -> T:
+        async with open_database(path, create=write) as db:
+            return await action(db)
+
+    return _run(go)
+
+
+class _Group(click.Group):
+    """The command group: writing the output cannot end a command with a traceback.
+
+    A reader that went away (``... | head``) ends it quietly with exit code 1 (as click does);
+    any other failed write (a full disk) is one ``Error:`` line, exit code 1.
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if isinstance(exc, BrokenPipeError) or exc.errno == errno.EPIPE:
+                _silence_stdout()
+                ctx.exit(1)
+            if exc.filename is not None:
+                raise click.ClickException(f"{exc.strerror or exc}: {exc.filename}") from None
+            if _cwd_gone(exc):  # Path.cwd() or a relative path resolved outside one_line_errors()
+                raise click.ClickException(CWD_GONE) from None
+            raise OutputError(exc) from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help=f"Database file (default: ${ENV_VAR}, else context.db in the user data directory).",
+)
+@click.version_option(__version__, prog_name="axio-context")
+@click.pass_context
+def cli(ctx: click.Context, db: Path | None) -> None:
+    """See, read, back up and move the agent sessions stored by axio-context."""
+    for stream in (sys.stdout, sys.stderr):
+        # Text the terminal's encoding cannot show is replaced, not a UnicodeEncodeError
+        # (JSON is written as UTF-8 bytes, so it loses nothing).
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="replace")
+    ctx.obj = Settings(db)
+
+
+def writing_db(ctx: click.Context, action: Callable[[Database], Awaitable[T]]) -> T:
+    """:func:`with_db` for a command that creates the database when needed; if it fails, a
+    database (and folders) it created are removed again, so a mistyped ``--db`` leaves nothing."""
+    # Resolved once: a --db symlink whose target is missing names the file to create (and to
+    # remove again), never the link itself.
+    path = Path(os.path.realpath(settings_of(ctx).path))
+    absent = [p for p in (path, *path.parents) if not p.exists()]
+    try:
+        return with_db(ctx, True, action)
+    except BaseException:
+        if absent and absent[0] == path:
+            for suffix in ("", *SIDE_SUFFIXES):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+            for folder in absent[1:]:  # the deepest first; one holding anything else stays
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+        raise
+
+
+def main() -> None:
+    """The console script's entry point."""
+    cli(prog_name="axio-context")

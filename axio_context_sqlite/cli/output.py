@@ -1,0 +1,249 @@
+"""Printing results: tables for people, JSON for programs, short ids, progress bars."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from axio_context.codec import encode_json, format_json
+from axio_context.messages import SessionInfo
+
+from ..database import Database
+from .app import COUNT_MAX, PROGRESS_MIN
+from .options import one_format
+
+
+class Column:
+    """One column of a table for people; ``visible``: its cells are already made safe for a
+    terminal (and may hold the styling we add), so they are not escaped again."""
+
+    def __init__(
+        self, key: str, title: str, width: int | None = None, right: bool = False, visible: bool = False
+    ) -> None:
+        self.key, self.title, self.width, self.right, self.visible = key, title, width, right, visible
+
+
+# C0 controls but tab and newline, DEL, C1 controls: ESC starts the sequences that move the
+# cursor, recolour or retitle a terminal, and CR overwrites what a line showed.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """``text`` safe to print on a terminal: control characters shown as escapes (``\\r``,
+    ``\\x1b``), so stored text cannot send the terminal commands; newlines and tabs are kept."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def _cell(value: Any, width: int | None, safe: bool = False) -> str:
+    text = "" if value is None else str(value).replace("\n", " ").replace("\t", " ")
+    text = text if safe else visible(text)
+    if width is not None and len(text) > width:
+        text = text[: width - 1] + "…"
+    return text
+
+
+def echo_json(value: Any, indent: int = 2) -> None:
+    """Print ``value`` as JSON: indented (``--json``), or on one line with ``indent=0``."""
+    click.echo(format_json(value, indent=indent))  # bytes: always UTF-8
+
+
+def emit(
+    rows: Sequence[dict[str, Any]],
+    columns: Sequence[Column],
+    as_json: bool,
+    nl: bool,
+    table_rows: Callable[[], Sequence[dict[str, Any]]] | None = None,
+) -> None:
+    """Print ``rows`` as JSON (``--json``/``--nl``) or as an aligned table of ``columns``
+    (of ``table_rows()`` when given: rows formatted for people, built only when needed)."""
+    one_format(as_json, nl)
+    if as_json:
+        echo_json(list(rows))
+        return
+    if nl:
+        for row in rows:
+            click.echo(encode_json(row))
+        return
+    shown = table_rows() if table_rows is not None else rows
+    cells = [[_cell(r.get(c.key), c.width, c.visible) for c in columns] for r in shown]
+    widths = [max([len(c.title)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+
+    def line(values: Iterable[str]) -> str:
+        parts = [
+            v.rjust(w) if c.right else v.ljust(w) for v, w, c in zip(values, widths, columns, strict=True)
+        ]
+        return "  ".join(parts).rstrip()
+
+    click.echo("\n".join([line(c.title for c in columns), *(line(values) for values in cells)]))
+
+
+def local_time(iso: str) -> str:
+    if not iso:
+        return ""
+    return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+@functools.cache
+def _home_dir() -> str:
+    return str(Path.home())
+
+
+def tilde(path: str | None) -> str | None:
+    if path is None:
+        return None
+    home = _home_dir()
+    return "~" + path[len(home) :] if path == home or path.startswith(home + os.sep) else path
+
+
+def info_dict(info: SessionInfo) -> dict[str, Any]:
+    return {f: getattr(info, f) for f in SessionInfo.__struct_fields__}
+
+
+#: A long random id (a uuid, as ``fork`` makes) is shown cut to a prefix at least this long.
+SHORT_ID = 12
+
+
+_RANDOM_ID = re.compile(r"[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+#: Beyond this many random ids to shorten, every session id is read at once (one query) and the
+#: prefixes are worked out here; for fewer, a prefix query or two per id reads less.
+_FETCH_ALL_IDS = 32
+
+
+def _shared(a: str, b: str) -> int:
+    """How many leading characters ``a`` and ``b`` have in common."""
+    return next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
+def _unique_prefix(i: str, others: Iterable[str]) -> str:
+    """``i`` cut to the shortest prefix of at least :data:`SHORT_ID` characters none of
+    ``others`` starts with (``i`` whole when it is a prefix of one of them)."""
+    n = SHORT_ID
+    for o in others:
+        if o != i:
+            n = max(n, _shared(i, o) + 1)
+    return i[: min(n, len(i))]
+
+
+async def shown_ids(db: Database, ids: Iterable[str | None]) -> dict[str, str]:
+    """How each id appears in a table: in full, except a long random id, cut to the shortest
+    prefix (at least :data:`SHORT_ID` characters) no other session id starts with, so typing
+    back what the table shows always finds that session."""
+    wanted = list(dict.fromkeys(i for i in ids if i is not None))
+    shown = {i: i for i in wanted}
+    random = sorted(i for i in wanted if _RANDOM_ID.fullmatch(i))
+    if len(random) > _FETCH_ALL_IDS:
+        # In sorted order, the id sharing the longest prefix with another is next to it.
+        every = sorted({*await db.complete("", limit=COUNT_MAX), *random})
+        at = {i: k for k, i in enumerate(every)}
+        for i in random:
+            k = at[i]
+            shown[i] = _unique_prefix(i, every[max(k - 1, 0) : k + 2])
+        return shown
+    for i in random:
+        n = SHORT_ID
+        while n < len(i):
+            others = [o for o in await db.complete(i[:n], limit=2) if o != i]
+            if not others:
+                break
+            n = max(n + 1, _shared(i, others[0]) + 1)
+        shown[i] = i[:n]
+    return shown
+
+
+async def shown_for_infos(db: Database, infos: Sequence[SessionInfo]) -> dict[str, str]:
+    return await shown_ids(db, [x for i in infos for x in (i.session_id, i.parent_id)])
+
+
+def info_row(info: SessionInfo, shown: dict[str, str]) -> dict[str, Any]:
+    fork = None
+    if info.parent_id is not None:
+        fork = shown[info.parent_id] + ("" if info.fork_position is None else f"@{info.fork_position}")
+    return {
+        "id": shown[info.session_id],
+        "project": tilde(info.project),
+        "created": local_time(info.created_at),
+        "updated": local_time(info.updated_at),
+        "messages": f"{info.message_count:,}",
+        "in": f"{info.input_tokens:,}",
+        "out": f"{info.output_tokens:,}",
+        "fork": fork,
+        "preview": info.title or info.preview,
+    }
+
+
+SESSION_COLUMNS = [
+    Column("id", "ID"),
+    Column("project", "PROJECT", 28),
+    Column("created", "CREATED"),
+    Column("updated", "UPDATED"),
+    Column("messages", "MSGS", right=True),
+    Column("in", "IN", right=True),
+    Column("out", "OUT", right=True),
+    Column("fork", "FORKED FROM"),
+    Column("preview", "PREVIEW", 48),
+]
+
+
+def human_size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+class Progress:
+    """A progress bar on stderr, drawn only for long exports and only on a terminal."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.bar: Any = None
+        self.done = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total < PROGRESS_MIN:
+            return
+        if self.bar is None:
+            self.bar = click.progressbar(length=total, label="exporting", file=sys.stderr)
+        self.bar.update(done - self.done)
+        self.done = done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.render_finish()
+
+
+class StageProgress:
+    """Progress bars on stderr for a reindex, one per stage, only on a terminal."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.bar: Any = None
+        self.stage = ""
+        self.done = 0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if not self.enabled or total < PROGRESS_MIN:
+            return
+        if stage != self.stage:
+            self.close()
+            self.stage, self.done = stage, 0
+            self.bar = click.progressbar(length=total, label=stage, file=sys.stderr)
+        self.bar.update(done - self.done)
+        self.done = done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.render_finish()
+            self.bar = None

@@ -1,0 +1,361 @@
+"""Commands that search: search, similar, reindex, index."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, cast
+
+import click
+
+from axio_context.embeddings import BUNDLED_MINILM
+from axio_context.errors import EmbedderUnavailableError
+
+from ..database import HASHING_MODEL, Database
+from ..search.engine import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit, SearchResults
+from .app import COUNT_MAX, cli, with_db
+from .options import (
+    When,
+    chosen_project,
+    complete_sessions,
+    one_format,
+    output_options,
+    project_option,
+    session_argument,
+    stored_project,
+)
+from .output import Column, StageProgress, echo_json, emit, local_time, shown_ids, visible
+
+
+def _color() -> bool:
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _snippet_cell(hit: SearchHit, width: int, color: bool) -> str:
+    """The snippet cut to ``width`` characters, matches in bold (on a terminal) or ``**``."""
+    text, spans = hit.snippet, hit.highlights
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+        spans = [(a, min(b, width - 1)) for a, b in spans if a < width - 1]
+    out: list[str] = []
+    last = 0
+    for a, b in spans:
+        word = visible(text[a:b])
+        out.append(visible(text[last:a]))
+        out.append(click.style(word, bold=True, fg="yellow") if color else f"**{word}**")
+        last = b
+    out.append(visible(text[last:]))
+    return "".join(out).replace("\n", " ").replace("\t", " ")
+
+
+def _hit_dict(hit: SearchHit) -> dict[str, Any]:
+    return {f: getattr(hit, f) for f in SearchHit.__struct_fields__}
+
+
+SEARCH_COLUMNS = [
+    Column("session", "SESSION"),
+    Column("position", "POS", right=True),
+    Column("role", "ROLE"),
+    Column("when", "WHEN"),
+    Column("snippet", "SNIPPET", visible=True),
+]
+
+
+def _hit_rows(hits: Sequence[SearchHit], shown: dict[str, str]) -> list[dict[str, Any]]:
+    color = _color()
+    used = max([len(v) for v in shown.values()] or [7]) + 6 + 10 + 16 + 4 * 2
+    width = max(40, shutil.get_terminal_size((120, 24)).columns - used) if sys.stdout.isatty() else 100
+    return [
+        {
+            "session": shown[h.session_id],
+            "position": str(h.position),
+            "role": h.role,
+            "when": local_time(h.created_at),
+            "snippet": _snippet_cell(h, width, color),
+        }
+        for h in hits
+    ]
+
+
+class QueryCommand(click.Command):
+    """A command whose QUERY words may start with ``-`` (``search parser -zebra``): such a word is
+    an option when it is one of the command's options as written (``-k 5``, ``--mode=keyword``)
+    or a short option that takes a value with the value attached (``-k5``, ``-pmyproj``, as in
+    click and every Unix tool); any other is a query word. After ``--`` every word is."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        takes_value: dict[str, bool] = {}
+        for param in self.get_params(ctx):
+            if isinstance(param, click.Option):
+                for name in (*param.opts, *param.secondary_opts):
+                    takes_value[name] = not param.is_flag and not param.count
+        options: list[str] = []
+        words: list[str] = []
+        rest = iter(args)
+        for arg in rest:
+            if arg == "--":
+                words.extend(rest)
+                break
+            name = arg.split("=", 1)[0] if arg.startswith("--") else arg
+            if name in takes_value:
+                options.append(arg)
+                if takes_value[name] and "=" not in arg:
+                    value = next(rest, None)
+                    if value is None:  # click's own error (the "--" added below is no value)
+                        raise click.BadOptionUsage(name, f"Option {name!r} requires an argument.")
+                    options.append(value)  # taken as it is, even when it starts with -
+                continue
+            # An unknown --option is left to click, which names it; -k5 is -k 5, -pX is -p X.
+            option = arg.startswith("--") or (len(arg) > 2 and takes_value.get(arg[:2], False))
+            (options if option else words).append(arg)
+        return super().parse_args(ctx, [*options, "--", *words] if words else options)
+
+
+@cli.command("search", cls=QueryCommand)
+@click.argument("query", nargs=-1, required=True)
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default="hybrid",
+    show_default=True,
+    help="keyword: the words (FTS5); semantic: nearest embeddings; hybrid: both, fused.",
+)
+@click.option(
+    "-k", "--limit", type=click.IntRange(1, MAX_K), default=10, show_default=True, help="At most N hits."
+)
+@project_option
+@click.option(
+    "-s",
+    "--session",
+    shell_complete=complete_sessions,
+    help="Only this session's transcript (id or unique prefix), inherited messages included.",
+)
+@click.option(
+    "--role", type=click.Choice(["user", "assistant", "system"]), help="Only messages of this role."
+)
+@click.option("--since", type=When(), help="Only messages since (a date, or an age like 7d).")
+@click.option("--raw", is_flag=True, help='QUERY is FTS5 syntax: AND, OR, NOT, NEAR, "phrases", prefix*.')
+@click.option(
+    "--model",
+    help="Embedder for semantic/hybrid: hashing, minilm, or a model directory "
+    "(default: the one the database was embedded with).",
+)
+@output_options
+@click.pass_context
+def search_(
+    ctx: click.Context,
+    query: tuple[str, ...],
+    mode: str,
+    limit: int,
+    project: str | None,
+    here: bool,
+    session: str | None,
+    role: str | None,
+    since: datetime | None,
+    raw: bool,
+    model: str | None,
+    as_json: bool,
+    nl: bool,
+) -> None:
+    """Search every session's messages for QUERY (words; quotes keep a phrase).
+
+    A word starting with - is part of QUERY unless it is one of the options below, written
+    apart or, for -k, -p and -s, with the value attached (-k5, -pmyproj, -sab12): so
+    `search parser -zebra` searches both words, but `search parser -pizza` is
+    `search parser -p izza`. After -- every word is QUERY: `search -- parser -pizza`. Without
+    --raw, -zebra is the word zebra, not an exclusion: --raw 'parser NOT zebra' leaves a word out.
+    """
+    one_format(as_json, nl)
+    scope = chosen_project(project, here)
+    text = " ".join(query)
+    _check_model(model)
+
+    async def go(db: Database) -> tuple[SearchResults, str | None, dict[str, str]]:
+        session_id = await db.resolve(session) if session is not None else None
+        how, embedder, note = mode, None, None
+        if mode != "keyword":
+            if mode == "hybrid" and await db.embedding_model() is None:
+                how = "keyword"
+                note = (
+                    "no message is embedded yet, so this was a keyword search; "
+                    "`axio-context reindex` embeds them"
+                )
+            else:
+                try:
+                    embedder = await db.embedder(model)
+                except EmbedderUnavailableError as exc:
+                    if mode != "hybrid" or model is not None:
+                        raise
+                    how, note = "keyword", f"{exc}; this was a keyword search"
+        hits = await db.search(
+            text,
+            k=limit,
+            mode=cast(Any, how),
+            project=await stored_project(db, scope),
+            session_id=session_id,
+            role=role,
+            since=since,
+            raw=raw,
+            embedder=embedder,
+        )
+        shown = {} if as_json or nl else await shown_ids(db, [h.session_id for h in hits])
+        return hits, note, shown
+
+    hits, note, shown = with_db(ctx, False, go)
+    if note is not None:
+        click.echo(f"note: {note}", err=True)
+    dashed = [w for w in text.split() if len(w) > 1 and w.startswith("-")]
+    if dashed and not raw:
+        click.echo(
+            f"note: {dashed[0]} searches for the word itself; --raw 'parser NOT pizza' leaves a word out",
+            err=True,
+        )
+    if hits.unindexed:
+        click.echo(
+            f"note: {hits.unindexed:,} recent message(s) could not be searched by keyword: {hits.why}"
+            " (taking them into the keyword index needs a write)",
+            err=True,
+        )
+    if not hits and not (as_json or nl):
+        click.echo("no matches", err=True)
+        return
+    emit([_hit_dict(h) for h in hits], SEARCH_COLUMNS, as_json, nl, lambda: _hit_rows(hits, shown))
+
+
+# A negative POSITION ("-1") is an argument, not an unknown option.
+@cli.command(context_settings={"ignore_unknown_options": True})
+@session_argument()
+@click.argument("position", type=int)
+@click.option(
+    "-k", "--limit", type=click.IntRange(1, MAX_K), default=10, show_default=True, help="At most N hits."
+)
+@output_options
+@click.pass_context
+def similar(ctx: click.Context, session: str, position: int, limit: int, as_json: bool, nl: bool) -> None:
+    """Messages across every session nearest in meaning to message POSITION of SESSION.
+
+    POSITION counts from 0 in the session's full transcript; a negative one counts from its end
+    (-1: the last message). The message's stored embedding is the query, so no model runs.
+    """
+    one_format(as_json, nl)
+
+    async def go(db: Database) -> tuple[list[SearchHit], dict[str, str]]:
+        hits = await db.similar(await db.resolve(session), position, limit)
+        return hits, {} if as_json or nl else await shown_ids(db, [h.session_id for h in hits])
+
+    hits, shown = with_db(ctx, False, go)
+    if not hits and not (as_json or nl):
+        click.echo("no other embedded message", err=True)
+        return
+    emit([_hit_dict(h) for h in hits], SEARCH_COLUMNS, as_json, nl, lambda: _hit_rows(hits, shown))
+
+
+def _check_model(model: str | None) -> None:
+    """Refuse a ``--model`` that names nothing this installation can load (a usage error naming
+    it and the known ones), instead of the load failing for an unrelated reason."""
+    if model is None or model in ("hashing", HASHING_MODEL, "minilm", BUNDLED_MINILM):
+        return
+    if Path(model).expanduser().is_dir() or importlib.util.find_spec("sentence_transformers"):
+        return  # a model directory, or a name sentence-transformers may have in its cache
+    raise click.BadParameter(
+        f"unknown model {model!r}: use hashing, minilm, or a sentence-transformers model directory",
+        param_hint="'--model'",
+    )
+
+
+@cli.command()
+@click.option(
+    "--model",
+    help="hashing, minilm, or a model directory (default: the database's model, else hashing).",
+)
+@click.option(
+    "--dimension",
+    type=click.IntRange(8, 8192),
+    help="Width of the hashing embedder (default: the database's, else 384).",
+)
+@click.option("--rebuild", is_flag=True, help="Drop every embedding first and re-embed with --model.")
+@click.option("--batch-size", type=click.IntRange(1, COUNT_MAX), default=256, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Output what was done as JSON.")
+@click.pass_context
+def reindex(
+    ctx: click.Context,
+    model: str | None,
+    dimension: int | None,
+    rebuild: bool,
+    batch_size: int,
+    as_json: bool,
+) -> None:
+    """Embed the messages stored without an embedding (resumable), and repair stale codes."""
+    progress = StageProgress()
+
+    _check_model(model)
+
+    async def go(db: Database) -> ReindexReport:
+        if dimension is not None:
+            recorded = await db.embedding_model()
+            name = model or (recorded[0] if recorded else "hashing")
+            if name not in ("hashing", HASHING_MODEL):
+                raise click.BadParameter(
+                    f"only the hashing embedder has a width to choose; {name!r} has its own",
+                    param_hint="'--dimension'",
+                )
+        embedder = await db.embedder(model, dimension=dimension)
+        return await db.reindex(embedder, batch_size=batch_size, progress=progress, rebuild=rebuild)
+
+    try:
+        r = with_db(ctx, False, go)
+    finally:
+        progress.close()
+    if as_json:
+        echo_json(r)
+        return
+    what = "re-embedded" if r.rebuilt else "embedded"
+    click.echo(f"{what} {r.embedded:,} message(s) with {r.model} ({r.dimension} dimensions)")
+    if r.without_text:
+        click.echo(f"{r.without_text:,} message(s) have no text to embed")
+    if r.codes_added or r.codes_removed:
+        click.echo(f"binary codes: {r.codes_added:,} added, {r.codes_removed:,} removed")
+    if r.codes_stale:
+        click.echo(
+            "sqlite-vec does not run here, so semantic search uses the exact scan until reindex "
+            "runs where it loads",
+            err=True,
+        )
+
+
+def _status_lines(s: IndexStatus) -> list[str]:
+    model = (
+        "(none yet: `axio-context reindex`)" if s.model is None else f"{s.model} ({s.dimension} dimensions)"
+    )
+    missing = s.messages - s.embedded
+    note = f" ({missing:,} without: no text, or stored without an embedder)" if missing else ""
+    semantic = {
+        "vec0": "vec0 binary codes, re-scored exactly",
+        "exact": "exact scan of every embedding (slower)",
+        "none": "unavailable until messages are embedded",
+    }[s.semantic]
+    return [
+        f"model        {model}",
+        f"embedded     {s.embedded:,} of {s.messages:,} stored message(s){note}",
+        f"sqlite-vec   {'loaded' if s.vec_available else 'unavailable on this platform'}",
+        f"codes        {'stale: `axio-context reindex` repairs them' if s.codes_stale else 'up to date'}",
+        f"semantic     {semantic}",
+        "keyword      FTS5: every committed message (the newest are folded in before a search)",
+    ]
+
+
+@cli.command("index")
+@click.option("--json", "as_json", is_flag=True, help="Output JSON.")
+@click.pass_context
+def index_(ctx: click.Context, as_json: bool) -> None:
+    """Show the search indexes: embedding model, coverage, sqlite-vec."""
+    s = with_db(ctx, False, lambda db: db.index_status())
+    if as_json:
+        echo_json(s)
+        return
+    click.echo("\n".join(_status_lines(s)))

@@ -1,0 +1,114 @@
+"""Commands that move sessions in and out: export, import, import-axio."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import click
+
+from axio_context.transcript import FORMATS, FormatName
+
+from ..admin.maintenance import STDIN, writing
+from ..database import Database
+from .app import Written, cli, one_line_errors, settings_of, with_db, writing_db
+from .options import session_argument
+from .output import Progress, echo_json
+
+
+@cli.command()
+@session_argument(required=False, nargs=-1)
+@click.option("--all", "all_", is_flag=True, help="Every session in the database.")
+@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="json", show_default=True)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Write to FILE (- is stdout), replacing it only once the export is complete.",
+)
+@click.pass_context
+def export(ctx: click.Context, sessions: tuple[str, ...], all_: bool, fmt: str, output: str | None) -> None:
+    """Export sessions (default: the newest) as json, jsonl or markdown."""
+    if all_ and sessions:
+        raise click.UsageError("give SESSION arguments or --all, not both")
+    format_ = cast(FormatName, fmt)
+    progress = Progress()
+
+    async def go(db: Database, out: Written) -> Any:
+        ids: list[str] | None
+        if all_:
+            ids = None
+        elif sessions:
+            ids = [await db.resolve(s) for s in sessions]
+        else:
+            ids = [await db.latest()]
+        result = await db.export(out.write, format=format_, session_ids=ids, progress=progress)
+        out.flush()
+        return result
+
+    try:
+        if output is None or output == "-":
+            with_db(ctx, False, lambda db: go(db, Written(sys.stdout.buffer, None)))
+            return
+        with one_line_errors(), writing(Path(output), settings_of(ctx).path) as f:
+            summary = with_db(ctx, False, lambda db: go(db, Written(f, output)))
+    finally:
+        progress.close()
+    click.echo(f"exported {summary.sessions} session(s), {summary.messages} message(s) to {output}", err=True)
+
+
+@cli.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.option("-f", "--format", "fmt", type=click.Choice(["json", "jsonl"]), help="Default: detected.")
+@click.option("--replace", is_flag=True, help="Overwrite sessions whose id already exists.")
+@click.option("--new-ids", is_flag=True, help="Give every imported session a new id (import copies).")
+@click.option("--json", "as_json", is_flag=True, help="Output what was imported as JSON.")
+@click.pass_context
+def import_(
+    ctx: click.Context, file: str, fmt: str | None, replace: bool, new_ids: bool, as_json: bool
+) -> None:
+    """Import a json/jsonl export (- reads stdin); validates all of it before writing anything."""
+    if replace and new_ids:
+        raise click.UsageError("--replace and --new-ids cannot be used together")
+    # "-" is stdin; a file named "-" is ./- (which Path would shorten to "-" again)
+    source = STDIN if file == "-" else Path(file) if Path(file) != STDIN else Path.cwd() / file
+    report = writing_db(
+        ctx,
+        lambda db: db.import_file(
+            source, format=cast(Literal["json", "jsonl"] | None, fmt), replace=replace, new_ids=new_ids
+        ),
+    )
+    if as_json:
+        echo_json(report)
+        return
+    messages = sum(s.messages for s in report.sessions)
+    replaced = sum(s.replaced for s in report.sessions)
+    extra = f", {replaced} replaced" if replaced else ""
+    shown = "standard input" if source == STDIN else file
+    click.echo(f"imported {len(report.sessions)} session(s), {messages} message(s){extra} from {shown}")
+
+
+@cli.command("import-axio")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--replace", is_flag=True, help="Overwrite sessions whose transcript here differs.")
+@click.option("--json", "as_json", is_flag=True, help="Output the outcome per session as JSON.")
+@click.pass_context
+def import_axio(ctx: click.Context, path: Path, replace: bool, as_json: bool) -> None:
+    """Migrate a database written by axio-context-sqlite (safe to run again)."""
+    report = writing_db(ctx, lambda db: db.import_axio(path, replace=replace))
+    if as_json:
+        echo_json(report)
+        return
+    click.echo(
+        f"{len(report.added)} added, {len(report.updated)} updated, {len(report.unchanged)} unchanged"
+        + (f", {len(report.replaced)} replaced" if report.replaced else "")
+        + f"; {report.messages} message(s) written"
+    )
+    if report.conflicts:
+        shown = ", ".join(report.conflicts[:5]) + (", ..." if len(report.conflicts) > 5 else "")
+        click.echo(
+            f"{len(report.conflicts)} session(s) differ here and were left alone ({shown}); "
+            "--replace overwrites them",
+            err=True,
+        )
