@@ -107,9 +107,14 @@ def run_python(block: Block, where: str, home: Path) -> None:
 def run_command(cmd: Command, where: str, home: Path) -> None:
     """Run one shell command; its output must match what the doc shows, and its exit code too."""
     done = subprocess.run(
-        ["bash", "-c", cmd.line], cwd=home, env=environment(home), capture_output=True, text=True
+        ["bash", "-c", cmd.line],
+        cwd=home,
+        env=environment(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
-    got = done.stdout + done.stderr
+    got = done.stdout
     failing = cmd.expected.lstrip().startswith("Error:")
     assert done.returncode == (1 if failing else 0), f"{where}: `{cmd.line}` exited {done.returncode}:\n{got}"
     want = cmd.expected.strip() + "\n" if cmd.expected.strip() else ""
