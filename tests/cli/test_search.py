@@ -229,18 +229,6 @@ def test_similar_errors_name_what_is_missing(db: Path, tmp_path: Path) -> None:
     assert result.exit_code == 1 and "has no embedding" in result.stderr
 
 
-def test_every_command_is_in_the_readme() -> None:
-    from axio_context_sqlite.cli import cli
-
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    missing = [
-        name
-        for name in cli.commands
-        if not any(form in readme for form in (f"axio-context {name}", f"`{name} ", f"`{name}`"))
-    ]
-    assert missing == []
-
-
 def test_words_starting_with_a_dash_are_query_words(db: Path) -> None:
     def rows(*args: str) -> list[dict[str, object]]:
         result = invoke("--db", db, "search", "--mode", "keyword", "--json", *args)

@@ -44,9 +44,7 @@ class Command:
 def blocks(path: Path) -> list[Block]:
     """Every fenced block of a Markdown file, in order."""
     text = path.read_text(encoding="utf-8")
-    return [
-        Block(m.group(1), m.group(2), text.count("\n", 0, m.start()) + 1) for m in _FENCE.finditer(text)
-    ]
+    return [Block(m.group(1), m.group(2), text.count("\n", 0, m.start()) + 1) for m in _FENCE.finditer(text)]
 
 
 def commands(block: Block) -> list[Command]:
