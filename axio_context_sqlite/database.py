@@ -48,8 +48,11 @@ from .admin.maintenance import (
     VacuumReport,
 )
 from .search import engine as search
+from .search import reindex as reindexing
 from .search.engine import MAX_K, MODES, IndexStatus, Mode, Query, ReindexReport, SearchHit, SearchResults
 from .search.fts import match_terms, raw_expression, raw_words
+from .search.settings import read_settings
+from .search.status import index_status
 from .store.connection import connect, run, truncate_wal
 from .store.embedding import check_finite, embed_batch, embed_checked
 from .store.ops import SessionPage
@@ -282,11 +285,11 @@ class Database:
 
     async def index_status(self) -> IndexStatus:
         """The embedder recorded, how many messages are embedded, and how semantic search runs."""
-        return await run(self._conn, search.index_status)
+        return await run(self._conn, index_status)
 
     async def embedding_model(self) -> tuple[str, int] | None:
         """The (model, dimension) this database's embeddings come from; None before the first."""
-        settings = await run(self._conn, search.read_settings)
+        settings = await run(self._conn, read_settings)
         model, dim = settings.get("embedding_model"), settings.get("embedding_dimension")
         return None if model is None or dim is None else (model, int(dim))
 
@@ -336,35 +339,35 @@ class Database:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
         model, dim = embedder.model, embedder.dimension
-        missing, vec = await run(self._conn, search.reindex_begin, model, dim, rebuild)
+        missing, vec = await run(self._conn, reindexing.reindex_begin, model, dim, rebuild)
         embedded = without_text = scanned = 0
         after = -1
         if progress is not None:
             progress("embedding", 0, missing)
         while True:
-            pending = await run(self._conn, search.reindex_read, after, batch_size)
+            pending = await run(self._conn, reindexing.reindex_read, after, batch_size)
             if pending.scanned == 0:
                 break
             batch = await embed_batch(embedder, pending.texts, vec)
-            embedded += await run(self._conn, search.reindex_write, model, dim, pending, batch.rows)
+            embedded += await run(self._conn, reindexing.reindex_write, model, dim, pending, batch.rows)
             without_text += pending.scanned - len(batch.rows)
             scanned += pending.scanned
             after = pending.last_id
             if progress is not None:
                 progress("embedding", min(scanned, missing), max(missing, scanned))
         added = removed = 0
-        needed, token = await run(self._conn, search.codes_plan)
+        needed, token = await run(self._conn, reindexing.codes_plan)
         if needed and token is not None:
-            orphans, uncoded = await run(self._conn, search.codes_diff)
-            removed = await run(self._conn, search.codes_remove, orphans)
+            orphans, uncoded = await run(self._conn, reindexing.codes_diff)
+            removed = await run(self._conn, reindexing.codes_remove, orphans)
             if progress is not None:
                 progress("codes", 0, len(uncoded))
             for start in range(0, len(uncoded), batch_size):
-                added += await run(self._conn, search.codes_add, uncoded[start : start + batch_size])
+                added += await run(self._conn, reindexing.codes_add, uncoded[start : start + batch_size])
                 if progress is not None:
                     progress("codes", min(start + batch_size, len(uncoded)), len(uncoded))
-            await run(self._conn, search.codes_finish, token)
-        settings = await run(self._conn, search.read_settings)
+            await run(self._conn, reindexing.codes_finish, token)
+        settings = await run(self._conn, read_settings)
         return ReindexReport(
             model=model,
             dimension=dim,

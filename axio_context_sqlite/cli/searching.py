@@ -224,7 +224,7 @@ def search_(
     if not hits and not (as_json or nl):
         click.echo("no matches", err=True)
         return
-    emit([_hit_dict(h) for h in hits], SEARCH_COLUMNS, as_json, nl, lambda: _hit_rows(hits, shown))
+    emit([_hit_dict(h) for h in hits], SEARCH_COLUMNS, as_json, nl, lambda: _hit_rows(hits.hits, shown))
 
 
 # A negative POSITION ("-1") is an argument, not an unknown option.

@@ -26,7 +26,8 @@ from axio_context.errors import (
 from axio_context.testing import text
 from axio_context_sqlite import SearchHit, SQLiteContextStore, connect
 from axio_context_sqlite.database import Database, open_database
-from axio_context_sqlite.search import engine as search_module
+from axio_context_sqlite.search import keyword as keyword_module
+from axio_context_sqlite.search import semantic as search_module
 from axio_context_sqlite.search.fts import raw_words
 from axio_context_sqlite.store.vec import brute_force_knn
 from tests.search.test_search import plain_sqlean
@@ -307,7 +308,7 @@ async def test_pruned_keyword_search_puts_the_newest_message_first(
         await new.append_many([text("user", f"common word filler {i}") for i in range(12)])
         await asyncio.sleep(0.005)
         await old.append(text("user", "common word, the newest message"))
-    monkeypatch.setattr(search_module, "PRUNE_MIN_ROWS", 10)
+    monkeypatch.setattr(keyword_module, "PRUNE_MIN_ROWS", 10)
     async with open_database(path) as db:
         hits = await db.search("common word", mode="keyword", k=3)
         assert where(hits) == [("old", 1), ("new", 11), ("new", 10)]
