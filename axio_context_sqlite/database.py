@@ -22,6 +22,7 @@ from axio_context.embeddings import (
     Embedder,
     HashingEmbedder,
     SentenceTransformerEmbedder,
+    check_embedder,
     vector_to_blob,
 )
 from axio_context.errors import (
@@ -50,7 +51,8 @@ from .admin.maintenance import (
 from .search import engine as search
 from .search import reindex as reindexing
 from .search.engine import MAX_K, MODES, IndexStatus, Mode, Query, ReindexReport, SearchHit, SearchResults
-from .search.fts import match_terms, raw_expression, raw_words
+from .search.fts import raw_words
+from .search.query import check_bounds, keyword_part
 from .search.settings import read_settings
 from .search.status import index_status
 from .store.connection import connect, run, truncate_wal
@@ -190,6 +192,7 @@ class Database:
         since: datetime | None = None,
         raw: bool = False,
         embedder: Embedder | None = None,
+        model: str | None = None,
     ) -> SearchResults:
         """The ``k`` messages across every session that best match ``query``, best first.
 
@@ -209,10 +212,16 @@ class Database:
         searches cannot see messages the keyword index has not taken in yet.
 
         Messages with a cosine similarity of zero or less to the query are not semantic hits.
-        Without ``embedder``, a hybrid search of a database whose recorded model cannot be loaded
-        here runs as a keyword search and says so in ``why``; a semantic one raises
-        EmbedderUnavailableError. An embedder returning anything but one finite vector of its
-        declared dimension raises EmbeddingMismatchError.
+        The embedder is ``embedder``, else the one named ``model`` (see :meth:`embedder`), else
+        the database's own. A hybrid search runs as a keyword search, saying why in the result's
+        ``fallback``, when no message is embedded yet, or when (no embedder or model given) the
+        database's model cannot be loaded here; a semantic one raises EmbedderUnavailableError.
+        A hybrid search whose words no message contains shows nothing (``withheld`` counts what
+        meaning alone found; see :mod:`.search.engine`); a semantic one counts the messages it
+        could not see in ``not_embedded``. A query past a limit of :mod:`.search.query` (length,
+        words, repeats of a word, prefixes) raises SearchQueryError, in every mode. An embedder
+        whose dimension is not positive raises EmbedderDimensionError; one returning anything but
+        one finite vector of its declared dimension raises EmbeddingMismatchError.
         """
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -223,31 +232,20 @@ class Database:
             if role not in ROLE_CODES:
                 raise ValueError(f"role must be one of {', '.join(ROLE_CODES)}, not {role!r}")
             role_code = ROLE_CODES[role]
-        match = terms = None
-        if raw:
-            match = raw_expression(query)  # a filter in every mode: see the docstring
-        elif mode != "semantic":
-            terms = match_terms(query)
-            match = " OR ".join(terms) if terms else None
+        check_bounds(query, raw)
+        match, terms = keyword_part(query, mode, raw)  # with raw: a filter in every mode
         vector = None
-        model = dimension = None
-        skipped = None
-        if mode != "keyword":
-            emb = embedder
-            if emb is None:
-                try:
-                    emb = await self.embedder()
-                except EmbedderUnavailableError as exc:
-                    if mode != "hybrid":
-                        raise
-                    skipped = f"semantic search was skipped ({exc}); this was a keyword search"
-            if emb is not None:
-                model, dimension = emb.model, emb.dimension
-                wanted = raw_words(query) if raw else query
-                if wanted.strip():
-                    vector = await _query_vector(emb, wanted)
+        name = dimension = None
+        emb, fallback = (
+            (None, None) if mode == "keyword" else await self._query_embedder(mode, embedder, model)
+        )
+        if emb is not None:
+            name, dimension = emb.model, emb.dimension
+            wanted = raw_words(query) if raw else query
+            if wanted.strip():
+                vector = await _query_vector(emb, wanted)
         if match is None and vector is None:
-            return SearchResults(why=skipped)
+            return SearchResults(fallback=fallback)
         if raw and mode == "semantic" and vector is None:
             # Nothing to embed: only operators, or words the expression excludes. Say so (or what
             # is wrong with the expression) rather than answer "no matches".
@@ -264,7 +262,7 @@ class Database:
             raw=raw,
             terms=terms,
             vector=vector,
-            model=model,
+            model=name,
             dimension=dimension,
             project=project,
             session_id=session_id,
@@ -272,9 +270,27 @@ class Database:
             since_ms=_ms(since),
         )
         results = await run(self._conn, search.search, q)
-        if skipped is not None:
-            results.why = skipped if results.why is None else f"{results.why}; {skipped}"
+        results.fallback = fallback
         return results
+
+    async def _query_embedder(
+        self, mode: Mode, embedder: Embedder | None, model: str | None
+    ) -> tuple[Embedder | None, str | None]:
+        """The embedder a semantic or hybrid search uses, or for a hybrid search that runs by
+        keyword alone None and the reason (the one place that decides it)."""
+        if mode == "hybrid" and await self.embedding_model() is None:
+            return None, (
+                "no message is embedded yet, so this was a keyword search; `axio-context reindex` embeds them"
+            )
+        if embedder is None:
+            try:
+                embedder = await self.embedder(model)
+            except EmbedderUnavailableError as exc:
+                if mode != "hybrid" or model is not None:
+                    raise
+                return None, f"{exc}; this was a keyword search"
+        check_embedder(embedder)
+        return embedder, None
 
     async def similar(self, session_id: str, position: int, k: int = 10) -> list[SearchHit]:
         """The ``k`` messages nearest in meaning to message ``position`` of a session (itself
@@ -338,6 +354,7 @@ class Database:
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        check_embedder(embedder)  # before anything is recorded: a width of 0 would embed nothing
         model, dim = embedder.model, embedder.dimension
         missing, vec = await run(self._conn, reindexing.reindex_begin, model, dim, rebuild)
         embedded = without_text = scanned = 0

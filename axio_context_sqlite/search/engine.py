@@ -15,12 +15,25 @@ A search is one thread hop and one read snapshot (the query is embedded just bef
   dimension differ from the database's is refused (:class:`EmbeddingMismatchError`). A search
   narrowed to at most :data:`EXACT_ROWS` messages (a session, a project) scans them exactly.
   Messages whose cosine similarity to the query is at most :data:`MIN_SIMILARITY` are no hits.
-- **hybrid**: reciprocal rank fusion (:mod:`.ranking`) of the top :data:`DEPTH` of each.
+  Messages with text and no embedding cannot be found this way: the results count them
+  (``not_embedded``; ``reindex`` embeds them).
+- **hybrid**: reciprocal rank fusion (:mod:`.ranking`) of the top :data:`DEPTH` of each. When
+  the query has words and no message contains any of them, a hybrid search shows nothing: the
+  messages nearest in meaning are withheld (counted in ``withheld``, with a note that semantic
+  mode shows them). Chosen over a similarity floor: the cosine that means "related" differs from
+  one embedder to another (the hashing embedder's colliding buckets give unrelated text a
+  positive one), so no one floor holds, while "none of your words is anywhere" is exact.
+  (When the keyword index could not take in the newest messages, nothing is withheld: meaning
+  may be the only way to reach them.)
 - **raw**: the FTS5 expression filters every mode; the semantic ranking covers only the
   messages it matches, by the embedding of the words it asks for (not its operators, nor
   what ``NOT`` leaves out), so ``parser NOT pizza`` finds no message about pizza in any mode.
   Up to :data:`EXACT_ROWS` matches are scanned exactly; more go through the codes (when they
-  can answer), keeping the candidates that match (:func:`_semantic_raw`).
+  can answer), keeping the candidates that match (:mod:`.semantic`).
+
+Bounds: every query, in every mode, is checked against :mod:`.query`'s limits on length, words,
+repeats of a word and prefixes before anything runs (:func:`.query.check_bounds`), and every
+statement runs on the connection's worker through :func:`.connection.run`.
 
 Where a message is found: once, under the session that owns its row. A fork's inherited messages
 are its ancestor's rows, so a search finds them as the ancestor's; ``project`` filters on the
@@ -56,7 +69,7 @@ from .keyword import keyword_ranking
 from .query import DEPTH, MAX_K, MODES, Mode, Query
 from .reindex import ReindexReport
 from .scope import session_scope
-from .semantic import CANDIDATES, MIN_SIMILARITY, semantic_ranking
+from .semantic import CANDIDATES, MIN_SIMILARITY, not_embedded, semantic_ranking
 from .settings import read_settings
 from .status import IndexStatus
 
@@ -118,13 +131,13 @@ def search(c: Any, q: Query) -> SearchResults:
     """Fold the keyword queue (when it can), then run the search in one read snapshot."""
     unindexed, why = fold_queue(c) if q.match is not None else (0, None)
     with read_tx(c):
-        return SearchResults(hits=_search(c, q), unindexed=unindexed, why=why)
+        return _search(c, q, SearchResults(unindexed=unindexed, why=why))
 
 
-def _search(c: Any, q: Query) -> list[SearchHit]:
+def _search(c: Any, q: Query, results: SearchResults) -> SearchResults:
     scope = session_scope(c, q.session_id) if q.session_id is not None else None
     if scope is not None and q.project is not None and scope.project != q.project:
-        return []
+        return results
     depth = max(DEPTH, q.k) if q.mode == "hybrid" else q.k
     kw = keyword_ranking(c, q, scope, depth) if q.match is not None and q.mode != "semantic" else []
     sem: list[tuple[int, float]] = []
@@ -135,12 +148,21 @@ def _search(c: Any, q: Query) -> list[SearchHit]:
                 "meaning; `reindex` embeds them"
             )
         sem = semantic_ranking(c, q, scope, depth)
+        if q.mode == "semantic":
+            results.not_embedded = not_embedded(c, q, scope)
+    if q.mode == "hybrid" and q.match is not None and not kw and not results.unindexed:
+        # no message holds any of the words: what meaning alone finds is noise more often than
+        # not (the hashing embedder's buckets collide), so it is withheld and counted (see above)
+        results.withheld = len(sem)
+        return results
     ranked = rank(q, kw, sem)
     highlight = _meaningful(q.text) if q.mode == "semantic" and not q.raw else q.match
     if q.raw and highlight is not None:
         with fts_errors(q.text):
-            return build_hits(c, ranked, scope, highlight, raw=True)
-    return build_hits(c, ranked, scope, highlight)
+            results.hits = build_hits(c, ranked, scope, highlight, raw=True)
+    else:
+        results.hits = build_hits(c, ranked, scope, highlight)
+    return results
 
 
 def _meaningful(query: str) -> str | None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
@@ -18,7 +19,15 @@ from .query import Query
 from .scope import Scope, ids_json, message_filters
 from .settings import check_model, codes_usable, read_settings
 
-__all__ = ["CANDIDATES", "EXACT_ROWS", "MIN_SIMILARITY", "VEC_K_MAX", "exact_scan", "semantic_ranking"]
+__all__ = [
+    "CANDIDATES",
+    "EXACT_ROWS",
+    "MIN_SIMILARITY",
+    "VEC_K_MAX",
+    "exact_scan",
+    "not_embedded",
+    "semantic_ranking",
+]
 
 #: Binary-code candidates re-scored exactly per semantic search (at least; 2k when k is larger).
 #: 100 kept 99.7% of the exact top 10 on real text (see :mod:`.vec`).
@@ -257,3 +266,27 @@ def exact_scan(
         scored = (r for r in rows() if r[1] is not None)  # NULL: a stored vector holding NaN
         return [(int(r[0]), float(r[1])) for r in heapq.nsmallest(depth, scored, key=lambda r: (r[1], r[0]))]
     return brute_force_knn(q.vector, rows(), depth)
+
+
+def not_embedded(c: Any, q: Query, scope: Scope | None) -> int:
+    """How many messages a semantic search could have found but did not look at: those in its
+    scope and filters (with ``raw``, matching its expression) that have text and no embedding."""
+    where, args = message_filters(q, "m.")
+    where.append("NOT EXISTS (SELECT 1 FROM message_vectors v WHERE v.id = m.id)")
+    if q.raw and q.match is not None:
+        where.append("m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)")
+        args.append(q.match)
+    else:  # a message without text is in neither: it has nothing to be found by
+        where.append(
+            "(EXISTS (SELECT 1 FROM messages_fts f WHERE f.rowid = m.id)"
+            " OR EXISTS (SELECT 1 FROM fts_pending p WHERE p.id = m.id))"
+        )
+    sql = f"SELECT COUNT(*) FROM messages m WHERE {' AND '.join(where)}"
+    population = _population(c, q, scope)
+    with fts_errors(q.text) if q.raw else contextlib.nullcontext():
+        if population is None:
+            return int(c.execute(sql, args).fetchone()[0])
+        return sum(
+            int(c.execute(f"{sql} AND m.id >= ? AND m.id < ?", (*args, lo, hi)).fetchone()[0])
+            for lo, hi in population.ranges
+        )

@@ -269,13 +269,17 @@ async def test_default_hybrid_falls_back_to_keyword_naming_the_model(tmp_path: P
     async with open_database(path) as db:
         hits = await db.search("walrus")
         assert where(hits) == [("s", 0)] and hits[0].semantic_rank is None
-        assert hits.why is not None and "'tiny-v1'" in hits.why and "keyword search" in hits.why
-        assert (await db.search("walrus", mode="keyword")).why is None
+        # the reason is the result's fallback (it was folded into ``why`` before that had one)
+        assert (
+            hits.fallback is not None and "'tiny-v1'" in hits.fallback and "keyword search" in hits.fallback
+        )
+        assert hits.why is None and hits.notes() == [hits.fallback]
+        assert (await db.search("walrus", mode="keyword")).fallback is None
         with pytest.raises(EmbedderUnavailableError, match="'tiny-v1'"):
             await db.search("walrus", mode="semantic")
         # with its embedder, both halves run
         both = await db.search("walrus", embedder=TinyEmbedder())
-        assert both.why is None and both[0].semantic_rank == 1
+        assert both.fallback is None and both[0].semantic_rank == 1
 
 
 # --- 5. a keyword match past the snippet table's limit ----------------------------------------
