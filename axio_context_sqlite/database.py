@@ -292,7 +292,7 @@ class Database:
         check_embedder(embedder)
         return embedder, None
 
-    async def similar(self, session_id: str, position: int, k: int = 10) -> list[SearchHit]:
+    async def similar(self, session_id: str, position: int, k: int = 10) -> SearchResults:
         """The ``k`` messages nearest in meaning to message ``position`` of a session (itself
         left out; -1 is its last message), from its stored embedding: no embedder needed."""
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:

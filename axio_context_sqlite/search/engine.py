@@ -172,9 +172,10 @@ def _meaningful(query: str) -> str | None:
     return " OR ".join(terms) if terms else None
 
 
-def similar(c: Any, session_id: str, position: int, k: int) -> list[SearchHit]:
+def similar(c: Any, session_id: str, position: int, k: int) -> SearchResults:
     """Messages nearest in meaning to one message (itself left out), across every session; a
-    negative ``position`` counts from the end of the session's full transcript."""
+    negative ``position`` counts from the end of the session's full transcript. ``not_embedded``
+    counts the messages with text it could not compare (no embedding)."""
     with read_tx(c):
         row = ops._session(c, session_id)
         if row is None:
@@ -213,4 +214,4 @@ def similar(c: Any, session_id: str, position: int, k: int) -> list[SearchHit]:
             dimension=dimension,
         )
         ranked = rank(q, [], semantic_ranking(c, q, None, k, exclude=mid))
-        return build_hits(c, ranked, None, None)
+        return SearchResults(hits=build_hits(c, ranked, None, None), not_embedded=not_embedded(c, q, None))
