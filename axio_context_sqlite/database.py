@@ -54,7 +54,7 @@ from .search.engine import MAX_K, MODES, IndexStatus, Mode, Query, ReindexReport
 from .search.fts import raw_words
 from .search.query import check_bounds, keyword_part
 from .search.settings import read_settings
-from .search.status import index_status
+from .search.status import VectorSpace, index_status, vector_bytes, vector_space
 from .store.connection import connect, run, truncate_wal
 from .store.embedding import check_finite, embed_batch, embed_checked
 from .store.ops import SessionPage
@@ -74,6 +74,7 @@ __all__ = [
     "SessionView",
     "Stats",
     "VacuumReport",
+    "VectorSpace",
     "open_database",
 ]
 
@@ -344,6 +345,7 @@ class Database:
         batch_size: int = 256,
         progress: ReindexProgress | None = None,
         rebuild: bool = False,
+        on_estimate: Callable[[int, int], object] | None = None,
     ) -> ReindexReport:
         """Embed every message that has no embedding yet, then bring the sqlite-vec codes in step.
 
@@ -351,12 +353,18 @@ class Database:
         next one starts where it stopped. ``rebuild`` first clears every embedding and records
         ``embedder`` as the database's model, in one transaction (switching models), then
         re-embeds. Stale codes (left by a connection without sqlite-vec) are reconciled here.
+        Before embedding, ``on_estimate(messages, bytes)`` is told how many messages lack an
+        embedding and about how much the file will grow for them (also the report's
+        ``estimated_bytes``): embeddings can take several times the space of the text.
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
         check_embedder(embedder)  # before anything is recorded: a width of 0 would embed nothing
         model, dim = embedder.model, embedder.dimension
         missing, vec = await run(self._conn, reindexing.reindex_begin, model, dim, rebuild)
+        estimated = missing * vector_bytes(dim, vec)
+        if on_estimate is not None:
+            on_estimate(missing, estimated)
         embedded = without_text = scanned = 0
         after = -1
         if progress is not None:
@@ -394,7 +402,12 @@ class Database:
             codes_removed=removed,
             rebuilt=rebuild,
             codes_stale="codes_stale" in settings,
+            estimated_bytes=estimated,
         )
+
+    async def vector_space(self) -> VectorSpace:
+        """Bytes the embeddings and their sqlite-vec codes take in the file now."""
+        return await run(self._conn, vector_space)
 
     # -- writing ---------------------------------------------------------------------------------
 

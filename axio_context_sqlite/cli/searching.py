@@ -290,7 +290,16 @@ def reindex(
                     param_hint="'--dimension'",
                 )
         embedder = await db.embedder(model, dimension=dimension)
-        return await db.reindex(embedder, batch_size=batch_size, progress=progress, rebuild=rebuild)
+        return await db.reindex(
+            embedder, batch_size=batch_size, progress=progress, rebuild=rebuild, on_estimate=estimate
+        )
+
+    def estimate(messages: int, size: int) -> None:
+        if messages:
+            click.echo(
+                f"embedding up to {messages:,} message(s): the database grows by about {_mb(size)}",
+                err=True,
+            )
 
     try:
         r = with_db(ctx, False, go)
@@ -311,6 +320,10 @@ def reindex(
             "runs where it loads",
             err=True,
         )
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:,.1f} MB" if size >= 100_000 else f"{size / 1e3:,.0f} KB"
 
 
 def _status_lines(s: IndexStatus) -> list[str]:

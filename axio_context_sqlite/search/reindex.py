@@ -36,7 +36,9 @@ __all__ = [
 class ReindexReport(msgspec.Struct, frozen=True):
     """What a reindex did: embeddings added (and messages without text, which get none), binary
     codes added and removed, whether it cleared the old embeddings first, and whether the codes
-    are still stale (when sqlite-vec does not run on this connection)."""
+    are still stale (when sqlite-vec does not run on this connection). ``estimated_bytes``: the
+    space the new embeddings and codes were estimated to add before it began
+    (:func:`.status.vector_bytes` per message without one)."""
 
     model: str
     dimension: int
@@ -46,6 +48,7 @@ class ReindexReport(msgspec.Struct, frozen=True):
     codes_removed: int
     rebuilt: bool
     codes_stale: bool
+    estimated_bytes: int = 0
 
 
 def reindex_begin(c: Any, model: str, dimension: int, rebuild: bool) -> tuple[int, bool]:
