@@ -279,6 +279,8 @@ class Database:
     ) -> tuple[Embedder | None, str | None]:
         """The embedder a semantic or hybrid search uses, or for a hybrid search that runs by
         keyword alone None and the reason (the one place that decides it)."""
+        if embedder is not None:
+            check_embedder(embedder)  # refused even where it would not run
         if mode == "hybrid" and await self.embedding_model() is None:
             return None, (
                 "no message is embedded yet, so this was a keyword search; `axio-context reindex` embeds them"
