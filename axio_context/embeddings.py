@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from hashlib import blake2b
 from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
 
-from .errors import EmbedderUnavailableError
+from .errors import EmbedderDimensionError, EmbedderUnavailableError
 
 __all__ = [
     "STOPWORDS",
@@ -35,6 +35,7 @@ __all__ = [
     "HashingEmbedder",
     "SentenceTransformerEmbedder",
     "Vector",
+    "check_embedder",
     "vector_from_blob",
     "vector_to_blob",
 ]
@@ -62,6 +63,17 @@ class Embedder(Protocol):
         zeros for a text with nothing to embed. Do not index a zero vector: by L2 distance it sits
         at 1 from every query, nearer than any real vector with cosine similarity below 0.5."""
         ...
+
+
+def check_embedder(embedder: Embedder) -> None:
+    """Refuse an embedder whose ``dimension`` is not a positive integer: with 0 every vector is
+    empty, so everything would be stored and searched without an embedding, silently."""
+    dimension = embedder.dimension
+    if not isinstance(dimension, int) or isinstance(dimension, bool) or dimension < 1:
+        raise EmbedderDimensionError(
+            f"embedder {getattr(embedder, 'model', '?')!r} declares dimension {dimension!r};"
+            " an embedder's dimension must be a positive integer"
+        )
 
 
 def vector_to_blob(vector: Sequence[float]) -> bytes:

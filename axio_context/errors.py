@@ -18,6 +18,7 @@ __all__ = [
     "DatabaseOpenError",
     "DecodeError",
     "DestinationExistsError",
+    "EmbedderDimensionError",
     "EmbedderUnavailableError",
     "EmbeddingMismatchError",
     "MessageNotFoundError",
@@ -120,7 +121,7 @@ class CorruptDataError(DatabaseError, DecodeError):
 
 
 class SearchQueryError(AxioContextError, ValueError):
-    """A raw FTS5 search query that SQLite could not parse; the text quotes the query and why."""
+    """A search query that cannot run: raw FTS5 syntax SQLite rejects, or past a search limit."""
 
 
 class EmbedderUnavailableError(AxioContextError, ImportError):
@@ -153,6 +154,10 @@ class DestinationExistsError(AxioContextError, FileExistsError):
 
 class EmbeddingMismatchError(AxioContextError, ValueError):
     """Vectors from another embedding model or dimension than the one the database records."""
+
+
+class EmbedderDimensionError(EmbeddingMismatchError):
+    """An embedder declares a dimension that is not a positive integer (0 would embed nothing)."""
 
 
 class NoEmbeddingsError(AxioContextError, LookupError):

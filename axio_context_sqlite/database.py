@@ -22,6 +22,7 @@ from axio_context.embeddings import (
     Embedder,
     HashingEmbedder,
     SentenceTransformerEmbedder,
+    check_embedder,
     vector_to_blob,
 )
 from axio_context.errors import (
@@ -48,8 +49,12 @@ from .admin.maintenance import (
     VacuumReport,
 )
 from .search import engine as search
+from .search import reindex as reindexing
 from .search.engine import MAX_K, MODES, IndexStatus, Mode, Query, ReindexReport, SearchHit, SearchResults
-from .search.fts import match_terms, raw_expression, raw_words
+from .search.fts import raw_words
+from .search.query import check_bounds, keyword_part
+from .search.settings import read_settings
+from .search.status import VectorSpace, index_status, vector_bytes, vector_space
 from .store.connection import connect, run, truncate_wal
 from .store.embedding import check_finite, embed_batch, embed_checked
 from .store.ops import SessionPage
@@ -69,6 +74,7 @@ __all__ = [
     "SessionView",
     "Stats",
     "VacuumReport",
+    "VectorSpace",
     "open_database",
 ]
 
@@ -187,6 +193,7 @@ class Database:
         since: datetime | None = None,
         raw: bool = False,
         embedder: Embedder | None = None,
+        model: str | None = None,
     ) -> SearchResults:
         """The ``k`` messages across every session that best match ``query``, best first.
 
@@ -206,10 +213,16 @@ class Database:
         searches cannot see messages the keyword index has not taken in yet.
 
         Messages with a cosine similarity of zero or less to the query are not semantic hits.
-        Without ``embedder``, a hybrid search of a database whose recorded model cannot be loaded
-        here runs as a keyword search and says so in ``why``; a semantic one raises
-        EmbedderUnavailableError. An embedder returning anything but one finite vector of its
-        declared dimension raises EmbeddingMismatchError.
+        The embedder is ``embedder``, else the one named ``model`` (see :meth:`embedder`), else
+        the database's own. A hybrid search runs as a keyword search, saying why in the result's
+        ``fallback``, when no message is embedded yet, or when (no embedder or model given) the
+        database's model cannot be loaded here; a semantic one raises EmbedderUnavailableError.
+        A hybrid search whose words no message contains shows nothing (``withheld`` counts what
+        meaning alone found; see :mod:`.search.engine`); a semantic one counts the messages it
+        could not see in ``not_embedded``. A query past a limit of :mod:`.search.query` (length,
+        words, repeats of a word, prefixes) raises SearchQueryError, in every mode. An embedder
+        whose dimension is not positive raises EmbedderDimensionError; one returning anything but
+        one finite vector of its declared dimension raises EmbeddingMismatchError.
         """
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -220,31 +233,20 @@ class Database:
             if role not in ROLE_CODES:
                 raise ValueError(f"role must be one of {', '.join(ROLE_CODES)}, not {role!r}")
             role_code = ROLE_CODES[role]
-        match = terms = None
-        if raw:
-            match = raw_expression(query)  # a filter in every mode: see the docstring
-        elif mode != "semantic":
-            terms = match_terms(query)
-            match = " OR ".join(terms) if terms else None
+        check_bounds(query, raw)
+        match, terms = keyword_part(query, mode, raw)  # with raw: a filter in every mode
         vector = None
-        model = dimension = None
-        skipped = None
-        if mode != "keyword":
-            emb = embedder
-            if emb is None:
-                try:
-                    emb = await self.embedder()
-                except EmbedderUnavailableError as exc:
-                    if mode != "hybrid":
-                        raise
-                    skipped = f"semantic search was skipped ({exc}); this was a keyword search"
-            if emb is not None:
-                model, dimension = emb.model, emb.dimension
-                wanted = raw_words(query) if raw else query
-                if wanted.strip():
-                    vector = await _query_vector(emb, wanted)
+        name = dimension = None
+        emb, fallback = (
+            (None, None) if mode == "keyword" else await self._query_embedder(mode, embedder, model)
+        )
+        if emb is not None:
+            name, dimension = emb.model, emb.dimension
+            wanted = raw_words(query) if raw else query
+            if wanted.strip():
+                vector = await _query_vector(emb, wanted)
         if match is None and vector is None:
-            return SearchResults(why=skipped)
+            return SearchResults(fallback=fallback)
         if raw and mode == "semantic" and vector is None:
             # Nothing to embed: only operators, or words the expression excludes. Say so (or what
             # is wrong with the expression) rather than answer "no matches".
@@ -261,7 +263,7 @@ class Database:
             raw=raw,
             terms=terms,
             vector=vector,
-            model=model,
+            model=name,
             dimension=dimension,
             project=project,
             session_id=session_id,
@@ -269,11 +271,31 @@ class Database:
             since_ms=_ms(since),
         )
         results = await run(self._conn, search.search, q)
-        if skipped is not None:
-            results.why = skipped if results.why is None else f"{results.why}; {skipped}"
+        results.fallback = fallback
         return results
 
-    async def similar(self, session_id: str, position: int, k: int = 10) -> list[SearchHit]:
+    async def _query_embedder(
+        self, mode: Mode, embedder: Embedder | None, model: str | None
+    ) -> tuple[Embedder | None, str | None]:
+        """The embedder a semantic or hybrid search uses, or for a hybrid search that runs by
+        keyword alone None and the reason (the one place that decides it)."""
+        if embedder is not None:
+            check_embedder(embedder)  # refused even where it would not run
+        if mode == "hybrid" and await self.embedding_model() is None:
+            return None, (
+                "no message is embedded yet, so this was a keyword search; `axio-context reindex` embeds them"
+            )
+        if embedder is None:
+            try:
+                embedder = await self.embedder(model)
+            except EmbedderUnavailableError as exc:
+                if mode != "hybrid" or model is not None:
+                    raise
+                return None, f"{exc}; this was a keyword search"
+        check_embedder(embedder)
+        return embedder, None
+
+    async def similar(self, session_id: str, position: int, k: int = 10) -> SearchResults:
         """The ``k`` messages nearest in meaning to message ``position`` of a session (itself
         left out; -1 is its last message), from its stored embedding: no embedder needed."""
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
@@ -282,11 +304,11 @@ class Database:
 
     async def index_status(self) -> IndexStatus:
         """The embedder recorded, how many messages are embedded, and how semantic search runs."""
-        return await run(self._conn, search.index_status)
+        return await run(self._conn, index_status)
 
     async def embedding_model(self) -> tuple[str, int] | None:
         """The (model, dimension) this database's embeddings come from; None before the first."""
-        settings = await run(self._conn, search.read_settings)
+        settings = await run(self._conn, read_settings)
         model, dim = settings.get("embedding_model"), settings.get("embedding_dimension")
         return None if model is None or dim is None else (model, int(dim))
 
@@ -325,6 +347,7 @@ class Database:
         batch_size: int = 256,
         progress: ReindexProgress | None = None,
         rebuild: bool = False,
+        on_estimate: Callable[[int, int], object] | None = None,
     ) -> ReindexReport:
         """Embed every message that has no embedding yet, then bring the sqlite-vec codes in step.
 
@@ -332,39 +355,46 @@ class Database:
         next one starts where it stopped. ``rebuild`` first clears every embedding and records
         ``embedder`` as the database's model, in one transaction (switching models), then
         re-embeds. Stale codes (left by a connection without sqlite-vec) are reconciled here.
+        Before embedding, ``on_estimate(messages, bytes)`` is told how many messages lack an
+        embedding and about how much the file will grow for them (also the report's
+        ``estimated_bytes``): embeddings can take several times the space of the text.
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        check_embedder(embedder)  # before anything is recorded: a width of 0 would embed nothing
         model, dim = embedder.model, embedder.dimension
-        missing, vec = await run(self._conn, search.reindex_begin, model, dim, rebuild)
+        missing, vec = await run(self._conn, reindexing.reindex_begin, model, dim, rebuild)
+        estimated = missing * vector_bytes(dim, vec)
+        if on_estimate is not None:
+            on_estimate(missing, estimated)
         embedded = without_text = scanned = 0
         after = -1
         if progress is not None:
             progress("embedding", 0, missing)
         while True:
-            pending = await run(self._conn, search.reindex_read, after, batch_size)
+            pending = await run(self._conn, reindexing.reindex_read, after, batch_size)
             if pending.scanned == 0:
                 break
             batch = await embed_batch(embedder, pending.texts, vec)
-            embedded += await run(self._conn, search.reindex_write, model, dim, pending, batch.rows)
+            embedded += await run(self._conn, reindexing.reindex_write, model, dim, pending, batch.rows)
             without_text += pending.scanned - len(batch.rows)
             scanned += pending.scanned
             after = pending.last_id
             if progress is not None:
                 progress("embedding", min(scanned, missing), max(missing, scanned))
         added = removed = 0
-        needed, token = await run(self._conn, search.codes_plan)
+        needed, token = await run(self._conn, reindexing.codes_plan)
         if needed and token is not None:
-            orphans, uncoded = await run(self._conn, search.codes_diff)
-            removed = await run(self._conn, search.codes_remove, orphans)
+            orphans, uncoded = await run(self._conn, reindexing.codes_diff)
+            removed = await run(self._conn, reindexing.codes_remove, orphans)
             if progress is not None:
                 progress("codes", 0, len(uncoded))
             for start in range(0, len(uncoded), batch_size):
-                added += await run(self._conn, search.codes_add, uncoded[start : start + batch_size])
+                added += await run(self._conn, reindexing.codes_add, uncoded[start : start + batch_size])
                 if progress is not None:
                     progress("codes", min(start + batch_size, len(uncoded)), len(uncoded))
-            await run(self._conn, search.codes_finish, token)
-        settings = await run(self._conn, search.read_settings)
+            await run(self._conn, reindexing.codes_finish, token)
+        settings = await run(self._conn, read_settings)
         return ReindexReport(
             model=model,
             dimension=dim,
@@ -374,7 +404,12 @@ class Database:
             codes_removed=removed,
             rebuilt=rebuild,
             codes_stale="codes_stale" in settings,
+            estimated_bytes=estimated,
         )
+
+    async def vector_space(self) -> VectorSpace:
+        """Bytes the embeddings and their sqlite-vec codes take in the file now."""
+        return await run(self._conn, vector_space)
 
     # -- writing ---------------------------------------------------------------------------------
 

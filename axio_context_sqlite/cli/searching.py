@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any, cast
 
 import click
+import msgspec
 
 from axio_context.embeddings import BUNDLED_MINILM
-from axio_context.errors import EmbedderUnavailableError
 
 from ..database import HASHING_MODEL, Database
 from ..search.engine import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit, SearchResults
@@ -175,56 +175,44 @@ def search_(
     text = " ".join(query)
     _check_model(model)
 
-    async def go(db: Database) -> tuple[SearchResults, str | None, dict[str, str]]:
+    async def go(db: Database) -> tuple[SearchResults, dict[str, str]]:
         session_id = await db.resolve(session) if session is not None else None
-        how, embedder, note = mode, None, None
-        if mode != "keyword":
-            if mode == "hybrid" and await db.embedding_model() is None:
-                how = "keyword"
-                note = (
-                    "no message is embedded yet, so this was a keyword search; "
-                    "`axio-context reindex` embeds them"
-                )
-            else:
-                try:
-                    embedder = await db.embedder(model)
-                except EmbedderUnavailableError as exc:
-                    if mode != "hybrid" or model is not None:
-                        raise
-                    how, note = "keyword", f"{exc}; this was a keyword search"
         hits = await db.search(
             text,
             k=limit,
-            mode=cast(Any, how),
+            mode=cast(Any, mode),
             project=await stored_project(db, scope),
             session_id=session_id,
             role=role,
             since=since,
             raw=raw,
-            embedder=embedder,
+            model=model,
         )
         shown = {} if as_json or nl else await shown_ids(db, [h.session_id for h in hits])
-        return hits, note, shown
+        return hits, shown
 
-    hits, note, shown = with_db(ctx, False, go)
-    if note is not None:
-        click.echo(f"note: {note}", err=True)
+    hits, shown = with_db(ctx, False, go)
     dashed = [w for w in text.split() if len(w) > 1 and w.startswith("-")]
     if dashed and not raw:
         click.echo(
             f"note: {dashed[0]} searches for the word itself; --raw 'parser NOT pizza' leaves a word out",
             err=True,
         )
-    if hits.unindexed:
-        click.echo(
-            f"note: {hits.unindexed:,} recent message(s) could not be searched by keyword: {hits.why}"
-            " (taking them into the keyword index needs a write)",
-            err=True,
-        )
-    if not hits and not (as_json or nl):
-        click.echo("no matches", err=True)
+    _emit_results(hits, shown, as_json, nl, "no matches")
+
+
+def _emit_results(results: SearchResults, shown: dict[str, str], as_json: bool, nl: bool, empty: str) -> None:
+    """Notes to stderr; ``--json``: the results with their notes as one object; else the hits."""
+    for note in results.notes():
+        click.echo(f"note: {note}", err=True)
+    if as_json:
+        echo_json({**msgspec.to_builtins(results), "notes": results.notes()})
         return
-    emit([_hit_dict(h) for h in hits], SEARCH_COLUMNS, as_json, nl, lambda: _hit_rows(hits, shown))
+    if not results and not nl:
+        click.echo(empty, err=True)
+        return
+    rows = [_hit_dict(h) for h in results]
+    emit(rows, SEARCH_COLUMNS, False, nl, lambda: _hit_rows(results.hits, shown))
 
 
 # A negative POSITION ("-1") is an argument, not an unknown option.
@@ -244,15 +232,12 @@ def similar(ctx: click.Context, session: str, position: int, limit: int, as_json
     """
     one_format(as_json, nl)
 
-    async def go(db: Database) -> tuple[list[SearchHit], dict[str, str]]:
+    async def go(db: Database) -> tuple[SearchResults, dict[str, str]]:
         hits = await db.similar(await db.resolve(session), position, limit)
         return hits, {} if as_json or nl else await shown_ids(db, [h.session_id for h in hits])
 
     hits, shown = with_db(ctx, False, go)
-    if not hits and not (as_json or nl):
-        click.echo("no other embedded message", err=True)
-        return
-    emit([_hit_dict(h) for h in hits], SEARCH_COLUMNS, as_json, nl, lambda: _hit_rows(hits, shown))
+    _emit_results(hits, shown, as_json, nl, "no other embedded message")
 
 
 def _check_model(model: str | None) -> None:
@@ -305,7 +290,16 @@ def reindex(
                     param_hint="'--dimension'",
                 )
         embedder = await db.embedder(model, dimension=dimension)
-        return await db.reindex(embedder, batch_size=batch_size, progress=progress, rebuild=rebuild)
+        return await db.reindex(
+            embedder, batch_size=batch_size, progress=progress, rebuild=rebuild, on_estimate=estimate
+        )
+
+    def estimate(messages: int, size: int) -> None:
+        if messages:
+            click.echo(
+                f"embedding up to {messages:,} message(s): the database grows by about {_mb(size)}",
+                err=True,
+            )
 
     try:
         r = with_db(ctx, False, go)
@@ -326,6 +320,10 @@ def reindex(
             "runs where it loads",
             err=True,
         )
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:,.1f} MB" if size >= 100_000 else f"{size / 1e3:,.0f} KB"
 
 
 def _status_lines(s: IndexStatus) -> list[str]:

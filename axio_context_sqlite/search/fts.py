@@ -24,6 +24,7 @@ __all__ = [
     "BM25_WEIGHTS",
     "FTS_TOKENIZE",
     "MAX_TERMS",
+    "TOKEN_CATEGORIES",
     "fts_errors",
     "is_fts_query_error",
     "match_expression",
@@ -47,7 +48,7 @@ MAX_TERMS = 32
 
 _PHRASE = re.compile(r'"([^"]*)"')
 # unicode61's token characters: letters, numbers and private-use code points.
-_TOKEN_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Nd", "Nl", "No", "Co"})
+TOKEN_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Nd", "Nl", "No", "Co"})
 
 
 def _clean(text: str) -> str:
@@ -57,7 +58,7 @@ def _clean(text: str) -> str:
 
 
 def _has_token(text: str) -> bool:
-    return any(unicodedata.category(ch) in _TOKEN_CATEGORIES for ch in text)
+    return any(unicodedata.category(ch) in TOKEN_CATEGORIES for ch in text)
 
 
 def _quote(text: str) -> str:

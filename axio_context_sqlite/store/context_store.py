@@ -22,7 +22,7 @@ import aiosqlite
 from axio_context.checkpoints import Checkpoint
 from axio_context.compaction.auto import starts_with
 from axio_context.context import ContextStore
-from axio_context.embeddings import Embedder
+from axio_context.embeddings import Embedder, check_embedder
 from axio_context.errors import CheckpointError, EmbeddingMismatchError
 from axio_context.messages import Message, SessionInfo
 from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
@@ -117,6 +117,8 @@ class SQLiteContextStore(ContextStore):
         self._session_id = session_id
         self._project = project if project is not None else str(Path.cwd().resolve())
         self._counter: TokenCounter = token_counter or DefaultEstimator()
+        if embedder is not None:
+            check_embedder(embedder)  # a dimension of 0 would store every message unembedded, silently
         self._embedder = embedder
 
     @property

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from axio_context.embeddings import Embedder, Vector, vector_to_blob
+from axio_context.embeddings import Embedder, Vector, check_embedder, vector_to_blob
 from axio_context.errors import EmbeddingMismatchError
 
 from .ops import Embeddings
@@ -31,7 +31,9 @@ def check_finite(model: str, vector: Sequence[float], what: str) -> None:
 
 async def embed_checked(embedder: Embedder, texts: Sequence[str], what: str = "texts") -> list[Vector]:
     """``embedder``'s vectors for ``texts``; :class:`EmbeddingMismatchError` for a wrong number of
-    them or one of another width than it declares (``what`` names the texts in the message)."""
+    them or one of another width than it declares (``what`` names the texts in the message);
+    :class:`EmbedderDimensionError` before embedding when it declares no usable width."""
+    check_embedder(embedder)
     vectors = await embedder.embed(texts)
     if len(vectors) != len(texts):
         raise EmbeddingMismatchError(

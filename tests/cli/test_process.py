@@ -275,11 +275,13 @@ def test_search_reindex_index_in_a_real_process(console_script: Path, tmp_path: 
     assert again.stderr == ""  # not a terminal: no bar
     status = json.loads(run("index", "--json").stdout)
     assert (status["embedded"], status["semantic"]) == (2000, "vec0")
-    hits = json.loads(run("search", "topic7 parser note", "--mode", "semantic", "-k", "5", "--json").stdout)
+    hits = json.loads(run("search", "topic7 parser note", "--mode", "semantic", "-k", "5", "--json").stdout)[
+        "hits"
+    ]
     assert len(hits) == 5 and all("topic7" in h["snippet"] for h in hits)
     # similar: a negative position counts from the end, which a shell passes as is
     last = hits[0]["session_id"]
-    near = json.loads(run("similar", last[:8], "-1", "-k", "3", "--json").stdout)
+    near = json.loads(run("similar", last[:8], "-1", "-k", "3", "--json").stdout)["hits"]
     assert len(near) == 3 and all(h["snippet"] for h in near)
     assert run("similar", last, "-99999", code=1).stderr.startswith(f"Error: session '{last}' has no message")
 

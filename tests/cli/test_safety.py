@@ -151,7 +151,7 @@ def test_search_while_another_process_holds_the_write_lock(queued: Path) -> None
         started = time.monotonic()
         result = invoke("--db", queued, "search", "okapi", "--mode", "keyword", "--json")
         assert time.monotonic() - started < 3  # not the 5 s busy timeout
-        assert [h["position"] for h in json.loads(result.stdout)] == [0]
+        assert [h["position"] for h in json.loads(result.stdout)["hits"]] == [0]
         assert result.stderr == (
             "note: 1 recent message(s) could not be searched by keyword: another connection holds"
             " the write lock (taking them into the keyword index needs a write)\n"
@@ -159,7 +159,7 @@ def test_search_while_another_process_holds_the_write_lock(queued: Path) -> None
         holder.release()
         holder.wait_released()
     after = invoke("--db", queued, "search", "okapi", "--mode", "keyword", "--json")
-    assert sorted(h["position"] for h in json.loads(after.stdout)) == [0, 1] and after.stderr == ""
+    assert sorted(h["position"] for h in json.loads(after.stdout)["hits"]) == [0, 1] and after.stderr == ""
     assert _queued(queued) == 0
 
 
@@ -231,7 +231,7 @@ def test_project_given_as_a_path_matches_its_stored_form(
         assert listed(value) == ["in-app"], value
     assert listed("infra") == ["labelled"]  # a label matches exactly
     assert listed("./infra") == [] and listed("app") == []
-    hits = invoke_json("--db", path, "search", "walrus", "-p", "~/src/app", "--json")
+    hits = invoke_json("--db", path, "search", "walrus", "-p", "~/src/app", "--json")["hits"]
     assert [h["session_id"] for h in hits] == ["in-app"]
     doomed = invoke_json("--db", path, "prune", "--keep", "0", "-p", ".", "--dry-run", "--json")
     assert [s["session_id"] for s in doomed] == ["in-app"]
@@ -385,7 +385,7 @@ def test_fork_refuses_an_empty_id_as_rename_does(db: Path) -> None:
 def test_an_empty_search_finds_nothing(db: Path, query: str) -> None:
     result = invoke("--db", db, "search", query, "--mode", "keyword")
     assert (result.stdout, result.stderr) == ("", "no matches\n")
-    assert invoke_json("--db", db, "search", query, "--json") == []
+    assert invoke_json("--db", db, "search", query, "--json")["hits"] == []
 
 
 def test_help_says_what_each_command_takes_and_prints() -> None:

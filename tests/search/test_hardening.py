@@ -26,7 +26,8 @@ from axio_context.errors import (
 from axio_context.testing import text
 from axio_context_sqlite import SearchHit, SQLiteContextStore, connect
 from axio_context_sqlite.database import Database, open_database
-from axio_context_sqlite.search import engine as search_module
+from axio_context_sqlite.search import keyword as keyword_module
+from axio_context_sqlite.search import semantic as search_module
 from axio_context_sqlite.search.fts import raw_words
 from axio_context_sqlite.store.vec import brute_force_knn
 from tests.search.test_search import plain_sqlean
@@ -268,13 +269,17 @@ async def test_default_hybrid_falls_back_to_keyword_naming_the_model(tmp_path: P
     async with open_database(path) as db:
         hits = await db.search("walrus")
         assert where(hits) == [("s", 0)] and hits[0].semantic_rank is None
-        assert hits.why is not None and "'tiny-v1'" in hits.why and "keyword search" in hits.why
-        assert (await db.search("walrus", mode="keyword")).why is None
+        # the reason is the result's fallback (it was folded into ``why`` before that had one)
+        assert (
+            hits.fallback is not None and "'tiny-v1'" in hits.fallback and "keyword search" in hits.fallback
+        )
+        assert hits.why is None and hits.notes() == [hits.fallback]
+        assert (await db.search("walrus", mode="keyword")).fallback is None
         with pytest.raises(EmbedderUnavailableError, match="'tiny-v1'"):
             await db.search("walrus", mode="semantic")
         # with its embedder, both halves run
         both = await db.search("walrus", embedder=TinyEmbedder())
-        assert both.why is None and both[0].semantic_rank == 1
+        assert both.fallback is None and both[0].semantic_rank == 1
 
 
 # --- 5. a keyword match past the snippet table's limit ----------------------------------------
@@ -307,7 +312,7 @@ async def test_pruned_keyword_search_puts_the_newest_message_first(
         await new.append_many([text("user", f"common word filler {i}") for i in range(12)])
         await asyncio.sleep(0.005)
         await old.append(text("user", "common word, the newest message"))
-    monkeypatch.setattr(search_module, "PRUNE_MIN_ROWS", 10)
+    monkeypatch.setattr(keyword_module, "PRUNE_MIN_ROWS", 10)
     async with open_database(path) as db:
         hits = await db.search("common word", mode="keyword", k=3)
         assert where(hits) == [("old", 1), ("new", 11), ("new", 10)]

@@ -30,7 +30,9 @@ from axio_context.errors import (
 from axio_context.testing import text
 from axio_context_sqlite import SearchHit, SQLiteContextStore, connect
 from axio_context_sqlite.database import Database, open_database
-from axio_context_sqlite.search import engine as search_module
+from axio_context_sqlite.search import keyword as keyword_module
+from axio_context_sqlite.search import semantic as search_module
+from axio_context_sqlite.search.query import MAX_QUERY_CHARS, MAX_QUERY_WORDS
 from tests.support.sqlite_checks import raw_connect
 
 MODES = ("keyword", "semantic", "hybrid")
@@ -288,7 +290,13 @@ HOSTILE_QUERIES = [
 
 @pytest.mark.parametrize("query", HOSTILE_QUERIES, ids=range(len(HOSTILE_QUERIES)))
 async def test_a_persons_query_never_raises(db: Database, query: str) -> None:
+    """Never, but for the query bounds (search/query.py), which name the limit."""
+    oversized = len(query) > MAX_QUERY_CHARS or len(query.split()) > MAX_QUERY_WORDS
     for mode in MODES:
+        if oversized:
+            with pytest.raises(SearchQueryError, match="the limit is"):
+                await db.search(query, mode=mode, k=5)  # type: ignore[arg-type]
+            continue
         hits = await db.search(query, mode=mode, k=5)  # type: ignore[arg-type]
         assert all(isinstance(h, SearchHit) for h in hits)
 
@@ -525,7 +533,7 @@ async def test_words_in_most_messages_do_not_rank_on_a_large_database(
         await store.append(text("user", "zeppelin only"))
     async with open_database(path) as db:
         exact = where(await db.search("common zeppelin", mode="keyword", k=5))
-        monkeypatch.setattr(search_module, "PRUNE_MIN_ROWS", 10)
+        monkeypatch.setattr(keyword_module, "PRUNE_MIN_ROWS", 10)
         pruned = await db.search("common zeppelin", mode="keyword", k=5)
         assert set(where(pruned)[:2]) == set(exact[:2]) == {("s", 20), ("s", 21)}
         assert [p for _, p in where(pruned)[2:]] == [19, 18, 17]  # newest first

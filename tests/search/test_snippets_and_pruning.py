@@ -21,7 +21,8 @@ from axio_context.embeddings import HashingEmbedder, Vector
 from axio_context.testing import text
 from axio_context_sqlite import SearchHit, SQLiteContextStore, connect
 from axio_context_sqlite.database import open_database
-from axio_context_sqlite.search import engine as search_module
+from axio_context_sqlite.search import keyword as keyword_module
+from axio_context_sqlite.search import semantic as search_module
 from axio_context_sqlite.search import snippets as snippets_module
 from tests.support.sqlite_checks import raw_connect
 
@@ -133,8 +134,8 @@ async def test_pruned_newest_first_walk_matches_sorting_every_match(
 ) -> None:
     path = tmp_path / "walk.db"
     await _interleaved(path)
-    monkeypatch.setattr(search_module, "PRUNE_MIN_ROWS", 10)
-    monkeypatch.setattr(search_module, "_RECENT_SESSIONS", walk)  # 0: sort every match at once
+    monkeypatch.setattr(keyword_module, "PRUNE_MIN_ROWS", 10)
+    monkeypatch.setattr(keyword_module, "_RECENT_SESSIONS", walk)  # 0: sort every match at once
     db = raw_connect(path)
     try:
         middle = db.execute(
@@ -179,13 +180,13 @@ async def _notes(path: Path) -> None:
 def _exact(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Make the exact scan record its calls."""
     calls: list[str] = []
-    exact = search_module._semantic_exact
+    exact = search_module.exact_scan
 
     def recorded(*args: Any, **kwargs: Any) -> Any:
         calls.append("exact")
         return exact(*args, **kwargs)
 
-    monkeypatch.setattr(search_module, "_semantic_exact", recorded)
+    monkeypatch.setattr(search_module, "exact_scan", recorded)
     return calls
 
 

@@ -1,0 +1,205 @@
+"""Search results: the ranked message ids turned into hits (decoded rows, sessions, snippets),
+and the results Struct that carries them with what the search could not see."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, Final, overload
+
+import msgspec
+
+from ..store import chunks, indexing, ops
+from ..store.ops import iso
+from ..store.packing import ROLE_NAMES, ROW_ERRORS
+from . import snippets
+from .query import Query
+from .ranking import reciprocal_rank_fusion
+from .scope import Scope, ids_json
+
+__all__ = ["Ranked", "SearchHit", "SearchResults", "build_hits", "rank"]
+
+_LOW: Final = (1 << ops.SHIFT) - 1
+
+
+class SearchHit(msgspec.Struct, frozen=True):
+    """One message found: where it is, why, and a snippet of it.
+
+    ``snippet`` is plain text (whitespace collapsed, ``…`` where it was cut); ``highlights`` are
+    ``(start, end)`` character ranges in it of the words that matched the query. ``score`` is
+    higher for better hits: the bm25 relevance in keyword mode, the cosine similarity in semantic
+    mode, the fused RRF score in hybrid mode. ``keyword_rank`` / ``semantic_rank`` are the hit's
+    1-based place in each ranking (None where it was not in it). ``preview``, ``title`` and
+    ``project`` are the session's; ``created_at`` is the message's time (ISO 8601, UTC).
+    """
+
+    session_id: str
+    position: int
+    role: str
+    snippet: str
+    highlights: list[tuple[int, int]]
+    score: float
+    keyword_rank: int | None
+    semantic_rank: int | None
+    preview: str
+    project: str | None
+    created_at: str
+    title: str | None = None
+
+    def marked(self, before: str = "[", after: str = "]") -> str:
+        """The snippet with every highlighted range wrapped in ``before`` ... ``after``."""
+        out: list[str] = []
+        last = 0
+        for start, end in self.highlights:
+            out += [self.snippet[last:start], before, self.snippet[start:end], after]
+            last = end
+        out.append(self.snippet[last:])
+        return "".join(out)
+
+
+class SearchResults(msgspec.Struct, kw_only=True):
+    """The hits of a search, best first, and notes on what it could not see or chose not to show.
+
+    ``unindexed``: messages still queued for the keyword index because the fold before the search
+    could not write (``why``: a read-only database, or another connection's write lock); they
+    were searched by meaning only. ``not_embedded`` (semantic mode): messages with text in the
+    search's scope that have no embedding, so meaning could not find them (``reindex`` embeds
+    them). ``fallback``: why a hybrid search ran by keyword alone. ``withheld`` (hybrid mode):
+    messages found by meaning alone and not shown, because no message contains the query's words
+    (see :mod:`.engine`). :meth:`notes` says all of it in sentences for people.
+
+    It reads like the list of its hits (``len``, iteration, indexing, ``== []``).
+    """
+
+    hits: list[SearchHit] = msgspec.field(default_factory=list)
+    unindexed: int = 0
+    why: str | None = None
+    not_embedded: int = 0
+    fallback: str | None = None
+    withheld: int = 0
+
+    def notes(self) -> list[str]:
+        """One sentence per note, for people (the CLI prints them to stderr)."""
+        out: list[str] = []
+        if self.fallback is not None:
+            out.append(self.fallback)
+        if self.unindexed:
+            out.append(
+                f"{self.unindexed:,} recent message(s) could not be searched by keyword: {self.why}"
+                " (taking them into the keyword index needs a write)"
+            )
+        if self.not_embedded:
+            out.append(
+                f"{self.not_embedded:,} message(s) have no embedding and were not searched by meaning;"
+                " `reindex` embeds them"
+            )
+        if self.withheld:
+            out.append(
+                "no message contains these words; semantic mode shows the messages nearest in"
+                " meaning (which may be unrelated)"
+            )
+        return out
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __iter__(self) -> Iterator[SearchHit]:
+        return iter(self.hits)
+
+    @overload
+    def __getitem__(self, index: int) -> SearchHit: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[SearchHit]: ...
+    def __getitem__(self, index: int | slice) -> SearchHit | list[SearchHit]:
+        return self.hits[index]
+
+    def __bool__(self) -> bool:
+        return bool(self.hits)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, list):  # compares as the list of its hits, as it once was one
+            return self.hits == other
+        if isinstance(other, SearchResults):
+            return msgspec.structs.astuple(self) == msgspec.structs.astuple(other)
+        return NotImplemented
+
+
+class Ranked(msgspec.Struct):
+    mid: int
+    score: float
+    keyword_rank: int | None
+    semantic_rank: int | None
+
+
+def rank(q: Query, kw: list[tuple[int, float]], sem: list[tuple[int, float]]) -> list[Ranked]:
+    if q.mode == "keyword":
+        return [Ranked(mid, 0.0 - bm25, i, None) for i, (mid, bm25) in enumerate(kw[: q.k], 1)]
+    if q.mode == "semantic":
+        # unit vectors: cosine similarity = 1 - d^2 / 2
+        return [Ranked(mid, 1.0 - d * d / 2.0, None, i) for i, (mid, d) in enumerate(sem[: q.k], 1)]
+    fused = reciprocal_rank_fusion([[m for m, _ in kw], [m for m, _ in sem]], limit=q.k)
+    return [Ranked(f.key, f.score, f.ranks[0], f.ranks[1]) for f in fused]
+
+
+def build_hits(
+    c: Any, ranked: Sequence[Ranked], scope: Scope | None, highlight: str | None, raw: bool = False
+) -> list[SearchHit]:
+    """Decode the ranked messages (only those) into hits with their sessions and snippets
+    (``raw``: every hit matches ``highlight``, the query's own expression)."""
+    if not ranked:
+        return []
+    ids = [r.mid for r in ranked]
+    rows = {
+        r[0]: r
+        for r in c.execute(
+            "SELECT id, role, flags, payload, created_at FROM messages"
+            " WHERE id IN (SELECT value FROM json_each(?))",
+            (ids_json(ids),),
+        )
+    }
+    sessions = {
+        r[0]: r
+        for r in c.execute(
+            "SELECT sid, id, project, preview, title FROM sessions"
+            " WHERE sid IN (SELECT value FROM json_each(?))",
+            (ids_json({i >> ops.SHIFT for i in ids}),),
+        )
+    }
+    texts: dict[int, tuple[str, str]] = {}
+    reader = chunks.Reader(c)
+    for mid, (_, role, flags, payload, _) in sorted(rows.items()):
+        try:
+            texts[mid] = indexing.text_of(role, reader.plain(mid, flags, payload))
+        except ROW_ERRORS:
+            texts[mid] = ("", "")  # a damaged row: found by its index entry, shown without text
+    # only hits known to match the expression are looked for past the first window: a hit found
+    # by meaning alone rarely holds the words, and its whole text would be tokenized for nothing
+    late = [r.mid for r in ranked if (raw or r.keyword_rank is not None) and r.mid in texts]
+    marked = snippets.find(c, texts, highlight, late)
+    hits: list[SearchHit] = []
+    for r in ranked:
+        row = rows.get(r.mid)
+        owner = sessions.get(r.mid >> ops.SHIFT)
+        if row is None or owner is None:
+            continue  # defensive: an index entry whose message is gone
+        snippet, spans = marked.get(r.mid) or snippets.excerpt(texts[r.mid])
+        if scope is not None:
+            session_id, project, preview, title = scope.session_id, scope.project, scope.preview, scope.title
+        else:
+            session_id, project, preview, title = owner[1], owner[2], owner[3], owner[4]
+        hits.append(
+            SearchHit(
+                session_id=session_id,
+                position=r.mid & _LOW,
+                role=ROLE_NAMES[row[1]] if 0 <= row[1] < len(ROLE_NAMES) else str(row[1]),
+                snippet=snippet,
+                highlights=spans,
+                score=r.score,
+                keyword_rank=r.keyword_rank,
+                semantic_rank=r.semantic_rank,
+                preview=preview or "(empty)",
+                project=project,
+                created_at=iso(row[4]),
+                title=title,
+            )
+        )
+    return hits
