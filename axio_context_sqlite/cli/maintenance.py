@@ -10,8 +10,8 @@ import click
 from axio_context.messages import SessionInfo
 
 from ..database import Database, RecompressReport, VacuumReport
-from .app import COUNT_MAX, cli, settings_of, with_db
-from .options import When, chosen_project, one_format, output_options, project_option, stored_project
+from .app import cli, settings_of, with_db
+from .options import Count, When, chosen_project, one_format, output_options, project_option, stored_project
 from .output import (
     SESSION_COLUMNS,
     Column,
@@ -76,7 +76,7 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
 
 @cli.command()
 @click.option("--before", type=When(), help="Sessions last updated before this (a date, or an age like 90d).")
-@click.option("--keep", type=click.IntRange(0, COUNT_MAX), help="Keep the N most recently updated sessions.")
+@click.option("--keep", type=Count(0), help="Keep the N most recently updated sessions.")
 @project_option
 @click.option("--dry-run", is_flag=True, help="Only list what would be deleted.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")

@@ -18,8 +18,9 @@ from axio_context.errors import EmbedderUnavailableError
 
 from ..database import HASHING_MODEL, Database
 from ..search.engine import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit, SearchResults
-from .app import COUNT_MAX, cli, with_db
+from .app import cli, with_db
 from .options import (
+    Count,
     When,
     chosen_project,
     complete_sessions,
@@ -107,6 +108,8 @@ class QueryCommand(click.Command):
                 if takes_value[name] and "=" not in arg:
                     value = next(rest, None)
                     if value is None:  # click's own error (the "--" added below is no value)
+                        if ctx.resilient_parsing:  # shell completion: it completes the value
+                            return super().parse_args(ctx, [*options, *words])
                         raise click.BadOptionUsage(name, f"Option {name!r} requires an argument.")
                     options.append(value)  # taken as it is, even when it starts with -
                 continue
@@ -279,7 +282,7 @@ def _check_model(model: str | None) -> None:
     help="Width of the hashing embedder (default: the database's, else 384).",
 )
 @click.option("--rebuild", is_flag=True, help="Drop every embedding first and re-embed with --model.")
-@click.option("--batch-size", type=click.IntRange(1, COUNT_MAX), default=256, show_default=True)
+@click.option("--batch-size", type=Count(1), default=256, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Output what was done as JSON.")
 @click.pass_context
 def reindex(
