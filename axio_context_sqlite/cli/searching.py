@@ -18,7 +18,7 @@ from axio_context.errors import EmbedderUnavailableError
 
 from ..database import HASHING_MODEL, Database
 from ..search.engine import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit, SearchResults
-from .app import cli, with_db
+from .app import cli, read_db, with_db
 from .options import (
     Count,
     When,
@@ -251,7 +251,7 @@ def similar(ctx: click.Context, session: str, position: int, limit: int, as_json
         hits = await db.similar(await db.resolve(session), position, limit)
         return hits, {} if as_json or nl else await shown_ids(db, [h.session_id for h in hits])
 
-    hits, shown = with_db(ctx, False, go)
+    hits, shown = read_db(ctx, go)
     if not hits and not (as_json or nl):
         click.echo("no other embedded message", err=True)
         return
@@ -357,7 +357,7 @@ def _status_lines(s: IndexStatus) -> list[str]:
 @click.pass_context
 def index_(ctx: click.Context, as_json: bool) -> None:
     """Show the search indexes: embedding model, coverage, sqlite-vec."""
-    s = with_db(ctx, False, lambda db: db.index_status())
+    s = read_db(ctx, lambda db: db.index_status())
     if as_json:
         echo_json(s)
         return

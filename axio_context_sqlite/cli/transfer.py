@@ -12,7 +12,7 @@ from axio_context.transcript import FORMATS, FormatName
 
 from ..admin.maintenance import STDIN, writing
 from ..database import Database
-from .app import Written, cli, one_line_errors, settings_of, with_db, writing_db
+from .app import Written, cli, one_line_errors, read_db, settings_of, writing_db
 from .options import session_argument
 from .output import Progress, echo_json
 
@@ -49,10 +49,10 @@ def export(ctx: click.Context, sessions: tuple[str, ...], all_: bool, fmt: str, 
 
     try:
         if output is None or output == "-":
-            with_db(ctx, False, lambda db: go(db, Written(sys.stdout.buffer, None)))
+            read_db(ctx, lambda db: go(db, Written(sys.stdout.buffer, None)))
             return
         with one_line_errors(), writing(Path(output), settings_of(ctx).path) as f:
-            summary = with_db(ctx, False, lambda db: go(db, Written(f, output)))
+            summary = read_db(ctx, lambda db: go(db, Written(f, output)))
     finally:
         progress.close()
     click.echo(f"exported {summary.sessions} session(s), {summary.messages} message(s) to {output}", err=True)
