@@ -460,7 +460,8 @@ def _existing(target: Path) -> None:
     """Refuse a path that holds no database yet: missing, or an empty file (which a reader must
     leave empty, and a writer that may not create one must not fill with a schema)."""
     if not target.is_file():
-        raise DatabaseNotFoundError(f"no database at {target}")
+        what = ": it is a directory" if target.is_dir() else ""
+        raise DatabaseNotFoundError(f"no database at {target}{what}")
     if target.stat().st_size == 0:
         wal = target.with_name(target.name + "-wal")
         if not wal.is_file() or wal.stat().st_size == 0:

@@ -283,7 +283,7 @@ def _check_model(model: str | None) -> None:
 )
 @click.option("--rebuild", is_flag=True, help="Drop every embedding first and re-embed with --model.")
 @click.option("--batch-size", type=Count(1), default=256, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Output what was done as JSON.")
+@output_options(listing=False)
 @click.pass_context
 def reindex(
     ctx: click.Context,
@@ -353,7 +353,7 @@ def _status_lines(s: IndexStatus) -> list[str]:
 
 
 @cli.command("index")
-@click.option("--json", "as_json", is_flag=True, help="Output JSON.")
+@output_options(listing=False)
 @click.pass_context
 def index_(ctx: click.Context, as_json: bool) -> None:
     """Show the search indexes: embedding model, coverage, sqlite-vec."""
