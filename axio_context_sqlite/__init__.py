@@ -7,6 +7,7 @@ export, import, maintenance).
 """
 
 from .database import Database, open_database
+from .paths import default_db_path
 from .search.engine import IndexStatus, Mode, ReindexReport, SearchHit
 from .store.connection import Connection, connect
 from .store.context_store import SQLiteContextStore
@@ -24,5 +25,6 @@ __all__ = [
     "SearchHit",
     "SessionPage",
     "connect",
+    "default_db_path",
     "open_database",
 ]

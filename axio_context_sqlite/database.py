@@ -48,6 +48,8 @@ from .admin.maintenance import (
     Stats,
     VacuumReport,
 )
+from .errors import EmptyDatabaseError
+from .paths import db_path as db_location
 from .search import engine as search
 from .search import reindex as reindexing
 from .search.engine import MAX_K, MODES, IndexStatus, Mode, Query, ReindexReport, SearchHit, SearchResults
@@ -489,25 +491,47 @@ class Database:
         await run(self._conn, admin.backup, self._path, Path(dest), overwrite)
 
 
+def _existing(target: Path) -> None:
+    """Refuse a path that holds no database yet: missing, or an empty file (which a reader must
+    leave empty, and a writer that may not create one must not fill with a schema)."""
+    if not target.is_file():
+        what = ": it is a directory" if target.is_dir() else ""
+        raise DatabaseNotFoundError(f"no database at {target}{what}")
+    if target.stat().st_size == 0:
+        wal = target.with_name(target.name + "-wal")
+        if not wal.is_file() or wal.stat().st_size == 0:
+            raise EmptyDatabaseError(f"no database at {target} yet: the file is empty")
+
+
 @asynccontextmanager
 async def open_database(
-    path: str | Path, *, create: bool = True, busy_timeout: float = 5.0
+    path: str | Path | None = None,
+    *,
+    create: bool = True,
+    readonly: bool = False,
+    busy_timeout: float = 5.0,
 ) -> AsyncIterator[Database]:
     """Open a database file for the duration of an ``async with`` block.
 
-    With ``create=False`` a missing file is a :class:`DatabaseNotFoundError` and nothing is
-    created (commands that only read use this), and a file that cannot be written (a read-only
-    file or folder) is opened read-only instead, so reading still works.
+    ``path`` None is :func:`~axio_context_sqlite.paths.default_db_path`, as for :func:`connect`.
+    With ``create=False`` a missing or empty file is a :class:`DatabaseNotFoundError` (an empty
+    one :class:`EmptyDatabaseError`) and nothing is created, and a file that cannot be written
+    (a read-only file or folder) is opened read-only instead, so reading still works.
+    ``readonly`` (implies ``create=False``) never writes to the file at all: no schema, no
+    upgrade, no index upkeep.
     """
-    target = await asyncio.to_thread(lambda: Path(path).expanduser())
-    if not create and not await asyncio.to_thread(target.is_file):
-        raise DatabaseNotFoundError(f"no database at {target}")
-    try:
-        conn = await connect(target, busy_timeout=busy_timeout)
-    except (ReadOnlyDatabaseError, DatabaseOpenError):
-        if create:
-            raise
+    target = await asyncio.to_thread(lambda: db_location(path)[0])
+    if readonly or not create:
+        await asyncio.to_thread(_existing, target)
+    if readonly:
         conn = await connect(target, busy_timeout=busy_timeout, readonly=True)
+    else:
+        try:
+            conn = await connect(target, busy_timeout=busy_timeout)
+        except (ReadOnlyDatabaseError, DatabaseOpenError):
+            if create:
+                raise
+            conn = await connect(target, busy_timeout=busy_timeout, readonly=True)
     try:
         yield Database(conn, target)
     finally:

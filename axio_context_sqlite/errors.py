@@ -19,10 +19,15 @@ __all__ = [
     "DatabaseLockedError",
     "DatabaseNotFoundError",
     "DatabaseOpenError",
+    "EmptyDatabaseError",
     "ReadOnlyDatabaseError",
     "SchemaVersionError",
     "translate_error",
 ]
+
+
+class EmptyDatabaseError(DatabaseNotFoundError):
+    """The file exists but is empty: nothing has been stored in it yet (opening to read keeps it so)."""
 
 
 def translate_error(exc: BaseException, path: str = "") -> BaseException:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import errno
 import io
 import os
@@ -14,18 +15,17 @@ from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
 import click
-import platformdirs
 
 from axio_context import __version__
-from axio_context.errors import AxioContextError
+from axio_context.errors import AxioContextError, DatabaseNotFoundError
 
 from ..admin.maintenance import SIDE_SUFFIXES
 from ..database import Database, open_database
+from ..errors import EmptyDatabaseError
+from ..paths import ENV_VAR, PathSource, db_path
+from ..paths import default_db_path as default_db_path  # importable from the CLI, as before
 
 T = TypeVar("T")
-
-
-ENV_VAR = "AXIO_CONTEXT_DB"
 
 
 #: The largest count an option takes: far past any real one, and safely inside SQLite's integers
@@ -37,19 +37,13 @@ COUNT_MAX = 2**62
 PROGRESS_MIN = 2_000
 
 
-def default_db_path() -> Path:
-    """The database used without ``--db`` or ``$AXIO_CONTEXT_DB``: in the user data directory."""
-    return platformdirs.user_data_path("axio-context") / "context.db"
-
-
 class Settings:
-    """Where the database is, and whether the person named it (``--db``, or ``$AXIO_CONTEXT_DB``):
-    a database someone named must exist, while the default one may not yet."""
+    """Where the database is, where that came from, and whether the person named it (``--db``,
+    or ``$AXIO_CONTEXT_DB``): a database someone named must exist, the default one may not yet."""
 
     def __init__(self, db: Path | None) -> None:
-        env = os.environ.get(ENV_VAR)
-        self.explicit = db is not None or bool(env)
-        self.path = (db or (Path(env) if env else default_db_path())).expanduser()
+        self.path, self.source = db_path(db)
+        self.explicit = self.source is not PathSource.DEFAULT
 
 
 def settings_of(ctx: click.Context) -> Settings:
@@ -137,7 +131,8 @@ def _run(fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 
 def with_db(ctx: click.Context, write: bool, action: Callable[[Database], Awaitable[T]]) -> T:
-    """Open the database (creating it only for ``write``), run ``action``, close it."""
+    """Open the database (creating it only for ``write``; else it must exist and hold a
+    database), run ``action``, close it."""
     path = settings_of(ctx).path
 
     async def go() -> T:
@@ -147,12 +142,65 @@ def with_db(ctx: click.Context, write: bool, action: Callable[[Database], Awaita
     return _run(go)
 
 
+def read_db(
+    ctx: click.Context,
+    action: Callable[[Database], Awaitable[T]],
+    absent: Callable[[], T] | None = None,
+) -> T:
+    """:func:`with_db` for a command that only reads: the database is opened read-only, so
+    nothing is written to it (no schema into an empty file) and nothing is created.
+
+    ``absent``: what an empty file, or a missing default database (a fresh machine), gives
+    instead of an error; a missing file someone named stays an error.
+    """
+    settings = settings_of(ctx)
+
+    async def go() -> T:
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                db = await stack.enter_async_context(open_database(settings.path, readonly=True))
+            except DatabaseNotFoundError as exc:
+                named = settings.explicit and not isinstance(exc, EmptyDatabaseError)
+                if absent is None or named:
+                    raise
+                return absent()
+            return await action(db)
+
+    return _run(go)
+
+
 class _Group(click.Group):
     """The command group: writing the output cannot end a command with a traceback.
 
     A reader that went away (``... | head``) ends it quietly with exit code 1 (as click does);
-    any other failed write (a full disk) is one ``Error:`` line, exit code 1.
+    any other failed write (a full disk) is one ``Error:`` line, exit code 1. A mistyped command
+    names the closest ones; shell completion never prints a traceback.
     """
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            if exc.possibilities:
+                raise
+            name = exc.command_name
+            # click's own suggestions miss a prefix ("list" for "list-sessions"): offer those.
+            close = [c for c in sorted(self.commands) if c.startswith(name)] if name else []
+            close = close or difflib.get_close_matches(name, list(self.commands), cutoff=0.5)
+            if not close:
+                raise
+            hint = " or ".join(repr(c) for c in close[:3])
+            raise click.exceptions.NoSuchCommand(
+                name, f"No such command {name!r}. Did you mean {hint}?", ctx=ctx
+            ) from None
+
+    def _main_shell_completion(self, ctx_args: Any, prog_name: str, complete_var: str | None = None) -> None:
+        try:
+            super()._main_shell_completion(ctx_args, prog_name, complete_var)
+        except Exception:  # a half-typed command line can fail to parse: offer nothing, quietly
+            sys.exit(1)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -6,12 +6,13 @@ from datetime import datetime
 from pathlib import Path
 
 import click
+import msgspec
 
 from axio_context.messages import SessionInfo
 
 from ..database import Database, RecompressReport, VacuumReport
-from .app import COUNT_MAX, cli, settings_of, with_db
-from .options import When, chosen_project, one_format, output_options, project_option, stored_project
+from .app import cli, read_db, settings_of, with_db
+from .options import Count, When, chosen_project, one_format, output_options, project_option, stored_project
 from .output import (
     SESSION_COLUMNS,
     Column,
@@ -31,12 +32,12 @@ from .output import (
 @click.pass_context
 def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
     """Sessions, messages, tokens and size on disk, in total and by project."""
-    s = with_db(ctx, False, lambda db: db.stats())
-    if as_json or nl:
-        one_format(as_json, nl)
-        echo_json(s, indent=2 if as_json else 0)
-        return
+    one_format(as_json, nl)
+    s = read_db(ctx, lambda db: db.stats())
     path = settings_of(ctx).path
+    if as_json or nl:
+        echo_json({"path": str(path), **msgspec.structs.asdict(s)}, indent=2 if as_json else 0)
+        return
     click.echo(f"database   {path}")
     on_disk = human_size(s.file_bytes + s.wal_bytes)
     click.echo(f"size       {on_disk} ({human_size(s.wal_bytes)} WAL, {s.free_pages:,} free pages)")
@@ -76,7 +77,7 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
 
 @cli.command()
 @click.option("--before", type=When(), help="Sessions last updated before this (a date, or an age like 90d).")
-@click.option("--keep", type=click.IntRange(0, COUNT_MAX), help="Keep the N most recently updated sessions.")
+@click.option("--keep", type=Count(0), help="Keep the N most recently updated sessions.")
 @project_option
 @click.option("--dry-run", is_flag=True, help="Only list what would be deleted.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
@@ -147,8 +148,9 @@ def prune(
     help="First retrain the compression dictionary on the whole database, rewrite every payload "
     "with it, then rebuild the file (a full vacuum).",
 )
+@output_options(listing=False)
 @click.pass_context
-def vacuum(ctx: click.Context, recompress: bool) -> None:
+def vacuum(ctx: click.Context, recompress: bool, as_json: bool) -> None:
     """Reclaim the space deleted sessions left, and truncate the WAL."""
 
     async def both(db: Database) -> tuple[RecompressReport | None, VacuumReport]:
@@ -156,6 +158,9 @@ def vacuum(ctx: click.Context, recompress: bool) -> None:
         return (await db.recompress() if recompress else None), await db.vacuum(full=recompress)
 
     rc, r = with_db(ctx, False, both)
+    if as_json:
+        echo_json({"recompress": rc, "vacuum": r})
+        return
     if rc is not None:
         if rc.dictionary is None:
             click.echo("recompress: too few compressible payloads to train a dictionary yet")
@@ -174,8 +179,13 @@ def vacuum(ctx: click.Context, recompress: bool) -> None:
 @cli.command()
 @click.argument("dest", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--force", is_flag=True, help="Overwrite DEST if it exists.")
+@output_options(listing=False)
 @click.pass_context
-def backup(ctx: click.Context, dest: Path, force: bool) -> None:
+def backup(ctx: click.Context, dest: Path, force: bool, as_json: bool) -> None:
     """Write a consistent copy of the database to DEST, even while it is in use."""
     with_db(ctx, False, lambda db: db.backup(dest, overwrite=force))
-    click.echo(f"backed up {settings_of(ctx).path} to {dest} ({human_size(dest.stat().st_size)})")
+    size = dest.stat().st_size
+    if as_json:
+        echo_json({"source": str(settings_of(ctx).path), "destination": str(dest), "bytes": size})
+        return
+    click.echo(f"backed up {settings_of(ctx).path} to {dest} ({human_size(size)})")

@@ -9,13 +9,15 @@ import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import click
 from click.shell_completion import CompletionItem
 
 from ..database import Database, open_database
-from .app import Settings
+from .app import COUNT_MAX, Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
@@ -26,7 +28,7 @@ def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: st
         return []
 
     async def go() -> list[str]:
-        async with open_database(path, create=False) as db:
+        async with open_database(path, readonly=True) as db:
             return await db.complete(incomplete)
 
     try:
@@ -119,10 +121,42 @@ async def stored_project(db: Database, project: str | None) -> str | None:
     return project
 
 
-def output_options(fn: Any) -> Any:
-    """``--json`` (an array) and ``--nl`` (one JSON object per line) for a listing command."""
-    fn = click.option("--nl", is_flag=True, help="Output one JSON object per line.")(fn)
-    return click.option("--json", "as_json", is_flag=True, help="Output a JSON array.")(fn)
+@overload
+def output_options(fn: F, *, listing: bool = True) -> F: ...
+@overload
+def output_options(fn: None = None, *, listing: bool = True) -> Callable[[F], F]: ...
+def output_options(fn: F | None = None, *, listing: bool = True) -> F | Callable[[F], F]:
+    """The output flags, the same on every command that prints data.
+
+    ``@output_options`` (a listing): ``--json`` prints a JSON array, ``--nl`` one JSON object
+    per line. ``@output_options(listing=False)`` (a command that prints one thing): ``--json``
+    prints one JSON object.
+    """
+
+    def decorate(fn: F) -> F:
+        if not listing:
+            return click.option("--json", "as_json", is_flag=True, help="Output a JSON object.")(fn)
+        fn = click.option("--nl", is_flag=True, help="Output one JSON object per line.")(fn)
+        return click.option("--json", "as_json", is_flag=True, help="Output a JSON array.")(fn)
+
+    return decorate if fn is None else decorate(fn)
+
+
+class Count(click.IntRange):
+    """A count from ``low`` up with no useful upper bound: ``--help`` shows ``[x>=low]``, not
+    the technical ceiling (:data:`~.app.COUNT_MAX`) that keeps it inside SQLite's integers."""
+
+    def __init__(self, low: int = 0) -> None:
+        super().__init__(low, COUNT_MAX)
+
+    def _describe_range(self) -> str:
+        return f"x>={self.min}"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = click.INT.convert(value, param, ctx)
+        if number > COUNT_MAX:
+            self.fail(f"{number} is too large.", param, ctx)
+        return super().convert(number, param, ctx)
 
 
 def one_format(as_json: bool, nl: bool) -> None:

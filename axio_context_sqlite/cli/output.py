@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import shutil
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
@@ -53,6 +54,15 @@ def _cell(value: Any, width: int | None, safe: bool = False) -> str:
 def echo_json(value: Any, indent: int = 2) -> None:
     """Print ``value`` as JSON: indented (``--json``), or on one line with ``indent=0``."""
     click.echo(format_json(value, indent=indent))  # bytes: always UTF-8
+
+
+def page(text: str, no_pager: bool = False) -> None:
+    """Print ``text`` (which ends with its own newline), through the pager (``$PAGER``, else
+    ``less``) when stdout is a terminal, the text is taller than it and ``no_pager`` is off."""
+    if not no_pager and sys.stdout.isatty() and text.count("\n") >= shutil.get_terminal_size().lines:
+        click.echo_via_pager(text)
+    else:
+        click.echo(text, nl=False)
 
 
 def emit(

@@ -18,8 +18,9 @@ from axio_context.embeddings import BUNDLED_MINILM
 
 from ..database import HASHING_MODEL, Database
 from ..search.engine import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit, SearchResults
-from .app import COUNT_MAX, cli, with_db
+from .app import cli, read_db, with_db
 from .options import (
+    Count,
     When,
     chosen_project,
     complete_sessions,
@@ -107,6 +108,8 @@ class QueryCommand(click.Command):
                 if takes_value[name] and "=" not in arg:
                     value = next(rest, None)
                     if value is None:  # click's own error (the "--" added below is no value)
+                        if ctx.resilient_parsing:  # shell completion: it completes the value
+                            return super().parse_args(ctx, [*options, *words])
                         raise click.BadOptionUsage(name, f"Option {name!r} requires an argument.")
                     options.append(value)  # taken as it is, even when it starts with -
                 continue
@@ -236,7 +239,7 @@ def similar(ctx: click.Context, session: str, position: int, limit: int, as_json
         hits = await db.similar(await db.resolve(session), position, limit)
         return hits, {} if as_json or nl else await shown_ids(db, [h.session_id for h in hits])
 
-    hits, shown = with_db(ctx, False, go)
+    hits, shown = read_db(ctx, go)
     _emit_results(hits, shown, as_json, nl, "no other embedded message")
 
 
@@ -264,8 +267,8 @@ def _check_model(model: str | None) -> None:
     help="Width of the hashing embedder (default: the database's, else 384).",
 )
 @click.option("--rebuild", is_flag=True, help="Drop every embedding first and re-embed with --model.")
-@click.option("--batch-size", type=click.IntRange(1, COUNT_MAX), default=256, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Output what was done as JSON.")
+@click.option("--batch-size", type=Count(1), default=256, show_default=True)
+@output_options(listing=False)
 @click.pass_context
 def reindex(
     ctx: click.Context,
@@ -348,11 +351,11 @@ def _status_lines(s: IndexStatus) -> list[str]:
 
 
 @cli.command("index")
-@click.option("--json", "as_json", is_flag=True, help="Output JSON.")
+@output_options(listing=False)
 @click.pass_context
 def index_(ctx: click.Context, as_json: bool) -> None:
     """Show the search indexes: embedding model, coverage, sqlite-vec."""
-    s = with_db(ctx, False, lambda db: db.index_status())
+    s = read_db(ctx, lambda db: db.index_status())
     if as_json:
         echo_json(s)
         return

@@ -9,12 +9,14 @@ from typing import Any
 import click
 import msgspec
 
+from axio_context.messages import SessionInfo
 from axio_context.transcript import message_range, render_blocks, render_header
 
 from ..database import Database
 from ..store.ops import SessionPage
-from .app import COUNT_MAX, cli, settings_of, with_db
+from .app import cli, read_db, settings_of, with_db
 from .options import (
+    Count,
     When,
     chosen_project,
     one_format,
@@ -30,6 +32,7 @@ from .output import (
     info_dict,
     info_row,
     local_time,
+    page,
     shown_for_infos,
     visible,
 )
@@ -40,7 +43,7 @@ from .output import (
 @click.option(
     "-n",
     "--limit",
-    type=click.IntRange(0, COUNT_MAX),
+    type=Count(0),
     default=50,
     show_default=True,
     help="At most N (0: all).",
@@ -61,21 +64,23 @@ def list_sessions(
     settings = settings_of(ctx)
     scope = chosen_project(project, here)
     one_format(as_json, nl)
-    if not settings.explicit and not settings.path.exists():
-        # A fresh machine: nothing stored yet is not an error (an explicit --db that is missing is).
-        if as_json:
-            click.echo("[]")
-        elif not nl:
-            click.echo(f"no sessions yet (database: {settings.path})")
-        return
 
-    async def go(db: Database) -> tuple[SessionPage, dict[str, str], bool]:
+    async def go(db: Database) -> tuple[SessionPage, dict[str, str], bool] | None:
         page = await db.list_sessions(await stored_project(db, scope), limit=limit or None, since=since)
         filtered = (scope is not None or since is not None) and not page.sessions
         others = filtered and bool((await db.list_sessions(limit=1)).sessions)
         return page, {} if as_json or nl else await shown_for_infos(db, page.sessions), others
 
-    page, shown, others = with_db(ctx, False, go)
+    # A fresh machine (no default database yet) or an empty file: nothing stored yet is not an
+    # error (an explicit --db that is missing is), and reading it creates or writes nothing.
+    found = read_db(ctx, go, absent=lambda: None)
+    if found is None:
+        if as_json:
+            click.echo("[]")
+        elif not nl:
+            click.echo(f"no sessions yet (database: {settings.path})")
+        return
+    page, shown, others = found
     infos = page.sessions
     if not infos and not (as_json or nl):
         what = "no session matches the filters" if others else "no sessions yet"
@@ -101,81 +106,108 @@ async def _pick(db: Database, session: str | None) -> str:
     show_default=True,
     help="Cut tool calls/results to N characters.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Output JSON.")
+@click.option("--last", "--tail", "last", type=Count(1), help="Only the last N messages.")
+@click.option("--no-pager", is_flag=True, help="Never page the output (it is paged only on a terminal).")
+@output_options(listing=False)
 @click.pass_context
-def show(ctx: click.Context, session: str | None, full: bool, fold: int, as_json: bool) -> None:
+def show(
+    ctx: click.Context,
+    session: str | None,
+    full: bool,
+    fold: int,
+    last: int | None,
+    no_pager: bool,
+    as_json: bool,
+) -> None:
     """Show a conversation (default: the newest session)."""
 
     async def go(db: Database) -> Any:
         return await db.show(await _pick(db, session), full=full)
 
-    view = with_db(ctx, False, go)
+    view = read_db(ctx, go)
+    messages, start, summary = view.messages, view.start, view.summary
+    if last is not None and last < len(messages):
+        # Only the tail: the summary stands before the first message shown, so it goes too.
+        start, messages, summary = start + len(messages) - last, messages[-last:], None
     if as_json:
-        messages = [
-            {"position": view.start + i, **msgspec.structs.asdict(m)} for i, m in enumerate(view.messages)
-        ]
-        doc = {"session": view.header, "summary": view.summary, "start": view.start, "messages": messages}
-        echo_json(doc)
+        rows = [{"position": start + i, **msgspec.structs.asdict(m)} for i, m in enumerate(messages)]
+        echo_json({"session": view.header, "summary": summary, "start": start, "messages": rows})
         return
     out = [render_header(view.header)]
-    if view.summary is not None:
+    if summary is not None:
         out.append(
             f"*Compacted: {message_range(view.start)} replaced by this summary in the model's view "
             "(--full shows everything).*\n"
         )
-        for m in view.summary:
+        for m in summary:
             out.append(f"## summary · {m.role}\n\n{render_blocks(m.content, fold)}")
-    for i, r in enumerate(view.messages):
+    for i, r in enumerate(messages):
         when = local_time(r.created_at)
-        out.append(f"## {view.start + i} · {r.role} · {when}\n\n{render_blocks(r.content, fold)}")
-    click.echo(visible("\n".join(out)), nl=False)
+        out.append(f"## {start + i} · {r.role} · {when}\n\n{render_blocks(r.content, fold)}")
+    page(visible("\n".join(out)), no_pager)
 
 
 @cli.command()
 @session_argument()
 @click.option("--id", "new_id", help="Id for the new session (default: a new uuid).")
+@output_options(listing=False)
 @click.pass_context
-def fork(ctx: click.Context, session: str, new_id: str | None) -> None:
+def fork(ctx: click.Context, session: str, new_id: str | None, as_json: bool) -> None:
     """Fork a session; prints the new session's id."""
     if new_id is not None and not new_id:
         raise click.ClickException("a session id must not be empty")
 
-    async def go(db: Database) -> str:
-        return await db.fork(await db.resolve(session), new_id)
+    async def go(db: Database) -> SessionInfo:
+        return await db.info(await db.fork(await db.resolve(session), new_id))
 
-    click.echo(visible(with_db(ctx, False, go)))
+    info = with_db(ctx, False, go)
+    if as_json:
+        echo_json(info_dict(info))
+        return
+    click.echo(visible(info.session_id))
 
 
 @cli.command()
 @session_argument(nargs=-1)
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@output_options
 @click.pass_context
-def rm(ctx: click.Context, sessions: tuple[str, ...], yes: bool) -> None:
+def rm(ctx: click.Context, sessions: tuple[str, ...], yes: bool, as_json: bool, nl: bool) -> None:
     """Delete sessions (their forks keep their messages)."""
-    ids = with_db(ctx, False, lambda db: _resolve_all(db, sessions))
+    one_format(as_json, nl)
+    infos = with_db(ctx, False, lambda db: _resolve_all(db, sessions))
+    ids = [i.session_id for i in infos]
     if not yes:
         click.confirm(f"Delete {len(ids)} session(s): {visible(', '.join(ids))}?", abort=True, err=True)
-    deleted = with_db(ctx, False, lambda db: db.delete(ids))
+    deleted = set(with_db(ctx, False, lambda db: db.delete(ids)))
+    if as_json or nl:
+        emit([info_dict(i) for i in infos if i.session_id in deleted], SESSION_COLUMNS, as_json, nl)
+        return
     click.echo(f"deleted {len(deleted)} session(s)")
 
 
-async def _resolve_all(db: Database, sessions: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys([await db.resolve(s) for s in sessions]))
+async def _resolve_all(db: Database, sessions: Sequence[str]) -> list[SessionInfo]:
+    ids = list(dict.fromkeys([await db.resolve(s) for s in sessions]))
+    return [await db.info(i) for i in ids]
 
 
 @cli.command()
 @session_argument()
 @click.argument("new_id")
+@output_options(listing=False)
 @click.pass_context
-def rename(ctx: click.Context, session: str, new_id: str) -> None:
+def rename(ctx: click.Context, session: str, new_id: str, as_json: bool) -> None:
     """Change a session's id."""
 
-    async def go(db: Database) -> str:
+    async def go(db: Database) -> tuple[str, SessionInfo]:
         old = await db.resolve(session)
         await db.rename(old, new_id)
-        return old
+        return old, await db.info(new_id)
 
-    old = with_db(ctx, False, go)
+    old, info = with_db(ctx, False, go)
+    if as_json:
+        echo_json({"previous_id": old, **info_dict(info)})
+        return
     click.echo(visible(f"renamed {old} to {new_id}"))
 
 
@@ -183,19 +215,23 @@ def rename(ctx: click.Context, session: str, new_id: str) -> None:
 @session_argument()
 @click.argument("text", required=False)
 @click.option("--clear", is_flag=True, help="Remove the title.")
+@output_options(listing=False)
 @click.pass_context
-def title(ctx: click.Context, session: str, text: str | None, clear: bool) -> None:
+def title(ctx: click.Context, session: str, text: str | None, clear: bool, as_json: bool) -> None:
     """Show, set or clear a session's title."""
     if clear and text is not None:
         raise click.UsageError("give TEXT or --clear, not both")
 
-    async def go(db: Database) -> str | None:
+    async def go(db: Database) -> tuple[str, str | None]:
         sid = await db.resolve(session)
-        if text is None and not clear:
-            return (await db.info(sid)).title
-        await db.set_title(sid, None if clear else text)
-        return None
+        if text is not None or clear:
+            await db.set_title(sid, None if clear else text)
+        return sid, (await db.info(sid)).title
 
-    shown = with_db(ctx, False, go)
-    if text is None and not clear and shown is not None:
+    reading = text is None and not clear
+    sid, shown = read_db(ctx, go) if reading else with_db(ctx, False, go)
+    if as_json:
+        echo_json({"session_id": sid, "title": shown})
+        return
+    if reading and shown is not None:
         click.echo(visible(shown))

@@ -12,8 +12,8 @@ from axio_context.transcript import FORMATS, FormatName
 
 from ..admin.maintenance import STDIN, writing
 from ..database import Database
-from .app import Written, cli, one_line_errors, settings_of, with_db, writing_db
-from .options import session_argument
+from .app import Written, cli, one_line_errors, read_db, settings_of, writing_db
+from .options import output_options, session_argument
 from .output import Progress, echo_json
 
 
@@ -49,10 +49,10 @@ def export(ctx: click.Context, sessions: tuple[str, ...], all_: bool, fmt: str, 
 
     try:
         if output is None or output == "-":
-            with_db(ctx, False, lambda db: go(db, Written(sys.stdout.buffer, None)))
+            read_db(ctx, lambda db: go(db, Written(sys.stdout.buffer, None)))
             return
         with one_line_errors(), writing(Path(output), settings_of(ctx).path) as f:
-            summary = with_db(ctx, False, lambda db: go(db, Written(f, output)))
+            summary = read_db(ctx, lambda db: go(db, Written(f, output)))
     finally:
         progress.close()
     click.echo(f"exported {summary.sessions} session(s), {summary.messages} message(s) to {output}", err=True)
@@ -63,7 +63,7 @@ def export(ctx: click.Context, sessions: tuple[str, ...], all_: bool, fmt: str, 
 @click.option("-f", "--format", "fmt", type=click.Choice(["json", "jsonl"]), help="Default: detected.")
 @click.option("--replace", is_flag=True, help="Overwrite sessions whose id already exists.")
 @click.option("--new-ids", is_flag=True, help="Give every imported session a new id (import copies).")
-@click.option("--json", "as_json", is_flag=True, help="Output what was imported as JSON.")
+@output_options(listing=False)
 @click.pass_context
 def import_(
     ctx: click.Context, file: str, fmt: str | None, replace: bool, new_ids: bool, as_json: bool
@@ -92,7 +92,7 @@ def import_(
 @cli.command("import-axio")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--replace", is_flag=True, help="Overwrite sessions whose transcript here differs.")
-@click.option("--json", "as_json", is_flag=True, help="Output the outcome per session as JSON.")
+@output_options(listing=False)
 @click.pass_context
 def import_axio(ctx: click.Context, path: Path, replace: bool, as_json: bool) -> None:
     """Migrate a database written by axio-context-sqlite (safe to run again)."""

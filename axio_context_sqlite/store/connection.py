@@ -39,6 +39,7 @@ import sqlean
 from axio_context.errors import StoreClosedError
 
 from ..errors import translate_error
+from ..paths import db_path as db_location
 from . import packing
 from .appending import install_temp_objects
 from .schema import apply_schema, refuse_newer
@@ -448,7 +449,7 @@ def _open_readonly(absolute: str, busy_timeout: float) -> Any:
 
 
 def connect(
-    db_path: str | Path,
+    db_path: str | Path | None = None,
     *,
     busy_timeout: float = 5.0,
     synchronous: Synchronous = "NORMAL",
@@ -456,12 +457,15 @@ def connect(
 ) -> _Opener:
     """Open (creating if needed) a database, upgrade its schema, and return the connection.
 
+    ``db_path`` None is :func:`~axio_context_sqlite.paths.default_db_path` (``$AXIO_CONTEXT_DB``,
+    else ``context.db`` in the user data directory): the file the command line uses by default.
+
     Use ``conn = await connect(path)`` (the caller closes it) or ``async with connect(path) as conn``.
     ``busy_timeout`` (seconds) bounds how long a write waits for another process's lock.
     ``readonly`` opens an existing file without writing anything (no schema upgrade), even in a
     folder it cannot write (see :func:`_open_readonly`).
     """
-    path = Path(db_path).expanduser()
+    path = db_location(db_path)[0]
     # The checkpoint thread opens the file later, perhaps after the program changed directory.
     absolute = os.path.abspath(path)
     if synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):

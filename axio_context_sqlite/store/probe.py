@@ -1,0 +1,37 @@
+"""Facts about a database file read without writing to it: its schema version, and whether
+sqlite-vec runs on this machine. For ``axio-context info``, which must never create or change
+the file it describes."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import sqlean
+
+from ..errors import translate_error
+from .vec import load_sqlite_vec
+
+__all__ = ["schema_version_of", "sqlite_vec_runs"]
+
+
+def schema_version_of(path: Path) -> int:
+    """The schema version (``PRAGMA user_version``; 0 for a file no schema was written to) of the
+    existing database ``path``, opened read-only; a file that is not a database raises
+    :class:`~axio_context.errors.CorruptDatabaseError`."""
+    uri = Path(path).absolute().as_uri() + "?mode=ro"
+    try:
+        raw = sqlean.connect(uri, uri=True, isolation_level=None)
+        try:
+            return int(raw.execute("PRAGMA user_version").fetchone()[0])
+        finally:
+            raw.close()
+    except sqlean.Error as exc:
+        raise translate_error(exc, str(path)) from None
+
+
+def sqlite_vec_runs() -> bool:
+    """Whether sqlite-vec loads and answers a KNN query here (on an in-memory database)."""
+    raw = sqlean.connect(":memory:")
+    with contextlib.closing(raw):
+        return load_sqlite_vec(raw)
