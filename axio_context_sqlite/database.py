@@ -34,19 +34,13 @@ from axio_context.errors import (
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FormatName, TranscriptWriter, writer_for
 
-from .admin import axio_migration
-from .admin import maintenance as admin
-from .admin.maintenance import (
-    AxioImportReport,
-    ExportSummary,
-    ImportReport,
-    Progress,
-    RecompressReport,
-    SessionView,
-    Sink,
-    Stats,
-    VacuumReport,
-)
+from .admin import axio_migration, exporting, importing, maintenance, recompressing, sessions
+from .admin.axio_migration import AxioImportReport
+from .admin.exporting import ExportSummary, Progress, Sink
+from .admin.importing import ImportReport
+from .admin.maintenance import Stats, VacuumReport
+from .admin.recompressing import RecompressReport
+from .admin.sessions import SessionView
 from .search import engine as search
 from .search.engine import MAX_K, MODES, IndexStatus, Mode, Query, ReindexReport, SearchHit, SearchResults
 from .search.fts import match_terms, raw_expression, raw_words
@@ -126,19 +120,19 @@ class Database:
         since: datetime | None = None,
     ) -> SessionPage:
         """Sessions newest first (all projects unless ``project``), one keyset page at a time."""
-        return await run(self._conn, admin.list_sessions, project, limit, cursor, _ms(since))
+        return await run(self._conn, sessions.list_sessions, project, limit, cursor, _ms(since))
 
     async def resolve(self, prefix: str) -> str:
         """The session id equal to ``prefix``, or the only one starting with it (like git)."""
-        return await run(self._conn, admin.resolve, prefix)
+        return await run(self._conn, sessions.resolve, prefix)
 
     async def latest(self) -> str:
         """The newest session's id (SessionNotFoundError when there is none)."""
-        return await run(self._conn, admin.latest)
+        return await run(self._conn, sessions.latest)
 
     async def complete(self, prefix: str, limit: int = 50) -> list[str]:
         """Session ids starting with ``prefix``, for shell completion."""
-        return await run(self._conn, admin.ids_with_prefix, prefix, limit)
+        return await run(self._conn, sessions.ids_with_prefix, prefix, limit)
 
     async def info(self, session_id: str) -> SessionInfo:
         """One session's listing entry."""
@@ -150,7 +144,7 @@ class Database:
 
     async def show(self, session_id: str, *, full: bool = False) -> SessionView:
         """A session's fields and its model view, or with ``full`` its whole transcript."""
-        return await run(self._conn, admin.show, session_id, full)
+        return await run(self._conn, sessions.show, session_id, full)
 
     async def export(
         self,
@@ -167,11 +161,11 @@ class Database:
         """
         writer = writer_for(format) if isinstance(format, str) else format
         ids = None if session_ids is None else list(session_ids)
-        return await run(self._conn, admin.export, writer, ids, sink, progress)
+        return await run(self._conn, exporting.export, writer, ids, sink, progress)
 
     async def stats(self) -> Stats:
         """Totals, per project, and size on disk."""
-        return await run(self._conn, admin.stats, self._path)
+        return await run(self._conn, maintenance.stats, self._path)
 
     # -- searching -------------------------------------------------------------------------------
 
@@ -386,10 +380,10 @@ class Database:
         replace: bool = False,
         new_ids: bool = False,
     ) -> ImportReport:
-        """Import a ``json``/``jsonl`` export (format sniffed unless given); see ``admin.import_file``."""
+        """Import a ``json``/``jsonl`` export, format sniffed unless given (see .importing.import_file)."""
         if replace and new_ids:
             raise ValueError("choose replace or new_ids, not both")
-        return await run(self._conn, admin.import_file, Path(path), format, replace, new_ids)
+        return await run(self._conn, importing.import_file, Path(path), format, replace, new_ids)
 
     async def import_axio(self, path: str | Path, *, replace: bool = False) -> AxioImportReport:
         """Migrate an axio-context-sqlite database; idempotent (see :func:`.axio_migration.import_axio`)."""
@@ -398,20 +392,20 @@ class Database:
     async def fork(self, session_id: str, new_id: str | None = None) -> str:
         """Fork a session (copy-on-write, O(1)); returns the new session's id."""
         new = new_id or uuid4().hex
-        await run(self._conn, admin.fork, session_id, new)
+        await run(self._conn, sessions.fork, session_id, new)
         return new
 
     async def delete(self, session_ids: Sequence[str]) -> list[str]:
         """Delete sessions (forks keep their views, unused blobs go); returns those that existed."""
-        return await run(self._conn, admin.delete_sessions, list(session_ids))
+        return await run(self._conn, sessions.delete_sessions, list(session_ids))
 
     async def rename(self, session_id: str, new_id: str) -> None:
         """Give a session a new id; its forks' ``parent_id`` follows."""
-        await run(self._conn, admin.rename, session_id, new_id)
+        await run(self._conn, sessions.rename, session_id, new_id)
 
     async def set_title(self, session_id: str, title: str | None) -> None:
         """Set, or with None clear, a session's title."""
-        await run(self._conn, admin.set_title, session_id, title)
+        await run(self._conn, sessions.set_title, session_id, title)
 
     async def prune(
         self,
@@ -428,18 +422,18 @@ class Database:
         ``only``: of these ids alone, e.g. what a dry run listed and a person confirmed; the
         criteria are checked again as they are deleted, so one appended to meanwhile is kept.
         """
-        return await run(self._conn, admin.prune, _ms(before), keep, project, dry_run, only=only)
+        return await run(self._conn, maintenance.prune, _ms(before), keep, project, dry_run, only=only)
 
     async def recompress(self, progress: Progress | None = None) -> RecompressReport:
         """Retrain the compression dictionary on the whole database and rewrite every payload
-        with it (see :func:`.admin.recompress`); ``vacuum`` then gives the space back."""
-        return await run(self._conn, admin.recompress, progress)
+        with it (see :func:`.admin.recompressing.recompress`); ``vacuum`` then gives the space back."""
+        return await run(self._conn, recompressing.recompress, progress)
 
     async def vacuum(self, *, full: bool = False) -> VacuumReport:
-        """Reclaim free space and truncate the WAL (see :func:`.admin.vacuum` for which way;
+        """Reclaim free space and truncate the WAL (see :func:`.admin.maintenance.vacuum` for which way;
         ``full`` always rebuilds the file)."""
         checkpointer = getattr(self._conn, "checkpointer", None)
-        return await run(self._conn, admin.vacuum, self._path, full, checkpointer)
+        return await run(self._conn, maintenance.vacuum, self._path, full, checkpointer)
 
     async def checkpoint(self) -> bool:
         """Copy the WAL into the database file and truncate it, so the file alone holds
@@ -451,7 +445,7 @@ class Database:
 
     async def backup(self, dest: str | Path, *, overwrite: bool = False) -> None:
         """Write a consistent copy to ``dest`` with SQLite's backup API, while the database is in use."""
-        await run(self._conn, admin.backup, self._path, Path(dest), overwrite)
+        await run(self._conn, maintenance.backup, self._path, Path(dest), overwrite)
 
 
 @asynccontextmanager

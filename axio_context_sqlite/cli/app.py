@@ -19,7 +19,7 @@ import platformdirs
 from axio_context import __version__
 from axio_context.errors import AxioContextError
 
-from ..admin.maintenance import SIDE_SUFFIXES
+from ..admin.files import SIDE_SUFFIXES
 from ..database import Database, open_database
 
 T = TypeVar("T")

@@ -10,7 +10,8 @@ import click
 
 from axio_context.transcript import FORMATS, FormatName
 
-from ..admin.maintenance import STDIN, writing
+from ..admin.files import writing
+from ..admin.importing import STDIN
 from ..database import Database
 from .app import Written, cli, one_line_errors, settings_of, with_db, writing_db
 from .options import session_argument
