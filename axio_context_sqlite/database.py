@@ -34,8 +34,9 @@ from axio_context.errors import (
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FormatName, TranscriptWriter, writer_for
 
-from .admin import axio_migration, exporting, importing, maintenance, recompressing, sessions
+from .admin import axio_migration, checking, exporting, importing, maintenance, recompressing, sessions
 from .admin.axio_migration import AxioImportReport
+from .admin.checking import CheckReport, DamagedRow, QuarantinedRow
 from .admin.exporting import ExportSummary, Progress, Sink
 from .admin.importing import ImportReport
 from .admin.maintenance import Stats, VacuumReport
@@ -51,10 +52,13 @@ from .store.packing import ROLE_CODES
 
 __all__ = [
     "AxioImportReport",
+    "CheckReport",
+    "DamagedRow",
     "Database",
     "ExportSummary",
     "ImportReport",
     "IndexStatus",
+    "QuarantinedRow",
     "RecompressReport",
     "ReindexProgress",
     "ReindexReport",
@@ -153,15 +157,18 @@ class Database:
         format: FormatName | TranscriptWriter = "json",
         session_ids: Sequence[str] | None = None,
         progress: Progress | None = None,
+        skip_damaged: bool = False,
     ) -> ExportSummary:
         """Write sessions (every one when ``session_ids`` is None) to ``sink`` in one snapshot.
 
         ``sink(chunk)`` and ``progress(done, total)`` are called on the database's worker thread;
-        memory stays flat because sessions and messages are read in batches.
+        memory stays flat because sessions and messages are read in batches. A message that does
+        not decode raises CorruptDataError, or with ``skip_damaged`` is left out (a placeholder
+        stands in its place) and listed in the summary's ``skipped``.
         """
         writer = writer_for(format) if isinstance(format, str) else format
         ids = None if session_ids is None else list(session_ids)
-        return await run(self._conn, exporting.export, writer, ids, sink, progress)
+        return await run(self._conn, exporting.export, writer, ids, sink, progress, skip_damaged)
 
     async def stats(self) -> Stats:
         """Totals, per project, and size on disk."""
@@ -442,6 +449,23 @@ class Database:
         if getattr(self._conn, "readonly", False):
             raise ReadOnlyDatabaseError(f"{self._path} is open read-only, and a checkpoint writes to it")
         return await run(self._conn, truncate_wal, getattr(self._conn, "checkpointer", None))
+
+    async def check(self) -> CheckReport:
+        """Scan the whole database for damage: rows that do not decode, SQLite's quick_check,
+        positions without rows, the keyword index (see :mod:`.admin.checking`). Changes nothing."""
+        return await run(self._conn, checking.check)
+
+    async def quarantine(self, rows: Sequence[DamagedRow] | None = None) -> list[DamagedRow]:
+        """Move damaged rows (``rows`` from :meth:`check`, else every one a new scan finds) to the
+        quarantine, leaving a placeholder at each position; returns those moved."""
+        found = list(rows) if rows is not None else (await self.check()).damaged
+        if not found:
+            return []
+        return await run(self._conn, checking.quarantine, found)
+
+    async def quarantined(self) -> list[QuarantinedRow]:
+        """The rows moved to the quarantine, with the bytes they were stored as."""
+        return await run(self._conn, checking.quarantined)
 
     async def backup(self, dest: str | Path, *, overwrite: bool = False) -> None:
         """Write a consistent copy to ``dest`` with SQLite's backup API, while the database is in use."""

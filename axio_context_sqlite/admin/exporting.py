@@ -12,11 +12,15 @@ from typing import Any, Final
 
 import msgspec
 
+from axio_context.errors import CorruptDataError
 from axio_context.transcript import (
+    MessageRecord,
     TranscriptWriter,
+    format_time,
 )
 
 from ..store import ops
+from .checking import DamagedRow, placeholder
 from .sessions import FULL_COLUMNS, FullRow, full_row, records, session_header
 
 Progress = Callable[[int, int], object]
@@ -27,10 +31,12 @@ BATCH: Final = 256
 
 
 class ExportSummary(msgspec.Struct, frozen=True):
-    """How much an export wrote."""
+    """How much an export wrote; ``skipped``: the messages left out because they do not decode
+    (each has a placeholder in the export instead)."""
 
     sessions: int
     messages: int
+    skipped: list[DamagedRow] = msgspec.field(default_factory=list)
 
 
 # --- export --------------------------------------------------------------------------------------
@@ -69,17 +75,53 @@ def _inherited(c: Any, s: FullRow, exported: set[int] | None) -> int:
     return _shared_prefix(c, s, parent)
 
 
+def _stored(c: Any, s: FullRow, position: int) -> tuple[int | None, int]:
+    """The role code and created time of a session's position, read without decoding it."""
+    [(sid, _, _)] = ops.segments(c, s, position, position + 1)
+    r = c.execute("SELECT role, created_at FROM messages WHERE id = ?", (ops.key(sid, position),)).fetchone()
+    return (None, 0) if r is None else (int(r[0]), int(r[1]))
+
+
+def _readable(c: Any, s: FullRow, lo: int, hi: int, skipped: list[DamagedRow]) -> list[MessageRecord]:
+    """:func:`.sessions.records` of ``[lo, hi)``, a placeholder standing in for each message that
+    does not decode (listed in ``skipped``)."""
+    try:
+        return records(c, s, lo, hi)
+    except CorruptDataError:
+        pass  # find which: one position at a time
+    out: list[MessageRecord] = []
+    for p in range(lo, hi):
+        try:
+            out.extend(records(c, s, p, p + 1))
+        except CorruptDataError as exc:
+            reason = str(exc).split(": ", 1)[-1]
+            skipped.append(DamagedRow(s.id, p, reason))
+            role, created = _stored(c, s, p)
+            what = (
+                f"message {p} of session {s.id!r} does not decode and was left out of this export: {reason}"
+            )
+            m = placeholder(role, what)
+            out.append(MessageRecord(role=m.role, content=m.content, created_at=format_time(created)))
+    return out
+
+
 def export(
     c: Any,
     writer: TranscriptWriter,
     session_ids: Sequence[str] | None,
     sink: Sink,
     progress: Progress | None = None,
+    skip_damaged: bool = False,
 ) -> ExportSummary:
     """Write sessions (all of them when ``session_ids`` is None) to ``sink``, oldest first.
 
     One read transaction covers the whole export, so it is one consistent snapshot; sessions
     are read one at a time and messages :data:`BATCH` at a time, so memory stays flat.
+
+    A message that does not decode raises CorruptDataError naming it, unless ``skip_damaged``:
+    then the export goes on, a placeholder message saying what was left out and why stands at
+    its position (so positions, forks' ``inherited`` and checkpoints stay right and the file
+    imports), and the summary lists it in ``skipped``.
     """
     with ops.read_tx(c):
         selected: Iterable[FullRow]
@@ -96,6 +138,7 @@ def export(
             selected = rows
             exported = set()
         done = sessions = messages = 0
+        skipped: list[DamagedRow] = []
         sink(writer.begin())
         for s in selected:
             inherited = 0 if writer.self_contained else _inherited(c, s, exported)
@@ -104,7 +147,8 @@ def export(
             done += inherited
             for lo in range(inherited, s.next_position, BATCH):
                 hi = min(lo + BATCH, s.next_position)
-                sink(writer.messages(header, lo, records(c, s, lo, hi)))
+                batch = _readable(c, s, lo, hi, skipped) if skip_damaged else records(c, s, lo, hi)
+                sink(writer.messages(header, lo, batch))
                 messages += hi - lo
                 done += hi - lo
                 if progress is not None:
@@ -116,4 +160,4 @@ def export(
         sink(writer.end())
         if progress is not None:
             progress(total, total)
-    return ExportSummary(sessions=sessions, messages=messages)
+    return ExportSummary(sessions=sessions, messages=messages - len(skipped), skipped=skipped)
