@@ -1,4 +1,4 @@
-"""Commands that look after the database file: stats, prune, vacuum, backup."""
+"""Commands that look after the database file: stats, check (doctor), prune, vacuum, backup."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import click
 
 from axio_context.messages import SessionInfo
 
-from ..database import Database, RecompressReport, VacuumReport
+from ..database import CheckReport, DamagedRow, Database, RecompressReport, VacuumReport
 from .app import COUNT_MAX, cli, settings_of, with_db
 from .options import When, chosen_project, one_format, output_options, project_option, stored_project
 from .output import (
@@ -22,6 +22,7 @@ from .output import (
     info_row,
     shown_for_infos,
     tilde,
+    visible,
 )
 
 
@@ -179,3 +180,80 @@ def backup(ctx: click.Context, dest: Path, force: bool) -> None:
     """Write a consistent copy of the database to DEST, even while it is in use."""
     with_db(ctx, False, lambda db: db.backup(dest, overwrite=force))
     click.echo(f"backed up {settings_of(ctx).path} to {dest} ({human_size(dest.stat().st_size)})")
+
+
+#: Damaged rows ``check`` lists one per line for people; the rest are counted.
+_SHOWN = 20
+
+
+def _damaged_line(d: DamagedRow) -> str:
+    where = f"positions {d.position}..{d.position + d.count - 1}" if d.count > 1 else f"position {d.position}"
+    return visible(f"  session {d.session_id!r} {where}: {d.reason}")
+
+
+@cli.command()
+@click.option(
+    "--quarantine",
+    "move",
+    is_flag=True,
+    help="Move rows that do not decode to the quarantine (a placeholder keeps their position).",
+)
+@click.option(
+    "--list-quarantine", is_flag=True, help="List the rows in the quarantine (--json: with their bytes)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Output JSON.")
+@click.pass_context
+def check(ctx: click.Context, move: bool, list_quarantine: bool, as_json: bool) -> None:
+    """Find damage: rows that do not decode, SQLite's quick check, the keyword index (alias: doctor).
+
+    Exits with 1 while a problem remains."""
+    if list_quarantine:
+        if move:
+            raise click.UsageError("--quarantine and --list-quarantine cannot be used together")
+        rows = with_db(ctx, False, lambda db: db.quarantined())
+        if as_json:
+            echo_json(rows)
+            return
+        if not rows:
+            click.echo("the quarantine is empty")
+        for q in rows:
+            where = f"{q.position}..{q.position + q.count - 1}" if q.count > 1 else str(q.position)
+            click.echo(
+                visible(
+                    f"{q.id}  session {q.session_id!r} position {where}  {len(q.payload):,} B  {q.reason}"
+                )
+            )
+        return
+
+    async def go(db: Database) -> tuple[CheckReport, list[DamagedRow], CheckReport]:
+        first = await db.check()
+        if not move or not first.damaged:
+            return first, [], first
+        moved = await db.quarantine(first.damaged)
+        return first, moved, await db.check()
+
+    first, moved, report = with_db(ctx, False, go)
+    if as_json:
+        echo_json({"ok": report.ok, "found": first, "quarantined": moved, "after": report})
+    else:
+        click.echo(f"checked    {first.messages_checked:,} stored message(s)")
+        click.echo(f"sqlite     {'ok' if not first.quick_check else '; '.join(first.quick_check[:5])}")
+        click.echo(f"damaged    {len(first.damaged):,} row(s) that do not decode")
+        for d in first.damaged[:_SHOWN]:
+            click.echo(_damaged_line(d))
+        if len(first.damaged) > _SHOWN:
+            click.echo(f"  and {len(first.damaged) - _SHOWN:,} more (--json lists them all)")
+        for problem in first.problems:
+            click.echo(visible(f"problem    {problem}"))
+        if moved:
+            click.echo(f"quarantined {len(moved):,} row(s); --list-quarantine shows them")
+        elif first.damaged:
+            click.echo("--quarantine moves them aside (a placeholder keeps their position)", err=True)
+        if report.quarantined:
+            click.echo(f"quarantine {report.quarantined:,} row(s) held")
+        click.echo("ok" if report.ok else "problems found")
+    if not report.ok:
+        ctx.exit(1)
+
+
+cli.add_command(check, "doctor")

@@ -3,7 +3,10 @@ exports go on without it, ``check`` finds it and ``quarantine`` moves it aside, 
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ from axio_context.transcript import iter_jsonl
 from axio_context_sqlite import SQLiteContextStore, connect
 from axio_context_sqlite.database import DamagedRow, open_database
 from axio_context_sqlite.store import chunks
+from tests.support.cli_helpers import invoke
 from tests.support.sqlite_checks import check_storage, raw_connect
 
 GARBAGE = b"\xc1\xc1 not a message"
@@ -187,3 +191,42 @@ async def test_check_reports_positions_without_rows(tmp_path: Path) -> None:
 
 def test_damaged_row_is_a_struct() -> None:
     assert DamagedRow("s", 1, "why").count == 1
+
+
+# --- the command line ----------------------------------------------------------------------------
+
+
+def test_cli_check_quarantine_and_export_with_a_damaged_row(tmp_path: Path) -> None:
+    path = tmp_path / "d.db"
+    asyncio.run(_build(path))
+    _corrupt(path, "hurt", 1)
+
+    found = invoke("--db", path, "check", "--json", ok=False)
+    assert found.exit_code == 1
+    doc = json.loads(found.stdout)
+    assert not doc["ok"] and [(d["session_id"], d["position"]) for d in doc["found"]["damaged"]] == [
+        ("hurt", 1)
+    ]
+    people = invoke("--db", path, "doctor", ok=False)  # the alias
+    assert (
+        people.exit_code == 1 and "session 'hurt' position 1: stored message does not decode" in people.stdout
+    )
+    assert "Traceback" not in people.output
+
+    # export --all leaves it out, names it on stderr and in its summary; --strict fails
+    out = tmp_path / "all.jsonl"
+    exported = invoke("--db", path, "export", "--all", "-f", "jsonl", "-o", out)
+    assert "left out session 'hurt' position 1" in exported.stderr
+    assert "1 left out (damaged)" in exported.stderr
+    assert [r.id for r in iter_jsonl(io.BytesIO(out.read_bytes()))] == ["hurt", "fine", "hurt-fork"]
+    strict = invoke("--db", path, "export", "--all", "--strict", "-o", tmp_path / "strict.json", ok=False)
+    assert strict.exit_code == 1 and "'hurt' position 1" in strict.stderr and "Traceback" not in strict.output
+    assert not (tmp_path / "strict.json").exists()
+
+    moved = invoke("--db", path, "check", "--quarantine", "--json")
+    doc = json.loads(moved.stdout)
+    assert doc["ok"] and [d["position"] for d in doc["quarantined"]] == [1]
+    listed = json.loads(invoke("--db", path, "check", "--list-quarantine", "--json").stdout)
+    assert [(q["session_id"], q["position"]) for q in listed] == [("hurt", 1)]
+    assert base64.b64decode(listed[0]["payload"]) == GARBAGE
+    assert invoke("--db", path, "check").stdout.splitlines()[-1] == "ok"
