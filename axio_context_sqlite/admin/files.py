@@ -1,5 +1,14 @@
 """Files written next to the database (``export -o``, ``backup``): never the database's own
 files, never half-written, and an open descriptor written through rather than replaced.
+
+**What a kill leaves.** The output is written to a hidden owner-only file beside the
+destination, ``.<name>.<pid>.<random>.partial`` (a backup's may have SQLite's ``-journal``
+beside it), renamed over the destination only once complete. A process killed before that
+(SIGKILL, a power cut) leaves the destination as it was and that partial file behind. The next
+``export -o`` or ``backup`` to the same destination removes such partials (:func:`remove_stale`):
+only those of that destination, only ours (same owner), and only stale ones, whose writing
+process is gone (the pid in the name runs no more). A partial of a write still running, in this
+process or another, is never touched; partials named before this scheme (no pid) are left alone.
 """
 
 from __future__ import annotations
@@ -17,8 +26,6 @@ from typing import BinaryIO, Final
 from axio_context.errors import (
     DestinationExistsError,
 )
-
-# --- files written next to the database (export -o, backup) --------------------------------------
 
 #: The files SQLite keeps beside a database; writing over one of them damages the database.
 SIDE_SUFFIXES: Final = ("-wal", "-shm", "-journal")
@@ -105,11 +112,52 @@ def _through_descriptor(dest: Path, fd: int | Path) -> Iterator[BinaryIO]:
         yield direct
 
 
-def temporary_beside(target: Path) -> tuple[int, Path]:
-    """An empty owner-only (0600) file in ``target``'s folder, to be renamed over it when done;
-    a file ``target`` that already exists lends it its mode."""
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one of another user counts: it may still be writing)."""
+    if pid == os.getpid():
+        return True
     try:
-        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True
+    return True
+
+
+def remove_stale(target: Path) -> list[Path]:
+    """Remove the partial files an earlier export or backup to ``target`` left when it was killed
+    (see the module docstring for which count as stale); returns those removed."""
+    pattern = re.compile(
+        re.escape(f".{target.name}.") + r"(\d+)\.[A-Za-z0-9_]+\.partial(?:-journal|-wal|-shm)?"
+    )
+    removed: list[Path] = []
+    try:
+        names = os.listdir(target.parent)
+    except OSError:
+        return removed
+    for name in names:
+        m = pattern.fullmatch(name)
+        if m is None or _alive(int(m.group(1))):
+            continue
+        path = target.parent / name
+        with contextlib.suppress(OSError):
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid():
+                path.unlink()
+                removed.append(path)
+    return removed
+
+
+def temporary_beside(target: Path) -> tuple[int, Path]:
+    """An empty owner-only (0600) file in ``target``'s folder, to be renamed over it when done,
+    named with this process's id (stale ones of ``target`` are removed first); a file ``target``
+    that already exists lends it its mode."""
+    remove_stale(target)
+    try:
+        fd, name = tempfile.mkstemp(
+            prefix=f".{target.name}.{os.getpid()}.", suffix=".partial", dir=target.parent
+        )
     except FileNotFoundError:
         raise FileNotFoundError(2, "No such folder", str(target.parent)) from None
     with contextlib.suppress(FileNotFoundError):
