@@ -31,8 +31,10 @@ BATCH: Final = 256
 
 
 class ExportSummary(msgspec.Struct, frozen=True):
-    """How much an export wrote; ``skipped``: the messages left out because they do not decode
-    (each has a placeholder in the export instead)."""
+    """How much an export wrote: ``messages`` counts each stored message once (a fork's messages
+    shared with its parent exported too are not counted again, even where markdown repeats
+    them); ``skipped``: the messages left out because they do not decode (each has a
+    placeholder in the export instead)."""
 
     sessions: int
     messages: int
@@ -141,7 +143,10 @@ def export(
         skipped: list[DamagedRow] = []
         sink(writer.begin())
         for s in selected:
-            inherited = 0 if writer.self_contained else _inherited(c, s, exported)
+            # A self-contained format (markdown) repeats what a fork shares with its parent, but
+            # the summary counts each message once, as the lossless formats write it.
+            shared = _inherited(c, s, exported)
+            inherited = 0 if writer.self_contained else shared
             header = session_header(c, s, inherited)
             sink(writer.session(header))
             done += inherited
@@ -149,7 +154,7 @@ def export(
                 hi = min(lo + BATCH, s.next_position)
                 batch = _readable(c, s, lo, hi, skipped) if skip_damaged else records(c, s, lo, hi)
                 sink(writer.messages(header, lo, batch))
-                messages += hi - lo
+                messages += max(0, hi - max(lo, shared))
                 done += hi - lo
                 if progress is not None:
                     progress(done, total)

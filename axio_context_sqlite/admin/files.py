@@ -174,7 +174,7 @@ def writing(dest: Path, database: Path) -> Iterator[BinaryIO]:
     replaced. A FIFO or device is written directly: it cannot be replaced. An open descriptor
     (``/dev/stdout``, ``/dev/fd/N``, ``/proc/<pid>/fd/N``) is written through, whatever it is
     open on, never replaced (see :func:`descriptor`). New files are owner-only (0600), like the
-    database. Refuses the database's own files.
+    database; a missing folder is created (as backup and import do). Refuses the database's own files.
     """
     dest = dest.expanduser()
     target = output_target(dest, database)
@@ -194,6 +194,7 @@ def writing(dest: Path, database: Path) -> Iterator[BinaryIO]:
         with open(dest, "wb", buffering=0) as direct:
             yield direct
         return
+    target.parent.mkdir(parents=True, exist_ok=True)  # as backup and import do
     fd, temp = temporary_beside(target)
     try:
         with os.fdopen(fd, "wb", buffering=0) as f:

@@ -60,6 +60,8 @@ class Stats(msgspec.Struct, frozen=True):
     dictionaries: int = 0  # Zstandard dictionaries the payloads are compressed with
     sealed_messages: int = 0  # stored messages whose payload is in a chunk (see chunks.py)
     chunks: int = 0
+    vectors: int = 0  # messages with a stored embedding
+    vector_bytes: int = 0  # pages the embeddings and their sqlite-vec codes take in the file
 
 
 class VacuumReport(msgspec.Struct, frozen=True):
@@ -119,6 +121,8 @@ def stats(c: Any, path: Path) -> Stats:
         page_count = int(c.execute("PRAGMA page_count").fetchone()[0])
         free = int(c.execute("PRAGMA freelist_count").fetchone()[0])
         version = int(c.execute("PRAGMA user_version").fetchone()[0])
+        vectors = int(c.execute("SELECT COUNT(*) FROM message_vectors").fetchone()[0])
+        vector_bytes = _vector_bytes(c)
     return Stats(
         sessions=sum(p.sessions for p in by_project),
         messages=sum(p.messages for p in by_project),
@@ -139,7 +143,32 @@ def stats(c: Any, path: Path) -> Stats:
         dictionaries=dictionaries,
         sealed_messages=sealed,
         chunks=chunk_count,
+        vectors=vectors,
+        vector_bytes=vector_bytes,
     )
+
+
+def _vector_bytes(c: Any) -> int:
+    """Bytes of the pages holding embeddings: ``message_vectors`` and the sqlite-vec ``message_codes``
+    table's shadow tables (from ``dbstat``; where SQLite lacks it, the blobs' own lengths)."""
+    tables = [
+        r[0]
+        for r in c.execute(
+            "SELECT name FROM sqlite_schema WHERE type = 'table'"
+            " AND (name = 'message_vectors' OR name LIKE 'message\\_codes\\_%' ESCAPE '\\')"
+        )
+    ]
+    try:
+        return sum(
+            int(
+                c.execute(
+                    "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name = ? AND aggregate = 1", (name,)
+                ).fetchone()[0]
+            )
+            for name in tables
+        )
+    except Exception:  # no dbstat in this SQLite build
+        return int(c.execute("SELECT COALESCE(SUM(length(embedding)), 0) FROM message_vectors").fetchone()[0])
 
 
 def prune(
@@ -248,7 +277,7 @@ def backup(c: Any, source: Path, dest: Path, overwrite: bool) -> None:
     if (mode is not None and not stat.S_ISREG(mode)) or descriptor(dest) is not None:
         raise DestinationExistsError(f"{dest} is not a regular file")
     if mode is not None and not overwrite:
-        raise DestinationExistsError(f"{dest} already exists")
+        raise DestinationExistsError(f"{dest} already exists; use --force to replace it")
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = temporary_beside(target)
     os.close(fd)
