@@ -48,6 +48,7 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
     sealed = f"; {s.sealed_messages:,} messages sealed in {s.chunks:,} chunk(s)" if s.chunks else ""
     click.echo(f"payloads   {human_size(s.payload_bytes)} ({dicts}{sealed})")
     click.echo(f"media      {s.blobs:,} blob(s), {human_size(s.blob_bytes)}")
+    click.echo(f"vectors    {s.vectors:,} embedding(s), {human_size(s.vector_bytes)}")
     click.echo(f"compaction {s.checkpoints:,} checkpoint(s)")
     if s.by_project:
         click.echo("")
@@ -73,6 +74,10 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
             False,
             False,
         )
+
+
+#: Sessions prune's confirmation names; the rest are counted.
+_NAMED = 10
 
 
 @cli.command()
@@ -120,7 +125,11 @@ def prune(
             )
         return
     if not yes:
-        click.confirm(f"Delete {len(infos)} session(s)?", abort=True, err=True)
+        named = [shown.get(i.session_id, i.session_id) for i in infos[:_NAMED]]
+        more = f" and {len(infos) - _NAMED} more" if len(infos) > _NAMED else ""
+        click.confirm(
+            f"Delete {len(infos)} session(s): {visible(', '.join(named))}{more}?", abort=True, err=True
+        )
     ids = [i.session_id for i in infos]
 
     # Only what was listed, and of it only what still qualifies, checked again in the transaction
