@@ -3,6 +3,10 @@
 An export runs inside one read transaction: under WAL that is a snapshot no concurrent writer
 can tear, and it hands the output to a ``sink`` batch by batch, so memory stays flat however
 large the database is.
+
+Exports carry no embeddings (the header's ``"embeddings": false`` says so): they come from the
+text and the database's recorded model, take more room than the text, and ``axio-context
+reindex`` rebuilds them after an import.
 """
 
 from __future__ import annotations

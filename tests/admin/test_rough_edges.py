@@ -95,3 +95,19 @@ def test_stats_show_the_space_vectors_take(tmp_path: Path) -> None:
     assert s["vector_bytes"] >= empty["vector_bytes"] + 40 * 384 * 4
     table = invoke("--db", path, "stats").stdout
     assert "vectors    40 embedding(s), " in table
+
+
+def test_exports_say_they_carry_no_embeddings_and_reindex_rebuilds_them(tmp_path: Path) -> None:
+    path = tmp_path / "e.db"
+    make_sessions(path, {"a": [text("user", "alpha beta"), text("assistant", "gamma")]})
+    invoke("--db", path, "reindex")
+    doc = json.loads(invoke("--db", path, "export", "a").stdout)
+    assert doc["embeddings"] is False and "embedding" not in json.dumps(doc["sessions"])
+    line = json.loads(invoke("--db", path, "export", "a", "-f", "jsonl").stdout.splitlines()[0])
+    assert line["kind"] == "session" and line["embeddings"] is False
+    (tmp_path / "a.json").write_text(json.dumps(doc))
+    copy = tmp_path / "copy.db"
+    invoke("--db", copy, "import", tmp_path / "a.json")
+    assert invoke_json("--db", copy, "stats", "--json")["vectors"] == 0
+    invoke("--db", copy, "reindex")
+    assert invoke_json("--db", copy, "stats", "--json")["vectors"] == 2
