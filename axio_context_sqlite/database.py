@@ -8,7 +8,7 @@ hop to the connection's worker thread (the SQL lives in :mod:`.admin` and :mod:`
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
@@ -34,7 +34,16 @@ from axio_context.errors import (
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FormatName, TranscriptWriter, writer_for
 
-from .admin import axio_migration, checking, exporting, importing, maintenance, recompressing, sessions
+from .admin import (
+    axio_migration,
+    checking,
+    exporting,
+    importing,
+    maintenance,
+    naming,
+    recompressing,
+    sessions,
+)
 from .admin.axio_migration import AxioImportReport
 from .admin.checking import CheckReport, DamagedRow, QuarantinedRow
 from .admin.exporting import ExportSummary, Progress, Sink
@@ -137,6 +146,16 @@ class Database:
     async def complete(self, prefix: str, limit: int = 50) -> list[str]:
         """Session ids starting with ``prefix``, for shell completion."""
         return await run(self._conn, sessions.ids_with_prefix, prefix, limit)
+
+    async def short_ids(self, ids: Iterable[str | None]) -> dict[str, str]:
+        """How each id is shown to people: in full, but a long random one cut to the shortest
+        prefix (12 characters or more) that finds only it (see :func:`.naming.short_ids`)."""
+        return await run(self._conn, naming.short_ids, list(ids))
+
+    async def stored_project(self, project: str | None) -> str | None:
+        """The project as stored that ``project`` names: itself, or for a path (``.``, ``~/src``,
+        ``/abs/``) the first of its absolute and resolved forms any session is filed under."""
+        return await run(self._conn, naming.stored_project, project)
 
     async def info(self, session_id: str) -> SessionInfo:
         """One session's listing entry."""

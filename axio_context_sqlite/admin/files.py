@@ -205,3 +205,23 @@ def writing(dest: Path, database: Path) -> Iterator[BinaryIO]:
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def removed_if_failed(path: Path) -> Iterator[Path]:
+    """For a command that may create the database at ``path``: if the block fails, a database it
+    created (with its side files, and the folders made for it) is removed again, so a mistyped
+    ``--db`` leaves nothing behind. Yields ``path`` resolved once: a symlink whose target is
+    missing names the file to create (and to remove again), never the link itself."""
+    target = Path(os.path.realpath(path.expanduser()))
+    absent = [p for p in (target, *target.parents) if not p.exists()]
+    try:
+        yield target
+    except BaseException:
+        if absent and absent[0] == target:
+            for suffix in ("", *SIDE_SUFFIXES):
+                Path(f"{target}{suffix}").unlink(missing_ok=True)
+            for folder in absent[1:]:  # the deepest first; one holding anything else stays
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+        raise
