@@ -35,7 +35,16 @@ from ..store import chunks, ops, packing
 from ..store.chunks import CHUNK, chunk_of
 from ..store.packing import FLAG_BLOBS, FLAG_SEALED, ROLE_NAMES, ROW_ERRORS, encode_message
 
-__all__ = ["CheckReport", "DamagedRow", "QuarantinedRow", "check", "placeholder", "quarantine", "quarantined"]
+__all__ = [
+    "CheckReport",
+    "DamagedRow",
+    "QuarantinedRow",
+    "after_moving",
+    "check",
+    "placeholder",
+    "quarantine",
+    "quarantined",
+]
 
 #: Rows read per query while scanning (bounds memory).
 _SCAN: Final = 512
@@ -55,14 +64,24 @@ class DamagedRow(msgspec.Struct, frozen=True):
 
 
 class CheckReport(msgspec.Struct, frozen=True):
-    """What :func:`check` found; ``ok`` when nothing at all."""
+    """What :func:`check` found; ``ok`` when no problem remains (every damaged row found was
+    ``moved`` to the quarantine, if any, and nothing else is wrong)."""
 
     ok: bool
     quick_check: list[str]  # SQLite's findings; empty when it says "ok"
-    damaged: list[DamagedRow]  # rows that do not decode
+    damaged: list[DamagedRow]  # rows that do not decode, as found
     problems: list[str]  # anything else: positions without rows, the keyword index
-    quarantined: int  # rows already in the quarantine (not problems: moved aside earlier)
+    quarantined: int  # rows held in the quarantine (not problems: moved aside)
     messages_checked: int
+    moved: list[DamagedRow] = msgspec.field(default_factory=list)  # by this run (``quarantine``)
+
+
+def after_moving(report: CheckReport, moved: list[DamagedRow]) -> CheckReport:
+    """``report`` once ``moved`` (of its damaged rows) went to the quarantine."""
+    left = [d for d in report.damaged if d not in moved]
+    ok = not (report.quick_check or report.problems or left)
+    held = report.quarantined + len(moved)
+    return msgspec.structs.replace(report, ok=ok, moved=moved, quarantined=held)
 
 
 class QuarantinedRow(msgspec.Struct, frozen=True):

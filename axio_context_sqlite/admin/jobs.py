@@ -201,10 +201,15 @@ class DatabaseJobs:
             raise ReadOnlyDatabaseError(f"{self._path} is open read-only, and a checkpoint writes to it")
         return await run(self._conn, truncate_wal, getattr(self._conn, "checkpointer", None))
 
-    async def check(self) -> CheckReport:
+    async def check(self, *, quarantine: bool = False) -> CheckReport:
         """Scan the whole database for damage: rows that do not decode, SQLite's quick_check,
-        positions without rows, the keyword index (see :mod:`.checking`). Changes nothing."""
-        return await run(self._conn, checking.check)
+        positions without rows, the keyword index (see :mod:`.checking`). Changes nothing,
+        unless ``quarantine``: then the damaged rows found are moved to the quarantine (a
+        placeholder keeps each position) and listed in the report's ``moved``."""
+        report = await run(self._conn, checking.check)
+        if not quarantine or not report.damaged:
+            return report
+        return checking.after_moving(report, await run(self._conn, checking.quarantine, report.damaged))
 
     async def quarantine(self, rows: Sequence[DamagedRow] | None = None) -> list[DamagedRow]:
         """Move damaged rows (``rows`` from :meth:`check`, else every one a new scan finds) to the

@@ -104,8 +104,8 @@ async def test_check_finds_the_row_and_quarantine_moves_it_keeping_positions(tmp
         assert [(d.session_id, d.position, d.kind) for d in report.damaged] == [("hurt", 1, "message")]
         assert report.messages_checked == 5 and report.quarantined == 0
 
-        moved = await db.quarantine(report.damaged)
-        assert moved == report.damaged
+        moved = await db.check(quarantine=True)
+        assert moved.ok and moved.moved == report.damaged and moved.quarantined == 1
         assert await db.quarantine() == []  # nothing left to move
 
         after = await db.check()
@@ -204,9 +204,8 @@ def test_cli_check_quarantine_and_export_with_a_damaged_row(tmp_path: Path) -> N
     found = invoke("--db", path, "check", "--json", ok=False)
     assert found.exit_code == 1
     doc = json.loads(found.stdout)
-    assert not doc["ok"] and [(d["session_id"], d["position"]) for d in doc["found"]["damaged"]] == [
-        ("hurt", 1)
-    ]
+    assert not doc["ok"] and doc["moved"] == [] and doc["quarantined"] == 0
+    assert [(d["session_id"], d["position"]) for d in doc["damaged"]] == [("hurt", 1)]
     people = invoke("--db", path, "doctor", ok=False)  # the alias
     assert (
         people.exit_code == 1 and "session 'hurt' position 1: stored message does not decode" in people.stdout
@@ -225,7 +224,7 @@ def test_cli_check_quarantine_and_export_with_a_damaged_row(tmp_path: Path) -> N
 
     moved = invoke("--db", path, "check", "--quarantine", "--json")
     doc = json.loads(moved.stdout)
-    assert doc["ok"] and [d["position"] for d in doc["quarantined"]] == [1]
+    assert doc["ok"] and [d["position"] for d in doc["moved"]] == [1] and doc["quarantined"] == 1
     listed = json.loads(invoke("--db", path, "check", "--list-quarantine", "--json").stdout)
     assert [(q["session_id"], q["position"]) for q in listed] == [("hurt", 1)]
     assert base64.b64decode(listed[0]["payload"]) == GARBAGE
