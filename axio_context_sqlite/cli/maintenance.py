@@ -9,7 +9,7 @@ import click
 
 from axio_context.messages import SessionInfo
 
-from ..database import CheckReport, DamagedRow, Database, RecompressReport, VacuumReport
+from ..database import DamagedRow, Database, RecompressReport, VacuumReport
 from .app import COUNT_MAX, cli, settings_of, with_db
 from .options import When, chosen_project, one_format, output_options, project_option, stored_project
 from .output import (
@@ -234,29 +234,22 @@ def check(ctx: click.Context, move: bool, list_quarantine: bool, as_json: bool) 
             )
         return
 
-    async def go(db: Database) -> tuple[CheckReport, list[DamagedRow], CheckReport]:
-        first = await db.check()
-        if not move or not first.damaged:
-            return first, [], first
-        moved = await db.quarantine(first.damaged)
-        return first, moved, await db.check()
-
-    first, moved, report = with_db(ctx, False, go)
+    report = with_db(ctx, False, lambda db: db.check(quarantine=move))
     if as_json:
-        echo_json({"ok": report.ok, "found": first, "quarantined": moved, "after": report})
+        echo_json(report)
     else:
-        click.echo(f"checked    {first.messages_checked:,} stored message(s)")
-        click.echo(f"sqlite     {'ok' if not first.quick_check else '; '.join(first.quick_check[:5])}")
-        click.echo(f"damaged    {len(first.damaged):,} row(s) that do not decode")
-        for d in first.damaged[:_SHOWN]:
+        click.echo(f"checked    {report.messages_checked:,} stored message(s)")
+        click.echo(f"sqlite     {'; '.join(report.quick_check[:5]) or 'ok'}")
+        click.echo(f"damaged    {len(report.damaged):,} row(s) that do not decode")
+        for d in report.damaged[:_SHOWN]:
             click.echo(_damaged_line(d))
-        if len(first.damaged) > _SHOWN:
-            click.echo(f"  and {len(first.damaged) - _SHOWN:,} more (--json lists them all)")
-        for problem in first.problems:
+        if len(report.damaged) > _SHOWN:
+            click.echo(f"  and {len(report.damaged) - _SHOWN:,} more (--json lists them all)")
+        for problem in report.problems:
             click.echo(visible(f"problem    {problem}"))
-        if moved:
-            click.echo(f"quarantined {len(moved):,} row(s); --list-quarantine shows them")
-        elif first.damaged:
+        if report.moved:
+            click.echo(f"quarantined {len(report.moved):,} row(s); --list-quarantine shows them")
+        elif report.damaged:
             click.echo("--quarantine moves them aside (a placeholder keeps their position)", err=True)
         if report.quarantined:
             click.echo(f"quarantine {report.quarantined:,} row(s) held")
