@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from axio_context import ImageBlock, Message, TextBlock
 from axio_context.errors import CorruptDataError
 from axio_context.testing import text
 from axio_context.transcript import iter_jsonl
@@ -229,3 +230,20 @@ def test_cli_check_quarantine_and_export_with_a_damaged_row(tmp_path: Path) -> N
     assert [(q["session_id"], q["position"]) for q in listed] == [("hurt", 1)]
     assert base64.b64decode(listed[0]["payload"]) == GARBAGE
     assert invoke("--db", path, "check").stdout.splitlines()[-1] == "ok"
+
+
+async def test_check_finds_a_row_whose_media_blob_is_missing(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    async with connect(path) as conn:
+        await SQLiteContextStore(conn, "pic", project="/p").append(
+            Message(role="user", content=[TextBlock(text="look"), ImageBlock("image/png", bytes(4096))])
+        )
+    async with open_database(path) as db:
+        assert (await db.check()).ok
+    db_raw = raw_connect(path)
+    db_raw.execute("DELETE FROM blobs")
+    db_raw.commit()
+    db_raw.close()
+    async with open_database(path) as db:
+        [d] = (await db.check()).damaged
+        assert (d.session_id, d.position) == ("pic", 0) and "media blob" in d.reason
