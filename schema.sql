@@ -183,3 +183,24 @@ CREATE TABLE chunks (
     flags    INTEGER NOT NULL,                    -- compression, as messages.flags
     payload  BLOB NOT NULL
 );
+
+-- version: 6
+
+-- Rows that did not decode, moved aside by `axio-context check --quarantine` (see
+-- axio_context_sqlite/admin/checking.py): each holds the stored bytes as they were and why they
+-- were moved. The message's place in its session holds a placeholder saying so, so positions
+-- stay dense and forks and checkpoints keep pointing where they did.
+CREATE TABLE quarantine (
+    id              INTEGER PRIMARY KEY,
+    session_id      TEXT NOT NULL,                -- the session that stored the row
+    position        INTEGER NOT NULL,             -- its position there (a chunk's: its first)
+    count           INTEGER NOT NULL DEFAULT 1,   -- positions it covers (a sealed chunk: 64)
+    kind            TEXT NOT NULL,                -- 'message' (a messages row) or 'chunk'
+    row_id          INTEGER NOT NULL,             -- the messages.id or chunks.id it had
+    role            INTEGER,
+    flags           INTEGER NOT NULL,
+    created_at      INTEGER,
+    payload         BLOB NOT NULL,                -- the raw bytes, as stored
+    reason          TEXT NOT NULL,
+    quarantined_at  INTEGER NOT NULL
+);

@@ -6,13 +6,17 @@ token totals, compaction checkpoints, and every message with its created time. T
 ISO-8601 UTC text with milliseconds. Estimated token counts are caches and are not exported; an
 importer recomputes them.
 
-- ``json``: one document ``{"format": "axio-context", "version": 1, "sessions": [...]}``, one
-  session per line inside the array, its messages last.
+- ``json``: one document ``{"format": "axio-context", "version": 1, "embeddings": false,
+  "sessions": [...]}``, one session per line inside the array, its messages last.
 - ``jsonl``: one JSON object per line, tagged by ``kind``: a ``session`` line (the session's
   fields, plus ``format`` and ``version`` so files can be concatenated), then one ``message``
   line per message (``session``, ``position``, ``role``, ``content``, ``created_at``). A reader
   holds one line at a time, so it streams; ``message_count`` on the session line lets it
-  notice a truncated file.
+  notice a truncated file. Each session line ends with ``"embeddings": false``.
+
+**Embeddings are not exported** (``"embeddings": false`` says so): they are derived from the
+text by the model the database records, and larger than it; after an import,
+``axio-context reindex`` rebuilds them.
 
 **Forks.** A fork shares its parent's first messages. A session record says how many leading
 messages it takes from its parent with ``inherited``; those are *not* repeated, and its
@@ -229,7 +233,7 @@ class JsonWriter(TranscriptWriter):
         self._in_session = 0
 
     def begin(self) -> bytes:
-        head = encode_json({"format": FORMAT_NAME, "version": FORMAT_VERSION})
+        head = encode_json({"format": FORMAT_NAME, "version": FORMAT_VERSION, "embeddings": False})
         return head[:-1] + b',"sessions":['
 
     def session(self, header: SessionHeader) -> bytes:
@@ -269,7 +273,8 @@ class JsonlWriter(TranscriptWriter):
     _PREFIX: Final = encode_json({"kind": "session", "format": FORMAT_NAME, "version": FORMAT_VERSION})[:-1]
 
     def session(self, header: SessionHeader) -> bytes:
-        return self._PREFIX + b"," + encode_json(header, exact=True)[1:] + b"\n"
+        # ``embeddings`` last: the line's first keys say what it is (see :func:`sniff_format`)
+        return self._PREFIX + b"," + encode_json(header, exact=True)[1:-1] + b',"embeddings":false}\n'
 
     def messages(self, header: SessionHeader, first: int, records: Sequence[MessageRecord]) -> bytes:
         exact = contents_have_nonfinite(r.content for r in records)

@@ -1,19 +1,19 @@
 """A whole database: the multi-session calls the command line (and any tool) makes.
 
 :class:`Database` wraps an open connection; each method is one library call, most of them one
-hop to the connection's worker thread (the SQL lives in :mod:`.admin` and :mod:`.ops`).
+hop to the connection's worker thread (the SQL lives in :mod:`.admin`, :mod:`.search` and
+:mod:`.store`). The admin calls (sessions, export, import, maintenance, check) are inherited
+from :class:`.admin.jobs.DatabaseJobs`; searching and embedding are here.
 :func:`open_database` opens one by path, refusing to create a file when asked only to read.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
-from uuid import uuid4
 
 import aiosqlite
 
@@ -32,22 +32,15 @@ from axio_context.errors import (
     ReadOnlyDatabaseError,
     SearchQueryError,
 )
-from axio_context.messages import SessionInfo
-from axio_context.transcript import FormatName, TranscriptWriter, writer_for
 
-from .admin import axio_migration
-from .admin import maintenance as admin
-from .admin.maintenance import (
-    AxioImportReport,
-    ExportSummary,
-    ImportReport,
-    Progress,
-    RecompressReport,
-    SessionView,
-    Sink,
-    Stats,
-    VacuumReport,
-)
+from .admin.axio_migration import AxioImportReport
+from .admin.checking import CheckReport, DamagedRow, QuarantinedRow
+from .admin.exporting import ExportSummary
+from .admin.importing import ImportReport
+from .admin.jobs import DatabaseJobs, ms
+from .admin.maintenance import Stats, VacuumReport
+from .admin.recompressing import RecompressReport
+from .admin.sessions import SessionView
 from .errors import EmptyDatabaseError
 from .paths import db_path as db_location
 from .search import engine as search
@@ -57,17 +50,19 @@ from .search.fts import raw_words
 from .search.query import check_bounds, keyword_part
 from .search.settings import read_settings
 from .search.status import VectorSpace, index_status, vector_bytes, vector_space
-from .store.connection import connect, run, truncate_wal
+from .store.connection import connect, run
 from .store.embedding import check_finite, embed_batch, embed_checked
-from .store.ops import SessionPage
 from .store.packing import ROLE_CODES
 
 __all__ = [
     "AxioImportReport",
+    "CheckReport",
+    "DamagedRow",
     "Database",
     "ExportSummary",
     "ImportReport",
     "IndexStatus",
+    "QuarantinedRow",
     "RecompressReport",
     "ReindexProgress",
     "ReindexReport",
@@ -90,14 +85,6 @@ DEFAULT_DIMENSION = 384
 HASHING_MODEL = HashingEmbedder().model
 
 
-def _ms(when: datetime | None) -> int | None:
-    if when is None:
-        return None
-    if when.tzinfo is None:
-        when = when.astimezone()  # a naive time is the local time
-    return int(when.timestamp() * 1000)
-
-
 async def _query_vector(emb: Embedder, query: str) -> bytes | None:
     """The query's embedding as a float32 BLOB; None for a zero vector (it is near nothing)."""
     [vec] = await embed_checked(emb, [query], "query")
@@ -105,7 +92,7 @@ async def _query_vector(emb: Embedder, query: str) -> bytes | None:
     return vector_to_blob(vec) if any(vec) else None
 
 
-class Database:
+class Database(DatabaseJobs):
     """Every session of one database file: list, show, export, import, migrate, maintain."""
 
     def __init__(self, conn: aiosqlite.Connection, path: str | Path) -> None:
@@ -122,64 +109,6 @@ class Database:
     def connection(self) -> aiosqlite.Connection:
         """The connection used (owned by whoever opened it)."""
         return self._conn
-
-    # -- finding sessions ------------------------------------------------------------------------
-
-    async def list_sessions(
-        self,
-        project: str | None = None,
-        *,
-        limit: int | None = None,
-        cursor: str | None = None,
-        since: datetime | None = None,
-    ) -> SessionPage:
-        """Sessions newest first (all projects unless ``project``), one keyset page at a time."""
-        return await run(self._conn, admin.list_sessions, project, limit, cursor, _ms(since))
-
-    async def resolve(self, prefix: str) -> str:
-        """The session id equal to ``prefix``, or the only one starting with it (like git)."""
-        return await run(self._conn, admin.resolve, prefix)
-
-    async def latest(self) -> str:
-        """The newest session's id (SessionNotFoundError when there is none)."""
-        return await run(self._conn, admin.latest)
-
-    async def complete(self, prefix: str, limit: int = 50) -> list[str]:
-        """Session ids starting with ``prefix``, for shell completion."""
-        return await run(self._conn, admin.ids_with_prefix, prefix, limit)
-
-    async def info(self, session_id: str) -> SessionInfo:
-        """One session's listing entry."""
-        from .store import ops
-
-        return await run(self._conn, ops.session_info, session_id)
-
-    # -- reading ---------------------------------------------------------------------------------
-
-    async def show(self, session_id: str, *, full: bool = False) -> SessionView:
-        """A session's fields and its model view, or with ``full`` its whole transcript."""
-        return await run(self._conn, admin.show, session_id, full)
-
-    async def export(
-        self,
-        sink: Sink,
-        *,
-        format: FormatName | TranscriptWriter = "json",
-        session_ids: Sequence[str] | None = None,
-        progress: Progress | None = None,
-    ) -> ExportSummary:
-        """Write sessions (every one when ``session_ids`` is None) to ``sink`` in one snapshot.
-
-        ``sink(chunk)`` and ``progress(done, total)`` are called on the database's worker thread;
-        memory stays flat because sessions and messages are read in batches.
-        """
-        writer = writer_for(format) if isinstance(format, str) else format
-        ids = None if session_ids is None else list(session_ids)
-        return await run(self._conn, admin.export, writer, ids, sink, progress)
-
-    async def stats(self) -> Stats:
-        """Totals, per project, and size on disk."""
-        return await run(self._conn, admin.stats, self._path)
 
     # -- searching -------------------------------------------------------------------------------
 
@@ -270,7 +199,7 @@ class Database:
             project=project,
             session_id=session_id,
             role=role_code,
-            since_ms=_ms(since),
+            since_ms=ms(since),
         )
         results = await run(self._conn, search.search, q)
         results.fallback = fallback
@@ -412,83 +341,6 @@ class Database:
     async def vector_space(self) -> VectorSpace:
         """Bytes the embeddings and their sqlite-vec codes take in the file now."""
         return await run(self._conn, vector_space)
-
-    # -- writing ---------------------------------------------------------------------------------
-
-    async def import_file(
-        self,
-        path: str | Path,
-        *,
-        format: Literal["json", "jsonl"] | None = None,
-        replace: bool = False,
-        new_ids: bool = False,
-    ) -> ImportReport:
-        """Import a ``json``/``jsonl`` export (format sniffed unless given); see ``admin.import_file``."""
-        if replace and new_ids:
-            raise ValueError("choose replace or new_ids, not both")
-        return await run(self._conn, admin.import_file, Path(path), format, replace, new_ids)
-
-    async def import_axio(self, path: str | Path, *, replace: bool = False) -> AxioImportReport:
-        """Migrate an axio-context-sqlite database; idempotent (see :func:`.axio_migration.import_axio`)."""
-        return await run(self._conn, axio_migration.import_axio, Path(path), replace)
-
-    async def fork(self, session_id: str, new_id: str | None = None) -> str:
-        """Fork a session (copy-on-write, O(1)); returns the new session's id."""
-        new = new_id or uuid4().hex
-        await run(self._conn, admin.fork, session_id, new)
-        return new
-
-    async def delete(self, session_ids: Sequence[str]) -> list[str]:
-        """Delete sessions (forks keep their views, unused blobs go); returns those that existed."""
-        return await run(self._conn, admin.delete_sessions, list(session_ids))
-
-    async def rename(self, session_id: str, new_id: str) -> None:
-        """Give a session a new id; its forks' ``parent_id`` follows."""
-        await run(self._conn, admin.rename, session_id, new_id)
-
-    async def set_title(self, session_id: str, title: str | None) -> None:
-        """Set, or with None clear, a session's title."""
-        await run(self._conn, admin.set_title, session_id, title)
-
-    async def prune(
-        self,
-        *,
-        before: datetime | None = None,
-        keep: int | None = None,
-        project: str | None = None,
-        dry_run: bool = False,
-        only: Sequence[str] | None = None,
-    ) -> list[SessionInfo]:
-        """Delete whole sessions last updated before ``before`` and/or beyond the ``keep`` most
-        recently updated (within ``project`` if given); returns them (only lists with ``dry_run``).
-
-        ``only``: of these ids alone, e.g. what a dry run listed and a person confirmed; the
-        criteria are checked again as they are deleted, so one appended to meanwhile is kept.
-        """
-        return await run(self._conn, admin.prune, _ms(before), keep, project, dry_run, only=only)
-
-    async def recompress(self, progress: Progress | None = None) -> RecompressReport:
-        """Retrain the compression dictionary on the whole database and rewrite every payload
-        with it (see :func:`.admin.recompress`); ``vacuum`` then gives the space back."""
-        return await run(self._conn, admin.recompress, progress)
-
-    async def vacuum(self, *, full: bool = False) -> VacuumReport:
-        """Reclaim free space and truncate the WAL (see :func:`.admin.vacuum` for which way;
-        ``full`` always rebuilds the file)."""
-        checkpointer = getattr(self._conn, "checkpointer", None)
-        return await run(self._conn, admin.vacuum, self._path, full, checkpointer)
-
-    async def checkpoint(self) -> bool:
-        """Copy the WAL into the database file and truncate it, so the file alone holds
-        everything (to copy it, or measure it). False when another connection's open read kept
-        part of the WAL in use past the busy timeout."""
-        if getattr(self._conn, "readonly", False):
-            raise ReadOnlyDatabaseError(f"{self._path} is open read-only, and a checkpoint writes to it")
-        return await run(self._conn, truncate_wal, getattr(self._conn, "checkpointer", None))
-
-    async def backup(self, dest: str | Path, *, overwrite: bool = False) -> None:
-        """Write a consistent copy to ``dest`` with SQLite's backup API, while the database is in use."""
-        await run(self._conn, admin.backup, self._path, Path(dest), overwrite)
 
 
 def _existing(target: Path) -> None:

@@ -1,2 +1,3 @@
-"""Whole-database jobs: showing, exporting and importing sessions, the axio migration, and
-maintenance (stats, prune, recompress, vacuum, backup)."""
+"""Whole-database jobs, one module each: sessions (resolve, show, fork, rm, rename, title),
+exporting, importing, the axio migration, files (safe output files), maintenance (stats, prune,
+vacuum, backup) and recompressing."""

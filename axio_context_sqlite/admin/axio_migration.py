@@ -2,7 +2,7 @@
 
 The peer keeps one row per message (``axio_context_messages``: JSON content, gzip+base64 or
 plain) and token totals per session and project (``axio_context_tokens``). :func:`import_axio`
-runs on a connection's worker thread like :mod:`.admin`, and writes sessions through the same
+runs on a connection's worker thread like the rest of admin, and writes sessions through the same
 helpers as a transcript import, with the messages' original times.
 """
 
@@ -27,17 +27,27 @@ from axio_context.transcript import SessionHeader, format_time, parse_time
 from ..errors import translate_error
 from ..store import appending, ops
 from ..store.packing import ROLE_NAMES
-from .maintenance import (
-    AxioImportReport,
-    _full,
-    _insert_messages,
-    _insert_session,
-    _records,
-    _set_aside,
-    _Stamped,
-)
+from .importing import Stamped, insert_messages, insert_session, set_aside
+from .sessions import full_row, records
 
-__all__ = ["import_axio"]
+__all__ = ["AxioImportReport", "import_axio"]
+
+
+class AxioImportReport(msgspec.Struct, frozen=True):
+    """The outcome of migrating an axio-context-sqlite database, session by session.
+
+    ``added``: new here; ``updated``: messages or token totals that changed since an earlier
+    migration were taken over;
+    ``unchanged``: already migrated (or continued here); ``conflicts``: the session exists here
+    with a different transcript and was left alone (``replaced`` when asked to overwrite).
+    """
+
+    added: list[str]
+    updated: list[str]
+    unchanged: list[str]
+    conflicts: list[str]
+    replaced: list[str]
+    messages: int
 
 
 def _peer_payload(text: str) -> bytes:
@@ -107,7 +117,7 @@ def _read(peer: Any, path: Path, sql: str, args: tuple[Any, ...] = ()) -> list[A
 class _PeerSession(msgspec.Struct):
     id: str
     project: str | None
-    messages: list[_Stamped]
+    messages: list[Stamped]
     input_tokens: int
     output_tokens: int
     metadata: dict[str, Any] | None
@@ -177,7 +187,7 @@ def _peer_sessions(peer: Any, has_tokens: bool, path: Path) -> Iterator[_PeerSes
             " WHERE session_id = ? ORDER BY position",
             (session_id,),
         )
-        messages: list[_Stamped] = []
+        messages: list[Stamped] = []
         projects: list[str] = []
         for position, role, project, content, created in rows:
             where = f"{path}: session {session_id!r} position {position}"
@@ -190,7 +200,7 @@ def _peer_sessions(peer: Any, has_tokens: bool, path: Path) -> Iterator[_PeerSes
                 stamp = _peer_time(created)
             except (DecodeError, ValueError, OSError, EOFError, binascii.Error, zlib.error) as exc:
                 raise DecodeError(f"{where}: {exc}") from None
-            messages.append(_Stamped(Message(role=role, content=blocks), stamp))
+            messages.append(Stamped(Message(role=role, content=blocks), stamp))
             if project not in projects:
                 projects.append(project)
         own_tokens = tokens.get(session_id, [])
@@ -246,7 +256,7 @@ def import_axio(c: Any, path: Path, replace: bool) -> AxioImportReport:
             existing = ops._session(c, ps.id)
             if existing is not None:
                 ours = _fingerprints(
-                    m.message() for m in _records(c, _full(c, ps.id), 0, existing.next_position)
+                    m.message() for m in records(c, full_row(c, ps.id), 0, existing.next_position)
                 )
                 theirs = _fingerprints(m.message for m in ps.messages)
                 if len(theirs) > len(ours) and theirs[: len(ours)] == ours:
@@ -264,8 +274,8 @@ def import_axio(c: Any, path: Path, replace: bool) -> AxioImportReport:
                     continue
             header = _peer_header(ps)
             with ops.write_tx(c):
-                aside = _set_aside(c, ps.id)
-                _insert_session(c, header, ps.id, None, ps.messages)
+                aside = set_aside(c, ps.id)
+                insert_session(c, header, ps.id, None, ps.messages)
             if aside is not None:
                 ops.delete_session(c, aside)
                 replaced.append(ps.id)
@@ -297,7 +307,7 @@ def _extend(c: Any, ps: _PeerSession) -> int:
         row = ops._session(c, ps.id)
         assert row is not None
         tail = ps.messages[row.next_position :]
-        spent = _insert_messages(c, row.sid, row.next_position, tail) if tail else 0
+        spent = insert_messages(c, row.sid, row.next_position, tail) if tail else 0
         if c.execute("SELECT preview_pos FROM sessions WHERE sid = ?", (row.sid,)).fetchone()[0] is None:
             pv = appending.preview_for([m.message for m in tail], row.next_position)
             if pv is not None:

@@ -19,7 +19,7 @@ import click
 from axio_context import __version__
 from axio_context.errors import AxioContextError, DatabaseNotFoundError
 
-from ..admin.maintenance import SIDE_SUFFIXES
+from ..admin.files import removed_if_failed
 from ..database import Database, open_database
 from ..errors import EmptyDatabaseError
 from ..paths import ENV_VAR, PathSource, db_path
@@ -236,21 +236,9 @@ def cli(ctx: click.Context, db: Path | None) -> None:
 
 def writing_db(ctx: click.Context, action: Callable[[Database], Awaitable[T]]) -> T:
     """:func:`with_db` for a command that creates the database when needed; if it fails, a
-    database (and folders) it created are removed again, so a mistyped ``--db`` leaves nothing."""
-    # Resolved once: a --db symlink whose target is missing names the file to create (and to
-    # remove again), never the link itself.
-    path = Path(os.path.realpath(settings_of(ctx).path))
-    absent = [p for p in (path, *path.parents) if not p.exists()]
-    try:
+    database (and folders) it created are removed again (:func:`.files.removed_if_failed`)."""
+    with removed_if_failed(settings_of(ctx).path):
         return with_db(ctx, True, action)
-    except BaseException:
-        if absent and absent[0] == path:
-            for suffix in ("", *SIDE_SUFFIXES):
-                Path(f"{path}{suffix}").unlink(missing_ok=True)
-            for folder in absent[1:]:  # the deepest first; one holding anything else stays
-                with contextlib.suppress(OSError):
-                    folder.rmdir()
-        raise
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Commands that look after the database file: stats, prune, vacuum, backup."""
+"""Commands that look after the database file: stats, check (doctor), prune, vacuum, backup."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import msgspec
 
 from axio_context.messages import SessionInfo
 
-from ..database import Database, RecompressReport, VacuumReport
+from ..database import DamagedRow, Database, RecompressReport, VacuumReport
 from .app import cli, read_db, settings_of, with_db
 from .options import Count, When, chosen_project, one_format, output_options, project_option, stored_project
 from .output import (
@@ -23,6 +23,7 @@ from .output import (
     info_row,
     shown_for_infos,
     tilde,
+    visible,
 )
 
 
@@ -48,6 +49,7 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
     sealed = f"; {s.sealed_messages:,} messages sealed in {s.chunks:,} chunk(s)" if s.chunks else ""
     click.echo(f"payloads   {human_size(s.payload_bytes)} ({dicts}{sealed})")
     click.echo(f"media      {s.blobs:,} blob(s), {human_size(s.blob_bytes)}")
+    click.echo(f"vectors    {s.vectors:,} embedding(s), {human_size(s.vector_bytes)}")
     click.echo(f"compaction {s.checkpoints:,} checkpoint(s)")
     if s.by_project:
         click.echo("")
@@ -73,6 +75,10 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
             False,
             False,
         )
+
+
+#: Sessions prune's confirmation names; the rest are counted.
+_NAMED = 10
 
 
 @cli.command()
@@ -120,7 +126,11 @@ def prune(
             )
         return
     if not yes:
-        click.confirm(f"Delete {len(infos)} session(s)?", abort=True, err=True)
+        named = [shown.get(i.session_id, i.session_id) for i in infos[:_NAMED]]
+        more = f" and {len(infos) - _NAMED} more" if len(infos) > _NAMED else ""
+        click.confirm(
+            f"Delete {len(infos)} session(s): {visible(', '.join(named))}{more}?", abort=True, err=True
+        )
     ids = [i.session_id for i in infos]
 
     # Only what was listed, and of it only what still qualifies, checked again in the transaction
@@ -189,3 +199,73 @@ def backup(ctx: click.Context, dest: Path, force: bool, as_json: bool) -> None:
         echo_json({"source": str(settings_of(ctx).path), "destination": str(dest), "bytes": size})
         return
     click.echo(f"backed up {settings_of(ctx).path} to {dest} ({human_size(size)})")
+
+
+#: Damaged rows ``check`` lists one per line for people; the rest are counted.
+_SHOWN = 20
+
+
+def _damaged_line(d: DamagedRow) -> str:
+    where = f"positions {d.position}..{d.position + d.count - 1}" if d.count > 1 else f"position {d.position}"
+    return visible(f"  session {d.session_id!r} {where}: {d.reason}")
+
+
+@cli.command()
+@click.option(
+    "--quarantine",
+    "move",
+    is_flag=True,
+    help="Move rows that do not decode to the quarantine (a placeholder keeps their position).",
+)
+@click.option(
+    "--list-quarantine", is_flag=True, help="List the rows in the quarantine (--json: with their bytes)."
+)
+@output_options(listing=False)
+@click.pass_context
+def check(ctx: click.Context, move: bool, list_quarantine: bool, as_json: bool) -> None:
+    """Find damage: rows that do not decode, SQLite's quick check, the keyword index (alias: doctor).
+
+    Exits with 1 while a problem remains."""
+    if list_quarantine:
+        if move:
+            raise click.UsageError("--quarantine and --list-quarantine cannot be used together")
+        rows = with_db(ctx, False, lambda db: db.quarantined())
+        if as_json:
+            echo_json(rows)
+            return
+        if not rows:
+            click.echo("the quarantine is empty")
+        for q in rows:
+            where = f"{q.position}..{q.position + q.count - 1}" if q.count > 1 else str(q.position)
+            click.echo(
+                visible(
+                    f"{q.id}  session {q.session_id!r} position {where}  {len(q.payload):,} B  {q.reason}"
+                )
+            )
+        return
+
+    report = with_db(ctx, False, lambda db: db.check(quarantine=move))
+    if as_json:
+        echo_json(report)
+    else:
+        click.echo(f"checked    {report.messages_checked:,} stored message(s)")
+        click.echo(f"sqlite     {'; '.join(report.quick_check[:5]) or 'ok'}")
+        click.echo(f"damaged    {len(report.damaged):,} row(s) that do not decode")
+        for d in report.damaged[:_SHOWN]:
+            click.echo(_damaged_line(d))
+        if len(report.damaged) > _SHOWN:
+            click.echo(f"  and {len(report.damaged) - _SHOWN:,} more (--json lists them all)")
+        for problem in report.problems:
+            click.echo(visible(f"problem    {problem}"))
+        if report.moved:
+            click.echo(f"quarantined {len(report.moved):,} row(s); --list-quarantine shows them")
+        elif report.damaged:
+            click.echo("--quarantine moves them aside (a placeholder keeps their position)", err=True)
+        if report.quarantined:
+            click.echo(f"quarantine {report.quarantined:,} row(s) held")
+        click.echo("ok" if report.ok else "problems found")
+    if not report.ok:
+        ctx.exit(1)
+
+
+cli.add_command(check, "doctor")

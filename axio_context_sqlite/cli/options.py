@@ -4,7 +4,6 @@ projects and the output flags."""
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -95,30 +94,9 @@ def chosen_project(project: str | None, here: bool) -> str | None:
     return str(Path.cwd().resolve()) if here else project
 
 
-def _project_forms(project: str) -> list[str]:
-    """What a ``--project`` value may name: itself, and for a path (starting with ``.``, ``/`` or
-    ``~``) its absolute form (``~`` expanded, ``.`` and a trailing ``/`` gone), then with symlinks
-    resolved (as ``--here`` and the store's default project are)."""
-    forms = [project]
-    if project.startswith((".", "/", "~")):
-        expanded = os.path.expanduser(project)
-        for form in (os.path.abspath(expanded), os.path.realpath(expanded)):
-            if form not in forms:
-                forms.append(form)
-    return forms
-
-
 async def stored_project(db: Database, project: str | None) -> str | None:
-    """The project as stored that ``project`` names: the first of its forms any session is filed
-    under (the value as typed first, so a label or an exact path always matches itself)."""
-    if project is None:
-        return None
-    forms = _project_forms(project)
-    if len(forms) > 1 and not (await db.list_sessions(project, limit=1)).sessions:
-        for form in forms[1:]:
-            if (await db.list_sessions(form, limit=1)).sessions:
-                return form
-    return project
+    """The project as stored that ``project`` names (see :meth:`Database.stored_project`)."""
+    return await db.stored_project(project)
 
 
 @overload

@@ -18,7 +18,7 @@ from axio_context.codec import encode_json, format_json
 from axio_context.messages import SessionInfo
 
 from ..database import Database
-from .app import COUNT_MAX, PROGRESS_MIN
+from .app import PROGRESS_MIN
 from .options import one_format
 
 
@@ -117,57 +117,9 @@ def info_dict(info: SessionInfo) -> dict[str, Any]:
     return {f: getattr(info, f) for f in SessionInfo.__struct_fields__}
 
 
-#: A long random id (a uuid, as ``fork`` makes) is shown cut to a prefix at least this long.
-SHORT_ID = 12
-
-
-_RANDOM_ID = re.compile(r"[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
-#: Beyond this many random ids to shorten, every session id is read at once (one query) and the
-#: prefixes are worked out here; for fewer, a prefix query or two per id reads less.
-_FETCH_ALL_IDS = 32
-
-
-def _shared(a: str, b: str) -> int:
-    """How many leading characters ``a`` and ``b`` have in common."""
-    return next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
-
-
-def _unique_prefix(i: str, others: Iterable[str]) -> str:
-    """``i`` cut to the shortest prefix of at least :data:`SHORT_ID` characters none of
-    ``others`` starts with (``i`` whole when it is a prefix of one of them)."""
-    n = SHORT_ID
-    for o in others:
-        if o != i:
-            n = max(n, _shared(i, o) + 1)
-    return i[: min(n, len(i))]
-
-
 async def shown_ids(db: Database, ids: Iterable[str | None]) -> dict[str, str]:
-    """How each id appears in a table: in full, except a long random id, cut to the shortest
-    prefix (at least :data:`SHORT_ID` characters) no other session id starts with, so typing
-    back what the table shows always finds that session."""
-    wanted = list(dict.fromkeys(i for i in ids if i is not None))
-    shown = {i: i for i in wanted}
-    random = sorted(i for i in wanted if _RANDOM_ID.fullmatch(i))
-    if len(random) > _FETCH_ALL_IDS:
-        # In sorted order, the id sharing the longest prefix with another is next to it.
-        every = sorted({*await db.complete("", limit=COUNT_MAX), *random})
-        at = {i: k for k, i in enumerate(every)}
-        for i in random:
-            k = at[i]
-            shown[i] = _unique_prefix(i, every[max(k - 1, 0) : k + 2])
-        return shown
-    for i in random:
-        n = SHORT_ID
-        while n < len(i):
-            others = [o for o in await db.complete(i[:n], limit=2) if o != i]
-            if not others:
-                break
-            n = max(n + 1, _shared(i, others[0]) + 1)
-        shown[i] = i[:n]
-    return shown
+    """How each id appears in a table (see :meth:`Database.short_ids`)."""
+    return await db.short_ids(ids)
 
 
 async def shown_for_infos(db: Database, infos: Sequence[SessionInfo]) -> dict[str, str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -10,11 +11,12 @@ import click
 
 from axio_context.transcript import FORMATS, FormatName
 
-from ..admin.maintenance import STDIN, writing
-from ..database import Database
+from ..admin.files import writing
+from ..admin.importing import STDIN
+from ..database import DamagedRow, Database
 from .app import Written, cli, one_line_errors, read_db, settings_of, writing_db
 from .options import output_options, session_argument
-from .output import Progress, echo_json
+from .output import Progress, echo_json, visible
 
 
 @cli.command()
@@ -27,8 +29,13 @@ from .output import Progress, echo_json
     type=click.Path(dir_okay=False, allow_dash=True),
     help="Write to FILE (- is stdout), replacing it only once the export is complete.",
 )
+@click.option(
+    "--strict", is_flag=True, help="Fail on a message that does not decode (default: leave it out, say so)."
+)
 @click.pass_context
-def export(ctx: click.Context, sessions: tuple[str, ...], all_: bool, fmt: str, output: str | None) -> None:
+def export(
+    ctx: click.Context, sessions: tuple[str, ...], all_: bool, fmt: str, output: str | None, strict: bool
+) -> None:
     """Export sessions (default: the newest) as json, jsonl or markdown."""
     if all_ and sessions:
         raise click.UsageError("give SESSION arguments or --all, not both")
@@ -43,19 +50,41 @@ def export(ctx: click.Context, sessions: tuple[str, ...], all_: bool, fmt: str, 
             ids = [await db.resolve(s) for s in sessions]
         else:
             ids = [await db.latest()]
-        result = await db.export(out.write, format=format_, session_ids=ids, progress=progress)
+        result = await db.export(
+            out.write, format=format_, session_ids=ids, progress=progress, skip_damaged=not strict
+        )
         out.flush()
         return result
 
     try:
         if output is None or output == "-":
-            read_db(ctx, lambda db: go(db, Written(sys.stdout.buffer, None)))
+            summary = read_db(ctx, lambda db: go(db, Written(sys.stdout.buffer, None)))
+            _report_skipped(summary.skipped)
             return
         with one_line_errors(), writing(Path(output), settings_of(ctx).path) as f:
             summary = read_db(ctx, lambda db: go(db, Written(f, output)))
     finally:
         progress.close()
-    click.echo(f"exported {summary.sessions} session(s), {summary.messages} message(s) to {output}", err=True)
+    _report_skipped(summary.skipped)
+    skipped = f", {len(summary.skipped)} left out (damaged)" if summary.skipped else ""
+    click.echo(
+        f"exported {summary.sessions} session(s), {summary.messages} message(s){skipped} to {output}",
+        err=True,
+    )
+
+
+#: Left-out messages named one per line on stderr; the rest are counted.
+_SHOWN = 20
+
+
+def _report_skipped(skipped: Sequence[DamagedRow]) -> None:
+    """Name, on stderr, the messages an export left out because they do not decode."""
+    for d in skipped[:_SHOWN]:
+        click.echo(visible(f"left out session {d.session_id!r} position {d.position}: {d.reason}"), err=True)
+    if len(skipped) > _SHOWN:
+        click.echo(f"and {len(skipped) - _SHOWN} more message(s) left out", err=True)
+    if skipped:
+        click.echo("each has a placeholder in the export; `axio-context check` finds them all", err=True)
 
 
 @cli.command("import")

@@ -334,7 +334,7 @@ def test_export_usage_and_errors(rich: dict[str, str], tmp_path: Path) -> None:
 def test_list_sessions_shortens_many_random_ids_with_one_query(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from axio_context_sqlite.database import Database
+    from axio_context_sqlite.admin import naming
 
     rng = random.Random(7)
     ids = ["".join(rng.choice("0123456789abcdef") for _ in range(32)) for _ in range(200)]
@@ -356,13 +356,13 @@ def test_list_sessions_shortens_many_random_ids_with_one_query(
         return i[: min(len(i), max(12, common + 1))]
 
     calls: list[str] = []
-    complete = Database.complete
+    ids_with_prefix = naming.ids_with_prefix  # the prefix query short ids are worked out with
 
-    async def counted(self: Database, prefix: str, limit: int = 50) -> list[str]:
+    def counted(c: Any, prefix: str, limit: int) -> list[str]:
         calls.append(prefix)
-        return await complete(self, prefix, limit)
+        return ids_with_prefix(c, prefix, limit)
 
-    monkeypatch.setattr(Database, "complete", counted)
+    monkeypatch.setattr(naming, "ids_with_prefix", counted)
     rows = invoke("list-sessions", "-n", "0").stdout.splitlines()[1:]
     assert sorted(r.split()[0] for r in rows) == sorted(expected(i) for i in ids)
     assert len(calls) == 1  # every id at once, not a query (or more) per id
@@ -783,7 +783,8 @@ def test_backup(rich: dict[str, str], db: Path, tmp_path: Path) -> None:
     assert invoke("--db", dest, "export", "--all").stdout == invoke("export", "--all").stdout
     check_storage(dest)
     exists = invoke("backup", dest, ok=False)
-    assert (exists.exit_code, exists.stderr) == (1, f"Error: {dest} already exists\n")
+    said = f"Error: {dest} already exists; use --force to replace it\n"
+    assert (exists.exit_code, exists.stderr) == (1, said)
     invoke("rm", "-y", "long-session")
     invoke("backup", dest, "--force")
     assert len(invoke_json("--db", dest, "list-sessions", "--json")) == 6

@@ -73,7 +73,7 @@ def test_prune_keeps_a_session_appended_to_while_the_prompt_waited(
 
     prompts = while_asked(lambda: make_sessions(db, {"old-a": [text("user", "IMPORTANT new message")]}))
     result = invoke("--db", db, "prune", "--before", "30d", input="y\n")
-    assert prompts == ["Delete 2 session(s)?"]  # the agent wrote while the prompt waited
+    assert prompts == ["Delete 2 session(s): old-b, old-a?"]  # the agent wrote while the prompt waited
     assert result.stdout == "deleted 1 session(s)\n"
     assert "kept 1 listed session(s) that changed meanwhile" in result.stderr
     assert _ids(db) == ["old-a"]
@@ -93,7 +93,7 @@ def test_prune_keep_n_rechecks_the_rule_and_deletes_nothing_unlisted(
     # s2022 would now be beyond the one kept, but it was not listed (nor confirmed)
     prompts = while_asked(lambda: make_sessions(db, {"s2020": [text("user", "still in use")]}))
     result = invoke("--db", db, "prune", "--keep", "1", "--json", input="y\n")
-    assert prompts == ["Delete 2 session(s)?"]
+    assert prompts == ["Delete 2 session(s): s2021, s2020?"]
     assert [s["session_id"] for s in json.loads(result.stdout)] == ["s2021"]
     assert _ids(db) == ["s2020", "s2022"]
     check_storage(db)

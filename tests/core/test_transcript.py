@@ -100,6 +100,7 @@ def test_streamed_json_is_the_document_msgspec_would_write() -> None:
     whole = {
         "format": "axio-context",
         "version": 1,
+        "embeddings": False,  # exports carry none; reindex rebuilds them
         "sessions": [
             {
                 **msgspec.to_builtins(h, enc_hook=lambda o: o.data),

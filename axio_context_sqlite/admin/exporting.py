@@ -1,0 +1,172 @@
+"""Exporting sessions through a :class:`TranscriptWriter` (json, jsonl, markdown).
+
+An export runs inside one read transaction: under WAL that is a snapshot no concurrent writer
+can tear, and it hands the output to a ``sink`` batch by batch, so memory stays flat however
+large the database is.
+
+Exports carry no embeddings (the header's ``"embeddings": false`` says so): they come from the
+text and the database's recorded model, take more room than the text, and ``axio-context
+reindex`` rebuilds them after an import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Final
+
+import msgspec
+
+from axio_context.errors import CorruptDataError
+from axio_context.transcript import (
+    MessageRecord,
+    TranscriptWriter,
+    format_time,
+)
+
+from ..store import ops
+from .checking import DamagedRow, placeholder
+from .sessions import FULL_COLUMNS, FullRow, full_row, records, session_header
+
+Progress = Callable[[int, int], object]
+Sink = Callable[[bytes], object]
+
+#: Messages decoded and written per batch during export and import (bounds an export's memory).
+BATCH: Final = 256
+
+
+class ExportSummary(msgspec.Struct, frozen=True):
+    """How much an export wrote: ``messages`` counts each stored message once (a fork's messages
+    shared with its parent exported too are not counted again, even where markdown repeats
+    them); ``skipped``: the messages left out because they do not decode (each has a
+    placeholder in the export instead)."""
+
+    sessions: int
+    messages: int
+    skipped: list[DamagedRow] = msgspec.field(default_factory=list)
+
+
+# --- export --------------------------------------------------------------------------------------
+
+
+def _shared_prefix(c: Any, child: FullRow, parent: FullRow) -> int:
+    """How many leading positions of ``child`` are the very rows of ``parent``'s transcript."""
+    if child.base_sid is None:
+        return 0
+    a = ops.segments(c, child, 0, child.base_len)
+    b = ops.segments(c, parent, 0, min(child.base_len, parent.next_position))
+    shared = i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][0] != b[j][0]:
+            break
+        end = min(a[i][2], b[j][2])
+        shared = end
+        if a[i][2] == end:
+            i += 1
+        if b[j][2] == end:
+            j += 1
+    return shared
+
+
+def _inherited(c: Any, s: FullRow, exported: set[int] | None) -> int:
+    """``inherited`` for ``s``: its prefix shared with a parent exported before it, else 0."""
+    if s.base_sid is None or s.parent_id is None:
+        return 0
+    r = c.execute(f"SELECT {FULL_COLUMNS} FROM sessions WHERE id = ?", (s.parent_id,)).fetchone()
+    if r is None:
+        return 0
+    parent = FullRow(*r)
+    # A parent is always older than its fork (smaller sid), and exports go in sid order.
+    if parent.sid >= s.sid or (exported is not None and parent.sid not in exported):
+        return 0
+    return _shared_prefix(c, s, parent)
+
+
+def _stored(c: Any, s: FullRow, position: int) -> tuple[int | None, int]:
+    """The role code and created time of a session's position, read without decoding it."""
+    [(sid, _, _)] = ops.segments(c, s, position, position + 1)
+    r = c.execute("SELECT role, created_at FROM messages WHERE id = ?", (ops.key(sid, position),)).fetchone()
+    return (None, 0) if r is None else (int(r[0]), int(r[1]))
+
+
+def _readable(c: Any, s: FullRow, lo: int, hi: int, skipped: list[DamagedRow]) -> list[MessageRecord]:
+    """:func:`.sessions.records` of ``[lo, hi)``, a placeholder standing in for each message that
+    does not decode (listed in ``skipped``)."""
+    try:
+        return records(c, s, lo, hi)
+    except CorruptDataError:
+        pass  # find which: one position at a time
+    out: list[MessageRecord] = []
+    for p in range(lo, hi):
+        try:
+            out.extend(records(c, s, p, p + 1))
+        except CorruptDataError as exc:
+            reason = str(exc).split(": ", 1)[-1]
+            skipped.append(DamagedRow(s.id, p, reason))
+            role, created = _stored(c, s, p)
+            what = (
+                f"message {p} of session {s.id!r} does not decode and was left out of this export: {reason}"
+            )
+            m = placeholder(role, what)
+            out.append(MessageRecord(role=m.role, content=m.content, created_at=format_time(created)))
+    return out
+
+
+def export(
+    c: Any,
+    writer: TranscriptWriter,
+    session_ids: Sequence[str] | None,
+    sink: Sink,
+    progress: Progress | None = None,
+    skip_damaged: bool = False,
+) -> ExportSummary:
+    """Write sessions (all of them when ``session_ids`` is None) to ``sink``, oldest first.
+
+    One read transaction covers the whole export, so it is one consistent snapshot; sessions
+    are read one at a time and messages :data:`BATCH` at a time, so memory stays flat.
+
+    A message that does not decode raises CorruptDataError naming it, unless ``skip_damaged``:
+    then the export goes on, a placeholder message saying what was left out and why stands at
+    its position (so positions, forks' ``inherited`` and checkpoints stay right and the file
+    imports), and the summary lists it in ``skipped``.
+    """
+    with ops.read_tx(c):
+        selected: Iterable[FullRow]
+        exported: set[int] | None
+        if session_ids is None:
+            total = int(c.execute("SELECT COALESCE(SUM(next_position), 0) FROM sessions").fetchone()[0])
+            selected = (FullRow(*r) for r in c.execute(f"SELECT {FULL_COLUMNS} FROM sessions ORDER BY sid"))
+            exported = None
+        else:
+            rows = sorted(
+                {s.sid: s for s in (full_row(c, i) for i in session_ids)}.values(), key=lambda s: s.sid
+            )
+            total = sum(s.next_position for s in rows)
+            selected = rows
+            exported = set()
+        done = sessions = messages = 0
+        skipped: list[DamagedRow] = []
+        sink(writer.begin())
+        for s in selected:
+            # A self-contained format (markdown) repeats what a fork shares with its parent, but
+            # the summary counts each message once, as the lossless formats write it.
+            shared = _inherited(c, s, exported)
+            inherited = 0 if writer.self_contained else shared
+            header = session_header(c, s, inherited)
+            sink(writer.session(header))
+            done += inherited
+            for lo in range(inherited, s.next_position, BATCH):
+                hi = min(lo + BATCH, s.next_position)
+                batch = _readable(c, s, lo, hi, skipped) if skip_damaged else records(c, s, lo, hi)
+                sink(writer.messages(header, lo, batch))
+                messages += max(0, hi - max(lo, shared))
+                done += hi - lo
+                if progress is not None:
+                    progress(done, total)
+            sink(writer.end_session(header))
+            sessions += 1
+            if exported is not None:
+                exported.add(s.sid)
+        sink(writer.end())
+        if progress is not None:
+            progress(total, total)
+    return ExportSummary(sessions=sessions, messages=messages - len(skipped), skipped=skipped)

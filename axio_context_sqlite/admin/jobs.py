@@ -1,0 +1,228 @@
+"""The admin half of :class:`~axio_context_sqlite.database.Database`: finding, reading,
+exporting, importing and deleting sessions, and looking after the file.
+
+Each method is one library call, most of them one hop to the connection's worker thread, where
+the synchronous functions of the other admin modules run. :class:`DatabaseJobs` is a base of
+``Database`` (the search half stays there), not a class to make on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+from uuid import uuid4
+
+import aiosqlite
+
+from axio_context.errors import (
+    ReadOnlyDatabaseError,
+)
+from axio_context.messages import SessionInfo
+from axio_context.transcript import FormatName, TranscriptWriter, writer_for
+
+from ..store import ops
+from ..store.connection import run, truncate_wal
+from ..store.ops import SessionPage
+from . import (
+    axio_migration,
+    checking,
+    exporting,
+    importing,
+    maintenance,
+    naming,
+    recompressing,
+    sessions,
+)
+from .axio_migration import AxioImportReport
+from .checking import CheckReport, DamagedRow, QuarantinedRow
+from .exporting import ExportSummary, Progress, Sink
+from .importing import ImportReport
+from .maintenance import Stats, VacuumReport
+from .recompressing import RecompressReport
+from .sessions import SessionView
+
+
+def ms(when: datetime | None) -> int | None:
+    """``when`` in milliseconds since the epoch (a naive time is local); None stays None."""
+    if when is None:
+        return None
+    if when.tzinfo is None:
+        when = when.astimezone()  # a naive time is the local time
+    return int(when.timestamp() * 1000)
+
+
+class DatabaseJobs:
+    """Whole-database jobs over one connection (see :class:`.database.Database`)."""
+
+    _conn: aiosqlite.Connection
+    _path: Path
+
+    # -- finding sessions ------------------------------------------------------------------------
+
+    async def list_sessions(
+        self,
+        project: str | None = None,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        since: datetime | None = None,
+    ) -> SessionPage:
+        """Sessions newest first (all projects unless ``project``), one keyset page at a time."""
+        return await run(self._conn, sessions.list_sessions, project, limit, cursor, ms(since))
+
+    async def resolve(self, prefix: str) -> str:
+        """The session id equal to ``prefix``, or the only one starting with it (like git)."""
+        return await run(self._conn, sessions.resolve, prefix)
+
+    async def latest(self) -> str:
+        """The newest session's id (SessionNotFoundError when there is none)."""
+        return await run(self._conn, sessions.latest)
+
+    async def complete(self, prefix: str, limit: int = 50) -> list[str]:
+        """Session ids starting with ``prefix``, for shell completion."""
+        return await run(self._conn, sessions.ids_with_prefix, prefix, limit)
+
+    async def short_ids(self, ids: Iterable[str | None]) -> dict[str, str]:
+        """How each id is shown to people: in full, but a long random one cut to the shortest
+        prefix (12 characters or more) that finds only it (see :func:`.naming.short_ids`)."""
+        return await run(self._conn, naming.short_ids, list(ids))
+
+    async def stored_project(self, project: str | None) -> str | None:
+        """The project as stored that ``project`` names: itself, or for a path (``.``, ``~/src``,
+        ``/abs/``) the first of its absolute and resolved forms any session is filed under."""
+        return await run(self._conn, naming.stored_project, project)
+
+    async def info(self, session_id: str) -> SessionInfo:
+        """One session's listing entry."""
+        return await run(self._conn, ops.session_info, session_id)
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    async def show(self, session_id: str, *, full: bool = False) -> SessionView:
+        """A session's fields and its model view, or with ``full`` its whole transcript."""
+        return await run(self._conn, sessions.show, session_id, full)
+
+    async def export(
+        self,
+        sink: Sink,
+        *,
+        format: FormatName | TranscriptWriter = "json",
+        session_ids: Sequence[str] | None = None,
+        progress: Progress | None = None,
+        skip_damaged: bool = False,
+    ) -> ExportSummary:
+        """Write sessions (every one when ``session_ids`` is None) to ``sink`` in one snapshot.
+
+        ``sink(chunk)`` and ``progress(done, total)`` are called on the database's worker thread;
+        memory stays flat because sessions and messages are read in batches. A message that does
+        not decode raises CorruptDataError, or with ``skip_damaged`` is left out (a placeholder
+        stands in its place) and listed in the summary's ``skipped``.
+        """
+        writer = writer_for(format) if isinstance(format, str) else format
+        ids = None if session_ids is None else list(session_ids)
+        return await run(self._conn, exporting.export, writer, ids, sink, progress, skip_damaged)
+
+    async def stats(self) -> Stats:
+        """Totals, per project, and size on disk."""
+        return await run(self._conn, maintenance.stats, self._path)
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    async def import_file(
+        self,
+        path: str | Path,
+        *,
+        format: Literal["json", "jsonl"] | None = None,
+        replace: bool = False,
+        new_ids: bool = False,
+    ) -> ImportReport:
+        """Import a ``json``/``jsonl`` export, format sniffed unless given (see .importing.import_file)."""
+        if replace and new_ids:
+            raise ValueError("choose replace or new_ids, not both")
+        return await run(self._conn, importing.import_file, Path(path), format, replace, new_ids)
+
+    async def import_axio(self, path: str | Path, *, replace: bool = False) -> AxioImportReport:
+        """Migrate an axio-context-sqlite database; idempotent (see :func:`.axio_migration.import_axio`)."""
+        return await run(self._conn, axio_migration.import_axio, Path(path), replace)
+
+    async def fork(self, session_id: str, new_id: str | None = None) -> str:
+        """Fork a session (copy-on-write, O(1)); returns the new session's id."""
+        new = new_id or uuid4().hex
+        await run(self._conn, sessions.fork, session_id, new)
+        return new
+
+    async def delete(self, session_ids: Sequence[str]) -> list[str]:
+        """Delete sessions (forks keep their views, unused blobs go); returns those that existed."""
+        return await run(self._conn, sessions.delete_sessions, list(session_ids))
+
+    async def rename(self, session_id: str, new_id: str) -> None:
+        """Give a session a new id; its forks' ``parent_id`` follows."""
+        await run(self._conn, sessions.rename, session_id, new_id)
+
+    async def set_title(self, session_id: str, title: str | None) -> None:
+        """Set, or with None clear, a session's title."""
+        await run(self._conn, sessions.set_title, session_id, title)
+
+    async def prune(
+        self,
+        *,
+        before: datetime | None = None,
+        keep: int | None = None,
+        project: str | None = None,
+        dry_run: bool = False,
+        only: Sequence[str] | None = None,
+    ) -> list[SessionInfo]:
+        """Delete whole sessions last updated before ``before`` and/or beyond the ``keep`` most
+        recently updated (within ``project`` if given); returns them (only lists with ``dry_run``).
+
+        ``only``: of these ids alone, e.g. what a dry run listed and a person confirmed; the
+        criteria are checked again as they are deleted, so one appended to meanwhile is kept.
+        """
+        return await run(self._conn, maintenance.prune, ms(before), keep, project, dry_run, only=only)
+
+    async def recompress(self, progress: Progress | None = None) -> RecompressReport:
+        """Retrain the compression dictionary on the whole database and rewrite every payload
+        with it (see :func:`.recompressing.recompress`); ``vacuum`` then gives the space back."""
+        return await run(self._conn, recompressing.recompress, progress)
+
+    async def vacuum(self, *, full: bool = False) -> VacuumReport:
+        """Reclaim free space and truncate the WAL (see :func:`.maintenance.vacuum` for which way;
+        ``full`` always rebuilds the file)."""
+        checkpointer = getattr(self._conn, "checkpointer", None)
+        return await run(self._conn, maintenance.vacuum, self._path, full, checkpointer)
+
+    async def checkpoint(self) -> bool:
+        """Copy the WAL into the database file and truncate it, so the file alone holds
+        everything (to copy it, or measure it). False when another connection's open read kept
+        part of the WAL in use past the busy timeout."""
+        if getattr(self._conn, "readonly", False):
+            raise ReadOnlyDatabaseError(f"{self._path} is open read-only, and a checkpoint writes to it")
+        return await run(self._conn, truncate_wal, getattr(self._conn, "checkpointer", None))
+
+    async def check(self, *, quarantine: bool = False) -> CheckReport:
+        """Scan the whole database for damage: rows that do not decode, SQLite's quick_check,
+        positions without rows, the keyword index (see :mod:`.checking`). Changes nothing,
+        unless ``quarantine``: then the damaged rows found are moved to the quarantine (a
+        placeholder keeps each position) and listed in the report's ``moved``."""
+        report = await run(self._conn, checking.check)
+        if not quarantine or not report.damaged:
+            return report
+        return checking.after_moving(report, await run(self._conn, checking.quarantine, report.damaged))
+
+    async def quarantine(self, rows: Sequence[DamagedRow] | None = None) -> list[DamagedRow]:
+        """Move damaged rows (``rows`` from :meth:`check`, else every one a new scan finds) to the
+        quarantine, leaving a placeholder at each position; returns those moved."""
+        found = list(rows) if rows is not None else (await self.check()).damaged
+        if not found:
+            return []
+        return await run(self._conn, checking.quarantine, found)
+
+    async def quarantined(self) -> list[QuarantinedRow]:
+        """The rows moved to the quarantine, with the bytes they were stored as."""
+        return await run(self._conn, checking.quarantined)
+
+    async def backup(self, dest: str | Path, *, overwrite: bool = False) -> None:
+        """Write a consistent copy to ``dest`` with SQLite's backup API, while the database is in use."""
+        await run(self._conn, maintenance.backup, self._path, Path(dest), overwrite)

@@ -1,0 +1,248 @@
+"""Sessions one at a time: resolving ids and prefixes, reading a session's fields and messages
+(``show``), fork, delete, rename and title.
+
+Like :mod:`..store.ops`, every function here is synchronous and runs on a connection's worker
+thread (through :func:`..store.connection.run`), one thread hop per call. Single-session writes
+and deletes go through :mod:`..store.ops` (``ops.delete_session`` frees blobs and keeps forks'
+views).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+import msgspec
+
+from axio_context.errors import (
+    AmbiguousSessionError,
+    SessionExistsError,
+    SessionNotFoundError,
+)
+from axio_context.messages import Message
+from axio_context.transcript import (
+    CheckpointRecord,
+    MessageRecord,
+    SessionHeader,
+    format_time,
+)
+
+from ..store import ops
+from ..store.ops import SessionPage
+
+
+class SessionView(msgspec.Struct, frozen=True):
+    """What ``show`` prints: the session's fields, then either the model's view or every message.
+
+    In the view, ``summary`` is the latest checkpoint's summary (None when there is none) and
+    ``messages`` start at position ``start``; with ``full`` they start at 0 and summary is None.
+    """
+
+    header: SessionHeader
+    summary: list[Message] | None
+    start: int
+    messages: list[MessageRecord]
+
+
+# --- resolving ids -------------------------------------------------------------------------------
+
+
+def _prefix_range(prefix: str) -> tuple[str, str] | None:
+    last = ord(prefix[-1])
+    if last >= 0x10FFFF:
+        return None
+    return prefix, prefix[:-1] + chr(last + 1)
+
+
+def ids_with_prefix(c: Any, prefix: str, limit: int) -> list[str]:
+    """Session ids starting with ``prefix`` (an index range scan), newest first."""
+    if not prefix:
+        rows = c.execute(
+            "SELECT id FROM sessions ORDER BY created_at DESC, sid DESC LIMIT ?", (limit,)
+        ).fetchall()
+        return [r[0] for r in rows]
+    bounds = _prefix_range(prefix)
+    if bounds is None:
+        rows = c.execute(
+            "SELECT id FROM sessions WHERE substr(id, 1, length(?)) = ? ORDER BY id LIMIT ?",
+            (prefix, prefix, limit),
+        ).fetchall()
+    else:
+        rows = c.execute(
+            "SELECT id FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT ?", (*bounds, limit)
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+def resolve(c: Any, prefix: str) -> str:
+    """The one session id equal to, or else starting with, ``prefix``."""
+    if not prefix:
+        raise SessionNotFoundError("a session id (or a prefix of one) must not be empty")
+    if c.execute("SELECT 1 FROM sessions WHERE id = ?", (prefix,)).fetchone():
+        return prefix
+    found = ids_with_prefix(c, prefix, 11)
+    if not found:
+        raise SessionNotFoundError(f"no session id starts with {prefix!r}")
+    if len(found) > 1:
+        shown = ", ".join(found[:10]) + (", ..." if len(found) > 10 else "")
+        raise AmbiguousSessionError(
+            f"{prefix!r} matches {'more than 10' if len(found) > 10 else len(found)} sessions: {shown}",
+            found[:10],
+        )
+    return str(found[0])
+
+
+def latest(c: Any) -> str:
+    """The most recently created session's id (the first row of a listing)."""
+    r = c.execute("SELECT id FROM sessions ORDER BY created_at DESC, sid DESC LIMIT 1").fetchone()
+    if r is None:
+        raise SessionNotFoundError("the database holds no sessions yet")
+    return str(r[0])
+
+
+def list_sessions(
+    c: Any, project: str | None, limit: int | None, cursor: str | None, since_ms: int | None
+) -> SessionPage:
+    """:func:`.ops.list_sessions` over every project (``project=None``) or one."""
+    if project is None:
+        return ops.list_sessions(c, limit=limit, cursor=cursor, since_ms=since_ms)
+    return ops.list_sessions(c, project, limit=limit, cursor=cursor, since_ms=since_ms)
+
+
+# --- reading sessions ----------------------------------------------------------------------------
+
+FULL_COLUMNS: Final = (
+    f"{ops.ROW_COLUMNS}, id, title, metadata, created_at, updated_at, parent_id, fork_position,"
+    " input_tokens, output_tokens"
+)
+
+
+class FullRow(ops._Row):
+    """A session's whole row: the lineage part every read needs, then the rest, as in ``FULL_COLUMNS``."""
+
+    id: str
+    title: str | None
+    metadata: str | None
+    created_at: int
+    updated_at: int
+    parent_id: str | None
+    fork_position: int | None
+    input_tokens: int
+    output_tokens: int
+
+
+def full_row(c: Any, session_id: str) -> FullRow:
+    r = c.execute(f"SELECT {FULL_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if r is None:
+        raise SessionNotFoundError(f"no session {session_id!r}")
+    return FullRow(*r)
+
+
+def _checkpoints(c: Any, s: FullRow) -> list[CheckpointRecord]:
+    rows = c.execute(
+        "SELECT seq, position, summary, tokens_before, tokens_after, summarizer, created_at"
+        " FROM checkpoints WHERE sid = ? ORDER BY seq",
+        (s.sid,),
+    ).fetchall()
+    return [
+        CheckpointRecord(
+            id=seq,
+            position=position,
+            summary=ops._decode_summary(s.id, summary),
+            tokens_before=before,
+            tokens_after=after,
+            summarizer=summarizer,
+            created_at=format_time(created),
+        )
+        for seq, position, summary, before, after, summarizer, created in rows
+    ]
+
+
+def _metadata(s: FullRow) -> dict[str, Any] | None:
+    return None if s.metadata is None else ops.decode_metadata(s.id, s.metadata)
+
+
+def session_header(c: Any, s: FullRow, inherited: int) -> SessionHeader:
+    return SessionHeader(
+        id=s.id,
+        project=s.project,
+        title=s.title,
+        metadata=_metadata(s),
+        created_at=format_time(s.created_at),
+        updated_at=format_time(s.updated_at),
+        parent_id=s.parent_id,
+        fork_position=s.fork_position,
+        inherited=inherited,
+        message_count=s.next_position,
+        input_tokens=s.input_tokens,
+        output_tokens=s.output_tokens,
+        checkpoints=_checkpoints(c, s),
+    )
+
+
+def records(c: Any, s: FullRow, start: int, end: int) -> list[MessageRecord]:
+    """Positions ``[start, end)`` with their created times."""
+    times: list[int] = []
+    messages = ops.read_messages(c, s.id, s, start, end, times=times)
+    return [
+        MessageRecord(role=m.role, content=m.content, created_at=format_time(t))
+        for m, t in zip(messages, times, strict=True)
+    ]
+
+
+def show(c: Any, session_id: str, full: bool) -> SessionView:
+    """A session's fields and its model view (or, with ``full``, every message): one snapshot."""
+    with ops.read_tx(c):
+        s = full_row(c, session_id)
+        header = session_header(c, s, 0)
+        if full or not header.checkpoints:
+            return SessionView(header, None, 0, records(c, s, 0, s.next_position))
+        latest_cp = header.checkpoints[-1]
+        return SessionView(
+            header, latest_cp.summary, latest_cp.position, records(c, s, latest_cp.position, s.next_position)
+        )
+
+
+# --- fork, delete, rename ------------------------------------------------------------------------
+
+
+def fork(c: Any, session_id: str, new_id: str) -> None:
+    """Fork an existing session (:func:`.ops.fork`), refusing a taken id."""
+    full_row(c, session_id)
+    if ops._session(c, new_id) is not None:
+        raise SessionExistsError(f"a session {new_id!r} already exists")
+    ops.fork(c, session_id, None, new_id)
+
+
+def delete_sessions(c: Any, session_ids: Sequence[str]) -> list[str]:
+    """Delete sessions through :func:`.ops.delete_session`, newest first (so no fork of a doomed
+    parent is detached just to be deleted too); returns the ids that existed."""
+    rows = []
+    for i in dict.fromkeys(session_ids):
+        r = c.execute("SELECT sid FROM sessions WHERE id = ?", (i,)).fetchone()
+        if r is not None:
+            rows.append((int(r[0]), i))
+    deleted = []
+    for _, i in sorted(rows, reverse=True):
+        if ops.delete_session(c, i):
+            deleted.append(i)
+    return deleted
+
+
+def rename(c: Any, old: str, new: str) -> None:
+    """Change a session's id; forks' ``parent_id`` follows."""
+    if not new:
+        raise ValueError("a session id must not be empty")
+    with ops.write_tx(c):
+        full_row(c, old)
+        if ops._session(c, new) is not None:
+            raise SessionExistsError(f"a session {new!r} already exists")
+        now = ops.now_ms()
+        c.execute("UPDATE sessions SET id = ?, updated_at = ? WHERE id = ?", (new, now, old))
+        c.execute("UPDATE sessions SET parent_id = ? WHERE parent_id = ?", (new, old))
+
+
+def set_title(c: Any, session_id: str, title: str | None) -> None:
+    """Set or clear the title of an existing session."""
+    full_row(c, session_id)
+    ops.set_title(c, session_id, None, title)
