@@ -13,8 +13,9 @@ the trial runs), alternating the two modes trial by trial and keeping each mode'
   the file after a checkpoint.
 - ``chunks``: sealed chunks of ``CHUNK`` messages; off: ``chunks.SEAL_TAIL`` so large that
   nothing is sealed. Figure: ``get_history`` of a 10,000-message session on a new connection.
-- ``fts queue``: ``fts_pending``, folded in batches (``FLUSH_AT``); off: ``indexing.queue_text``
-  indexes each append's messages in the append's own transaction. Figure: per-append mean and
+- ``fts queue``: ``fts_pending``, folded in batches (``FLUSH_AT``); off: each append's messages go
+  into the FTS index in the append's own transaction (``appending._append_one``, the one-message
+  statement, and ``indexing.queue_text``, the batch path, replaced). Figure: per-append mean and
   median (and the first keyword search after the appends, which inherits the queue).
 - ``binary codes``: ``message_codes`` (vec0 over ``binary_code``) then an exact re-score; off:
   ``engine._codes_usable`` says no, so search takes the store's exact scan. Figure: semantic
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import inspect
 import os
 import statistics
@@ -205,6 +207,7 @@ def patched(obj: Any, name: str, value: Any) -> Iterator[None]:
 async def _appends(
     path: Path, messages: list[Message], setup: Callable[[Any], Awaitable[None]]
 ) -> list[float]:
+    """Seconds per append, in order; the largest the WAL grew goes to ``WAL_PAGES[path]``."""
     async with connect(path) as conn:
         await setup(conn)
         store = SQLiteContextStore(conn, "s", project="bench")
@@ -213,7 +216,11 @@ async def _appends(
             t0 = time.perf_counter()
             await store.append(m)
             times.append(time.perf_counter() - t0)
+        WAL_PAGES[path] = _wal_pages(path)  # before closing: the last close removes the WAL
     return times
+
+
+WAL_PAGES: dict[Path, float] = {}
 
 
 async def _nothing(conn: Any) -> None:
@@ -314,9 +321,29 @@ async def sealed_chunks(tmp: Path, n: int, trials: int) -> list[Figure]:
 
 
 def _index_now(c: Any, ids: Any, *, fold: bool = True) -> None:
-    """No queue: the messages go into the FTS index in the append's own transaction."""
+    """No queue, for a batch: its messages go into the FTS index in the batch's transaction."""
     c.executemany("INSERT OR IGNORE INTO fts_pending (id) VALUES (?)", [(i,) for i in ids])
     indexing.flush_pending(c)
+
+
+_APPEND_ONE = appending._append_one
+
+
+def _append_one_and_index(c: Any, *args: Any) -> None:
+    """No queue, for one message (the trigger's single statement): the same statement, then the
+    message into the FTS index, in one transaction."""
+    with packing.write_tx(c):
+        _APPEND_ONE(c, *args)
+        indexing.flush_pending(c)
+
+
+@contextmanager
+def _no_fts_queue() -> Iterator[None]:
+    with (
+        patched(indexing, "queue_text", _index_now),
+        patched(appending, "_append_one", _append_one_and_index),
+    ):
+        yield
 
 
 async def fts_queue(tmp: Path, n: int, trials: int) -> list[Figure]:
@@ -324,7 +351,7 @@ async def fts_queue(tmp: Path, n: int, trials: int) -> list[Figure]:
 
     async def trial(on: bool, i: int) -> dict[str, float]:
         path = tmp / f"fts-{on}-{i}.db"
-        with patched(indexing, "queue_text", indexing.queue_text if on else _index_now):
+        with contextlib.nullcontext() if on else _no_fts_queue():
             figures = _per_op(await _appends(path, messages, _nothing))
         async with open_database(path) as db:
             t0 = time.perf_counter()
@@ -359,15 +386,16 @@ async def binary_codes(tmp: Path, n: int, queries: int) -> list[Figure]:
             await SQLiteContextStore(conn, sid, embedder=embedder).append_many(messages[start : start + 500])
     probes = [m.text for m in transcript(queries * 4, seed=99, image_every=0) if m.role == "user"][:queries]
 
-    async def search(on: bool) -> tuple[list[list[tuple[str, int]]], list[float]]:
-        found, times = [], []
+    async def search(on: bool) -> tuple[list[list[float]], list[float]]:
+        found: list[list[float]] = []
+        times = []
         with patched(engine, "_codes_usable", engine._codes_usable if on else lambda c, s: False):
             async with open_database(path) as db:
                 for q in probes:
                     t0 = time.perf_counter()
                     hits = await db.search(q, mode="semantic", k=10, embedder=embedder)
                     times.append(time.perf_counter() - t0)
-                    found.append([(h.session_id, h.position) for h in hits])
+                    found.append([h.score for h in hits])
         return found, times
 
     codes, codes_t = await search(True)
@@ -375,8 +403,10 @@ async def binary_codes(tmp: Path, n: int, queries: int) -> list[Figure]:
     codes2, codes_t2 = await search(True)  # alternated: a slow patch of the machine hits both
     exact2, exact_t2 = await search(False)
     assert codes == codes2 and exact == exact2
+    # By similarity, not by id: the transcript repeats its sentences, so many messages tie at
+    # the tenth place, and any of them is a right answer.
     recall = statistics.fmean(
-        len(set(a) & set(b)) / max(1, len(b)) for a, b in zip(codes, exact, strict=True)
+        sum(score >= b[-1] - 1e-9 for score in a) / len(b) for a, b in zip(codes, exact, strict=True) if b
     )
     ms = {
         on: statistics.median(sorted(t * 1e3 for t in (a + b)))
@@ -414,7 +444,7 @@ async def checkpointer(tmp: Path, n: int, trials: int) -> list[Figure]:
                 await conn.execute("PRAGMA wal_autocheckpoint = 1000")  # SQLite's default
 
         figures = _per_op(await _appends(path, messages, setup))
-        figures["wal"] = _wal_pages(path)
+        figures["wal"] = WAL_PAGES[path]
         return figures
 
     m = await alternate(trials, trial)
@@ -510,7 +540,7 @@ if __name__ == "__main__":
         prog="python -m bench.bench_mechanisms", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
-    parser.add_argument("--trials", type=int, default=3, help="trials per mode (default 3)")
+    parser.add_argument("--trials", type=int, default=5, help="trials per mode (default 5)")
     parser.add_argument("--only", action="append", help="run only this mechanism (repeatable)")
     args = parser.parse_args()
     asyncio.run(main(args.quick, args.trials, args.only))
