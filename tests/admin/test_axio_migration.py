@@ -1,6 +1,6 @@
 """``axio-context import-axio``: migrating a database written by axio-context-sqlite 0.12.2.
 
-The source database is written two ways, and every test runs on each it can:
+The source database is written two ways, and every test runs on both:
 
 - ``peer``: by the REAL axio-context-sqlite 0.12.2, replayed from the SQL it left, committed
   under ``tests/fixtures/axio/`` (``tests/fixtures/axio_fixtures.py``), so these run everywhere.
