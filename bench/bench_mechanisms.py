@@ -10,7 +10,7 @@ the trial runs), alternating the two modes trial by trial and keeping each mode'
   Figure: per-append mean and median over the bench transcript.
 - ``dictionaries``: zstd dictionaries trained once ``TRAIN_AT`` payloads are stored;
   off: ``conn.dicts.train_if_due`` does nothing (plain zstd). Figure: the file after a
-  checkpoint (and the stored payload bytes alone).
+  checkpoint (and the stored payload bytes alone), after 2,000 and after 10,000 appends.
 - ``chunks``: sealed chunks of ``CHUNK`` messages; off: ``chunks.SEAL_TAIL`` so large that
   nothing is sealed. Figure: ``get_history`` of a 10,000-message session on a new connection.
 - ``fts queue``: ``fts_pending``, folded in batches (``FLUSH_AT``); off: each append's messages go
@@ -258,7 +258,7 @@ async def dictionaries(tmp: Path, n: int, trials: int) -> list[Figure]:
     messages = transcript(n)
 
     async def trial(on: bool, i: int) -> dict[str, float]:
-        path = tmp / f"dict-{on}-{i}.db"
+        path = tmp / f"dict-{n}-{on}-{i}.db"
 
         async def setup(conn: Any) -> None:
             if not on:
@@ -502,13 +502,18 @@ def table(results: dict[str, list[Figure]]) -> str:
     return "\n".join(rows)
 
 
+async def _both(first: Awaitable[list[Figure]], second: Awaitable[list[Figure]]) -> list[Figure]:
+    """The figures of two sizes of one measure, the first size's first."""
+    return [*await first, *await second]
+
+
 async def main(quick: bool, trials: int, only: list[str] | None) -> None:
     n = 300 if quick else 2_000
     load_n = 2_000 if quick else 10_000
     semantic_n = 2_000 if quick else 20_000
     runs: dict[str, Callable[[Path], Awaitable[list[Figure]]]] = {
         "inline": lambda tmp: inline(tmp, n, trials),
-        "dictionaries": lambda tmp: dictionaries(tmp, n, trials),
+        "dictionaries": lambda tmp: _both(dictionaries(tmp, n, trials), dictionaries(tmp, load_n, 1)),
         "chunks": lambda tmp: sealed_chunks(tmp, load_n, trials),
         "fts queue": lambda tmp: fts_queue(tmp, n, trials),
         "binary codes": lambda tmp: binary_codes(tmp, semantic_n, 10 if quick else 40),
