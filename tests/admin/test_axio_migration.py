@@ -1,10 +1,12 @@
 """``axio-context import-axio``: migrating a database written by axio-context-sqlite 0.12.2.
 
-The source database is written two ways, and every test runs on each it can:
+The source database is written two ways, and every test runs on both:
 
-- ``peer``: by the REAL axio-context-sqlite 0.12.2 (``tests/fixtures/make_axio_fixture.py`` run
-  by the peer's Python 3.12: ``$AXIO_PEER_PYTHON``, the bench's ``.bench-venv-peer``, or
-  ``/tmp/peer``); skipped, saying so, when no such interpreter exists.
+- ``peer``: by the REAL axio-context-sqlite 0.12.2, replayed from the SQL it left, committed
+  under ``tests/fixtures/axio/`` (``tests/fixtures/axio_fixtures.py``), so these run everywhere.
+  ``python tests/fixtures/make_axio_fixture.py --record`` writes them again by running these
+  tests through the peer's Python 3.12 (``$AXIO_PEER_PYTHON``, the bench's ``.bench-venv-peer``,
+  or ``/tmp/peer``).
 - ``replica``: in-process, with the peer's exact table layout and payload encodings (JSON,
   ``plain:`` below 512 bytes, ``gzip:``+base64 above), copied from its 0.12.2 source.
 
@@ -19,7 +21,6 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +30,7 @@ import pytest
 
 from axio_context import Message, UnknownBlock
 from axio_context.testing import every_block_message, text
+from tests.fixtures import axio_fixtures
 from tests.support.cli_helpers import check_storage, invoke, invoke_json
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,7 +64,7 @@ PEER_PYTHON = _peer_python()
 
 def build_with_peer(path: Path, ops: Ops) -> dict[str, str]:
     """Run the operations through the real peer package in its own interpreter."""
-    assert PEER_PYTHON is not None
+    assert PEER_PYTHON is not None, "recording needs axio-context-sqlite 0.12.2's interpreter"
     spec = path.with_suffix(f".ops-{uuid.uuid4().hex[:6]}.json")
     spec.write_text(json.dumps(ops))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
@@ -164,17 +166,14 @@ def build_replica(path: Path, ops: Ops) -> dict[str, str]:
     return ids
 
 
+def build_recorded(path: Path, ops: Ops) -> dict[str, str]:
+    """The operations' file as the real peer wrote it, from the committed dumps (or recording them)."""
+    return axio_fixtures.build(path, ops, build_with_peer)
+
+
 BUILDERS = [
     pytest.param(build_replica, id="replica"),
-    pytest.param(
-        build_with_peer,
-        id="peer",
-        marks=pytest.mark.skipif(
-            PEER_PYTHON is None,
-            reason="no axio-context-sqlite 0.12.2 interpreter "
-            "(set AXIO_PEER_PYTHON, or make .bench-venv-peer)",
-        ),
-    ),
+    pytest.param(build_recorded, id="peer"),
 ]
 
 
@@ -377,7 +376,35 @@ def test_import_axio_refuses_other_files(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "not an SQLite database" in result.stderr
 
 
-def test_which_source_builders_ran() -> None:
-    """Say in the test log which way the fixture was made (the peer test skips when it cannot run)."""
-    sys.stderr.write(f"peer interpreter: {PEER_PYTHON or 'absent: replica only'}\n")
-    assert build_replica is not None
+def _peer_rows(path: Path, ids: dict[str, str]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """A peer file's messages (aliases for session ids, payloads decoded) and token rows."""
+    alias = {real: name for name, real in ids.items()}
+
+    def content(stored: str) -> tuple[str, Any]:
+        if stored.startswith("gzip:"):
+            return "gzip", json.loads(gzip.decompress(base64.b64decode(stored[5:])))
+        return "plain", json.loads(stored.removeprefix("plain:"))
+
+    db = sqlite3.connect(path)
+    try:
+        messages = [
+            (alias.get(sid, sid), project, position, role, *content(stored))
+            for sid, project, position, role, stored in db.execute(
+                "SELECT session_id, project, position, role, content FROM axio_context_messages ORDER BY id"
+            )
+        ]
+        tokens = [(alias.get(r[0], r[0]), *r[1:]) for r in db.execute("SELECT * FROM axio_context_tokens")]
+    finally:
+        db.close()
+    return messages, sorted(tokens)
+
+
+def test_the_replica_writes_what_the_real_peer_wrote(tmp_path: Path) -> None:
+    """Every test runs on both builders; this holds the replica to the recorded real peer: the
+    same rows, positions, projects, payloads, encodings (plain or gzip) and token totals."""
+    peer = tmp_path / "peer.db"
+    replica = tmp_path / "replica.db"
+    peer_rows = _peer_rows(peer, build_recorded(peer, OPS))
+    assert peer_rows == _peer_rows(replica, build_replica(replica, OPS))
+    assert {m[4] for m in peer_rows[0]} == {"plain", "gzip"}
+    assert len(peer_rows[0]) == len(ALPHA) * 2 + len(FORK_EXTRA) + len(BETA) + 2
