@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..context import ContextStore
+from ..errors import SummarizerResponseError
 from ..messages import Message
 from .pairs import repair_tool_pairs, safe_split
 from .summarizers import (
@@ -17,7 +18,7 @@ from .summarizers import (
     summary_messages,
 )
 
-__all__ = ["compact_context", "leading_system_count", "plan_split", "run_summarizer"]
+__all__ = ["compact_context", "leading_system_count", "one_line", "plan_split", "run_summarizer"]
 
 logger = logging.getLogger("axio_context.compaction")
 
@@ -46,17 +47,38 @@ def plan_split(history: Sequence[Message], keep_recent: int, *, lower: int = 0) 
     return split
 
 
-async def run_summarizer(summarizer: Summarizer, messages: list[Message], system_prompt: str) -> str | None:
-    """The summary text, or ``None`` (logged with its traceback) when the summarizer fails."""
+def one_line(exc: BaseException) -> str:
+    """``exc`` as one line for a log: its type and the first line of its text."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+async def run_summarizer(
+    summarizer: Summarizer,
+    messages: list[Message],
+    system_prompt: str,
+    *,
+    on_error: Callable[[BaseException], None] | None = None,
+) -> str | None:
+    """The summary text, or ``None`` when the summarizer fails.
+
+    A failure is logged as ONE line at WARNING (a chat app that never configured logging must
+    not get a traceback on every try) and with its traceback at DEBUG; ``on_error`` receives
+    the exception (a reply that is no summary becomes a :class:`SummarizerResponseError`).
+    """
     try:
         text = await summarizer(messages, system_prompt)
-    except Exception:
-        logger.warning("Context compaction failed, keeping original history", exc_info=True)
+    except Exception as exc:
+        logger.warning("Context compaction failed, keeping original history: %s", one_line(exc))
+        logger.debug("Context compaction failure", exc_info=True)
+        if on_error is not None:
+            on_error(exc)
         return None
     if not isinstance(text, str) or not text.strip():
-        logger.warning(
-            "Context compaction failed: the summarizer returned %r, keeping original history", text
-        )
+        error = SummarizerResponseError(f"the summarizer returned {text!r:.200}, not a summary")
+        logger.warning("Context compaction failed, keeping original history: %s", one_line(error))
+        if on_error is not None:
+            on_error(error)
         return None
     return text
 
