@@ -20,6 +20,7 @@ from .checkpoints import Checkpoint
 from .errors import CheckpointError
 from .messages import Message, SessionInfo, preview_of
 from .tokens import DefaultEstimator, TokenCounter
+from .usage import token_count, token_totals_after_add
 
 __all__ = ["ContextStore", "MemoryContextStore"]
 
@@ -227,15 +228,18 @@ class MemoryContextStore(ContextStore):
         return store
 
     async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
-        self._input_tokens = input_tokens
-        self._output_tokens = output_tokens
+        """Set the totals: whole numbers in 0..2**63-1, else TokenCountError and no change."""
+        totals = token_count("input_tokens", input_tokens), token_count("output_tokens", output_tokens)
+        self._input_tokens, self._output_tokens = totals
 
     async def get_context_tokens(self) -> tuple[int, int]:
         return self._input_tokens, self._output_tokens
 
     async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
-        self._input_tokens += input_tokens
-        self._output_tokens += output_tokens
+        """Add to the totals; a total that would leave 0..2**63-1 is refused (TokenCountError),
+        changing nothing, as :meth:`set_context_tokens` refuses it."""
+        current = (self._input_tokens, self._output_tokens)
+        self._input_tokens, self._output_tokens = token_totals_after_add(current, input_tokens, output_tokens)
 
     async def list_sessions(self) -> list[SessionInfo]:
         """One entry for this session, counting the full transcript (not the compacted view)."""

@@ -33,6 +33,7 @@ __all__ = [
     "SummarizerHTTPError",
     "SummarizerResponseError",
     "SummarizerTimeoutError",
+    "TokenCountError",
     "TranscriptError",
     "UnknownModelError",
     "VecUnavailableError",
@@ -81,6 +82,10 @@ class SummarizerHTTPError(SummarizerError):
 
 class SummarizerResponseError(SummarizerError):
     """The summarizer's endpoint answered with something that is not a chat completion."""
+
+
+class TokenCountError(AxioContextError, ValueError):
+    """A token count that is not a whole number, or a total outside 0..2**63-1; nothing changed."""
 
 
 class UnknownModelError(AxioContextError, LookupError):

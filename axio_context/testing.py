@@ -280,6 +280,37 @@ class ContextStoreContract:
         await asyncio.gather(*(store.add_context_tokens(1, 2) for _ in range(50)))
         assert await store.get_context_tokens() == (50, 100)
 
+    async def test_set_tokens_refuses_negative_and_too_large(self, factory: StoreFactory) -> None:
+        store = await factory.new()
+        await store.set_context_tokens(5, 6)
+        for bad in ((-1, 0), (0, -1), (2**63, 0), (0, 2**63)):
+            with pytest.raises(ValueError, match="tokens"):
+                await store.set_context_tokens(*bad)
+            assert await store.get_context_tokens() == (5, 6)
+        await store.set_context_tokens(2**63 - 1, 0)
+        assert await store.get_context_tokens() == (2**63 - 1, 0)
+
+    async def test_add_tokens_refuses_totals_below_zero(self, factory: StoreFactory) -> None:
+        store = await factory.new()
+        await store.set_context_tokens(5, 6)
+        await store.add_context_tokens(-2, 0)  # a correction within the total is fine
+        assert await store.get_context_tokens() == (3, 6)
+        for bad in ((-4, 0), (0, -7), (1, -7)):
+            with pytest.raises(ValueError, match="tokens"):
+                await store.add_context_tokens(*bad)
+            assert await store.get_context_tokens() == (3, 6)
+
+    async def test_add_tokens_refuses_totals_past_int64(self, factory: StoreFactory) -> None:
+        store = await factory.new()
+        top = 2**63 - 1
+        await store.set_context_tokens(top - 1, 0)
+        await store.add_context_tokens(1, 0)
+        assert await store.get_context_tokens() == (top, 0)
+        for bad in ((1, 0), (0, 2**63), (-1, 2**64)):
+            with pytest.raises(ValueError, match="tokens"):
+                await store.add_context_tokens(*bad)
+            assert await store.get_context_tokens() == (top, 0)
+
     # -- list_sessions -------------------------------------------------------------------------
 
     async def test_list_sessions_describes_this_session(self, factory: StoreFactory) -> None:
