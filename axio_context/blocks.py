@@ -19,6 +19,7 @@ from .errors import DecodeError
 
 __all__ = [
     "KNOWN_BLOCK_TYPES",
+    "NESTED_BLOCK_TYPES",
     "AudioBlock",
     "Block",
     "ContentBlock",
@@ -32,6 +33,7 @@ __all__ = [
     "UnknownBlock",
     "VideoBlock",
     "from_dict",
+    "has_unknown_nested",
     "to_dict",
 ]
 
@@ -226,18 +228,20 @@ def from_dict(data: dict[str, Any]) -> ContentBlock:
         # builtin-shaped input: bytes arrive as base64 text, as in JSON.
         block = cast(ContentBlock, msgspec.convert(data, cls))
     except msgspec.ValidationError as exc:
-        if kind == "tool_result" and _has_unknown_nested(data):
+        if kind == "tool_result" and has_unknown_nested(data):
             return UnknownBlock(data)
         raise DecodeError(f"invalid {kind!r} block: {exc}") from None
     return block
 
 
 #: The block types a tool result's ``content`` list may hold (:data:`ToolResultContent`).
-_NESTED_TYPES: Final = ("text", "image", "audio", "video")
+NESTED_BLOCK_TYPES: Final = ("text", "image", "audio", "video")
 
 
-def _has_unknown_nested(data: dict[str, Any]) -> bool:
+def has_unknown_nested(data: dict[str, Any]) -> bool:
+    """Whether a ``tool_result`` mapping nests a block of a type this version does not know (the
+    whole result is then kept as an UnknownBlock)."""
     content = data.get("content")
     if not isinstance(content, list):
         return False
-    return any(isinstance(item, dict) and item.get("type") not in _NESTED_TYPES for item in content)
+    return any(isinstance(item, dict) and item.get("type") not in NESTED_BLOCK_TYPES for item in content)

@@ -17,7 +17,8 @@ from uuid import uuid4
 import msgspec
 
 from .checkpoints import Checkpoint
-from .errors import CheckpointError
+from .codec import check_message
+from .errors import CheckpointError, DecodeError
 from .messages import Message, SessionInfo, preview_of
 from .tokens import DefaultEstimator, TokenCounter
 from .usage import token_count, token_totals_after_add
@@ -103,6 +104,14 @@ class ContextStore(ABC):
         return await cls.from_history(await context.get_history())
 
 
+def _check_batch(messages: Iterable[Message]) -> None:
+    for i, message in enumerate(messages):
+        try:
+            check_message(message)
+        except DecodeError as exc:
+            raise DecodeError(f"message {i}: {exc}") from None
+
+
 class MemoryContextStore(ContextStore):
     """Keeps one conversation in a Python list; ``fork()`` is a deep copy, isolated both ways.
 
@@ -145,10 +154,16 @@ class MemoryContextStore(ContextStore):
             self._cumulative.append(total)
 
     async def append(self, message: Message) -> None:
+        """Append ``message``; refused (:class:`DecodeError`, nothing kept) when a durable store
+        could not give it back (see :func:`~axio_context.codec.check_message`)."""
+        _check_batch((message,))
         self._extend((message,))
 
     async def append_many(self, messages: Iterable[Message]) -> None:
-        self._extend(list(messages))
+        """Append in order, all or none: one message refused refuses the batch."""
+        batch = list(messages)
+        _check_batch(batch)
+        self._extend(batch)
 
     async def get_history(self) -> list[Message]:
         if not self._checkpoints:

@@ -158,7 +158,7 @@ class SQLiteContextStore(ContextStore):
             return
         embed = self._embedder is not None
         dicts = getattr(self._conn, "dicts", None)
-        encoded = [encode_message(m, text=embed, dicts=dicts) for m in batch]
+        encoded = [encode_message(m, text=embed, dicts=dicts, index=i) for i, m in enumerate(batch)]
         tokens = [self._counter.count(m) for m in batch]
         batch_args = (self._session_id, self._project, encoded, tokens, appending.preview_for(batch))
         if not embed and len(batch) <= INLINE_MESSAGES and _stored_bytes(encoded) <= INLINE_BYTES:
