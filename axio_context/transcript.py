@@ -50,6 +50,7 @@ from .blocks import (
     VideoBlock,
 )
 from .codec import (
+    MAX_DEPTH,
     contents_have_nonfinite,
     decode_content_json,
     decode_json_exact,
@@ -57,6 +58,7 @@ from .codec import (
     encode_json,
     format_json,
 )
+from .codec.checks import check_content_depth
 from .errors import DecodeError, TranscriptError
 from .messages import SURROGATE, Message, Role
 
@@ -648,10 +650,17 @@ def _time(text: str, where: str) -> None:
 def _message(raw: _MessageIn | _MessageLineIn, where: str) -> MessageRecord:
     try:
         content = decode_content_json(bytes(raw.content))
+        check_content_depth(content, f"{where}.content")
     except DecodeError as exc:
         raise TranscriptError(_at(str(exc), f"{where}.content")) from None
+    except RecursionError:
+        raise TranscriptError(_too_deep(f"{where}.content")) from None
     _time(raw.created_at, f"{where}.created_at")
     return MessageRecord(role=raw.role, content=content, created_at=raw.created_at)
+
+
+def _too_deep(where: str) -> str:
+    return f"{where}: nests more than {MAX_DEPTH} levels deep (too deep to read)"
 
 
 def _storable_text(h: _HeaderIn, where: str) -> None:
@@ -726,8 +735,11 @@ class _Checker:
             for j, raw in enumerate(cp.summary):
                 try:
                     summary.append(decode_message_json(bytes(raw)))
+                    check_content_depth(summary[-1].content, "$.content")
                 except DecodeError as exc:
                     raise TranscriptError(_at(str(exc), f"{at}.summary[{j}]")) from None
+                except RecursionError:
+                    raise TranscriptError(_too_deep(f"{at}.summary[{j}]")) from None
             checkpoints.append(
                 CheckpointRecord(
                     id=cp.id,
@@ -750,11 +762,15 @@ def read_json(data: bytes) -> list[SessionRecord]:
         env = decode_json_exact(_json_env, data)
     except msgspec.DecodeError as exc:
         raise TranscriptError(_line_col(data, f"not a valid axio-context json export: {exc}")) from None
+    except RecursionError:
+        raise TranscriptError(_too_deep("$")) from None
     _check_format(env.format, env.version)
     try:
         doc = decode_json_exact(_json_doc, data)
     except msgspec.DecodeError as exc:
         raise TranscriptError(_line_col(data, str(exc))) from None
+    except RecursionError:
+        raise TranscriptError(_too_deep("$")) from None
     checker = _Checker()
     out = []
     for i, s in enumerate(doc.sessions):
@@ -804,6 +820,8 @@ def iter_jsonl(lines: Iterable[bytes]) -> Iterator[SessionRecord]:
             item = decode_json_exact(_jsonl_line, line)
         except msgspec.DecodeError as exc:
             raise TranscriptError(f"line {number}: {_line_col(line, str(exc), one_line=True)}") from None
+        except RecursionError:
+            raise TranscriptError(f"line {number}: {_too_deep('$')}") from None
         if isinstance(item, _SessionLineIn):
             if header is not None:
                 yield finish()

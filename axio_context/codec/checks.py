@@ -38,7 +38,16 @@ from ..blocks import (
 from ..errors import DecodeError
 from .blockwise import MSGPACK
 
-__all__ = ["MAX_DEPTH", "ROLES", "check_depth", "check_role", "checked_encode", "describe", "too_deep"]
+__all__ = [
+    "MAX_DEPTH",
+    "ROLES",
+    "check_content_depth",
+    "check_depth",
+    "check_role",
+    "checked_encode",
+    "describe",
+    "too_deep",
+]
 
 #: How deep plain data may nest: a tool input, provider data or an unknown block is level 1, a
 #: container inside it level 2, and so on. Real tool inputs stay far below it; Python's own
@@ -132,6 +141,16 @@ def _check_plain(content: Sequence[Any]) -> None:
         if isinstance(value, _CONTAINERS) and not _plain_ok(value, 1):
             check_depth(value, f"content[{i}] ({what}")
             _raise_bad_key(value, f"block {i} ({what}")
+
+
+def check_content_depth(content: Sequence[Any], where: str) -> None:
+    """:class:`DecodeError` naming ``where`` and the block when a block's plain data (a tool
+    input, provider data, an unknown block) nests past :data:`MAX_DEPTH`: for readers of
+    decoded content (a transcript import), which refuse it as an append would."""
+    for i, block in enumerate(content):
+        found = _plain_data(block)
+        if found is not None:
+            check_depth(found[0], f"{where}[{i}] ({found[1]}")
 
 
 def check_role(role: object) -> None:
