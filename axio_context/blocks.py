@@ -24,6 +24,7 @@ __all__ = [
     "Block",
     "ContentBlock",
     "ImageBlock",
+    "MediaBlock",
     "ProviderBlock",
     "ReasoningBlock",
     "TextBlock",
@@ -54,34 +55,28 @@ class TextBlock(Block, frozen=True, tag="text"):
         return f"TextBlock(text={self.text!r}, provider={self.provider!r})"
 
 
-class ImageBlock(Block, frozen=True, tag="image"):
+class MediaBlock(Block, frozen=True):
+    """Base of the media blocks (image, audio, video): a media type and the raw bytes (base64
+    only in JSON). Only its subclasses are blocks; the fields and their order, so the encoding,
+    are theirs unchanged."""
+
+    media_type: str
+    data: bytes
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(media_type={self.media_type!r}, data=<{len(self.data)} bytes>)"
+
+
+class ImageBlock(MediaBlock, frozen=True, tag="image"):
     """An image; ``data`` is raw bytes (base64 only in JSON)."""
 
-    media_type: str
-    data: bytes
 
-    def __repr__(self) -> str:
-        return f"ImageBlock(media_type={self.media_type!r}, data=<{len(self.data)} bytes>)"
-
-
-class AudioBlock(Block, frozen=True, tag="audio"):
+class AudioBlock(MediaBlock, frozen=True, tag="audio"):
     """An audio clip (axio 0.12 extension); ``data`` is raw bytes."""
 
-    media_type: str
-    data: bytes
 
-    def __repr__(self) -> str:
-        return f"AudioBlock(media_type={self.media_type!r}, data=<{len(self.data)} bytes>)"
-
-
-class VideoBlock(Block, frozen=True, tag="video"):
+class VideoBlock(MediaBlock, frozen=True, tag="video"):
     """A video clip (axio 0.12 extension); ``data`` is raw bytes."""
-
-    media_type: str
-    data: bytes
-
-    def __repr__(self) -> str:
-        return f"VideoBlock(media_type={self.media_type!r}, data=<{len(self.data)} bytes>)"
 
 
 class ToolUseBlock(Block, frozen=True, tag="tool_use"):
