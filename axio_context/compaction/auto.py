@@ -39,6 +39,7 @@ from ..context import ContextStore
 from ..errors import CheckpointError, CheckpointsUnsupportedError
 from ..messages import Message, SessionInfo
 from ..tokens import estimate_tokens
+from .aliases import UNSET, Unset, resolve_alias
 from .compact import leading_system_count, one_line, plan_split, run_summarizer
 from .pairs import repair_tool_pairs
 from .summarizers import (
@@ -113,8 +114,8 @@ class AutoCompactStore(ContextStore):
     ``summarizer.context_window`` or ``summarizer.model.context_window``, else 128,000). Below
     the threshold it reads nothing. ``summarizer=None`` uses the offline
     :class:`ExtractiveSummarizer`; anything not callable (an axio transport) is a
-    :class:`TypeError` here, not a warning at every compaction. Checkpoint methods are
-    forwarded to the wrapped store.
+    :class:`TypeError` here, not a warning at every compaction; axio's name ``transport=`` is
+    accepted for ``summarizer``. Checkpoint methods are forwarded to the wrapped store.
 
     A failed compaction never raises out of ``add_context_tokens``: it is logged as one line at
     WARNING (traceback at DEBUG), kept in :attr:`last_compaction_error`, and passed to
@@ -128,7 +129,7 @@ class AutoCompactStore(ContextStore):
     def __init__(
         self,
         store: ContextStore,
-        summarizer: Summarizer | None,
+        summarizer: Summarizer | Unset | None = UNSET,
         *,
         keep_recent: int = 6,
         max_tokens: int | None = None,
@@ -136,6 +137,7 @@ class AutoCompactStore(ContextStore):
         system_prompt: str = DEFAULT_COMPACTION_PROMPT,
         repair_view: bool = True,
         on_error: Callable[[BaseException], None] | None = None,
+        transport: Summarizer | Unset | None = UNSET,
     ) -> None:
         if keep_recent < 0:
             raise ValueError(f"keep_recent must be >= 0, got {keep_recent}")
@@ -144,8 +146,9 @@ class AutoCompactStore(ContextStore):
         if max_tokens is not None and max_tokens <= 0:
             raise ValueError(f"max_tokens must be positive, got {max_tokens}")
         self._store = store
+        chosen = resolve_alias("AutoCompactStore", "summarizer", summarizer, "transport", transport)
         self._summarizer: Summarizer = (
-            ExtractiveSummarizer() if summarizer is None else check_summarizer(summarizer, "AutoCompactStore")
+            ExtractiveSummarizer() if chosen is None else check_summarizer(chosen, "AutoCompactStore")
         )
         self._keep_recent = keep_recent
         self._threshold = threshold

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from ..context import ContextStore
 from ..errors import SummarizerResponseError
 from ..messages import Message
+from .aliases import UNSET, Unset, resolve_alias
 from .pairs import repair_tool_pairs, safe_split
 from .summarizers import (
     DEFAULT_COMPACTION_PROMPT,
@@ -84,11 +85,13 @@ async def run_summarizer(
 
 
 async def compact_context(
-    store: ContextStore,
-    summarizer: Summarizer | None,
+    store: ContextStore | Unset = UNSET,
+    summarizer: Summarizer | Unset | None = UNSET,
     *,
     keep_recent: int = 6,
     system_prompt: str = DEFAULT_COMPACTION_PROMPT,
+    context: ContextStore | Unset = UNSET,
+    transport: Summarizer | Unset | None = UNSET,
 ) -> list[Message] | None:
     """Summarize the older part of ``store``'s history and keep the recent messages verbatim.
 
@@ -102,10 +105,13 @@ async def compact_context(
     may drop or paraphrase an instruction, and the view strategies keep them the same way.
     A call in the kept part whose result never arrived gets a synthetic ``is_error`` result
     (see :func:`repair_tool_pairs`), so the list is a valid request as it is.
+
+    axio's names are accepted too: ``context=`` for ``store`` and ``transport=`` for
+    ``summarizer`` (it must be a summarizer; an axio transport is refused as above).
     """
-    summarizer = (
-        ExtractiveSummarizer() if summarizer is None else check_summarizer(summarizer, "compact_context")
-    )
+    store = resolve_alias("compact_context", "store", store, "context", context)
+    chosen = resolve_alias("compact_context", "summarizer", summarizer, "transport", transport)
+    summarizer = ExtractiveSummarizer() if chosen is None else check_summarizer(chosen, "compact_context")
     history = await store.get_history()
     system = leading_system_count(history)
     split = plan_split(history, keep_recent, lower=system)
