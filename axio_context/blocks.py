@@ -6,7 +6,8 @@ classes are the schema for JSON exports and MessagePack storage. The dict shape 
 
 A block whose ``type`` this version does not know becomes an :class:`UnknownBlock` that keeps
 the mapping it came as and encodes back to exactly it: a database written by a newer version
-loads and saves without loss.
+loads and saves without loss. So does a block of a known type with fields this version does not
+know: it is kept whole the same way, rather than decoded with those fields dropped.
 """
 
 from __future__ import annotations
@@ -34,13 +35,20 @@ __all__ = [
     "UnknownBlock",
     "VideoBlock",
     "from_dict",
+    "has_unknown_fields",
     "has_unknown_nested",
     "to_dict",
 ]
 
 
-class Block(msgspec.Struct, frozen=True, tag_field="type", omit_defaults=True):
-    """Base of every known content block; the subclass's tag is its ``type``."""
+class Block(msgspec.Struct, frozen=True, tag_field="type", omit_defaults=True, forbid_unknown_fields=True):
+    """Base of every known content block; the subclass's tag is its ``type``.
+
+    Unknown fields are not dropped: a block of a known type carrying fields this version does
+    not know (written by a newer one) fails the typed decoders, and the per-block path keeps it
+    whole as an :class:`UnknownBlock` (see :func:`has_unknown_fields`), so it is written back
+    exactly as it came.
+    """
 
 
 class TextBlock(Block, frozen=True, tag="text"):
@@ -223,7 +231,7 @@ def from_dict(data: dict[str, Any]) -> ContentBlock:
         # builtin-shaped input: bytes arrive as base64 text, as in JSON.
         block = cast(ContentBlock, msgspec.convert(data, cls))
     except msgspec.ValidationError as exc:
-        if kind == "tool_result" and has_unknown_nested(data):
+        if has_unknown_fields(exc) or (kind == "tool_result" and has_unknown_nested(data)):
             return UnknownBlock(data)
         raise DecodeError(f"invalid {kind!r} block: {exc}") from None
     return block
@@ -231,6 +239,12 @@ def from_dict(data: dict[str, Any]) -> ContentBlock:
 
 #: The block types a tool result's ``content`` list may hold (:data:`ToolResultContent`).
 NESTED_BLOCK_TYPES: Final = ("text", "image", "audio", "video")
+
+
+def has_unknown_fields(error: BaseException) -> bool:
+    """Whether a typed decoder refused a block for a field this version does not know (the
+    block, from a newer version, is then kept whole as an UnknownBlock)."""
+    return "contains unknown field" in str(error)
 
 
 def has_unknown_nested(data: dict[str, Any]) -> bool:

@@ -14,7 +14,14 @@ from typing import Any, Final, TypeVar, cast
 import msgspec
 
 from .._json import json_tree
-from ..blocks import KNOWN_BLOCK_TYPES, NESTED_BLOCK_TYPES, ContentBlock, UnknownBlock, has_unknown_nested
+from ..blocks import (
+    KNOWN_BLOCK_TYPES,
+    NESTED_BLOCK_TYPES,
+    ContentBlock,
+    UnknownBlock,
+    has_unknown_fields,
+    has_unknown_nested,
+)
 from ..errors import DecodeError
 from ..messages import Message, Role
 from .escaping import ESCAPED_TYPE, MP_NATIVE, ext_hook
@@ -88,7 +95,7 @@ class Format:
         try:
             block: ContentBlock = dec.decode(raw)
         except msgspec.ValidationError as exc:
-            if kind == "tool_result" and self._nested_unknown(raw):
+            if has_unknown_fields(exc) or (kind == "tool_result" and self._nested_unknown(raw)):
                 return UnknownBlock(self.any.decode(raw))
             raise DecodeError(where_in(exc, where)) from None
         return block
@@ -134,8 +141,8 @@ def block_from_tree(tree: Any, where: str, native: tuple[type, ...]) -> ContentB
         return UnknownBlock(tree)
     try:
         return cast(ContentBlock, convert(tree, cls, where, native))
-    except DecodeError:
-        if kind == "tool_result" and has_unknown_nested(tree):
+    except DecodeError as exc:
+        if has_unknown_fields(exc) or (kind == "tool_result" and has_unknown_nested(tree)):
             return UnknownBlock(tree)
         raise
 

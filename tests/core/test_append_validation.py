@@ -44,7 +44,7 @@ BAD: list[tuple[list[Any], str]] = [
         r"message 1: content\[0\] \(image\): data: expected `bytes`, got `str`",
     ),
     (
-        [UnknownBlock({"type": "text", "body": "no text field"})],
+        [UnknownBlock({"type": "text", "signature": "no text field"})],
         r"message 1: content\[0\] \(text\): object missing required field `text`",
     ),
     (
