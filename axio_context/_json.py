@@ -22,7 +22,7 @@ import re
 import types
 import typing
 from collections.abc import Iterable, Sequence
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, Generic, TypeVar, cast
 
 import msgspec
 
@@ -41,13 +41,13 @@ from .errors import DecodeError
 from .messages import SURROGATE
 
 __all__ = [
+    "ExactDecoder",
     "contents_have_nonfinite",
     "decode_json_exact",
     "has_nonfinite",
     "json_enc",
     "json_enc_hook",
     "json_exact",
-    "json_tree",
     "mark",
     "unmark",
 ]
@@ -65,8 +65,9 @@ json_enc: Final = msgspec.json.Encoder(enc_hook=json_enc_hook)
 
 
 #: A JSON string token (the unrolled form: no backtracking on long strings), or a non-finite
-#: number (group 1) outside strings, where JSON has none.
-_JSON_TOKEN: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|(NaN|-?Infinity)', re.S)
+#: number (group 1) outside strings, where JSON has none; never in a key's place (left as it is,
+#: so the text stays malformed).
+_JSON_TOKEN: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|(NaN|-?Infinity)(?![ \t\r\n]*:)', re.S)
 #: Inside a string: a surrogate pair (group 1, kept), a lone surrogate (group 2), another escape.
 _JSON_ESCAPE: Final = re.compile(
     rb"\\(?:(u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|u([dD][89a-fA-F][0-9a-fA-F]{2})|.)",
@@ -318,16 +319,26 @@ def unmark(data: bytes, marker: str) -> bytes:
     return re.sub(re.escape(mark) + rb"([0-9a-f]{4})", rb"\\u\1", data)
 
 
-def json_tree(data: bytes) -> tuple[Any] | None:
-    """Builtins decoded from JSON msgspec refused for its lone surrogates or non-finite numbers;
-    None when that was not why (or the text is malformed anyway)."""
-    marked = mark(data)
-    if marked is None:
-        return None
-    try:
-        return (_restore(_json_any.decode(marked[0]), marked[1]),)
-    except msgspec.DecodeError:
-        return None
+class ExactDecoder(Generic[T]):
+    """A msgspec JSON decoder for ``tp`` that also reads what msgspec refuses (lone surrogate
+    escapes, ``NaN``/``Infinity``), through :func:`decode_json_exact`: the one way every JSON
+    reader here (the codec's fast and per-block paths, transcripts, stored metadata) reads JSON."""
+
+    __slots__ = ("_decoder",)
+
+    def __init__(self, tp: Any) -> None:
+        self._decoder: msgspec.json.Decoder[T] = msgspec.json.Decoder(tp)
+
+    def decode(self, data: bytes) -> T:
+        """``data`` as ``tp``; raises msgspec's errors, as a decoder does."""
+        return decode_json_exact(self._decoder, data)
+
+
+def _unmark_message(text: str, marker: str) -> str:
+    """An error message about marked text, as about the text itself (msgspec quotes a marker as
+    itself or, in a repr, as its ``\\uXXXX`` escape)."""
+    text = unmark(text.encode(), marker).decode()
+    return re.sub(re.escape(f"\\u{ord(marker):04x}") + "([0-9a-f]{4})", r"\\u\1", text)
 
 
 def decode_json_exact(decoder: msgspec.json.Decoder[T], data: bytes) -> T:
@@ -343,13 +354,18 @@ def decode_json_exact(decoder: msgspec.json.Decoder[T], data: bytes) -> T:
     except msgspec.ValidationError:
         raise
     except msgspec.DecodeError:
-        marked = mark(data)
+        marked = mark(bytes(data))
         if marked is None:
             raise
         try:
             obj = decoder.decode(marked[0])
-        except msgspec.ValidationError:
-            raise
+        except msgspec.ValidationError as exc:
+            try:  # malformed text stays malformed, whatever the decoder met first
+                _json_any.decode(marked[0])
+            except msgspec.DecodeError:
+                pass
+            else:  # the message shows the text as it was written, not the markers
+                raise msgspec.ValidationError(_unmark_message(str(exc), marked[1])) from None
         except msgspec.DecodeError:
             pass
         else:

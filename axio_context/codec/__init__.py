@@ -35,25 +35,26 @@ path), :mod:`.checks` (what appends refuse); exact JSON lives in :mod:`axio_cont
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any, Final, TypeVar, cast
 
 import msgspec
 
 from .._json import (
+    ExactDecoder,
     contents_have_nonfinite,
     decode_json_exact,
     has_nonfinite,
     json_enc,
     json_exact,
-    json_tree,
     mark,
     unmark,
 )
 from ..blocks import ContentBlock
 from ..errors import DecodeError
 from ..messages import SURROGATE, Message
-from .blockwise import JSON, MSGPACK, block_from_tree, convert, fast, list_tree, message_from_tree, slow
+from .blockwise import JSON, MSGPACK, fast, slow
 from .checks import MAX_DEPTH, check_role, checked_encode
 from .escaping import ESCAPE_ON, ESCAPED_TYPE, EXT_BIGINT, EXT_STR, mp_blocks, mp_enc, mp_message
 
@@ -86,9 +87,9 @@ T = TypeVar("T")
 #: The MessagePack encoder (bench/bench_codec.py times it bare).
 _mp_enc: Final = mp_enc
 
-_json_msg: Final = msgspec.json.Decoder(Message)
-_json_msgs: Final = msgspec.json.Decoder(list[Message])
-_json_content: Final = msgspec.json.Decoder(list[ContentBlock])
+_json_msg: Final[ExactDecoder[Message]] = ExactDecoder(Message)
+_json_msgs: Final[ExactDecoder[list[Message]]] = ExactDecoder(list[Message])
+_json_content: Final[ExactDecoder[list[ContentBlock]]] = ExactDecoder(list[ContentBlock])
 _mp_msg: Final = msgspec.msgpack.Decoder(Message)
 _mp_msgs: Final = msgspec.msgpack.Decoder(list[Message])
 _mp_content: Final = msgspec.msgpack.Decoder(list[ContentBlock])
@@ -131,14 +132,14 @@ def format_json(obj: Any, indent: int = 2) -> bytes:
 def decode_json(data: bytes | str, tp: type[T]) -> T:
     """Decode JSON into ``tp`` with msgspec validation, raising :class:`DecodeError`."""
     try:
-        return msgspec.json.decode(data, type=tp)
-    except msgspec.ValidationError as exc:
+        return cast(T, decode_json_exact(_json_decoder(cast(Any, tp)), _as_bytes(data)))
+    except msgspec.DecodeError as exc:  # ValidationError included
         raise DecodeError(str(exc)) from None
-    except msgspec.DecodeError as exc:
-        restored = json_tree(_as_bytes(data))
-        if restored is None:
-            raise DecodeError(str(exc)) from None
-        return cast(T, convert(restored[0], tp, "$"))
+
+
+@functools.lru_cache(maxsize=64)
+def _json_decoder(tp: Any) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(tp)
 
 
 def encode_message_json(message: Message) -> bytes:
@@ -205,7 +206,6 @@ def decode_message_json(data: bytes | str) -> Message:
         raw,
         JSON,
         lambda: slow(lambda: JSON.message(JSON.raw_message.decode(raw), "$")),
-        lambda tree: message_from_tree(tree, "$"),
     )
 
 
@@ -219,7 +219,6 @@ def decode_messages_json(data: bytes | str) -> list[Message]:
         lambda: slow(
             lambda: [JSON.message(m, f"$[{i}]") for i, m in enumerate(JSON.raw_messages.decode(raw))],
         ),
-        lambda tree: [message_from_tree(m, f"$[{i}]") for i, m in enumerate(list_tree(tree))],
     )
 
 
@@ -267,7 +266,6 @@ def decode_content_json(data: bytes | str) -> list[ContentBlock]:
         lambda: slow(
             lambda: [JSON.block(b, f"$[{i}]") for i, b in enumerate(JSON.raw_blocks.decode(raw))],
         ),
-        lambda tree: [block_from_tree(b, f"$[{i}]", ()) for i, b in enumerate(list_tree(tree))],
     )
 
 

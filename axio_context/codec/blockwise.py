@@ -13,7 +13,7 @@ from typing import Any, Final, TypeVar, cast
 
 import msgspec
 
-from .._json import json_tree
+from .._json import ExactDecoder
 from ..blocks import (
     KNOWN_BLOCK_TYPES,
     NESTED_BLOCK_TYPES,
@@ -33,8 +33,6 @@ __all__ = [
     "block_from_tree",
     "convert",
     "fast",
-    "list_tree",
-    "message_from_tree",
     "slow",
     "where_in",
 ]
@@ -158,45 +156,17 @@ def convert(tree: Any, tp: Any, where: str, native: tuple[type, ...] = ()) -> An
         raise DecodeError(f"Expected another type than text with a lone surrogate - at `{where}`") from None
 
 
-def message_from_tree(tree: Any, where: str) -> Message:
-    shell = convert(tree, _TreeMessage, where)
-    content = [block_from_tree(b, f"{where}.content[{i}]", ()) for i, b in enumerate(shell.content)]
-    return Message(role=shell.role, content=content)
-
-
-def list_tree(tree: Any) -> list[Any]:
-    if not isinstance(tree, list):
-        raise DecodeError(f"Expected `array`, got `{type(tree).__name__}`")
-    return tree
-
-
-JSON: Final = Format(lambda tp: msgspec.json.Decoder(tp), "JSON")
+JSON: Final = Format(lambda tp: ExactDecoder(tp), "JSON")
 MSGPACK: Final = Format(lambda tp: msgspec.msgpack.Decoder(tp), "MessagePack", escaped=True)
 
 
-def fast(
-    decode: Callable[[bytes], T],
-    data: bytes,
-    fmt: Format,
-    slow: Callable[[], T],
-    tree: Callable[[Any], T] | None = None,
-) -> T:
-    """``decode`` (msgspec's typed fast path), else the per-block ``slow`` path; for JSON that
-    msgspec refuses for its lone surrogates, ``tree`` builds the result from restored builtins."""
+def fast(decode: Callable[[bytes], T], data: bytes, fmt: Format, slow: Callable[[], T]) -> T:
+    """``decode`` (msgspec's typed fast path), else the per-block ``slow`` path."""
     try:
         return decode(data)
     except msgspec.ValidationError:
-        try:
-            return slow()
-        except DecodeError:
-            restored = None if tree is None else json_tree(data)
-            if restored is None:
-                raise
-            return tree(restored[0])  # type: ignore[misc]
+        return slow()
     except msgspec.DecodeError as exc:
-        restored = None if tree is None else json_tree(data)
-        if restored is not None:
-            return tree(restored[0])  # type: ignore[misc]
         raise DecodeError(f"malformed {fmt.name}: {exc}") from None
 
 
