@@ -139,6 +139,8 @@ class MemoryContextStore(ContextStore):
         self._next_checkpoint_id = 1
         self._input_tokens = 0
         self._output_tokens = 0
+        if history:
+            _check_batch(history)
         self._extend(history or [])
 
     @property

@@ -10,7 +10,9 @@ from ..blocks import (
     ImageBlock,
     ReasoningBlock,
     TextBlock,
+    ToolUseBlock,
 )
+from ..errors import DecodeError
 from ..messages import Message
 from .samples import StoreFactory, every_block_message, text
 
@@ -74,6 +76,21 @@ class ContextStoreContract:
         history = await store.get_history()
         assert len(history) == len(sent)
         assert sorted(m.text for m in history) == sorted(m.text for m in sent)
+
+    async def test_append_refuses_what_it_could_not_give_back(self, factory: StoreFactory) -> None:
+        store = await factory.new()
+        await store.append(text("user", "kept"))
+        bad = Message(role="assistant", content=[ToolUseBlock(id="t", name="f", input=None)])  # type: ignore[arg-type]
+        deep: dict[str, object] = {}
+        for _ in range(1_000):
+            deep = {"a": deep}
+        too_deep = Message(role="assistant", content=[ToolUseBlock(id="t", name="f", input=deep)])
+        for refused in (bad, too_deep):
+            with pytest.raises(DecodeError, match="message 0"):
+                await store.append(refused)
+            with pytest.raises(DecodeError, match="message 1"):
+                await store.append_many([text("user", "not kept either"), refused])
+        assert await store.get_history() == [text("user", "kept")]
 
     # -- every block type ----------------------------------------------------------------------
 
