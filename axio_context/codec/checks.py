@@ -5,7 +5,9 @@ is not a mapping, text where bytes belong, an unknown block posing as a known ty
 that do not fit) used to be stored and then made the whole session unreadable. So before
 anything is written, the payload just encoded is decoded again by the very decoders every read
 uses (msgspec's typed path, then the per-block path for unknown and escaped blocks): the SAME
-rules, and about 0.5 us per message, which replaced a walk that only checked keys. Two rules
+rules. To keep appends cheap, a block whose fields have exactly their declared Python types
+(``str``, ``bytes``, ``bool``, a ``dict`` input) skips the decoding: such a block always reads
+back, so only blocks that might not are decoded. Two rules
 come before encoding, in one walk of the plain data (tool inputs, provider data, unknown blocks):
 
 - mapping keys must be strings, as in JSON (a ``TypeError`` naming the key, as before): JSON
@@ -23,6 +25,7 @@ from typing import Any, Final
 import msgspec
 
 from ..blocks import (
+    KNOWN_BLOCK_TYPES,
     AudioBlock,
     Block,
     ContentBlock,
@@ -37,6 +40,7 @@ from ..blocks import (
 )
 from ..errors import DecodeError
 from .blockwise import MSGPACK
+from .escaping import ESCAPED_TYPE
 
 __all__ = [
     "MAX_DEPTH",
@@ -116,31 +120,47 @@ def _raise_bad_key(value: Any, where: str) -> None:
             _raise_bad_key(v, f"{where}[{i}]")
 
 
-def _plain_data(block: Any) -> tuple[Any, str] | None:
-    """The plain data of a block to walk, and how to name it; None for blocks without any."""
-    kind = type(block)
-    if kind in _FLAT:
-        return None
-    if kind is ToolUseBlock or isinstance(block, ToolUseBlock):
-        return block.input, f"tool_use {block.name!r:.80}) input"
-    if kind is ProviderBlock or isinstance(block, ProviderBlock):
-        return block.data, "provider) data"
-    if kind is UnknownBlock:
-        return block.data, f"{block.type!r:.80}) block"
+def _plain_value(block: Any) -> Any:
+    """The plain data of a block to walk (None for blocks without any)."""
+    if isinstance(block, ToolUseBlock):
+        return block.input
+    if isinstance(block, ProviderBlock):
+        return block.data
+    if isinstance(block, UnknownBlock):
+        return block.data
     if isinstance(block, Block):
         return None
-    return block, f"{type(block).__name__}) value"
+    return block
 
 
-def _check_plain(content: Sequence[Any]) -> None:
+def _plain_name(block: Any) -> str:
+    """How an error names a block's plain data (built only for an error)."""
+    if isinstance(block, ToolUseBlock):
+        return f"tool_use {block.name!r:.80}) input"
+    if isinstance(block, ProviderBlock):
+        return "provider) data"
+    if isinstance(block, UnknownBlock):
+        return f"{block.type!r:.80}) block"
+    return f"{type(block).__name__}) value"
+
+
+def _check_plain(content: Sequence[Any]) -> bool:
+    """Walk every block's plain data (keys, depth), raising for what is refused; return whether
+    every block is certainly fine (see :data:`_CERTAIN`), in the same pass."""
+    fine = True
     for i, block in enumerate(content):
-        found = _plain_data(block)
-        if found is None:
+        kind = type(block)
+        if fine:
+            check = _CERTAIN.get(kind)
+            fine = check is not None and check(block)
+        if kind in _FLAT:
             continue
-        value, what = found
+        value = _plain_value(block)
         if isinstance(value, _CONTAINERS) and not _plain_ok(value, 1):
+            what = _plain_name(block)
             check_depth(value, f"content[{i}] ({what}")
             _raise_bad_key(value, f"block {i} ({what}")
+    return fine
 
 
 def check_content_depth(content: Sequence[Any], where: str) -> None:
@@ -148,9 +168,8 @@ def check_content_depth(content: Sequence[Any], where: str) -> None:
     input, provider data, an unknown block) nests past :data:`MAX_DEPTH`: for readers of
     decoded content (a transcript import), which refuse it as an append would."""
     for i, block in enumerate(content):
-        found = _plain_data(block)
-        if found is not None:
-            check_depth(found[0], f"{where}[{i}] ({found[1]}")
+        if type(block) not in _FLAT:
+            check_depth(_plain_value(block), f"{where}[{i}] ({_plain_name(block)}")
 
 
 def check_role(role: object) -> None:
@@ -181,6 +200,73 @@ def _field_error(text: str) -> str:
     return f"{field}: {message}" if field else message
 
 
+def _text_ok(b: Any) -> bool:
+    return type(b.text) is str and type(b.signature) is str and type(b.provider) is str
+
+
+def _media_ok(b: Any) -> bool:
+    return type(b.media_type) is str and type(b.data) is bytes
+
+
+def _tool_use_ok(b: Any) -> bool:
+    return (
+        type(b.id) is str
+        and type(b.name) is str
+        and type(b.input) is dict
+        and type(b.signature) is str
+        and type(b.provider) is str
+    )
+
+
+def _tool_result_ok(b: Any) -> bool:
+    if type(b.tool_use_id) is not str or type(b.is_error) is not bool:
+        return False
+    content = b.content
+    if type(content) is str:
+        return True
+    return type(content) is list and all(type(i) in _NESTED_OK and _NESTED_OK[type(i)](i) for i in content)
+
+
+def _reasoning_ok(b: Any) -> bool:
+    return (
+        type(b.text) is str
+        and type(b.signature) is str
+        and type(b.redacted) is bool
+        and type(b.id) is str
+        and type(b.provider) is str
+    )
+
+
+def _provider_ok(b: Any) -> bool:
+    return type(b.provider) is str and type(b.kind) is str and type(b.data) is dict and type(b.id) is str
+
+
+def _unknown_ok(b: Any) -> bool:
+    return b.data["type"] not in _DECODED_TYPES
+
+
+#: Per block type, a check of the exact Python types of its fields, narrower than what the typed
+#: decoders accept: a block that passes it always reads back (plain data was walked before), so
+#: its decoding is skipped. Anything else (a subclass, a str where bytes belong, an unknown block
+#: posing as a known type) goes through the decoders themselves.
+_NESTED_OK: Final[dict[type, Callable[[Any], bool]]] = {
+    TextBlock: _text_ok,
+    ImageBlock: _media_ok,
+    AudioBlock: _media_ok,
+    VideoBlock: _media_ok,
+}
+_CERTAIN: Final[dict[type, Callable[[Any], bool]]] = {
+    **_NESTED_OK,
+    ToolUseBlock: _tool_use_ok,
+    ToolResultBlock: _tool_result_ok,
+    ReasoningBlock: _reasoning_ok,
+    ProviderBlock: _provider_ok,
+    UnknownBlock: _unknown_ok,
+}
+#: Unknown-block types the decoders do not keep as given: the known ones and the escape wrapper.
+_DECODED_TYPES: Final = frozenset({*KNOWN_BLOCK_TYPES, ESCAPED_TYPE})
+
+
 def _check_decodes(content: Sequence[Any], payload: bytes) -> None:
     """:class:`DecodeError` naming the block and field unless ``payload`` reads back."""
     try:
@@ -203,10 +289,11 @@ def checked_encode(
     not a string or a value the encoder does not support."""
     if not isinstance(content, list | tuple):
         raise DecodeError(f"content: expected a list of blocks, got {type(content).__name__}")
-    _check_plain(content)
+    fine = _check_plain(content)
     try:
         payload = encode(content)
     except RecursionError:
         raise DecodeError(f"content nests more than {MAX_DEPTH} levels deep") from None
-    _check_decodes(content, payload)
+    if not fine:
+        _check_decodes(content, payload)
     return payload
