@@ -188,8 +188,8 @@ def main() -> None:
             f"enc x{rows[0][1] / enc:.1f}  dec x{rows[0][2] / dec:.1f}  round trip x{base_rt / rt:.1f}"
         )
 
-    # The storage payload, one message at a time as appends write it: encode_content checks the
-    # mapping keys of tool inputs and provider data before msgspec encodes (see its docstring).
+    # The storage payload, one message at a time as appends write it: encode_content refuses what
+    # the read path could not give back (axio_context.codec.checks) around msgspec's encoding.
     contents = [m.content for m in msgs]
     payload = best_of(lambda: [codec.encode_content(c) for c in contents])
     bare = best_of(lambda: [codec._mp_enc.encode(c) for c in contents])
