@@ -4,6 +4,8 @@ The vocabulary and contracts, with no disk I/O; ``axio_context_sqlite`` is the S
 Names and signatures follow axio 0.12, so code written against axio ports by changing imports.
 """
 
+import logging
+
 from .blocks import (
     AudioBlock,
     Block,
@@ -33,6 +35,10 @@ from .errors import AxioContextError, DecodeError, SessionNotFoundError, StoreCl
 from .messages import Message, Role, SessionInfo
 
 __version__ = "0.1.0"
+
+# The library convention: silent unless the application configures logging (no "last resort"
+# output of warnings and tracebacks into a terminal app's screen).
+logging.getLogger("axio_context").addHandler(logging.NullHandler())
 
 __all__ = [
     "DEFAULT_COMPACTION_PROMPT",

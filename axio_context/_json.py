@@ -22,7 +22,7 @@ import re
 import types
 import typing
 from collections.abc import Iterable, Sequence
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, Generic, TypeVar, cast
 
 import msgspec
 
@@ -40,23 +40,34 @@ from .blocks import (
 from .errors import DecodeError
 from .messages import SURROGATE
 
-__all__ = ["contents_have_nonfinite", "decode_json_exact"]
+__all__ = [
+    "ExactDecoder",
+    "contents_have_nonfinite",
+    "decode_json_exact",
+    "has_nonfinite",
+    "json_enc",
+    "json_enc_hook",
+    "json_exact",
+    "mark",
+    "unmark",
+]
 
 T = TypeVar("T")
 
 
-def _enc_hook(obj: Any) -> Any:
+def json_enc_hook(obj: Any) -> Any:
     if isinstance(obj, UnknownBlock):
         return obj.data
     raise NotImplementedError(f"cannot encode objects of type {type(obj).__name__}")
 
 
-_json_enc: Final = msgspec.json.Encoder(enc_hook=_enc_hook)
+json_enc: Final = msgspec.json.Encoder(enc_hook=json_enc_hook)
 
 
 #: A JSON string token (the unrolled form: no backtracking on long strings), or a non-finite
-#: number (group 1) outside strings, where JSON has none.
-_JSON_TOKEN: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|(NaN|-?Infinity)', re.S)
+#: number (group 1) outside strings, where JSON has none; never in a key's place (left as it is,
+#: so the text stays malformed).
+_JSON_TOKEN: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|(NaN|-?Infinity)(?![ \t\r\n]*:)', re.S)
 #: Inside a string: a surrogate pair (group 1, kept), a lone surrogate (group 2), another escape.
 _JSON_ESCAPE: Final = re.compile(
     rb"\\(?:(u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|u([dD][89a-fA-F][0-9a-fA-F]{2})|.)",
@@ -84,7 +95,7 @@ def _json_str(text: str, where: str) -> msgspec.Raw:
                 )
             parts.append(b"\\u%04x" % ord(piece))
         elif piece:
-            parts.append(_json_enc.encode(piece)[1:-1])
+            parts.append(json_enc.encode(piece)[1:-1])
         previous = piece[-1:] if piece else previous
     return msgspec.Raw(b'"' + b"".join(parts) + b'"')
 
@@ -110,9 +121,9 @@ def _json_value(value: Any, where: str) -> Any:
     if isinstance(value, dict):
         if any(isinstance(k, str) and SURROGATE.search(k) for k in value):
             members = [
-                (bytes(_json_str(k, where)) if isinstance(k, str) else _json_enc.encode({k: None})[1:-6])
+                (bytes(_json_str(k, where)) if isinstance(k, str) else json_enc.encode({k: None})[1:-6])
                 + b":"
-                + _json_enc.encode(_json_value(v, f"{where}.{k}"))
+                + json_enc.encode(_json_value(v, f"{where}.{k}"))
                 for k, v in value.items()
             ]
             return msgspec.Raw(b"{" + b",".join(members) + b"}")
@@ -122,13 +133,13 @@ def _json_value(value: Any, where: str) -> Any:
     return value
 
 
-def _json_exact(obj: Any) -> bytes:
+def json_exact(obj: Any) -> bytes:
     """``obj`` as JSON through its builtin form: lone surrogates escaped, non-finite numbers as
     ``NaN``/``Infinity``/``-Infinity``."""
-    return _json_enc.encode(_json_value(msgspec.to_builtins(obj, enc_hook=_enc_hook), "$"))
+    return json_enc.encode(_json_value(msgspec.to_builtins(obj, enc_hook=json_enc_hook), "$"))
 
 
-def _has_nonfinite(value: Any) -> bool:
+def has_nonfinite(value: Any) -> bool:
     """Whether ``value`` (a record, message, block or plain data) holds a NaN or an infinity.
 
     Only plain data holds floats: a Struct is walked only through its fields whose declared type
@@ -140,7 +151,7 @@ def _has_nonfinite(value: Any) -> bool:
     if fields is not None:
         for name in fields:
             item = getattr(value, name)
-            if type(item) not in _SKIP and _has_nonfinite(item):
+            if type(item) not in _SKIP and has_nonfinite(item):
                 return True
         return False
     if kind is float:
@@ -152,28 +163,28 @@ def _has_nonfinite(value: Any) -> bool:
                 continue
             fields = _FLOAT_FIELDS.get(inner)
             if fields is None:
-                if _has_nonfinite(item):
+                if has_nonfinite(item):
                     return True
                 continue
             for name in fields:  # one level inline: most lists hold records or blocks
                 sub = getattr(item, name)
-                if type(sub) not in _SKIP and _has_nonfinite(sub):
+                if type(sub) not in _SKIP and has_nonfinite(sub):
                     return True
         return False
     if kind is UnknownBlock:
-        return _has_nonfinite(value.data)
+        return has_nonfinite(value.data)
     if isinstance(value, msgspec.Struct):
         try:
             names = tuple(f.name for f in msgspec.structs.fields(kind) if _may_hold_float(f.type))
         except (NameError, TypeError):  # annotations that do not resolve: walk every field
             names = kind.__struct_fields__
         _FLOAT_FIELDS[kind] = names
-        return _has_nonfinite(value)
+        return has_nonfinite(value)
     if isinstance(value, float):  # a subclass
         return not math.isfinite(value)
     if isinstance(value, dict):
-        return _has_nonfinite(dict(value))
-    return isinstance(value, list | tuple) and _has_nonfinite(list(value))
+        return has_nonfinite(dict(value))
+    return isinstance(value, list | tuple) and has_nonfinite(list(value))
 
 
 def contents_have_nonfinite(contents: Iterable[Sequence[ContentBlock]]) -> bool:
@@ -185,9 +196,9 @@ def contents_have_nonfinite(contents: Iterable[Sequence[ContentBlock]]) -> bool:
             if kind in _SKIP:
                 continue
             if isinstance(block, ToolUseBlock):
-                if _has_nonfinite(block.input):
+                if has_nonfinite(block.input):
                     return True
-            elif _has_nonfinite(block):
+            elif has_nonfinite(block):
                 return True
     return False
 
@@ -234,11 +245,11 @@ def _marker(data: bytes) -> str:
     raise DecodeError("JSON text uses every private-use character; cannot read it")
 
 
-def _mark(data: bytes) -> tuple[bytes, str] | None:
+def mark(data: bytes) -> tuple[bytes, str] | None:
     """``data`` as JSON msgspec reads, and the marker it used; None when there is nothing to
     turn. Inside strings, a lone surrogate escape becomes the marker and the escape's hex digits;
     outside them, ``NaN``/``Infinity``/``-Infinity`` becomes a string of the marker and
-    ``n``/``i``/``-i``. The marker occurs nowhere else, so :func:`_restore` and :func:`_unmark`
+    ``n``/``i``/``-i``. The marker occurs nowhere else, so :func:`_restore` and :func:`unmark`
     undo exactly this."""
     if _EXACT_HINT.search(data) is None:
         return None
@@ -289,7 +300,7 @@ def _restore(value: Any, marker: str, where: str = "$", *, typed: bool = False) 
     if isinstance(value, list):
         return [_restore(v, marker, f"{where}[{i}]", typed=typed) for i, v in enumerate(value)]
     if isinstance(value, msgspec.Raw):
-        return msgspec.Raw(_unmark(bytes(value), marker))
+        return msgspec.Raw(unmark(bytes(value), marker))
     if isinstance(value, msgspec.Struct):
         fields = {f: getattr(value, f) for f in value.__struct_fields__}
         changed = {f: _restore(v, marker, f"{where}.{f}", typed=True) for f, v in fields.items()}
@@ -297,7 +308,7 @@ def _restore(value: Any, marker: str, where: str = "$", *, typed: bool = False) 
     return value
 
 
-def _unmark(data: bytes, marker: str) -> bytes:
+def unmark(data: bytes, marker: str) -> bytes:
     """Marked JSON text back to the text it was made from."""
     mark = marker.encode()
     if mark not in data:
@@ -308,16 +319,26 @@ def _unmark(data: bytes, marker: str) -> bytes:
     return re.sub(re.escape(mark) + rb"([0-9a-f]{4})", rb"\\u\1", data)
 
 
-def _json_tree(data: bytes) -> tuple[Any] | None:
-    """Builtins decoded from JSON msgspec refused for its lone surrogates or non-finite numbers;
-    None when that was not why (or the text is malformed anyway)."""
-    marked = _mark(data)
-    if marked is None:
-        return None
-    try:
-        return (_restore(_json_any.decode(marked[0]), marked[1]),)
-    except msgspec.DecodeError:
-        return None
+class ExactDecoder(Generic[T]):
+    """A msgspec JSON decoder for ``tp`` that also reads what msgspec refuses (lone surrogate
+    escapes, ``NaN``/``Infinity``), through :func:`decode_json_exact`: the one way every JSON
+    reader here (the codec's fast and per-block paths, transcripts, stored metadata) reads JSON."""
+
+    __slots__ = ("_decoder",)
+
+    def __init__(self, tp: Any) -> None:
+        self._decoder: msgspec.json.Decoder[T] = msgspec.json.Decoder(tp)
+
+    def decode(self, data: bytes) -> T:
+        """``data`` as ``tp``; raises msgspec's errors, as a decoder does."""
+        return decode_json_exact(self._decoder, data)
+
+
+def _unmark_message(text: str, marker: str) -> str:
+    """An error message about marked text, as about the text itself (msgspec quotes a marker as
+    itself or, in a repr, as its ``\\uXXXX`` escape)."""
+    text = unmark(text.encode(), marker).decode()
+    return re.sub(re.escape(f"\\u{ord(marker):04x}") + "([0-9a-f]{4})", r"\\u\1", text)
 
 
 def decode_json_exact(decoder: msgspec.json.Decoder[T], data: bytes) -> T:
@@ -333,13 +354,18 @@ def decode_json_exact(decoder: msgspec.json.Decoder[T], data: bytes) -> T:
     except msgspec.ValidationError:
         raise
     except msgspec.DecodeError:
-        marked = _mark(data)
+        marked = mark(bytes(data))
         if marked is None:
             raise
         try:
             obj = decoder.decode(marked[0])
-        except msgspec.ValidationError:
-            raise
+        except msgspec.ValidationError as exc:
+            try:  # malformed text stays malformed, whatever the decoder met first
+                _json_any.decode(marked[0])
+            except msgspec.DecodeError:
+                pass
+            else:  # the message shows the text as it was written, not the markers
+                raise msgspec.ValidationError(_unmark_message(str(exc), marked[1])) from None
         except msgspec.DecodeError:
             pass
         else:

@@ -6,7 +6,8 @@ classes are the schema for JSON exports and MessagePack storage. The dict shape 
 
 A block whose ``type`` this version does not know becomes an :class:`UnknownBlock` that keeps
 the mapping it came as and encodes back to exactly it: a database written by a newer version
-loads and saves without loss.
+loads and saves without loss. So does a block of a known type with fields this version does not
+know: it is kept whole the same way, rather than decoded with those fields dropped.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from .errors import DecodeError
 
 __all__ = [
     "KNOWN_BLOCK_TYPES",
+    "NESTED_BLOCK_TYPES",
     "AudioBlock",
     "Block",
     "ContentBlock",
     "ImageBlock",
+    "MediaBlock",
     "ProviderBlock",
     "ReasoningBlock",
     "TextBlock",
@@ -32,12 +35,20 @@ __all__ = [
     "UnknownBlock",
     "VideoBlock",
     "from_dict",
+    "has_unknown_fields",
+    "has_unknown_nested",
     "to_dict",
 ]
 
 
-class Block(msgspec.Struct, frozen=True, tag_field="type", omit_defaults=True):
-    """Base of every known content block; the subclass's tag is its ``type``."""
+class Block(msgspec.Struct, frozen=True, tag_field="type", omit_defaults=True, forbid_unknown_fields=True):
+    """Base of every known content block; the subclass's tag is its ``type``.
+
+    Unknown fields are not dropped: a block of a known type carrying fields this version does
+    not know (written by a newer one) fails the typed decoders, and the per-block path keeps it
+    whole as an :class:`UnknownBlock` (see :func:`has_unknown_fields`), so it is written back
+    exactly as it came.
+    """
 
 
 class TextBlock(Block, frozen=True, tag="text"):
@@ -52,34 +63,28 @@ class TextBlock(Block, frozen=True, tag="text"):
         return f"TextBlock(text={self.text!r}, provider={self.provider!r})"
 
 
-class ImageBlock(Block, frozen=True, tag="image"):
+class MediaBlock(Block, frozen=True):
+    """Base of the media blocks (image, audio, video): a media type and the raw bytes (base64
+    only in JSON). Only its subclasses are blocks; the fields and their order, so the encoding,
+    are theirs unchanged."""
+
+    media_type: str
+    data: bytes
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(media_type={self.media_type!r}, data=<{len(self.data)} bytes>)"
+
+
+class ImageBlock(MediaBlock, frozen=True, tag="image"):
     """An image; ``data`` is raw bytes (base64 only in JSON)."""
 
-    media_type: str
-    data: bytes
 
-    def __repr__(self) -> str:
-        return f"ImageBlock(media_type={self.media_type!r}, data=<{len(self.data)} bytes>)"
-
-
-class AudioBlock(Block, frozen=True, tag="audio"):
+class AudioBlock(MediaBlock, frozen=True, tag="audio"):
     """An audio clip (axio 0.12 extension); ``data`` is raw bytes."""
 
-    media_type: str
-    data: bytes
 
-    def __repr__(self) -> str:
-        return f"AudioBlock(media_type={self.media_type!r}, data=<{len(self.data)} bytes>)"
-
-
-class VideoBlock(Block, frozen=True, tag="video"):
+class VideoBlock(MediaBlock, frozen=True, tag="video"):
     """A video clip (axio 0.12 extension); ``data`` is raw bytes."""
-
-    media_type: str
-    data: bytes
-
-    def __repr__(self) -> str:
-        return f"VideoBlock(media_type={self.media_type!r}, data=<{len(self.data)} bytes>)"
 
 
 class ToolUseBlock(Block, frozen=True, tag="tool_use"):
@@ -226,18 +231,26 @@ def from_dict(data: dict[str, Any]) -> ContentBlock:
         # builtin-shaped input: bytes arrive as base64 text, as in JSON.
         block = cast(ContentBlock, msgspec.convert(data, cls))
     except msgspec.ValidationError as exc:
-        if kind == "tool_result" and _has_unknown_nested(data):
+        if has_unknown_fields(exc) or (kind == "tool_result" and has_unknown_nested(data)):
             return UnknownBlock(data)
         raise DecodeError(f"invalid {kind!r} block: {exc}") from None
     return block
 
 
 #: The block types a tool result's ``content`` list may hold (:data:`ToolResultContent`).
-_NESTED_TYPES: Final = ("text", "image", "audio", "video")
+NESTED_BLOCK_TYPES: Final = ("text", "image", "audio", "video")
 
 
-def _has_unknown_nested(data: dict[str, Any]) -> bool:
+def has_unknown_fields(error: BaseException) -> bool:
+    """Whether a typed decoder refused a block for a field this version does not know (the
+    block, from a newer version, is then kept whole as an UnknownBlock)."""
+    return "contains unknown field" in str(error)
+
+
+def has_unknown_nested(data: dict[str, Any]) -> bool:
+    """Whether a ``tool_result`` mapping nests a block of a type this version does not know (the
+    whole result is then kept as an UnknownBlock)."""
     content = data.get("content")
     if not isinstance(content, list):
         return False
-    return any(isinstance(item, dict) and item.get("type") not in _NESTED_TYPES for item in content)
+    return any(isinstance(item, dict) and item.get("type") not in NESTED_BLOCK_TYPES for item in content)

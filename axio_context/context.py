@@ -17,9 +17,11 @@ from uuid import uuid4
 import msgspec
 
 from .checkpoints import Checkpoint
-from .errors import CheckpointError
+from .codec import check_message
+from .errors import CheckpointError, DecodeError
 from .messages import Message, SessionInfo, preview_of
 from .tokens import DefaultEstimator, TokenCounter
+from .usage import token_count, token_totals_after_add
 
 __all__ = ["ContextStore", "MemoryContextStore"]
 
@@ -102,6 +104,14 @@ class ContextStore(ABC):
         return await cls.from_history(await context.get_history())
 
 
+def _check_batch(messages: Iterable[Message]) -> None:
+    for i, message in enumerate(messages):
+        try:
+            check_message(message)
+        except DecodeError as exc:
+            raise DecodeError(f"message {i}: {exc}") from None
+
+
 class MemoryContextStore(ContextStore):
     """Keeps one conversation in a Python list; ``fork()`` is a deep copy, isolated both ways.
 
@@ -129,6 +139,8 @@ class MemoryContextStore(ContextStore):
         self._next_checkpoint_id = 1
         self._input_tokens = 0
         self._output_tokens = 0
+        if history:
+            _check_batch(history)
         self._extend(history or [])
 
     @property
@@ -144,10 +156,16 @@ class MemoryContextStore(ContextStore):
             self._cumulative.append(total)
 
     async def append(self, message: Message) -> None:
+        """Append ``message``; refused (:class:`DecodeError`, nothing kept) when a durable store
+        could not give it back (see :func:`~axio_context.codec.check_message`)."""
+        _check_batch((message,))
         self._extend((message,))
 
     async def append_many(self, messages: Iterable[Message]) -> None:
-        self._extend(list(messages))
+        """Append in order, all or none: one message refused refuses the batch."""
+        batch = list(messages)
+        _check_batch(batch)
+        self._extend(batch)
 
     async def get_history(self) -> list[Message]:
         if not self._checkpoints:
@@ -227,15 +245,18 @@ class MemoryContextStore(ContextStore):
         return store
 
     async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
-        self._input_tokens = input_tokens
-        self._output_tokens = output_tokens
+        """Set the totals: whole numbers in 0..2**63-1, else TokenCountError and no change."""
+        totals = token_count("input_tokens", input_tokens), token_count("output_tokens", output_tokens)
+        self._input_tokens, self._output_tokens = totals
 
     async def get_context_tokens(self) -> tuple[int, int]:
         return self._input_tokens, self._output_tokens
 
     async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
-        self._input_tokens += input_tokens
-        self._output_tokens += output_tokens
+        """Add to the totals; a total that would leave 0..2**63-1 is refused (TokenCountError),
+        changing nothing, as :meth:`set_context_tokens` refuses it."""
+        current = (self._input_tokens, self._output_tokens)
+        self._input_tokens, self._output_tokens = token_totals_after_add(current, input_tokens, output_tokens)
 
     async def list_sessions(self) -> list[SessionInfo]:
         """One entry for this session, counting the full transcript (not the compacted view)."""

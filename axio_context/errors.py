@@ -34,6 +34,7 @@ __all__ = [
     "SummarizerHTTPError",
     "SummarizerResponseError",
     "SummarizerTimeoutError",
+    "TokenCountError",
     "TranscriptError",
     "UnknownModelError",
     "VecUnavailableError",
@@ -82,6 +83,10 @@ class SummarizerHTTPError(SummarizerError):
 
 class SummarizerResponseError(SummarizerError):
     """The summarizer's endpoint answered with something that is not a chat completion."""
+
+
+class TokenCountError(AxioContextError, ValueError):
+    """A token count that is not a whole number, or a total outside 0..2**63-1; nothing changed."""
 
 
 class UnknownModelError(AxioContextError, LookupError):

@@ -188,15 +188,15 @@ def main() -> None:
             f"enc x{rows[0][1] / enc:.1f}  dec x{rows[0][2] / dec:.1f}  round trip x{base_rt / rt:.1f}"
         )
 
-    # The storage payload, one message at a time as appends write it: encode_content checks the
-    # mapping keys of tool inputs and provider data before msgspec encodes (see its docstring).
+    # The storage payload, one message at a time as appends write it: encode_content refuses what
+    # the read path could not give back (axio_context.codec.checks) around msgspec's encoding.
     contents = [m.content for m in msgs]
     payload = best_of(lambda: [codec.encode_content(c) for c in contents])
     bare = best_of(lambda: [codec._mp_enc.encode(c) for c in contents])
     per = 1e6 / len(msgs)
     print(
-        f"\nstorage payload per message: encode_content {payload * per:.2f} us, of which the key"
-        f" check {(payload - bare) * per:.2f} us (msgspec alone {bare * per:.2f} us)"
+        f"\nstorage payload per message: encode_content {payload * per:.2f} us, of which the append"
+        f" checks {(payload - bare) * per:.2f} us (msgspec alone {bare * per:.2f} us)"
     )
 
 

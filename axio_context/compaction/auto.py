@@ -31,7 +31,7 @@ import asyncio
 import inspect
 import logging
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ..checkpoints import Checkpoint, CheckpointStore
 from ..codec import encode_messages_msgpack
@@ -39,7 +39,8 @@ from ..context import ContextStore
 from ..errors import CheckpointError, CheckpointsUnsupportedError
 from ..messages import Message, SessionInfo
 from ..tokens import estimate_tokens
-from .compact import leading_system_count, plan_split, run_summarizer
+from .aliases import UNSET, Unset, resolve_alias
+from .compact import leading_system_count, one_line, plan_split, run_summarizer
 from .pairs import repair_tool_pairs
 from .summarizers import (
     DEFAULT_COMPACTION_PROMPT,
@@ -113,20 +114,30 @@ class AutoCompactStore(ContextStore):
     ``summarizer.context_window`` or ``summarizer.model.context_window``, else 128,000). Below
     the threshold it reads nothing. ``summarizer=None`` uses the offline
     :class:`ExtractiveSummarizer`; anything not callable (an axio transport) is a
-    :class:`TypeError` here, not a warning at every compaction. Checkpoint methods are
-    forwarded to the wrapped store.
+    :class:`TypeError` here, not a warning at every compaction; axio's name ``transport=`` is
+    accepted for ``summarizer``. Checkpoint methods are forwarded to the wrapped store.
+
+    A failed compaction never raises out of ``add_context_tokens``: it is logged as one line at
+    WARNING (traceback at DEBUG), kept in :attr:`last_compaction_error`, and passed to
+    ``on_error`` when given.
     """
+
+    #: The exception of the latest failed compaction attempt; None until one fails and again
+    #: after a compaction succeeds.
+    last_compaction_error: BaseException | None
 
     def __init__(
         self,
         store: ContextStore,
-        summarizer: Summarizer | None,
+        summarizer: Summarizer | Unset | None = UNSET,
         *,
         keep_recent: int = 6,
         max_tokens: int | None = None,
         threshold: float = 0.75,
         system_prompt: str = DEFAULT_COMPACTION_PROMPT,
         repair_view: bool = True,
+        on_error: Callable[[BaseException], None] | None = None,
+        transport: Summarizer | Unset | None = UNSET,
     ) -> None:
         if keep_recent < 0:
             raise ValueError(f"keep_recent must be >= 0, got {keep_recent}")
@@ -135,8 +146,9 @@ class AutoCompactStore(ContextStore):
         if max_tokens is not None and max_tokens <= 0:
             raise ValueError(f"max_tokens must be positive, got {max_tokens}")
         self._store = store
+        chosen = resolve_alias("AutoCompactStore", "summarizer", summarizer, "transport", transport)
         self._summarizer: Summarizer = (
-            ExtractiveSummarizer() if summarizer is None else check_summarizer(summarizer, "AutoCompactStore")
+            ExtractiveSummarizer() if chosen is None else check_summarizer(chosen, "AutoCompactStore")
         )
         self._keep_recent = keep_recent
         self._threshold = threshold
@@ -147,6 +159,13 @@ class AutoCompactStore(ContextStore):
         else:
             self._max_tokens = int(context_window_of(self._summarizer) * threshold)
         self._own_lock = asyncio.Lock()
+        self._on_error = on_error
+        self.last_compaction_error = None
+
+    def _failed(self, exc: BaseException) -> None:
+        self.last_compaction_error = exc
+        if self._on_error is not None:
+            self._on_error(exc)
 
     # -- settings ----------------------------------------------------------------------------
 
@@ -225,6 +244,7 @@ class AutoCompactStore(ContextStore):
             threshold=self._threshold,
             system_prompt=self._system_prompt,
             repair_view=self._repair_view,
+            on_error=self._on_error,
         )
 
     async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
@@ -325,7 +345,9 @@ class AutoCompactStore(ContextStore):
         if split <= lower:
             return False
         before = estimate_tokens(view)
-        text = await run_summarizer(self._summarizer, view[system:split], self._system_prompt)
+        text = await run_summarizer(
+            self._summarizer, view[system:split], self._system_prompt, on_error=self._failed
+        )
         if text is None:
             return False
         summary = [*view[:system], *summary_messages(text)]
@@ -342,9 +364,10 @@ class AutoCompactStore(ContextStore):
             # the summarizer ran, even followed by new appends, must not put an old summary over
             # new messages. Appends alone leave the prefix as it was.
             await add_checkpoint_if_view(store, checkpoint, view[:split])
-        except CheckpointError:
-            logger.warning("Context compaction abandoned: the history changed meanwhile", exc_info=True)
+        except CheckpointError as exc:
+            logger.warning("Context compaction abandoned, the history changed meanwhile: %s", one_line(exc))
             return False
+        self.last_compaction_error = None
         return True
 
     async def _compact_lossy(self) -> bool:
@@ -353,7 +376,9 @@ class AutoCompactStore(ContextStore):
         split = plan_split(before, self._keep_recent, lower=system)
         if split <= system:
             return False
-        text = await run_summarizer(self._summarizer, before[system:split], self._system_prompt)
+        text = await run_summarizer(
+            self._summarizer, before[system:split], self._system_prompt, on_error=self._failed
+        )
         if text is None:
             return False
         now = await self._store.get_history()
@@ -367,4 +392,5 @@ class AutoCompactStore(ContextStore):
             [*before[:system], *summary_messages(text), *before[split:], *now[len(before) :]]
         )
         await self._store.set_context_tokens(*tokens)
+        self.last_compaction_error = None
         return True

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..context import ContextStore
+from ..errors import SummarizerResponseError
 from ..messages import Message
+from .aliases import UNSET, Unset, resolve_alias
 from .pairs import repair_tool_pairs, safe_split
 from .summarizers import (
     DEFAULT_COMPACTION_PROMPT,
@@ -17,7 +19,7 @@ from .summarizers import (
     summary_messages,
 )
 
-__all__ = ["compact_context", "leading_system_count", "plan_split", "run_summarizer"]
+__all__ = ["compact_context", "leading_system_count", "one_line", "plan_split", "run_summarizer"]
 
 logger = logging.getLogger("axio_context.compaction")
 
@@ -46,27 +48,50 @@ def plan_split(history: Sequence[Message], keep_recent: int, *, lower: int = 0) 
     return split
 
 
-async def run_summarizer(summarizer: Summarizer, messages: list[Message], system_prompt: str) -> str | None:
-    """The summary text, or ``None`` (logged with its traceback) when the summarizer fails."""
+def one_line(exc: BaseException) -> str:
+    """``exc`` as one line for a log: its type and the first line of its text."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+async def run_summarizer(
+    summarizer: Summarizer,
+    messages: list[Message],
+    system_prompt: str,
+    *,
+    on_error: Callable[[BaseException], None] | None = None,
+) -> str | None:
+    """The summary text, or ``None`` when the summarizer fails.
+
+    A failure is logged as ONE line at WARNING (a chat app that never configured logging must
+    not get a traceback on every try) and with its traceback at DEBUG; ``on_error`` receives
+    the exception (a reply that is no summary becomes a :class:`SummarizerResponseError`).
+    """
     try:
         text = await summarizer(messages, system_prompt)
-    except Exception:
-        logger.warning("Context compaction failed, keeping original history", exc_info=True)
+    except Exception as exc:
+        logger.warning("Context compaction failed, keeping original history: %s", one_line(exc))
+        logger.debug("Context compaction failure", exc_info=True)
+        if on_error is not None:
+            on_error(exc)
         return None
     if not isinstance(text, str) or not text.strip():
-        logger.warning(
-            "Context compaction failed: the summarizer returned %r, keeping original history", text
-        )
+        error = SummarizerResponseError(f"the summarizer returned {text!r:.200}, not a summary")
+        logger.warning("Context compaction failed, keeping original history: %s", one_line(error))
+        if on_error is not None:
+            on_error(error)
         return None
     return text
 
 
 async def compact_context(
-    store: ContextStore,
-    summarizer: Summarizer | None,
+    store: ContextStore | Unset = UNSET,
+    summarizer: Summarizer | Unset | None = UNSET,
     *,
     keep_recent: int = 6,
     system_prompt: str = DEFAULT_COMPACTION_PROMPT,
+    context: ContextStore | Unset = UNSET,
+    transport: Summarizer | Unset | None = UNSET,
 ) -> list[Message] | None:
     """Summarize the older part of ``store``'s history and keep the recent messages verbatim.
 
@@ -80,10 +105,13 @@ async def compact_context(
     may drop or paraphrase an instruction, and the view strategies keep them the same way.
     A call in the kept part whose result never arrived gets a synthetic ``is_error`` result
     (see :func:`repair_tool_pairs`), so the list is a valid request as it is.
+
+    axio's names are accepted too: ``context=`` for ``store`` and ``transport=`` for
+    ``summarizer`` (it must be a summarizer; an axio transport is refused as above).
     """
-    summarizer = (
-        ExtractiveSummarizer() if summarizer is None else check_summarizer(summarizer, "compact_context")
-    )
+    store = resolve_alias("compact_context", "store", store, "context", context)
+    chosen = resolve_alias("compact_context", "summarizer", summarizer, "transport", transport)
+    summarizer = ExtractiveSummarizer() if chosen is None else check_summarizer(chosen, "compact_context")
     history = await store.get_history()
     system = leading_system_count(history)
     split = plan_split(history, keep_recent, lower=system)

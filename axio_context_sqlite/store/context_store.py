@@ -99,7 +99,9 @@ class SQLiteContextStore(ContextStore):
     ``project`` defaults to the resolved current directory, as in axio. ``token_counter``
     estimates each message's tokens once, at append, for budget checks. With an ``embedder``,
     every append also stores the messages' embeddings (one batch per ``append_many``) in the
-    same transaction; without one, ``Database.reindex`` fills them in later.
+    same transaction; without one, ``Database.reindex`` fills them in later. ``db_name`` is
+    axio-context-sqlite 0.12's fourth parameter, accepted so its calls port unchanged; it has no
+    effect there either (that version stores it and never reads it).
     """
 
     def __init__(
@@ -107,6 +109,7 @@ class SQLiteContextStore(ContextStore):
         conn: aiosqlite.Connection,
         session_id: str,
         project: str | None = None,
+        db_name: str = "axio_context",
         *,
         token_counter: TokenCounter | None = None,
         embedder: Embedder | None = None,
@@ -160,7 +163,7 @@ class SQLiteContextStore(ContextStore):
             return
         embed = self._embedder is not None
         dicts = getattr(self._conn, "dicts", None)
-        encoded = [encode_message(m, text=embed, dicts=dicts) for m in batch]
+        encoded = [encode_message(m, text=embed, dicts=dicts, index=i) for i, m in enumerate(batch)]
         tokens = [self._counter.count(m) for m in batch]
         batch_args = (self._session_id, self._project, encoded, tokens, appending.preview_for(batch))
         if not embed and len(batch) <= INLINE_MESSAGES and _stored_bytes(encoded) <= INLINE_BYTES:

@@ -464,34 +464,38 @@ def _map_media(content: Sequence[ContentBlock], fn: Any) -> list[ContentBlock]:
 
 
 def encode_message(
-    message: Message, *, text: bool = False, dicts: Dictionaries | None = None
+    message: Message, *, text: bool = False, dicts: Dictionaries | None = None, index: int = 0
 ) -> EncodedMessage:
     """The row for ``message``: role code, flags, payload, and blobs to store.
 
     ``text=True`` also extracts the (body, tool) text for indexing or embedding now; appends
     leave it to the keyword index's batched fold, which re-reads it from the payload.
-    ``dicts``: the database's dictionaries, to compress with its current one.
+    ``dicts``: the database's dictionaries, to compress with its current one. Content the read
+    path could not give back is refused (:class:`DecodeError` naming ``message {index}``, the
+    block and the field) before anything is written.
     """
     try:
         role = ROLE_CODES[message.role]
-    except KeyError:
-        raise DecodeError(f"invalid message role {message.role!r}") from None
-    content = message.content
-    flags = 0
-    blobs: list[tuple[bytes, bytes]] = []
-    if any(len(b.data) >= BLOB_MIN for b in _media_blocks(content)):
-
-        def external(block: _Media) -> _Media:
-            digest = hashlib.sha256(block.data).digest()
-            blobs.append((digest, block.data))
-            return msgspec.structs.replace(block, data=digest)
-
-        content = _map_media(content, external)
-        flags |= FLAG_BLOBS
+    except (KeyError, TypeError):
+        raise DecodeError(f"message {index}: invalid message role {message.role!r:.80}") from None
     try:
-        payload = encode_content(content)
+        payload = encode_content(message.content)  # validates the content as given
+        content = message.content
+        flags = 0
+        blobs: list[tuple[bytes, bytes]] = []
+        if any(len(b.data) >= BLOB_MIN for b in _media_blocks(content)):
+
+            def external(block: _Media) -> _Media:
+                digest = hashlib.sha256(block.data).digest()
+                blobs.append((digest, block.data))
+                return msgspec.structs.replace(block, data=digest)
+
+            payload = encode_content(_map_media(content, external))
+            flags |= FLAG_BLOBS
+    except DecodeError as exc:
+        raise DecodeError(f"message {index}: {exc}") from None
     except (TypeError, msgspec.EncodeError) as exc:
-        raise DecodeError(f"message cannot be encoded: {exc}") from None
+        raise DecodeError(f"message {index} cannot be encoded: {exc}") from None
     zflags, payload = pack(payload, dicts)
     flags |= zflags
     body, tool = text_columns(message) if text else ("", "")

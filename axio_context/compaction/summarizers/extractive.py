@@ -1,240 +1,28 @@
-"""Summarizers: what turns old messages into the text a compacted view starts with.
-
-A summarizer is any async callable ``(messages, system_prompt) -> str``: a plain ``async def``,
-the offline :class:`ExtractiveSummarizer`, or the OpenAI-compatible adapter in
-``axio_context.compaction.openai``. When ``messages`` opens with an earlier summary (a user
-message followed by :data:`SUMMARY_ACK`, the pair every compaction writes), the summarizer
-is expected to update that summary rather than summarize it again; both built-in ones do, which
-is why repeated compactions never stack summaries.
-"""
+"""The offline summarizer: selects lines (goals, decisions, facts, tool calls, errors) without a model."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Sequence
-from typing import Final, Protocol, cast, runtime_checkable
+from collections.abc import Sequence
+from typing import Final
 
 import msgspec
 
-from ..blocks import (
+from ...blocks import (
     AudioBlock,
     ImageBlock,
-    ReasoningBlock,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
     UnknownBlock,
     VideoBlock,
 )
-from ..messages import Message, input_text
-from .models import DEFAULT_CONTEXT_WINDOW
-from .pairs import is_synthetic_result, result_id
+from ...messages import Message, input_text
+from ..pairs import is_synthetic_result, result_id
+from .protocol import split_previous_summary
+from .rendering import result_text
 
-__all__ = [
-    "DEFAULT_COMPACTION_PROMPT",
-    "SUMMARY_ACK",
-    "ExtractiveSummarizer",
-    "Summarizer",
-    "check_summarizer",
-    "clip_middle",
-    "context_window_of",
-    "frame_transcript",
-    "is_summary_pair",
-    "render_messages",
-    "render_transcript",
-    "split_previous_summary",
-    "summarizer_name",
-    "summary_messages",
-]
-
-#: axio's compaction prompt, plus one sentence on updating an earlier summary.
-DEFAULT_COMPACTION_PROMPT: Final = (
-    "You are a conversation summarizer. You will see a conversation between"
-    " a user and an AI assistant, including tool calls and their results."
-    " Produce a concise summary preserving: user goals, decisions made,"
-    " key facts, tool outcomes, and state changes. Write as narrative prose,"
-    " not as a transcript."
-    " If the conversation opens with an earlier summary, write one updated summary"
-    " that keeps what still matters from it; do not repeat it verbatim."
-)
-
-#: The assistant's reply after a summary, as axio writes it; it marks a summary pair.
-SUMMARY_ACK: Final = "Understood, context restored."
-
-
-@runtime_checkable
-class Summarizer(Protocol):
-    """Anything that can be awaited as ``summarizer(messages, system_prompt)`` for a summary text.
-
-    Optional attributes: ``context_window`` (or ``model.context_window``, as on axio
-    transports) sizes ``AutoCompactStore``'s threshold; ``model`` or ``name`` is recorded in
-    checkpoints as who wrote the summary.
-    """
-
-    def __call__(self, messages: list[Message], system_prompt: str, /) -> Awaitable[str]: ...
-
-
-def check_summarizer(summarizer: object, where: str) -> Summarizer:
-    """``summarizer``, or a :class:`TypeError` naming what ``where`` got instead of a Summarizer.
-
-    Checked when it is handed over, not when the first compaction fails: code ported from axio
-    passes a transport here, which would otherwise only log a warning at every compaction.
-    """
-    if callable(summarizer):
-        return cast(Summarizer, summarizer)
-    kind = type(summarizer)
-    hint = ""
-    if callable(getattr(summarizer, "stream", None)):
-        hint = (
-            " It looks like an axio CompletionTransport (it has .stream()); axio-context takes a"
-            " summarizer instead: OpenAICompatibleSummarizer(model, base_url=...), None for the"
-            " offline ExtractiveSummarizer, or an async function that asks your transport for the"
-            " summary."
-        )
-    raise TypeError(
-        f"{where} needs a Summarizer, an async callable (messages, system_prompt) -> str; got "
-        f"{kind.__module__}.{kind.__qualname__}, which is not callable.{hint}"
-    )
-
-
-def summarizer_name(summarizer: object) -> str:
-    """Who writes the summaries: the model name where the summarizer has one, else its name."""
-    model = getattr(summarizer, "model", None)
-    if isinstance(model, str) and model:
-        return model
-    for attr in ("id", "name"):
-        value = getattr(model, attr, None)
-        if isinstance(value, str) and value:
-            return value
-    name = getattr(summarizer, "name", None)
-    if isinstance(name, str) and name:
-        return name
-    qualname = getattr(summarizer, "__qualname__", None)
-    return qualname if isinstance(qualname, str) else type(summarizer).__qualname__
-
-
-def context_window_of(summarizer: object, default: int = DEFAULT_CONTEXT_WINDOW) -> int:
-    """``summarizer.context_window`` or ``summarizer.model.context_window``, else ``default``."""
-    for owner in (summarizer, getattr(summarizer, "model", None)):
-        window = getattr(owner, "context_window", None)
-        if isinstance(window, int) and not isinstance(window, bool) and window > 0:
-            return window
-    return default
-
-
-# --- the summary pair -------------------------------------------------------------------------
-
-
-def summary_messages(summary: str) -> list[Message]:
-    """The two messages a compaction puts in place of old history (axio's shape)."""
-    return [
-        Message(role="user", content=[TextBlock(text=summary)]),
-        Message(role="assistant", content=[TextBlock(text=SUMMARY_ACK)]),
-    ]
-
-
-def is_summary_pair(messages: Sequence[Message], index: int = 0) -> bool:
-    """True when ``messages[index:index + 2]`` is a summary and its acknowledgement."""
-    if index < 0 or index + 1 >= len(messages):
-        return False
-    first, second = messages[index], messages[index + 1]
-    return (
-        first.role == "user"
-        and len(first.content) == 1
-        and isinstance(first.content[0], TextBlock)
-        and second.role == "assistant"
-        and len(second.content) == 1
-        and isinstance(second.content[0], TextBlock)
-        and second.content[0].text == SUMMARY_ACK
-    )
-
-
-def split_previous_summary(messages: Sequence[Message]) -> tuple[str | None, list[Message]]:
-    """``(earlier summary text or None, the messages after it)``."""
-    if is_summary_pair(messages):
-        return messages[0].text, list(messages[2:])
-    return None, list(messages)
-
-
-# --- rendering for models ---------------------------------------------------------------------
-
-
-def _clip(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]} [{len(text) - limit} chars truncated]"
-
-
-def _result_text(block: ToolResultBlock) -> str:
-    if isinstance(block.content, str):
-        return block.content
-    parts: list[str] = []
-    for item in block.content:
-        if isinstance(item, TextBlock):
-            parts.append(item.text)
-        else:
-            parts.append(f"[{item.media_type}, {len(item.data)} bytes]")
-    return "\n".join(parts)
-
-
-def render_messages(messages: Sequence[Message], *, max_result_chars: int = 2_000) -> list[str]:
-    """One plain-text rendering per message (empty for a message with nothing to show), tool
-    names carried from calls to their results; long tool results and arguments are clipped."""
-    parts: list[str] = []
-    names: dict[str, str] = {}
-    for msg in messages:
-        who = msg.role.capitalize()
-        lines: list[str] = []
-        for block in msg.content:
-            if isinstance(block, TextBlock):
-                if block.text:
-                    lines.append(f"{who}: {block.text}")
-            elif isinstance(block, ToolUseBlock):
-                names[block.id] = block.name
-                args = input_text(block.input)
-                lines.append(f"{who} called tool {block.name}({_clip(args, 500)})")
-            elif isinstance(block, ToolResultBlock):
-                status = "error" if block.is_error else "result"
-                name = names.get(block.tool_use_id, block.tool_use_id)
-                lines.append(f"Tool {status} ({name}): {_clip(_result_text(block), max_result_chars)}")
-            elif isinstance(block, ImageBlock | AudioBlock | VideoBlock):
-                lines.append(f"{who}: [{block.media_type} attachment]")
-            elif isinstance(block, ReasoningBlock):
-                continue  # private reasoning: replayed to its provider, not summarized
-        parts.append("\n".join(lines))
-    return parts
-
-
-def frame_transcript(previous: str | None, parts: Sequence[str]) -> str:
-    """The transcript text: the earlier summary (if any), then the rendered messages."""
-    lines = ["Earlier summary:", previous, "", "Conversation since then:"] if previous is not None else []
-    lines += [p for p in parts if p]
-    return "\n".join(lines)
-
-
-def render_transcript(messages: Sequence[Message], *, max_result_chars: int = 2_000) -> str:
-    """A plain-text transcript for a model to summarize; long tool results are clipped."""
-    previous, rest = split_previous_summary(messages)
-    return frame_transcript(previous, render_messages(rest, max_result_chars=max_result_chars))
-
-
-def clip_middle(text: str, limit: int) -> str:
-    """``text`` in at most ``limit`` characters: its start and its end around a
-    ``[... N characters cut ...]`` marker (both ends matter: a reply's plan and its conclusion)."""
-    if len(text) <= limit:
-        return text
-    limit = max(limit, 0)
-    cut = len(text) - limit
-    while True:
-        marker = f"\n[... {cut} characters cut ...]\n"
-        keep = limit - len(marker)
-        if keep <= 0:
-            return text[:limit]
-        if len(text) - keep == cut:
-            head = (keep + 1) // 2
-            return f"{text[:head]}{marker}{text[len(text) - (keep - head) :]}"
-        cut = len(text) - keep
-
+__all__ = ["ExtractiveSummarizer"]
 
 # --- the offline summarizer -------------------------------------------------------------------
 
@@ -384,7 +172,7 @@ class ExtractiveSummarizer:
                     "Tool calls", self._clip(f"{call} -> {outcome}, in a form this version cannot read"), seq
                 )
             ]
-        body = _result_text(result).strip()
+        body = result_text(result).strip()
         first = _one_line(body.splitlines()[0]) if body else ""
         if result.is_error:
             return [

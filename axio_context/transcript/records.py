@@ -1,0 +1,93 @@
+"""The records both lossless formats carry (msgspec Structs), and the format's name and version."""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+import msgspec
+
+from ..blocks import (
+    ContentBlock,
+)
+from ..messages import Message, Role
+
+__all__ = [
+    "FORMATS",
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "CheckpointRecord",
+    "FormatName",
+    "HeaderFields",
+    "MessageRecord",
+    "SessionHeader",
+    "SessionRecord",
+]
+
+#: The ``format`` field of every lossless export.
+FORMAT_NAME: Final = "axio-context"
+#: Bumped when a reader of the previous version could not read the new files.
+FORMAT_VERSION: Final = 1
+
+FormatName = Literal["json", "jsonl", "markdown"]
+FORMATS: Final[tuple[FormatName, ...]] = ("json", "jsonl", "markdown")
+
+
+# --- records -------------------------------------------------------------------------------------
+
+
+class MessageRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One stored message and the time it was written."""
+
+    role: Role
+    content: list[ContentBlock] = msgspec.field(default_factory=list)
+    created_at: str
+
+    def message(self) -> Message:
+        """The message itself (role and content)."""
+        return Message(role=self.role, content=list(self.content))
+
+
+class CheckpointRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """A compaction checkpoint: ``summary`` stands in for positions ``[0, position)`` in the view."""
+
+    id: int
+    position: int
+    summary: list[Message] = msgspec.field(default_factory=list)
+    tokens_before: int = 0
+    tokens_after: int = 0
+    summarizer: str = ""
+    created_at: str
+
+
+class HeaderFields(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    project: str | None = None
+    title: str | None = None
+    metadata: dict[str, Any] | None = None
+    created_at: str
+    updated_at: str
+    parent_id: str | None = None
+    fork_position: int | None = None
+    #: Leading messages taken from ``parent_id``'s record earlier in the same export.
+    inherited: int = 0
+    #: Length of the whole transcript, inherited messages included.
+    message_count: int
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class SessionHeader(HeaderFields, frozen=True, kw_only=True):
+    """A session's fields: everything but its messages."""
+
+    checkpoints: list[CheckpointRecord] = msgspec.field(default_factory=list)
+
+
+class SessionRecord(SessionHeader, frozen=True, kw_only=True):
+    """A session with its own messages (positions ``inherited .. message_count - 1``)."""
+
+    messages: list[MessageRecord] = msgspec.field(default_factory=list)
+
+    def header(self) -> SessionHeader:
+        """The record without its messages."""
+        fields = {f: getattr(self, f) for f in SessionHeader.__struct_fields__}
+        return SessionHeader(**fields)

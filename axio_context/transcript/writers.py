@@ -1,0 +1,162 @@
+"""Writers: records to bytes, chunk by chunk, so an exporter can stream (json, jsonl, Markdown)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar, Final
+
+import msgspec
+
+from ..blocks import (
+    ContentBlock,
+)
+from ..codec import (
+    contents_have_nonfinite,
+    encode_json,
+)
+from ..messages import Role
+from .markdown import render_blocks, render_header, short_time
+from .records import FORMAT_NAME, FORMAT_VERSION, FORMATS, MessageRecord, SessionHeader
+
+__all__ = ["JsonWriter", "JsonlWriter", "MarkdownWriter", "TranscriptWriter", "writer_for"]
+
+# --- writers -------------------------------------------------------------------------------------
+
+
+class TranscriptWriter:
+    """Turns sessions into bytes, chunk by chunk; an exporter calls these methods in order.
+
+    ``begin``, then per session ``session`` / ``messages`` (any number of batches) /
+    ``end_session``, then ``end``. A ``self_contained`` format gets every session's whole
+    transcript (``inherited`` is 0); the lossless ones get only a fork's own messages.
+    """
+
+    name: ClassVar[str]
+    self_contained: ClassVar[bool] = False
+
+    def begin(self) -> bytes:
+        """Bytes before the first session."""
+        return b""
+
+    def session(self, header: SessionHeader) -> bytes:
+        """Bytes that open a session."""
+        raise NotImplementedError
+
+    def messages(self, header: SessionHeader, first: int, records: Sequence[MessageRecord]) -> bytes:
+        """A batch of the session's messages; ``first`` is the position of ``records[0]``."""
+        raise NotImplementedError
+
+    def end_session(self, header: SessionHeader) -> bytes:
+        """Bytes that close a session."""
+        return b""
+
+    def end(self) -> bytes:
+        """Bytes after the last session."""
+        return b""
+
+
+class JsonWriter(TranscriptWriter):
+    """The ``json`` document, written incrementally (one session per line in the array)."""
+
+    name = "json"
+
+    def __init__(self) -> None:
+        self._sessions = 0
+        self._in_session = 0
+
+    def begin(self) -> bytes:
+        head = encode_json({"format": FORMAT_NAME, "version": FORMAT_VERSION, "embeddings": False})
+        return head[:-1] + b',"sessions":['
+
+    def session(self, header: SessionHeader) -> bytes:
+        sep = b",\n" if self._sessions else b"\n"
+        self._sessions += 1
+        self._in_session = 0
+        return sep + encode_json(header, exact=True)[:-1] + b',"messages":['
+
+    def messages(self, header: SessionHeader, first: int, records: Sequence[MessageRecord]) -> bytes:
+        if not records:
+            return b""
+        exact = contents_have_nonfinite(r.content for r in records)
+        body = b",".join(encode_json(r, exact=exact) for r in records)
+        sep = b"," if self._in_session else b""
+        self._in_session += len(records)
+        return sep + body
+
+    def end_session(self, header: SessionHeader) -> bytes:
+        return b"]}"
+
+    def end(self) -> bytes:
+        return b"\n]}\n" if self._sessions else b"]}\n"
+
+
+class _MessageLine(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="message"):
+    session: str
+    position: int
+    role: Role
+    content: list[ContentBlock]
+    created_at: str
+
+
+class JsonlWriter(TranscriptWriter):
+    """The ``jsonl`` stream: a session line, then one line per message."""
+
+    name = "jsonl"
+    _PREFIX: Final = encode_json({"kind": "session", "format": FORMAT_NAME, "version": FORMAT_VERSION})[:-1]
+
+    def session(self, header: SessionHeader) -> bytes:
+        # ``embeddings`` last: the line's first keys say what it is (see :func:`sniff_format`)
+        return self._PREFIX + b"," + encode_json(header, exact=True)[1:-1] + b',"embeddings":false}\n'
+
+    def messages(self, header: SessionHeader, first: int, records: Sequence[MessageRecord]) -> bytes:
+        exact = contents_have_nonfinite(r.content for r in records)
+        lines = [
+            encode_json(
+                _MessageLine(
+                    session=header.id,
+                    position=first + i,
+                    role=r.role,
+                    content=r.content,
+                    created_at=r.created_at,
+                ),
+                exact=exact,
+            )
+            for i, r in enumerate(records)
+        ]
+        return b"".join(line + b"\n" for line in lines)
+
+
+class MarkdownWriter(TranscriptWriter):
+    """Markdown for people: a heading and facts per session, then every message in full."""
+
+    name = "markdown"
+    self_contained = True
+
+    def __init__(self, fold: int | None = None) -> None:
+        self._fold = fold
+        self._sessions = 0
+
+    def session(self, header: SessionHeader) -> bytes:
+        sep = "\n---\n\n" if self._sessions else ""
+        self._sessions += 1
+        return (sep + render_header(header) + "\n").encode("utf-8", "backslashreplace")
+
+    def messages(self, header: SessionHeader, first: int, records: Sequence[MessageRecord]) -> bytes:
+        out = []
+        for i, r in enumerate(records):
+            out.append(f"## {first + i} · {r.role} · {short_time(r.created_at)}\n\n")
+            out.append(render_blocks(r.content, self._fold))
+            out.append("\n")
+        # Text with lone surrogates (undecodable bytes) shows them as \udcXX escapes.
+        return "".join(out).encode("utf-8", "backslashreplace")
+
+
+def writer_for(name: str) -> TranscriptWriter:
+    """A fresh writer for a format name (``json``, ``jsonl`` or ``markdown``)."""
+    if name == "json":
+        return JsonWriter()
+    if name == "jsonl":
+        return JsonlWriter()
+    if name == "markdown":
+        return MarkdownWriter()
+    raise ValueError(f"unknown transcript format {name!r}: expected one of {', '.join(FORMATS)}")
