@@ -456,15 +456,25 @@ class Database:
 
 @asynccontextmanager
 async def open_database(
-    path: str | Path, *, create: bool = True, busy_timeout: float = 5.0
+    path: str | Path, *, create: bool = True, busy_timeout: float = 5.0, readonly: bool = False
 ) -> AsyncIterator[Database]:
     """Open a database file for the duration of an ``async with`` block.
 
     With ``create=False`` a missing file is a :class:`DatabaseNotFoundError` and nothing is
-    created (commands that only read use this), and a file that cannot be written (a read-only
-    file or folder) is opened read-only instead, so reading still works.
+    created, and a file that cannot be written (a read-only file or folder) is opened read-only
+    instead, so reading still works. ``readonly=True`` never writes at all (no schema, no
+    upgrade, no journal mode): a missing path or an empty file is a
+    :class:`DatabaseNotFoundError` (``EmptyDatabaseError`` for the empty file), "no database
+    yet", and nothing is created.
     """
     target = await asyncio.to_thread(lambda: Path(path).expanduser())
+    if readonly:
+        conn = await connect(target, busy_timeout=busy_timeout, readonly=True)
+        try:
+            yield Database(conn, target)
+        finally:
+            await conn.close()
+        return
     if not create and not await asyncio.to_thread(target.is_file):
         raise DatabaseNotFoundError(f"no database at {target}")
     try:

@@ -38,10 +38,10 @@ import sqlean
 
 from axio_context.errors import StoreClosedError
 
-from ..errors import translate_error
+from ..errors import EmptyDatabaseError, translate_error
 from . import packing
 from .appending import install_temp_objects
-from .schema import apply_schema, refuse_newer
+from .schema import apply_schema, check_owner, is_empty, mark, refuse_newer
 from .vec import load_sqlite_vec
 
 __all__ = [
@@ -64,6 +64,10 @@ sqlite_module: Any = sqlean
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
 _vec_warned = False
+
+#: SQLite virtual-machine steps between two checks of whether the running job was cancelled
+#: (:meth:`_Finished.abandoned`): ~0.1-0.5 ms of work, so a check costs well under 1%.
+PROGRESS_STEPS = 10_000
 
 #: Bytes of the database file read through a memory map (SQLite caps it at its build's maximum).
 MMAP_SIZE = 1 << 30
@@ -205,22 +209,42 @@ class _Checkpointer:
 
 
 class _Finished:
-    """How many jobs a connection's worker thread has finished (written there, read on the loop)."""
+    """How many jobs a connection's worker thread has finished (written there, read on the loop),
+    and which job it is running (so a cancelled caller interrupts its own statement, no other)."""
 
-    __slots__ = ("count",)
+    __slots__ = ("count", "current", "lock")
 
     def __init__(self) -> None:
         self.count = 0
+        self.current: asyncio.Future[Any] | None = None
+        self.lock = threading.Lock()  # guards `current` against a cancelled caller's interrupt
+
+    def abandoned(self) -> int:
+        """SQLite's progress handler: non-zero (abort the statement) while the running job's
+        caller has been cancelled. ``interrupt()`` stops the statement running at the moment of
+        the cancellation; this stops one the job starts after it (or just before, a race)."""
+        future = self.current
+        return 1 if future is not None and future.cancelled() else 0
 
 
 def _job(
     finished: _Finished, use: threading.Lock, future: asyncio.Future[Any], call: Callable[[], Any]
 ) -> None:
     """One job on the worker thread: run ``call`` holding the connection's ``use`` lock (so an
-    inline statement from another thread never runs inside it), count it, hand back its outcome."""
+    inline statement from another thread never runs inside it), count it, hand back its outcome.
+    A job whose caller was cancelled while it waited in the queue is not run at all."""
     try:
         with use:
-            result = call()
+            if future.cancelled():
+                result = None
+            else:
+                with finished.lock:
+                    finished.current = future
+                try:
+                    result = call()
+                finally:
+                    with finished.lock:
+                        finished.current = None
     except BaseException as exc:  # the caller's to see, whatever it is
         finished.count += 1
         _deliver(future, _set_exception, exc)
@@ -304,7 +328,21 @@ class Connection(aiosqlite.Connection):
         self._tx.put_nowait(
             (None, partial(_job, self._finished, self.use, future, partial(fn, *args, **kwargs)))
         )
-        return await future
+        try:
+            return await future
+        except BaseException:
+            # Cancelled (a timeout, a cancelled task, Ctrl-C under asyncio.run): stop the
+            # statement it is running so the connection is free for the next call and close().
+            self._interrupt(future)
+            raise
+
+    def _interrupt(self, future: asyncio.Future[Any]) -> None:
+        """Interrupt SQLite if the worker is running ``future``'s job (thread-safe; a job that
+        already finished, or has not started and now never will, needs nothing)."""
+        with self._finished.lock:
+            raw = self._connection
+            if self._finished.current is future and raw is not None:
+                raw.interrupt()
 
     @property
     def jobs(self) -> int:
@@ -485,13 +523,18 @@ def connect(
             try:
                 raw.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
                 raw.execute("PRAGMA foreign_keys = ON")
-                # A newer database is refused before the journal-mode switch could rewrite it.
+                # Another application's file, or a newer database, is refused before the
+                # journal-mode switch could rewrite it.
+                check_owner(raw, str(path))
                 refuse_newer(raw, str(path))
+                if readonly and is_empty(raw):
+                    raise EmptyDatabaseError(f"no database yet at {path}: the file is empty")
                 if not readonly:
-                    if raw.execute("PRAGMA page_count").fetchone()[0] == 0:
+                    if is_empty(raw):
                         # Only a brand-new file can take this (before its first table and before
                         # WAL): `vacuum` can then give space back without copying the database.
                         raw.execute("PRAGMA auto_vacuum = INCREMENTAL")
+                        mark(raw)  # ours from its first byte, even if this opening stops here
                     mode = raw.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                     if str(mode).lower() != "wal":
                         raw.execute("PRAGMA journal_mode = WAL")
@@ -513,6 +556,7 @@ def connect(
         conn = Connection(connector)
         try:
             await conn
+            await conn._execute(conn._conn.set_progress_handler, conn._finished.abandoned, PROGRESS_STEPS)
         except BaseException as exc:
             # aiosqlite stops the worker after a failed open but does not wait for it; a worker
             # finishing after the event loop closed would die with "Event loop is closed".
@@ -726,7 +770,8 @@ async def _prepare_foreign(conn: aiosqlite.Connection) -> None:
 
         def prepare(raw: Any) -> packing.Dictionaries:
             path = _main_file(raw)
-            refuse_newer(raw, path)  # before anything writes to it, even the journal mode
+            check_owner(raw, path)  # before anything writes to it, even the journal mode
+            refuse_newer(raw, path)
             with contextlib.suppress(Exception):
                 raw.execute("PRAGMA journal_mode = WAL")
             apply_schema(raw, readonly=False, path=path)

@@ -37,6 +37,7 @@ from axio_context.errors import CheckpointError, CorruptDataError, DecodeError, 
 from axio_context.messages import Message, SessionInfo
 from axio_context.transcript import format_time
 
+from ..errors import TokenTotalError
 from . import chunks, indexing, packing
 from .chunks import CHUNK_ERRORS, chunk_of, decode_chunk, decode_chunk_content
 from .packing import (
@@ -463,22 +464,53 @@ def set_tokens(c: Any, session_id: str, project: str | None, input_tokens: int, 
     )
 
 
+#: The largest token total a column holds (SQLite's INTEGER is 64-bit; past it, a sum becomes a
+#: float and later additions are lost).
+MAX_TOKENS: Final = (1 << 63) - 1
+
+#: Adds to both totals when each stays within [0, MAX_TOKENS]; the bounds are written so that no
+#: arithmetic of SQLite's can overflow (``MAX - total`` and ``-total`` fit for any stored total).
+_ADD_TOKENS: Final = (
+    "UPDATE sessions SET input_tokens = input_tokens + :i, output_tokens = output_tokens + :o,"
+    " updated_at = :now WHERE id = :id"
+    " AND :i BETWEEN -input_tokens AND :max - input_tokens"
+    " AND :o BETWEEN -output_tokens AND :max - output_tokens"
+)
+
+
 def add_tokens(c: Any, session_id: str, project: str | None, input_tokens: int, output_tokens: int) -> None:
-    """One autocommit statement (an UPDATE; an upsert for a session's first write): no races."""
+    """One autocommit statement (an UPDATE; an upsert for a session's first write): no races.
+
+    A total that would fall below zero or pass :data:`MAX_TOKENS` is refused with
+    :class:`TokenTotalError` and nothing changes, as ``set`` refuses such totals.
+    """
     now = now_ms()
-    if c.execute(
-        "UPDATE sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,"
-        " updated_at = ? WHERE id = ?",
-        (input_tokens, output_tokens, now, session_id),
-    ).rowcount:
+    args = {"i": input_tokens, "o": output_tokens, "now": now, "id": session_id, "max": MAX_TOKENS}
+    if c.execute(_ADD_TOKENS, args).rowcount:
         return
+    if not (input_tokens >= 0 and output_tokens >= 0):
+        _refuse_totals(session_id, (0, 0), (input_tokens, output_tokens))
     c.execute(
         "INSERT INTO sessions (id, project, created_at, updated_at, input_tokens, output_tokens)"
-        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+        " VALUES (:id, :project, :now, :now, :i, :o) ON CONFLICT (id) DO UPDATE SET"
         " input_tokens = input_tokens + excluded.input_tokens,"
-        " output_tokens = output_tokens + excluded.output_tokens, updated_at = excluded.updated_at",
-        (session_id, project, now, now, input_tokens, output_tokens),
+        " output_tokens = output_tokens + excluded.output_tokens, updated_at = excluded.updated_at"
+        " WHERE :i BETWEEN -input_tokens AND :max - input_tokens"
+        " AND :o BETWEEN -output_tokens AND :max - output_tokens",
+        {**args, "project": project},
     )
+    if not c.execute("SELECT changes()").fetchone()[0]:  # the session existed: its totals refused it
+        _refuse_totals(session_id, get_tokens(c, session_id), (input_tokens, output_tokens))
+
+
+def _refuse_totals(session_id: str, totals: tuple[int, int], added: tuple[int, int]) -> None:
+    for name, total, add in zip(("input_tokens", "output_tokens"), totals, added, strict=True):
+        if not 0 <= total + add <= MAX_TOKENS:
+            raise TokenTotalError(
+                f"adding {add} {name} to session {session_id!r} would make its total {total + add}, "
+                f"outside 0..{MAX_TOKENS}; nothing was changed"
+            )
+    raise TokenTotalError(f"token totals of session {session_id!r} out of range; nothing was changed")
 
 
 # --- forks, clear, pop, delete -------------------------------------------------------------------

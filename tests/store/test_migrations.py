@@ -132,9 +132,10 @@ def _fingerprint(path: Path) -> tuple[str, int, list[str]]:
 
 
 def _with_section(monkeypatch: pytest.MonkeyPatch, sql: str) -> None:
-    """Pretend schema.sql had a version-2 section (in this process, for this test only)."""
-    sections = {**schema.schema_sections(), SCHEMA_VERSION + 1: sql}
-    monkeypatch.setattr(schema, "schema_sections", lambda: sections)
+    """Pretend schema.sql had one more step (in this process, for this test only)."""
+    step = schema.Migration(SCHEMA_VERSION + 1, "test_step", schema.actions_of(sql))
+    steps = (*schema.migrations(), step)
+    monkeypatch.setattr(schema, "migrations", lambda: steps)
     monkeypatch.setattr(schema, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
 
 
