@@ -1,7 +1,7 @@
 """A whole database: the multi-session calls the command line (and any tool) makes.
 
 :class:`Database` wraps an open connection; each method is one library call, most of them one
-hop to the connection's worker thread (the SQL lives in :mod:`.admin` and :mod:`.ops`).
+hop to the connection's worker thread (the SQL lives in :mod:`.admin` and :mod:`.sessions`).
 :func:`open_database` opens one by path, refusing to create a file when asked only to read.
 """
 
@@ -52,7 +52,7 @@ from .search.engine import MAX_K, MODES, IndexStatus, Mode, Query, ReindexReport
 from .search.fts import match_terms, raw_expression, raw_words
 from .store.connection import connect, run, truncate_wal
 from .store.embedding import check_finite, embed_batch, embed_checked
-from .store.ops import SessionPage
+from .store.listing import SessionPage
 from .store.packing import ROLE_CODES
 
 __all__ = [
@@ -142,9 +142,9 @@ class Database:
 
     async def info(self, session_id: str) -> SessionInfo:
         """One session's listing entry."""
-        from .store import ops
+        from .store import listing
 
-        return await run(self._conn, ops.session_info, session_id)
+        return await run(self._conn, listing.session_info, session_id)
 
     # -- reading ---------------------------------------------------------------------------------
 

@@ -1,9 +1,9 @@
 """The SQL of whole-database work: resolve ids, show, export, import, prune, stats, vacuum
 (migration from axio-context-sqlite is in :mod:`.axio_migration`).
 
-Like :mod:`.ops`, every function here is synchronous and runs on a connection's worker thread
+Like :mod:`.sessions`, every function here is synchronous and runs on a connection's worker thread
 (through :func:`.connection.run`), one thread hop per call. Single-session writes and deletes go
-through :mod:`.ops` (``ops.delete_session`` frees blobs and keeps forks' views); the one thing
+through :mod:`.sessions` (``sessions.delete_session`` frees blobs and keeps forks' views); the one thing
 written here directly is a session imported with its original times and checkpoints
 (``_insert_session``), because :func:`.appending.append` stamps rows with the current time.
 
@@ -50,9 +50,21 @@ from axio_context.transcript import (
     sniff_format,
 )
 
-from ..store import appending, chunks, indexing, ops, packing
+from ..store import (
+    appending,
+    blob_refs,
+    chunks,
+    indexing,
+    keys,
+    listing,
+    packing,
+    reading,
+    session_rows,
+    sessions,
+)
 from ..store.connection import truncate_wal
-from ..store.ops import SessionPage, key
+from ..store.keys import key
+from ..store.listing import SessionPage
 from ..store.packing import encode_message
 
 if TYPE_CHECKING:
@@ -251,21 +263,21 @@ def latest(c: Any) -> str:
 def list_sessions(
     c: Any, project: str | None, limit: int | None, cursor: str | None, since_ms: int | None
 ) -> SessionPage:
-    """:func:`.ops.list_sessions` over every project (``project=None``) or one."""
+    """:func:`.listing.list_sessions` over every project (``project=None``) or one."""
     if project is None:
-        return ops.list_sessions(c, limit=limit, cursor=cursor, since_ms=since_ms)
-    return ops.list_sessions(c, project, limit=limit, cursor=cursor, since_ms=since_ms)
+        return listing.list_sessions(c, limit=limit, cursor=cursor, since_ms=since_ms)
+    return listing.list_sessions(c, project, limit=limit, cursor=cursor, since_ms=since_ms)
 
 
 # --- reading sessions ----------------------------------------------------------------------------
 
 _COLS: Final = (
-    f"{ops.ROW_COLUMNS}, id, title, metadata, created_at, updated_at, parent_id, fork_position,"
+    f"{session_rows.ROW_COLUMNS}, id, title, metadata, created_at, updated_at, parent_id, fork_position,"
     " input_tokens, output_tokens"
 )
 
 
-class _Full(ops._Row):
+class _Full(session_rows.SessionRow):
     """A session's whole row: the lineage part every read needs, then the rest, as in ``_COLS``."""
 
     id: str
@@ -296,7 +308,7 @@ def _checkpoints(c: Any, s: _Full) -> list[CheckpointRecord]:
         CheckpointRecord(
             id=seq,
             position=position,
-            summary=ops._decode_summary(s.id, summary),
+            summary=reading.decode_summary(s.id, summary),
             tokens_before=before,
             tokens_after=after,
             summarizer=summarizer,
@@ -307,7 +319,7 @@ def _checkpoints(c: Any, s: _Full) -> list[CheckpointRecord]:
 
 
 def _metadata(s: _Full) -> dict[str, Any] | None:
-    return None if s.metadata is None else ops.decode_metadata(s.id, s.metadata)
+    return None if s.metadata is None else sessions.decode_metadata(s.id, s.metadata)
 
 
 def _header(c: Any, s: _Full, inherited: int) -> SessionHeader:
@@ -331,7 +343,7 @@ def _header(c: Any, s: _Full, inherited: int) -> SessionHeader:
 def _records(c: Any, s: _Full, start: int, end: int) -> list[MessageRecord]:
     """Positions ``[start, end)`` with their created times."""
     times: list[int] = []
-    messages = ops.read_messages(c, s.id, s, start, end, times=times)
+    messages = reading.read_messages(c, s.id, s, start, end, times=times)
     return [
         MessageRecord(role=m.role, content=m.content, created_at=format_time(t))
         for m, t in zip(messages, times, strict=True)
@@ -340,7 +352,7 @@ def _records(c: Any, s: _Full, start: int, end: int) -> list[MessageRecord]:
 
 def show(c: Any, session_id: str, full: bool) -> SessionView:
     """A session's fields and its model view (or, with ``full``, every message): one snapshot."""
-    with ops.read_tx(c):
+    with session_rows.read_tx(c):
         s = _full(c, session_id)
         header = _header(c, s, 0)
         if full or not header.checkpoints:
@@ -358,8 +370,8 @@ def _shared_prefix(c: Any, child: _Full, parent: _Full) -> int:
     """How many leading positions of ``child`` are the very rows of ``parent``'s transcript."""
     if child.base_sid is None:
         return 0
-    a = ops.segments(c, child, 0, child.base_len)
-    b = ops.segments(c, parent, 0, min(child.base_len, parent.next_position))
+    a = session_rows.segments(c, child, 0, child.base_len)
+    b = session_rows.segments(c, parent, 0, min(child.base_len, parent.next_position))
     shared = i = j = 0
     while i < len(a) and j < len(b):
         if a[i][0] != b[j][0]:
@@ -399,7 +411,7 @@ def export(
     One read transaction covers the whole export, so it is one consistent snapshot; sessions
     are read one at a time and messages :data:`BATCH` at a time, so memory stays flat.
     """
-    with ops.read_tx(c):
+    with session_rows.read_tx(c):
         selected: Iterable[_Full]
         exported: set[int] | None
         if session_ids is None:
@@ -447,9 +459,9 @@ class _Stamped(msgspec.Struct):
     created_ms: int
 
 
-def _tokens_upto(c: Any, row: ops._Row, end: int) -> int:
+def _tokens_upto(c: Any, row: session_rows.SessionRow, end: int) -> int:
     total = 0
-    for sid, lo, hi in ops.segments(c, row, 0, end):
+    for sid, lo, hi in session_rows.segments(c, row, 0, end):
         total += int(
             c.execute(
                 "SELECT COALESCE(SUM(tokens), 0) FROM messages WHERE id >= ? AND id < ?",
@@ -486,11 +498,13 @@ def _insert_messages(c: Any, sid: int, first: int, batch: Sequence[_Stamped]) ->
     if dicts is not None:
         dicts.count(row[2] for row in rows)
     if blobs:
-        ops._add_blob_refs(c, blobs)
+        blob_refs.add_blob_refs(c, blobs)
     return spent
 
 
-def _insert_checkpoints(c: Any, sid: int, row: ops._Row, checkpoints: Sequence[CheckpointRecord]) -> None:
+def _insert_checkpoints(
+    c: Any, sid: int, row: session_rows.SessionRow, checkpoints: Sequence[CheckpointRecord]
+) -> None:
     for cp in checkpoints:
         c.execute(
             "INSERT INTO checkpoints (sid, seq, position, summary, tokens_before, tokens_after, summarizer,"
@@ -513,7 +527,7 @@ def _insert_checkpoints(c: Any, sid: int, row: ops._Row, checkpoints: Sequence[C
 def _set_aside(c: Any, session_id: str, written: Container[str] = ()) -> str | None:
     """Rename an existing session out of the way (inside the caller's transaction).
 
-    Replacing is "rename, insert the new one, commit, then ``ops.delete_session`` the old one":
+    Replacing is "rename, insert the new one, commit, then ``sessions.delete_session`` the old one":
     the swap is atomic, and the old session is deleted by the one function that knows how
     (forks keep their views, blobs are freed). A crash between the two steps leaves the old
     session under a ``<id>~replaced-<n>`` id instead of losing it.
@@ -521,7 +535,7 @@ def _set_aside(c: Any, session_id: str, written: Container[str] = ()) -> str | N
     ``written``: the sessions this import wrote already; a fork among them (one that came before
     its parent in the file) names the replacement as its record says, so it is not detached.
     """
-    row = ops._session(c, session_id)
+    row = session_rows.session_row(c, session_id)
     if row is None:
         return None
     aside = f"{session_id}~replaced-{row.sid}"
@@ -549,7 +563,7 @@ def _insert_session(
     preview: tuple[int, str] | None = None
     if header.inherited:
         assert parent_new_id is not None
-        parent = ops._session(c, parent_new_id)
+        parent = session_rows.session_row(c, parent_new_id)
         if parent is None or parent.next_position < header.inherited:
             raise TranscriptError(
                 f"session {header.id!r} inherits {header.inherited} messages from {parent_new_id!r}, "
@@ -560,7 +574,7 @@ def _insert_session(
         p = c.execute("SELECT preview, preview_pos FROM sessions WHERE sid = ?", (parent.sid,)).fetchone()
         if p[1] is not None and p[1] < header.inherited:
             preview = (int(p[1]), str(p[0] or ""))
-    metadata = None if header.metadata is None else ops.encode_metadata(header.metadata)
+    metadata = None if header.metadata is None else sessions.encode_metadata(header.metadata)
     sid = int(
         c.execute(
             "INSERT INTO sessions (id, project, parent_id, fork_position, base_sid, base_len, next_position,"
@@ -598,7 +612,7 @@ def _insert_session(
             sid,
         ),
     )
-    row = ops._Row(sid, base_sid, header.inherited, position, est, header.project)
+    row = session_rows.SessionRow(sid, base_sid, header.inherited, position, est, header.project)
     _insert_checkpoints(c, sid, row, header.checkpoints)
     return position
 
@@ -709,14 +723,14 @@ def _import(
             raise TranscriptError(f"{source} changed while it was being imported")
         new_id = mapping[rec.id]
         parent_new = mapping.get(rec.parent_id, rec.parent_id) if rec.parent_id is not None else None
-        with ops.write_tx(c):
+        with packing.write_tx(c):
             aside = _set_aside(c, new_id, written) if replace else None
-            if aside is None and ops._session(c, new_id) is not None:
+            if aside is None and session_rows.session_row(c, new_id) is not None:
                 raise SessionExistsError(f"session {new_id!r} appeared in the database during the import")
             _insert_session(c, rec, new_id, parent_new, _stamped(rec.messages))
         written.add(new_id)
         if aside is not None:
-            ops.delete_session(c, aside)
+            sessions.delete_session(c, aside)
         appending.train_if_due(c)
         report.append(ImportedSession(rec.id, new_id, len(rec.messages), aside is not None))
     return ImportReport(format=fmt, sessions=report)
@@ -726,15 +740,15 @@ def _import(
 
 
 def fork(c: Any, session_id: str, new_id: str) -> None:
-    """Fork an existing session (:func:`.ops.fork`), refusing a taken id."""
+    """Fork an existing session (:func:`.sessions.fork`), refusing a taken id."""
     _full(c, session_id)
-    if ops._session(c, new_id) is not None:
+    if session_rows.session_row(c, new_id) is not None:
         raise SessionExistsError(f"a session {new_id!r} already exists")
-    ops.fork(c, session_id, None, new_id)
+    sessions.fork(c, session_id, None, new_id)
 
 
 def delete_sessions(c: Any, session_ids: Sequence[str]) -> list[str]:
-    """Delete sessions through :func:`.ops.delete_session`, newest first (so no fork of a doomed
+    """Delete sessions through :func:`.sessions.delete_session`, newest first (so no fork of a doomed
     parent is detached just to be deleted too); returns the ids that existed."""
     rows = []
     for i in dict.fromkeys(session_ids):
@@ -743,7 +757,7 @@ def delete_sessions(c: Any, session_ids: Sequence[str]) -> list[str]:
             rows.append((int(r[0]), i))
     deleted = []
     for _, i in sorted(rows, reverse=True):
-        if ops.delete_session(c, i):
+        if sessions.delete_session(c, i):
             deleted.append(i)
     return deleted
 
@@ -752,11 +766,11 @@ def rename(c: Any, old: str, new: str) -> None:
     """Change a session's id; forks' ``parent_id`` follows."""
     if not new:
         raise ValueError("a session id must not be empty")
-    with ops.write_tx(c):
+    with packing.write_tx(c):
         _full(c, old)
-        if ops._session(c, new) is not None:
+        if session_rows.session_row(c, new) is not None:
             raise SessionExistsError(f"a session {new!r} already exists")
-        now = ops.now_ms()
+        now = keys.now_ms()
         c.execute("UPDATE sessions SET id = ?, updated_at = ? WHERE id = ?", (new, now, old))
         c.execute("UPDATE sessions SET parent_id = ? WHERE parent_id = ?", (new, old))
 
@@ -764,7 +778,7 @@ def rename(c: Any, old: str, new: str) -> None:
 def set_title(c: Any, session_id: str, title: str | None) -> None:
     """Set or clear the title of an existing session."""
     _full(c, session_id)
-    ops.set_title(c, session_id, None, title)
+    sessions.set_title(c, session_id, None, title)
 
 
 # --- files written next to the database (export -o, backup) --------------------------------------
@@ -923,7 +937,7 @@ def _wal(path: Path) -> Path:
 
 def stats(c: Any, path: Path) -> Stats:
     """Totals over the database and per project, in one snapshot."""
-    with ops.read_tx(c):
+    with session_rows.read_tx(c):
         # Token totals are summed in two halves (high and low 32 bits), joined exactly in Python:
         # each session may hold up to 2**63 - 1, so their plain SUM overflows SQLite's integer.
         by_project = [
@@ -1003,7 +1017,7 @@ def prune(
     if only is not None:
         where.append("id IN (SELECT value FROM json_each(?))")
         args.append(msgspec.json.encode(list(only)).decode())
-    sql = f"SELECT {ops._INFO_COLUMNS} FROM sessions"
+    sql = f"SELECT {listing.INFO_COLUMNS} FROM sessions"
     if keep:
         # the `keep` most recently updated sessions of the project are kept whatever their age
         scope = "WHERE project = ?" if project is not None else ""
@@ -1015,8 +1029,8 @@ def prune(
         sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY updated_at DESC, sid DESC"
     # Listing and deleting in one write transaction: what is deleted is what qualified then.
-    with ops.read_tx(c) if dry_run else ops.write_tx(c):
-        infos = [ops._info(r) for r in c.execute(sql, args).fetchall()]
+    with session_rows.read_tx(c) if dry_run else packing.write_tx(c):
+        infos = [listing.info_from_row(r) for r in c.execute(sql, args).fetchall()]
         if not dry_run:
             delete_sessions(c, [i.session_id for i in infos])
     return infos
@@ -1064,7 +1078,7 @@ def recompress(c: Any, progress: Progress | None = None) -> RecompressReport:
     for table in ("messages", "chunks"):
         new_id, d, r, b, a = _recompress_table(c, dicts, table, done, total, progress)
         done, rows, before, after = done + d, rows + r, before + b, after + a
-    with ops.write_tx(c):
+    with packing.write_tx(c):
         # Another connection may still be compressing with an older dictionary: its append finds
         # the dictionary gone (the append trigger checks) and compresses again with the new one.
         removed = c.execute(
@@ -1105,7 +1119,7 @@ def _recompress_table(
     read = 0
     last = -1
     while True:
-        with ops.write_tx(c):
+        with packing.write_tx(c):
             new_id = _newest_dictionary(c, dicts)
             batch = c.execute(
                 f"SELECT id, flags, payload FROM {table} WHERE id > ? ORDER BY id LIMIT ?",

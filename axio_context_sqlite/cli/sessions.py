@@ -12,7 +12,7 @@ import msgspec
 from axio_context.transcript import message_range, render_blocks, render_header
 
 from ..database import Database
-from ..store.ops import SessionPage
+from ..store.listing import SessionPage
 from .app import COUNT_MAX, cli, settings_of, with_db
 from .options import (
     When,

@@ -25,7 +25,7 @@ A search is one thread hop and one read snapshot (the query is embedded just bef
 Where a message is found: once, under the session that owns its row. A fork's inherited messages
 are its ancestor's rows, so a search finds them as the ancestor's; ``project`` filters on the
 owner's project. With ``session_id`` the search covers that session's whole transcript (the
-lineage segments of :func:`.ops.segments`) and reports every hit as that session's, at the
+lineage segments of :func:`.rows.segments`) and reports every hit as that session's, at the
 position it has there. A deleted session's rows and index entries went with it.
 
 Snippets: the hits' rows are decoded and marked by :mod:`.snippets`, with the search's MATCH
@@ -56,10 +56,11 @@ from axio_context.errors import (
 )
 
 from ..errors import translate_error
-from ..store import chunks, indexing, ops
+from ..store import chunks, indexing, keys, session_rows
 from ..store.indexing import CODES_TABLE
-from ..store.ops import iso, key, read_tx, write_tx
-from ..store.packing import ROLE_NAMES, ROW_ERRORS
+from ..store.keys import iso, key
+from ..store.packing import ROLE_NAMES, ROW_ERRORS, write_tx
+from ..store.session_rows import read_tx
 from ..store.vec import binary_code, brute_force_knn
 from . import snippets
 from .fts import BM25_WEIGHTS, fts_errors, match_terms
@@ -104,7 +105,8 @@ EXACT_ROWS: Final = 16_384
 #: keyword ranking (see :func:`_keyword`).
 PRUNE_MIN_ROWS: Final = 20_000
 
-_LOW: Final = (1 << ops.SHIFT) - 1
+#: SQL for the sid of the session owning a keyword-index row (its rowid is the message key).
+_FTS_SID: Final = keys.sql_sid("messages_fts.rowid")
 
 
 # --- result types --------------------------------------------------------------------------------
@@ -267,11 +269,11 @@ class _Scope(msgspec.Struct):
 
 
 def _scope(c: Any, session_id: str) -> _Scope:
-    row = ops._session(c, session_id)
+    row = session_rows.session_row(c, session_id)
     if row is None:
         raise SessionNotFoundError(f"no session {session_id!r}")
     preview, title = c.execute("SELECT preview, title FROM sessions WHERE sid = ?", (row.sid,)).fetchone()
-    segments = ops.segments(c, row)
+    segments = session_rows.segments(c, row)
     outside = 0
     for sid, lo, hi in segments:
         base_len, next_position = c.execute(
@@ -307,7 +309,7 @@ def _fts(c: Any, q: Query, scope: _Scope | None, expr: str, limit: int) -> list[
     if filters:
         joins.append("JOIN messages m ON m.id = messages_fts.rowid")
     if q.project is not None and scope is None:
-        joins.append("JOIN sessions s ON s.sid = (messages_fts.rowid >> 32)")
+        joins.append(f"JOIN sessions s ON s.sid = {_FTS_SID}")
         where.append("s.project = ?")
         args.append(q.project)
     # bm25() named with its weights: about twice as fast as ORDER BY the configured rank,
@@ -403,7 +405,7 @@ def _recent(c: Any, q: Query, scope: _Scope | None, expr: str, limit: int) -> li
                     break
                 if n == _RECENT_SESSIONS:
                     if q.project is not None:
-                        source += " JOIN sessions s ON s.sid = (messages_fts.rowid >> 32)"
+                        source += f" JOIN sessions s ON s.sid = {_FTS_SID}"
                         where.append("s.project = ?")
                         args.append(q.project)
                     rows = c.execute(
@@ -546,7 +548,7 @@ def _semantic_raw(
     assert q.match is not None
     project = q.project if scope is None else None
     if scope is None and _codes_usable(c, settings) and (population is None or population.rows > EXACT_ROWS):
-        joins = " JOIN sessions s ON s.sid = (messages_fts.rowid >> 32) AND s.project = ?" if project else ""
+        joins = f" JOIN sessions s ON s.sid = {_FTS_SID} AND s.project = ?" if project else ""
         matches = c.execute(
             f"SELECT COUNT(*) FROM (SELECT 1 FROM messages_fts{joins} WHERE messages_fts MATCH ? LIMIT ?)",
             (*([project] if project else []), q.match, EXACT_ROWS + 1),
@@ -654,7 +656,7 @@ def _semantic_exact(
         where.insert(0, "messages_fts MATCH ?")
         args.insert(0, match)
         if project is not None:
-            joins.append("JOIN sessions s ON s.sid = (messages_fts.rowid >> 32)")
+            joins.append(f"JOIN sessions s ON s.sid = {_FTS_SID}")
             where.append("s.project = ?")
             args.append(project)
     if exclude is not None:
@@ -724,7 +726,7 @@ def _hits(
         for r in c.execute(
             "SELECT sid, id, project, preview, title FROM sessions"
             " WHERE sid IN (SELECT value FROM json_each(?))",
-            (_ids_json({i >> ops.SHIFT for i in ids}),),
+            (_ids_json({keys.sid_of(i) for i in ids}),),
         )
     }
     texts: dict[int, tuple[str, str]] = {}
@@ -741,7 +743,7 @@ def _hits(
     hits: list[SearchHit] = []
     for r in ranked:
         row = rows.get(r.mid)
-        owner = sessions.get(r.mid >> ops.SHIFT)
+        owner = sessions.get(keys.sid_of(r.mid))
         if row is None or owner is None:
             continue  # defensive: an index entry whose message is gone
         snippet, spans = marked.get(r.mid) or snippets.excerpt(texts[r.mid])
@@ -752,7 +754,7 @@ def _hits(
         hits.append(
             SearchHit(
                 session_id=session_id,
-                position=r.mid & _LOW,
+                position=keys.position_of(r.mid),
                 role=ROLE_NAMES[row[1]] if 0 <= row[1] < len(ROLE_NAMES) else str(row[1]),
                 snippet=snippet,
                 highlights=spans,
@@ -842,7 +844,7 @@ def similar(c: Any, session_id: str, position: int, k: int) -> list[SearchHit]:
     """Messages nearest in meaning to one message (itself left out), across every session; a
     negative ``position`` counts from the end of the session's full transcript."""
     with read_tx(c):
-        row = ops._session(c, session_id)
+        row = session_rows.session_row(c, session_id)
         if row is None:
             raise SessionNotFoundError(f"no session {session_id!r}")
         asked = position
@@ -852,7 +854,7 @@ def similar(c: Any, session_id: str, position: int, k: int) -> list[SearchHit]:
             raise MessageNotFoundError(
                 f"session {session_id!r} has no message {asked} (it has {row.next_position})"
             )
-        owner = ops.segments(c, row, position, position + 1)[0][0]
+        owner = session_rows.segments(c, row, position, position + 1)[0][0]
         mid = key(owner, position)
         found = c.execute("SELECT embedding FROM message_vectors WHERE id = ?", (mid,)).fetchone()
         if found is None:
@@ -1001,7 +1003,7 @@ def reindex_write(
         wanted = {pending.ids[i]: (pending.fingerprints[i], vec, code) for i, vec, code in vectors}
         current = c.execute(
             "SELECT m.id, m.role, m.created_at, m.flags, m.payload, s.sid, s.project FROM messages m"
-            " JOIN sessions s ON s.sid = (m.id >> 32)"
+            f" JOIN sessions s ON s.sid = {keys.sql_sid('m.id')}"
             " WHERE m.id IN (SELECT value FROM json_each(?))"
             " AND NOT EXISTS (SELECT 1 FROM message_vectors v WHERE v.id = m.id)",
             (_ids_json(wanted),),
@@ -1039,7 +1041,7 @@ def codes_plan(c: Any) -> tuple[bool, str | None]:
             return False, None
         if not table:
             indexing._ensure_codes_table(c, int(dim))
-        token = f"reconciling-{ops.now_ms()}"
+        token = f"reconciling-{keys.now_ms()}"
         c.execute(
             "INSERT INTO settings (key, value) VALUES ('codes_stale', ?)"
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -1080,7 +1082,7 @@ def codes_add(c: Any, ids: Sequence[int]) -> int:
         }
         rows = c.execute(
             "SELECT v.id, v.embedding, s.sid, s.project, m.role, m.created_at FROM message_vectors v"
-            " JOIN messages m ON m.id = v.id JOIN sessions s ON s.sid = (v.id >> 32)"
+            f" JOIN messages m ON m.id = v.id JOIN sessions s ON s.sid = {keys.sql_sid('v.id')}"
             " WHERE v.id IN (SELECT value FROM json_each(?))",
             (_ids_json(i for i in ids if i not in have),),
         ).fetchall()

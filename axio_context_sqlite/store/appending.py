@@ -21,7 +21,9 @@ from axio_context.errors import DecodeError
 from axio_context.messages import PREVIEW_CHARS, Message, replace_lone_surrogates
 
 from . import indexing, packing
-from .ops import Embeddings, _add_blob_refs, key, now_ms
+from .blob_refs import add_blob_refs
+from .embedding import Embeddings
+from .keys import SHIFT, key, now_ms
 from .packing import DICT_SHIFT, EncodedMessage, write_tx
 
 __all__ = [
@@ -134,7 +136,7 @@ def append(
             )
         blobs = [b for e in encoded for b in e.blobs]
         if blobs:
-            _add_blob_refs(c, blobs)
+            add_blob_refs(c, blobs)
         if preview is not None and preview_pos is None:
             c.execute(
                 "UPDATE sessions SET preview = ?, preview_pos = ? WHERE sid = ?",
@@ -275,7 +277,7 @@ CREATE TEMP VIEW IF NOT EXISTS axio_append
     (session_id, project, role, flags, created_at, tokens, payload, preview)
     AS SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 """
-_APPEND_TRIGGER: Final = """
+_APPEND_TRIGGER: Final = f"""
 CREATE TEMP TRIGGER IF NOT EXISTS axio_append_row INSTEAD OF INSERT ON axio_append BEGIN
     SELECT RAISE(ABORT, 'axio: compression dictionary gone')
         WHERE NEW.flags >= 256 AND NOT EXISTS (SELECT 1 FROM zstd_dicts WHERE id = NEW.flags >> 8);
@@ -283,9 +285,10 @@ CREATE TEMP TRIGGER IF NOT EXISTS axio_append_row INSTEAD OF INSERT ON axio_appe
         VALUES (NEW.session_id, NEW.project, NEW.created_at, NEW.created_at)
         ON CONFLICT (id) DO NOTHING;
     INSERT INTO messages (id, role, flags, created_at, tokens, payload)
-        SELECT (sid << 32) | next_position, NEW.role, NEW.flags, NEW.created_at, NEW.tokens, NEW.payload
+        SELECT (sid << {SHIFT}) | next_position, NEW.role, NEW.flags, NEW.created_at, NEW.tokens, NEW.payload
         FROM sessions WHERE id = NEW.session_id;
-    INSERT INTO fts_pending (id) SELECT (sid << 32) | next_position FROM sessions WHERE id = NEW.session_id;
+    INSERT INTO fts_pending (id)
+        SELECT (sid << {SHIFT}) | next_position FROM sessions WHERE id = NEW.session_id;
     UPDATE sessions SET
         next_position = next_position + 1,
         est_tokens = est_tokens + NEW.tokens,

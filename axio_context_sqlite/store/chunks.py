@@ -28,6 +28,7 @@ from axio_context.blocks import ContentBlock
 from axio_context.errors import CorruptDataError
 
 from . import packing
+from .keys import key, position_of, sid_of
 from .packing import FLAG_BLOBS, FLAG_SEALED, ROW_ERRORS, inflate, pack
 
 __all__ = [
@@ -63,7 +64,6 @@ SEAL_TAIL: Final = 32
 #: (64 messages of 17 MB made one past it, and its INSERT failed) and a sane amount of memory.
 CHUNK_BYTES: Final = 32 * 1024 * 1024
 
-_LOW: Final = (1 << 32) - 1
 _entries_decoder: Final = msgspec.msgpack.Decoder(list[tuple[int, int, msgspec.Raw]])
 _encoder: Final = msgspec.msgpack.Encoder()
 _raw_decoder: Final = msgspec.msgpack.Decoder(msgspec.Raw)
@@ -100,8 +100,8 @@ def decode_chunk(flags: int, payload: bytes) -> list[Entry]:
 
 
 def _where(chunk: int) -> str:
-    first = chunk & _LOW
-    return f"messages {first}..{first + CHUNK - 1} of stored session {chunk >> 32}"
+    first = position_of(chunk)
+    return f"messages {first}..{first + CHUNK - 1} of stored session {sid_of(chunk)}"
 
 
 class Reader:
@@ -184,7 +184,7 @@ def seal_all(c: Any) -> int:
     written = 0
     for sid in sids:
         with packing.write_tx(c):
-            written += seal_after_fold(c, [sid << 32])
+            written += seal_after_fold(c, [key(sid, 0)])
     return written
 
 
@@ -199,7 +199,7 @@ def seal_after_fold(c: Any, folded: Iterable[int], plain: Mapping[int, bytes] | 
     """
     first: dict[int, int] = {}
     for mid in folded:
-        sid, pos = mid >> 32, mid & _LOW
+        sid, pos = sid_of(mid), position_of(mid)
         if pos < first.get(sid, pos + 1):
             first[sid] = pos
     if not first:
@@ -215,7 +215,7 @@ def seal_after_fold(c: Any, folded: Iterable[int], plain: Mapping[int, bytes] | 
         hi = max(0, int(r[0]) - SEAL_TAIL) & ~(CHUNK - 1)
         if hi <= lo:
             continue
-        base = sid << 32
+        base = key(sid, 0)
         rows = c.execute(
             "SELECT id, role, flags, created_at, tokens, payload FROM messages"
             " WHERE id >= ? AND id < ? AND NOT flags & ? ORDER BY id",
