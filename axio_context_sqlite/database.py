@@ -53,7 +53,7 @@ from .search.fts import match_terms, raw_expression, raw_words
 from .store.connection import connect, run, truncate_wal
 from .store.embedding import check_finite, embed_batch, embed_checked
 from .store.listing import SessionPage
-from .store.packing import ROLE_CODES
+from .store.message_rows import ROLE_CODES
 
 __all__ = [
     "AxioImportReport",

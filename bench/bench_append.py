@@ -44,7 +44,7 @@ from axio_context_sqlite import SQLiteContextStore, connect
 from axio_context_sqlite.search.fts import FTS_TOKENIZE
 from axio_context_sqlite.store import appending, connection, indexing
 from axio_context_sqlite.store import context_store as store_module
-from axio_context_sqlite.store.packing import encode_message
+from axio_context_sqlite.store.message_rows import encode_message
 
 from .workload import transcript
 

@@ -25,8 +25,8 @@ from axio_context.messages import SURROGATE, Message
 from axio_context.transcript import SessionHeader, format_time, parse_time
 
 from ..errors import translate_error
-from ..store import appending, keys, packing, session_rows, sessions
-from ..store.packing import ROLE_NAMES
+from ..store import appending, keys, session_rows, sessions, transactions
+from ..store.message_rows import ROLE_NAMES
 from .maintenance import (
     AxioImportReport,
     _full,
@@ -263,7 +263,7 @@ def import_axio(c: Any, path: Path, replace: bool) -> AxioImportReport:
                     conflicts.append(ps.id)
                     continue
             header = _peer_header(ps)
-            with packing.write_tx(c):
+            with transactions.write_tx(c):
                 aside = _set_aside(c, ps.id)
                 _insert_session(c, header, ps.id, None, ps.messages)
             if aside is not None:
@@ -280,7 +280,7 @@ def import_axio(c: Any, path: Path, replace: bool) -> AxioImportReport:
 
 def _take_totals(c: Any, ps: _PeerSession) -> bool:
     """Take the peer's token totals if they are ahead of these in both counts (and differ)."""
-    with packing.write_tx(c):
+    with transactions.write_tx(c):
         done = c.execute(
             "UPDATE sessions SET input_tokens = :i, output_tokens = :o WHERE id = :id"
             " AND input_tokens <= :i AND output_tokens <= :o"
@@ -293,7 +293,7 @@ def _take_totals(c: Any, ps: _PeerSession) -> bool:
 def _extend(c: Any, ps: _PeerSession) -> int:
     """Append the messages a migrated session gained since, and take its token totals where they
     are ahead (totals only grow: one counted on here past the peer's is kept)."""
-    with packing.write_tx(c):
+    with transactions.write_tx(c):
         row = session_rows.session_row(c, ps.id)
         assert row is not None
         tail = ps.messages[row.next_position :]

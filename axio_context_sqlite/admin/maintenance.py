@@ -61,11 +61,12 @@ from ..store import (
     reading,
     session_rows,
     sessions,
+    transactions,
 )
 from ..store.connection import truncate_wal
 from ..store.keys import key
 from ..store.listing import SessionPage
-from ..store.packing import encode_message
+from ..store.message_rows import encode_message
 
 if TYPE_CHECKING:
     from ..store.connection import _Checkpointer
@@ -352,7 +353,7 @@ def _records(c: Any, s: _Full, start: int, end: int) -> list[MessageRecord]:
 
 def show(c: Any, session_id: str, full: bool) -> SessionView:
     """A session's fields and its model view (or, with ``full``, every message): one snapshot."""
-    with session_rows.read_tx(c):
+    with transactions.read_tx(c):
         s = _full(c, session_id)
         header = _header(c, s, 0)
         if full or not header.checkpoints:
@@ -411,7 +412,7 @@ def export(
     One read transaction covers the whole export, so it is one consistent snapshot; sessions
     are read one at a time and messages :data:`BATCH` at a time, so memory stays flat.
     """
-    with session_rows.read_tx(c):
+    with transactions.read_tx(c):
         selected: Iterable[_Full]
         exported: set[int] | None
         if session_ids is None:
@@ -723,7 +724,7 @@ def _import(
             raise TranscriptError(f"{source} changed while it was being imported")
         new_id = mapping[rec.id]
         parent_new = mapping.get(rec.parent_id, rec.parent_id) if rec.parent_id is not None else None
-        with packing.write_tx(c):
+        with transactions.write_tx(c):
             aside = _set_aside(c, new_id, written) if replace else None
             if aside is None and session_rows.session_row(c, new_id) is not None:
                 raise SessionExistsError(f"session {new_id!r} appeared in the database during the import")
@@ -766,7 +767,7 @@ def rename(c: Any, old: str, new: str) -> None:
     """Change a session's id; forks' ``parent_id`` follows."""
     if not new:
         raise ValueError("a session id must not be empty")
-    with packing.write_tx(c):
+    with transactions.write_tx(c):
         _full(c, old)
         if session_rows.session_row(c, new) is not None:
             raise SessionExistsError(f"a session {new!r} already exists")
@@ -937,7 +938,7 @@ def _wal(path: Path) -> Path:
 
 def stats(c: Any, path: Path) -> Stats:
     """Totals over the database and per project, in one snapshot."""
-    with session_rows.read_tx(c):
+    with transactions.read_tx(c):
         # Token totals are summed in two halves (high and low 32 bits), joined exactly in Python:
         # each session may hold up to 2**63 - 1, so their plain SUM overflows SQLite's integer.
         by_project = [
@@ -1029,7 +1030,7 @@ def prune(
         sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY updated_at DESC, sid DESC"
     # Listing and deleting in one write transaction: what is deleted is what qualified then.
-    with session_rows.read_tx(c) if dry_run else packing.write_tx(c):
+    with transactions.read_tx(c) if dry_run else transactions.write_tx(c):
         infos = [listing.info_from_row(r) for r in c.execute(sql, args).fetchall()]
         if not dry_run:
             delete_sessions(c, [i.session_id for i in infos])
@@ -1078,7 +1079,7 @@ def recompress(c: Any, progress: Progress | None = None) -> RecompressReport:
     for table in ("messages", "chunks"):
         new_id, d, r, b, a = _recompress_table(c, dicts, table, done, total, progress)
         done, rows, before, after = done + d, rows + r, before + b, after + a
-    with packing.write_tx(c):
+    with transactions.write_tx(c):
         # Another connection may still be compressing with an older dictionary: its append finds
         # the dictionary gone (the append trigger checks) and compresses again with the new one.
         removed = c.execute(
@@ -1119,7 +1120,7 @@ def _recompress_table(
     read = 0
     last = -1
     while True:
-        with packing.write_tx(c):
+        with transactions.write_tx(c):
             new_id = _newest_dictionary(c, dicts)
             batch = c.execute(
                 f"SELECT id, flags, payload FROM {table} WHERE id > ? ORDER BY id LIMIT ?",

@@ -59,8 +59,9 @@ from ..errors import translate_error
 from ..store import chunks, indexing, keys, session_rows
 from ..store.indexing import CODES_TABLE
 from ..store.keys import iso, key
-from ..store.packing import ROLE_NAMES, ROW_ERRORS, write_tx
-from ..store.session_rows import read_tx
+from ..store.message_rows import ROLE_NAMES
+from ..store.packing import ROW_ERRORS
+from ..store.transactions import read_tx, write_tx
 from ..store.vec import binary_code, brute_force_knn
 from . import snippets
 from .fts import BM25_WEIGHTS, fts_errors, match_terms

@@ -24,7 +24,9 @@ from . import indexing, packing
 from .blob_refs import add_blob_refs
 from .embedding import Embeddings
 from .keys import SHIFT, key, now_ms
-from .packing import DICT_SHIFT, EncodedMessage, write_tx
+from .message_rows import EncodedMessage
+from .packing import DICT_SHIFT
+from .transactions import write_tx
 
 __all__ = [
     "after_inline_append",

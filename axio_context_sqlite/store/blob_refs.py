@@ -11,11 +11,8 @@ from axio_context.codec import (
 )
 
 from . import chunks
-from .chunks import CHUNK_ERRORS
-from .packing import (
-    FLAG_BLOBS,
-    media_digests,
-)
+from .message_rows import media_digests
+from .packing import CHUNK_ERRORS, FLAG_BLOBS
 
 __all__ = ["add_blob_refs", "digests_in_range", "drop_blob_refs"]
 

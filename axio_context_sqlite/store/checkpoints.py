@@ -14,11 +14,9 @@ from axio_context.codec import (
 from axio_context.errors import CheckpointError
 
 from .keys import iso, key, now_ms
-from .packing import (
-    write_tx,
-)
 from .reading import decode_summary
 from .session_rows import ensure_session, segments
+from .transactions import write_tx
 
 __all__ = ["add_checkpoint", "list_checkpoints"]
 

@@ -31,7 +31,8 @@ from . import appending, checkpoints, listing, reading, sessions
 from .connection import NOT_RUN, checkpoint_due, run, run_inline, run_short
 from .embedding import embed_batch
 from .listing import SessionPage
-from .packing import EncodedMessage, encode_message, write_tx
+from .message_rows import EncodedMessage, encode_message
+from .transactions import write_tx
 
 __all__ = ["SQLiteContextStore"]
 

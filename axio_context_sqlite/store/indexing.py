@@ -30,7 +30,8 @@ from axio_context.messages import Message, text_columns
 
 from . import chunks
 from .keys import POSITION_MASK, key, position_of
-from .packing import ROLE_NAMES, ROW_ERRORS, inflate
+from .message_rows import ROLE_NAMES
+from .packing import ROW_ERRORS, inflate
 from .vec import code_bits
 
 __all__ = [

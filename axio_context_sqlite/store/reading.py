@@ -15,21 +15,22 @@ from axio_context.errors import CorruptDataError, DecodeError
 from axio_context.messages import Message
 
 from . import chunks, packing
-from .chunks import CHUNK_ERRORS, chunk_of, decode_chunk, decode_chunk_content
+from .chunks import chunk_of
 from .keys import POSITION_MASK, key
+from .message_rows import ROLE_NAMES, decode_row, media_digests, restore_media
 from .packing import (
+    CHUNK_ERRORS,
     DICT_SHIFT,
     FLAG_BLOBS,
     FLAG_ZSTD,
-    ROLE_NAMES,
     ROW_ERRORS,
-    decode_row,
+    decode_chunk,
+    decode_chunk_content,
     inflate,
-    media_digests,
-    restore_media,
     unzstd,
 )
-from .session_rows import SessionRow, read_tx, segments, session_row
+from .session_rows import SessionRow, segments, session_row
+from .transactions import read_tx
 
 __all__ = ["decode_summary", "get_full", "get_view", "latest_checkpoint", "read_messages", "view_tokens"]
 

@@ -9,8 +9,6 @@ reads one range per segment.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, Final
 
 import msgspec
@@ -22,24 +20,9 @@ __all__ = [
     "SessionRow",
     "create_session",
     "ensure_session",
-    "read_tx",
     "segments",
     "session_row",
 ]
-
-
-@contextmanager
-def read_tx(c: Any) -> Iterator[None]:
-    """One read snapshot across several statements (WAL readers never block writers)."""
-    if c.in_transaction:  # already inside a caller's transaction
-        yield
-        return
-    c.execute("BEGIN")
-    try:
-        yield
-    finally:
-        if c.in_transaction:
-            c.execute("COMMIT")
 
 
 class SessionRow(msgspec.Struct):

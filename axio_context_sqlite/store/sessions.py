@@ -26,13 +26,10 @@ from ..errors import TokenTotalError
 from . import chunks, indexing, packing
 from .blob_refs import digests_in_range, drop_blob_refs
 from .keys import POSITION_MASK, key, now_ms
-from .packing import (
-    FLAG_BLOBS,
-    FLAG_SEALED,
-    write_tx,
-)
+from .packing import FLAG_BLOBS, FLAG_SEALED
 from .reading import read_messages
 from .session_rows import SessionRow, ensure_session, segments, session_row
+from .transactions import write_tx
 
 __all__ = [
     "MAX_TOKENS",
