@@ -50,7 +50,9 @@ from .admin.maintenance import (
 from .search import engine as search
 from .search.engine import MAX_K, MODES, IndexStatus, Mode, Query, ReindexReport, SearchHit, SearchResults
 from .search.fts import match_terms, raw_expression, raw_words
-from .store.connection import connect, run, truncate_wal
+from .store.calls import run
+from .store.checkpointer import truncate_wal
+from .store.connection import connect
 from .store.embedding import check_finite, embed_batch, embed_checked
 from .store.listing import SessionPage
 from .store.message_rows import ROLE_CODES

@@ -2,7 +2,7 @@
 (migration from axio-context-sqlite is in :mod:`.axio_migration`).
 
 Like :mod:`.sessions`, every function here is synchronous and runs on a connection's worker thread
-(through :func:`.connection.run`), one thread hop per call. Single-session writes and deletes go
+(through :func:`.calls.run`), one thread hop per call. Single-session writes and deletes go
 through :mod:`.sessions` (``sessions.delete_session`` frees blobs and keeps forks' views); the one thing
 written here directly is a session imported with its original times and checkpoints
 (``_insert_session``), because :func:`.appending.append` stamps rows with the current time.
@@ -63,13 +63,13 @@ from ..store import (
     sessions,
     transactions,
 )
-from ..store.connection import truncate_wal
+from ..store.checkpointer import truncate_wal
 from ..store.keys import key
 from ..store.listing import SessionPage
 from ..store.message_rows import encode_message
 
 if TYPE_CHECKING:
-    from ..store.connection import _Checkpointer
+    from ..store.checkpointer import Checkpointer
 
 __all__ = [
     "AxioImportReport",
@@ -1150,7 +1150,7 @@ def _recompress_table(
     return new_id, read, rows, before, after
 
 
-def vacuum(c: Any, path: Path, full: bool = False, checkpointer: _Checkpointer | None = None) -> VacuumReport:
+def vacuum(c: Any, path: Path, full: bool = False, checkpointer: Checkpointer | None = None) -> VacuumReport:
     """Seal older messages into chunks, reclaim free pages, then truncate the WAL.
 
     Sealing (:func:`.chunks.seal_all`) reaches what the keyword index's folds did not, such as a
@@ -1162,7 +1162,7 @@ def vacuum(c: Any, path: Path, full: bool = False, checkpointer: _Checkpointer |
     WAL, so it needs up to about twice the database's size free while it runs; it also packs
     pages that rows shrank on (after :func:`recompress`), which the incremental way cannot.
     ``checkpointer``: the connection's background checkpoint, waited for (see
-    :func:`.connection.truncate_wal`).
+    :func:`.checkpointer.truncate_wal`).
     """
     on_disk = _size(path) + _size(_wal(path))
     sealed = chunks.seal_all(c)

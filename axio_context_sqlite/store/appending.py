@@ -4,7 +4,7 @@ references and embeddings, in one transaction.
 One way in, :func:`append`, run two ways. On the connection's worker thread it does the whole
 job: the transaction, then folding a long keyword-index queue and training the database's first
 compression dictionary when due. On the event loop's thread (``inline``, through
-:func:`.connection.run_inline`) it does only the write, and :func:`after_inline_append` does the
+:func:`.calls.run_inline`) it does only the write, and :func:`after_inline_append` does the
 rest on the worker when due. Either way one plain message is one statement: the TEMP trigger
 below does the rest.
 """
@@ -67,7 +67,7 @@ def append(
 ) -> bool:
     """Append a batch, its search index entries and embeddings in one transaction.
 
-    ``inline``: on the event loop's thread (:func:`.connection.run_inline`), so only the write:
+    ``inline``: on the event loop's thread (:func:`.calls.run_inline`), so only the write:
     no keyword-index fold, no dictionary training, no second try with a dictionary that is gone
     (it raises, and the worker path does those). Returns whether a batch left the keyword-index
     queue long for :func:`after_inline_append` to fold (the worker path folds it itself).
@@ -156,7 +156,7 @@ def append(
 def after_inline_append(c: Any, fold: bool) -> None:
     """What an inline append leaves to the worker thread when due: folding a long keyword-index
     queue (``fold``) and training the database's first dictionary. (The worker also runs the
-    connection's own WAL checkpoint after any job, when due: see :func:`.connection.run`.)"""
+    connection's own WAL checkpoint after any job, when due: see :func:`.calls.run`.)"""
     if fold:
         fold_if_long(c)
     train_if_due(c)

@@ -5,7 +5,7 @@ call on the connection's worker thread and, where it writes, one transaction: ``
 ``append_many`` cost the same for a 10- and a 100,000-message session, ``fork`` inserts one row,
 and token updates are single statements. Appends of a few messages (``INLINE_MESSAGES``,
 ``INLINE_BYTES``) and the token calls run on the event loop's thread instead when the worker is
-idle (see :func:`.connection.run_inline`): the hop there and back costs as much as the statement.
+idle (see :func:`.calls.run_inline`): the hop there and back costs as much as the statement.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from axio_context.messages import Message, SessionInfo
 from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
 
 from . import appending, checkpoints, listing, reading, sessions
-from .connection import NOT_RUN, checkpoint_due, run, run_inline, run_short
+from .calls import NOT_RUN, checkpoint_due, run, run_inline, run_short
 from .embedding import embed_batch
 from .listing import SessionPage
 from .message_rows import EncodedMessage, encode_message
@@ -39,7 +39,7 @@ __all__ = ["SQLiteContextStore"]
 logger = logging.getLogger("axio_context_sqlite")
 
 #: The most messages, and bytes (payloads plus media), an append runs inline on the event loop's
-#: thread (see :func:`.connection.run_inline`): a turn's few messages or a screenshot, never an
+#: thread (see :func:`.calls.run_inline`): a turn's few messages or a screenshot, never an
 #: import, whose transaction would hold the loop for milliseconds.
 INLINE_MESSAGES: Final = 8
 INLINE_BYTES: Final = 256 * 1024

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from axio_context_sqlite import connect
-from axio_context_sqlite.store.connection import run
+from axio_context_sqlite.store.calls import run
 
 COUNT_TO_A_BILLION = (
     "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000000)"

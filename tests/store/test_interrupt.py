@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from axio_context_sqlite import Connection, SQLiteContextStore, connect
-from axio_context_sqlite.store.connection import run
+from axio_context_sqlite.store.calls import run
 from tests.procs.long_query import COUNT_TO_A_BILLION
 from tests.support.sqlite_checks import text_message
 

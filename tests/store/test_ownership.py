@@ -15,7 +15,7 @@ import pytest
 from axio_context.errors import CorruptDatabaseError, DatabaseNotFoundError, SchemaVersionError
 from axio_context_sqlite import SCHEMA_VERSION, SQLiteContextStore, connect, open_database
 from axio_context_sqlite.errors import EmptyDatabaseError, ForeignDatabaseError
-from axio_context_sqlite.store.connection import run
+from axio_context_sqlite.store.calls import run
 from axio_context_sqlite.store.schema import APPLICATION_ID
 from tests.fixtures.make_fixture import load
 from tests.support.sqlite_checks import scalar, text_message
