@@ -25,6 +25,7 @@ from typing import Any, Final
 from axio_context.errors import SchemaVersionError
 
 from ..errors import ForeignDatabaseError
+from .indexing import index_all_messages
 
 __all__ = [
     "APPLICATION_ID",
@@ -54,8 +55,6 @@ _PYTHON = re.compile(r"^-- python: (\w+)\s*$")
 
 def _index_existing_text(raw: Any) -> None:
     """Put every message stored before version 2 into the keyword index."""
-    from .indexing import index_all_messages  # indexing needs packing, which needs nothing here
-
     index_all_messages(raw)
 
 
