@@ -1,13 +1,18 @@
 -- axio-context database schema: the one source of truth.
 --
--- The file is a sequence of sections, each starting with a `-- version: N` line. A new database
--- runs every section in order; a database at version K runs the sections after K. Each section
--- runs in one transaction together with `PRAGMA user_version = N`, so an upgrade is all or
--- nothing. Sections are append-only once released: change the schema by adding a section.
+-- The file is the ordered list of migration steps, each a section starting with a
+-- `-- version: N name` line. A new database runs every step in order; a database at version K
+-- runs the steps after K. Each step runs in one transaction together with
+-- `PRAGMA user_version = N`, so an upgrade is all or nothing. A `-- python: function` line in a
+-- step runs that data step (axio_context_sqlite/store/schema.py, DATA_STEPS) at that point of the
+-- step's transaction. Steps are append-only once released: change the schema by adding a step.
+--
+-- Our databases are marked with `PRAGMA application_id = 1096303444` (0x41584354, "AXCT"), so an
+-- SQLite file of another application is recognised and refused, never changed.
 --
 -- Times are integer milliseconds since the Unix epoch (UTC).
 
--- version: 1
+-- version: 1 initial
 
 -- One row per session. `sid` is the internal key; messages are keyed by (sid << 32) | position,
 -- so one session's messages are one contiguous range of the messages table's b-tree.
@@ -79,7 +84,7 @@ CREATE TABLE settings (
     value  TEXT NOT NULL
 ) WITHOUT ROWID;
 
--- version: 2
+-- version: 2 search_indexes
 
 -- Keyword search. FTS5 over each message's text in two columns, `body` (text people and the
 -- model wrote) and `tool` (tool names, inputs and results), weighted 1 : 0.25 by bm25 so a
@@ -113,7 +118,10 @@ CREATE TABLE message_vectors (
     embedding  BLOB NOT NULL
 );
 
--- version: 3
+-- Messages stored before this version go into the keyword index now.
+-- python: index_existing_text
+
+-- version: 3 formatted_times
 
 -- Listing times stored formatted. Formatting two times per row in SQL was over half the cost of
 -- listing 2,000 sessions; STORED generated columns compute the ISO-8601 text once per write
@@ -160,7 +168,7 @@ CREATE INDEX sessions_by_created ON sessions (created_at DESC, sid DESC);
 CREATE INDEX sessions_by_base ON sessions (base_sid) WHERE base_sid IS NOT NULL;
 CREATE INDEX sessions_by_parent ON sessions (parent_id) WHERE parent_id IS NOT NULL;
 
--- version: 4
+-- version: 4 zstd_dictionaries
 
 -- Zstandard dictionaries, trained from the database's own payloads (see
 -- axio_context_sqlite/storage.py). A payload compressed with one says so in messages.flags
@@ -172,7 +180,7 @@ CREATE TABLE zstd_dicts (
     created_at  INTEGER NOT NULL
 );
 
--- version: 5
+-- version: 5 sealed_chunks
 
 -- Sealed chunks (see axio_context_sqlite/chunks.py): the payloads of 64 consecutive messages of
 -- one session, positions [id & 0xffffffff, +64), as one compressed MessagePack array of
@@ -184,7 +192,28 @@ CREATE TABLE chunks (
     payload  BLOB NOT NULL
 );
 
--- version: 6
+-- version: 6 application_id_and_session_id_limit
+
+-- Mark the file as axio-context's (see the top of this file).
+PRAGMA application_id = 1096303444;
+
+-- A session id is at most 256 characters: one of a megabyte was accepted and padded every
+-- listing. Ids already stored are kept as they are; new ones (created, forked, renamed,
+-- imported) are checked here, whatever path writes them. The message is matched by
+-- axio_context_sqlite/errors.py (translate_error) to raise SessionIdError.
+-- (An upsert of an existing session runs BEFORE INSERT triggers too: those ids pass.)
+CREATE TRIGGER sessions_id_limit_insert BEFORE INSERT ON sessions
+    WHEN length(NEW.id) > 256 AND NOT EXISTS (SELECT 1 FROM sessions WHERE id = NEW.id)
+BEGIN
+    SELECT RAISE(ABORT, 'axio-context: session id is longer than 256 characters');
+END;
+CREATE TRIGGER sessions_id_limit_update BEFORE UPDATE OF id ON sessions
+    WHEN length(NEW.id) > 256
+BEGIN
+    SELECT RAISE(ABORT, 'axio-context: session id is longer than 256 characters');
+END;
+
+-- version: 7 quarantine
 
 -- Rows that did not decode, moved aside by `axio-context check --quarantine` (see
 -- axio_context_sqlite/admin/checking.py): each holds the stored bytes as they were and why they

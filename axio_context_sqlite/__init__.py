@@ -11,7 +11,7 @@ from .paths import default_db_path
 from .search.engine import IndexStatus, Mode, ReindexReport, SearchHit
 from .store.connection import Connection, connect
 from .store.context_store import SQLiteContextStore
-from .store.ops import SessionPage
+from .store.listing import SessionPage
 from .store.schema import SCHEMA_VERSION
 
 __all__ = [

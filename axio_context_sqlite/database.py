@@ -50,9 +50,10 @@ from .search.fts import raw_words
 from .search.query import check_bounds, keyword_part
 from .search.settings import read_settings
 from .search.status import VectorSpace, index_status, vector_bytes, vector_space
-from .store.connection import connect, run
+from .store.calls import run
+from .store.connection import connect
 from .store.embedding import check_finite, embed_batch, embed_checked
-from .store.packing import ROLE_CODES
+from .store.message_rows import ROLE_CODES
 
 __all__ = [
     "AxioImportReport",

@@ -1,6 +1,14 @@
-"""Turn SQLite's exceptions into this package's named errors, with the file they concern."""
+"""The SQLite backend's named errors, and the translation of SQLite's exceptions into them, with
+the file they concern."""
 
 from __future__ import annotations
+
+import os
+
+try:
+    import resource
+except ImportError:  # Windows: no file-size limits to report
+    resource = None  # type: ignore[assignment]
 
 from axio_context.errors import (
     AxioContextError,
@@ -14,20 +22,68 @@ from axio_context.errors import (
 )
 
 __all__ = [
+    "MAX_SESSION_ID",
+    "SESSION_ID_MARK",
     "CorruptDatabaseError",
     "DatabaseError",
     "DatabaseLockedError",
     "DatabaseNotFoundError",
     "DatabaseOpenError",
     "EmptyDatabaseError",
+    "FileTooLargeError",
+    "ForeignDatabaseError",
     "ReadOnlyDatabaseError",
     "SchemaVersionError",
+    "SessionIdError",
+    "TokenTotalError",
     "translate_error",
 ]
 
 
+#: The longest session id (characters) a database accepts for a new or renamed session; enforced
+#: by triggers of ``schema.sql`` (version 6), whose messages start with :data:`SESSION_ID_MARK`.
+MAX_SESSION_ID = 256
+SESSION_ID_MARK = "axio-context: "
+
+
+class ForeignDatabaseError(DatabaseError):
+    """An SQLite file that another application owns (not our application_id, not our schema)."""
+
+
 class EmptyDatabaseError(DatabaseNotFoundError):
-    """The file exists but is empty: nothing has been stored in it yet (opening to read keeps it so)."""
+    """The file exists but holds no database yet, and a read-only opening does not create one."""
+
+
+class FileTooLargeError(DatabaseError):
+    """A write would grow a database file past the process's file-size limit (``ulimit -f``)."""
+
+
+class TokenTotalError(AxioContextError, ValueError):
+    """An addition that would take a session's token total below zero or past 2**63-1."""
+
+
+class SessionIdError(AxioContextError, ValueError):
+    """A session id that is not a non-empty string of at most ``MAX_SESSION_ID`` characters."""
+
+
+def _file_size_limit() -> int | None:
+    """The process's file-size limit in bytes, or None when there is none."""
+    if resource is None:
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def _past_size_limit(path: str, limit: int) -> bool:
+    """Whether the database file or its WAL is within a page-sized write of ``limit``."""
+    for suffix in ("", "-wal", "-journal"):
+        try:
+            size = os.path.getsize(path + suffix)
+        except OSError:
+            continue
+        if size + 65536 + 24 > limit:  # a page (at most 64 KiB) plus a WAL frame header
+            return True
+    return False
 
 
 def translate_error(exc: BaseException, path: str = "") -> BaseException:
@@ -37,6 +93,8 @@ def translate_error(exc: BaseException, path: str = "") -> BaseException:
     text = str(exc)
     low = text.lower()
     where = f" ({path})" if path else ""
+    if text.startswith(SESSION_ID_MARK):  # schema.sql's trigger on sessions.id
+        return SessionIdError(text.removeprefix(SESSION_ID_MARK))
     if "database is locked" in low or "database table is locked" in low or "busy" in low:
         return DatabaseLockedError(
             f"database is locked{where}: another connection kept the write lock past the busy timeout"
@@ -48,6 +106,14 @@ def translate_error(exc: BaseException, path: str = "") -> BaseException:
     if "not a database" in low or "malformed" in low or "corrupt" in low:
         return CorruptDatabaseError(f"database is damaged or not a database{where}: {text}")
     if "disk i/o error" in low or "database or disk is full" in low:
+        # With SIGXFSZ ignored, a write past RLIMIT_FSIZE fails with EFBIG, which SQLite
+        # reports as a plain I/O error: say what it is when the limit explains it.
+        limit = _file_size_limit()
+        if limit is not None and (not path or _past_size_limit(path, limit)):
+            return FileTooLargeError(
+                f"file too large{where}: the database reached this process's file-size limit "
+                f"of {limit} bytes (ulimit -f)"
+            )
         return DatabaseError(f"I/O failure on database{where}: {text}")
     if type(exc).__name__ == "OperationalError":
         return DatabaseError(f"database error{where}: {text}")

@@ -4,7 +4,7 @@ Each trial appends the bench transcript one message at a time to a new file, as 
 does, with the parts timed where the store calls them: encoding (MessagePack and compression),
 the one statement whose trigger stores the message (``appending._append_one``), the keyword
 index's fold (FTS5 and sealing, ``indexing.flush_pending``) and the writing connection's own WAL
-checkpoints (``_Checkpointer.own``). "Other" is the rest: Python between the parts, appends of
+checkpoints (``Checkpointer.own``). "Other" is the rest: Python between the parts, appends of
 messages with media (a transaction of several statements), the checkpoint thread competing for
 the core. Totals are per trial, divided by the number of appends, so the parts add up to the
 mean the bench reports.
@@ -42,9 +42,9 @@ import sqlean
 from axio_context.messages import text_columns
 from axio_context_sqlite import SQLiteContextStore, connect
 from axio_context_sqlite.search.fts import FTS_TOKENIZE
-from axio_context_sqlite.store import appending, connection, indexing
+from axio_context_sqlite.store import appending, checkpointer, indexing
 from axio_context_sqlite.store import context_store as store_module
-from axio_context_sqlite.store.packing import encode_message
+from axio_context_sqlite.store.message_rows import encode_message
 
 from .workload import transcript
 
@@ -80,7 +80,7 @@ async def trial(path: Path, messages: list[Any]) -> dict[str, float]:
         timed(store_module, "encode_message", spent, "encode"),
         timed(appending, "_append_one", spent, "statement"),
         timed(indexing, "flush_pending", spent, "fold"),
-        timed(connection._Checkpointer, "own", spent, "own checkpoint"),
+        timed(checkpointer.Checkpointer, "own", spent, "own checkpoint"),
     ):
         async with connect(path) as conn:
             store = SQLiteContextStore(conn, "s", project="bench")

@@ -26,7 +26,7 @@ from pathlib import Path
 from axio_context import Message
 from axio_context_sqlite import SQLiteContextStore, connect, open_database
 from axio_context_sqlite.store import chunks
-from axio_context_sqlite.store.connection import run
+from axio_context_sqlite.store.calls import run
 
 from .workload import transcript
 

@@ -25,13 +25,13 @@ from typing import Any
 import zstandard
 
 from axio_context_sqlite import SQLiteContextStore, connect, open_database
+from axio_context_sqlite.store.message_rows import encode_message
 from axio_context_sqlite.store.packing import (
     COMPRESS_MIN,
     DICT_COMPRESS_MIN,
     DICT_SIZE,
     TRAIN_AT,
     ZSTD_LEVEL,
-    encode_message,
     inflate,
 )
 

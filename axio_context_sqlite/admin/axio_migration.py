@@ -25,8 +25,8 @@ from axio_context.messages import SURROGATE, Message
 from axio_context.transcript import SessionHeader, format_time, parse_time
 
 from ..errors import translate_error
-from ..store import appending, ops
-from ..store.packing import ROLE_NAMES
+from ..store import appending, keys, session_rows, sessions, transactions
+from ..store.message_rows import ROLE_NAMES
 from .importing import Stamped, insert_messages, insert_session, set_aside
 from .sessions import full_row, records
 
@@ -253,7 +253,7 @@ def import_axio(c: Any, path: Path, replace: bool) -> AxioImportReport:
         for _ in _peer_sessions(peer, has_tokens, path):  # pass 1: every row decodes
             pass
         for ps in _peer_sessions(peer, has_tokens, path):
-            existing = ops._session(c, ps.id)
+            existing = session_rows.session_row(c, ps.id)
             if existing is not None:
                 ours = _fingerprints(
                     m.message() for m in records(c, full_row(c, ps.id), 0, existing.next_position)
@@ -273,11 +273,11 @@ def import_axio(c: Any, path: Path, replace: bool) -> AxioImportReport:
                     conflicts.append(ps.id)
                     continue
             header = _peer_header(ps)
-            with ops.write_tx(c):
+            with transactions.write_tx(c):
                 aside = set_aside(c, ps.id)
                 insert_session(c, header, ps.id, None, ps.messages)
             if aside is not None:
-                ops.delete_session(c, aside)
+                sessions.delete_session(c, aside)
                 replaced.append(ps.id)
             else:
                 added.append(ps.id)
@@ -290,7 +290,7 @@ def import_axio(c: Any, path: Path, replace: bool) -> AxioImportReport:
 
 def _take_totals(c: Any, ps: _PeerSession) -> bool:
     """Take the peer's token totals if they are ahead of these in both counts (and differ)."""
-    with ops.write_tx(c):
+    with transactions.write_tx(c):
         done = c.execute(
             "UPDATE sessions SET input_tokens = :i, output_tokens = :o WHERE id = :id"
             " AND input_tokens <= :i AND output_tokens <= :o"
@@ -303,8 +303,8 @@ def _take_totals(c: Any, ps: _PeerSession) -> bool:
 def _extend(c: Any, ps: _PeerSession) -> int:
     """Append the messages a migrated session gained since, and take its token totals where they
     are ahead (totals only grow: one counted on here past the peer's is kept)."""
-    with ops.write_tx(c):
-        row = ops._session(c, ps.id)
+    with transactions.write_tx(c):
+        row = session_rows.session_row(c, ps.id)
         assert row is not None
         tail = ps.messages[row.next_position :]
         spent = insert_messages(c, row.sid, row.next_position, tail) if tail else 0
@@ -325,7 +325,7 @@ def _extend(c: Any, ps: _PeerSession) -> int:
 
 
 def _peer_header(ps: _PeerSession) -> SessionHeader:
-    times = [m.created_ms for m in ps.messages] or [ops.now_ms()]
+    times = [m.created_ms for m in ps.messages] or [keys.now_ms()]
     return SessionHeader(
         id=ps.id,
         project=ps.project,

@@ -31,9 +31,10 @@ from axio_context.codec import decode_content
 from axio_context.errors import CorruptDataError
 from axio_context.messages import Message, Role
 
-from ..store import chunks, ops, packing
+from ..store import chunks, keys, message_rows, transactions
 from ..store.chunks import CHUNK, chunk_of
-from ..store.packing import FLAG_BLOBS, FLAG_SEALED, ROLE_NAMES, ROW_ERRORS, encode_message
+from ..store.message_rows import ROLE_NAMES, encode_message
+from ..store.packing import FLAG_BLOBS, FLAG_SEALED, ROW_ERRORS
 
 __all__ = [
     "CheckReport",
@@ -111,7 +112,7 @@ def _names(c: Any) -> dict[int, str]:
 
 
 def _owner(names: dict[int, str], mid: int) -> tuple[str, int]:
-    sid, position = mid >> ops.SHIFT, mid & ((1 << ops.SHIFT) - 1)
+    sid, position = mid >> keys.SHIFT, mid & ((1 << keys.SHIFT) - 1)
     # Rows of a deleted session that forks still read stay under its internal number.
     return names.get(sid, f"(deleted session #{sid})"), position
 
@@ -139,14 +140,14 @@ def _row_problem(
         try:
             content = decode_content(bytes(raw))
             if eflags & FLAG_BLOBS:
-                packing.restore_media(content, _blobs(c)(packing.media_digests(content)), "")
+                message_rows.restore_media(content, _blobs(c)(message_rows.media_digests(content)), "")
         except (*ROW_ERRORS, CorruptDataError) as exc:
             return f"stored message does not decode ({str(exc).lstrip(': ')})"
         return None if 0 <= role < len(ROLE_NAMES) else f"unknown role code {role}"
     if not 0 <= role < len(ROLE_NAMES):
         return f"unknown role code {role}"
     try:
-        packing.decode_row(role, flags, payload, _blobs(c))
+        message_rows.decode_row(role, flags, payload, _blobs(c))
     except CorruptDataError as exc:
         return str(exc).lstrip(": ")
     return None
@@ -188,7 +189,7 @@ def _unfilled(c: Any) -> list[str]:
             continue
         have = c.execute(
             "SELECT COUNT(*) FROM messages WHERE id >= ? AND id < ?",
-            (ops.key(sid, base_len), ops.key(sid, end)),
+            (keys.key(sid, base_len), keys.key(sid, end)),
         ).fetchone()[0]
         if have != end - base_len:
             out.append(f"session {i!r}: positions {base_len}..{end - 1} have {have} stored rows")
@@ -199,7 +200,7 @@ def _fts_problem(c: Any) -> str | None:
     """FTS5's own integrity check of the keyword index; it takes the write lock, so a database
     open read-only (or busy) skips it, saying so."""
     try:
-        with ops.write_tx(c):
+        with transactions.write_tx(c):
             c.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 0)")
     except Exception as exc:
         text = str(exc)
@@ -214,7 +215,7 @@ def check(c: Any) -> CheckReport:
     quick = [str(r[0]) for r in c.execute("PRAGMA quick_check").fetchall()]
     quick = [] if quick == ["ok"] else quick
     counted = [0]
-    with ops.read_tx(c):
+    with transactions.read_tx(c):
         names = _names(c)
         damaged: list[DamagedRow] = []
         for row in _damaged(c, names, counted):
@@ -280,16 +281,16 @@ def quarantine(c: Any, found: list[DamagedRow]) -> list[DamagedRow]:
     """Move the rows :func:`check` found to the quarantine (see the module docstring), in one
     write transaction; each is checked again first, so only rows still damaged move. Returns them."""
     moved: list[DamagedRow] = []
-    with ops.write_tx(c):
+    with transactions.write_tx(c):
         sids = {i: sid for sid, i in _names(c).items()}
-        now = ops.now_ms()
+        now = keys.now_ms()
         for d in found:
             sid = sids.get(d.session_id)
             if sid is None and d.session_id.startswith("(deleted session #"):
                 sid = int(d.session_id[len("(deleted session #") : -1])
             if sid is None:
                 continue
-            mid = ops.key(sid, d.position)
+            mid = keys.key(sid, d.position)
             if (d.kind == "chunk" and _move_chunk(c, d, mid, now)) or (
                 d.kind == "message" and _move_row(c, d, mid, now)
             ):

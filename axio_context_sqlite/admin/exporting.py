@@ -23,7 +23,7 @@ from axio_context.transcript import (
     format_time,
 )
 
-from ..store import ops
+from ..store import keys, session_rows, transactions
 from .checking import DamagedRow, placeholder
 from .sessions import FULL_COLUMNS, FullRow, full_row, records, session_header
 
@@ -52,8 +52,8 @@ def _shared_prefix(c: Any, child: FullRow, parent: FullRow) -> int:
     """How many leading positions of ``child`` are the very rows of ``parent``'s transcript."""
     if child.base_sid is None:
         return 0
-    a = ops.segments(c, child, 0, child.base_len)
-    b = ops.segments(c, parent, 0, min(child.base_len, parent.next_position))
+    a = session_rows.segments(c, child, 0, child.base_len)
+    b = session_rows.segments(c, parent, 0, min(child.base_len, parent.next_position))
     shared = i = j = 0
     while i < len(a) and j < len(b):
         if a[i][0] != b[j][0]:
@@ -83,8 +83,8 @@ def _inherited(c: Any, s: FullRow, exported: set[int] | None) -> int:
 
 def _stored(c: Any, s: FullRow, position: int) -> tuple[int | None, int]:
     """The role code and created time of a session's position, read without decoding it."""
-    [(sid, _, _)] = ops.segments(c, s, position, position + 1)
-    r = c.execute("SELECT role, created_at FROM messages WHERE id = ?", (ops.key(sid, position),)).fetchone()
+    [(sid, _, _)] = session_rows.segments(c, s, position, position + 1)
+    r = c.execute("SELECT role, created_at FROM messages WHERE id = ?", (keys.key(sid, position),)).fetchone()
     return (None, 0) if r is None else (int(r[0]), int(r[1]))
 
 
@@ -129,7 +129,7 @@ def export(
     its position (so positions, forks' ``inherited`` and checkpoints stay right and the file
     imports), and the summary lists it in ``skipped``.
     """
-    with ops.read_tx(c):
+    with transactions.read_tx(c):
         selected: Iterable[FullRow]
         exported: set[int] | None
         if session_ids is None:

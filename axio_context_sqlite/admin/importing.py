@@ -35,9 +35,9 @@ from axio_context.transcript import (
     sniff_format,
 )
 
-from ..store import appending, indexing, ops, packing
-from ..store.ops import key
-from ..store.packing import encode_message
+from ..store import appending, blob_refs, indexing, packing, session_rows, sessions, transactions
+from ..store.keys import key
+from ..store.message_rows import encode_message
 from .exporting import BATCH
 
 
@@ -67,9 +67,9 @@ class Stamped(msgspec.Struct):
     created_ms: int
 
 
-def _tokens_upto(c: Any, row: ops._Row, end: int) -> int:
+def _tokens_upto(c: Any, row: session_rows.SessionRow, end: int) -> int:
     total = 0
-    for sid, lo, hi in ops.segments(c, row, 0, end):
+    for sid, lo, hi in session_rows.segments(c, row, 0, end):
         total += int(
             c.execute(
                 "SELECT COALESCE(SUM(tokens), 0) FROM messages WHERE id >= ? AND id < ?",
@@ -106,11 +106,13 @@ def insert_messages(c: Any, sid: int, first: int, batch: Sequence[Stamped]) -> i
     if dicts is not None:
         dicts.count(row[2] for row in rows)
     if blobs:
-        ops._add_blob_refs(c, blobs)
+        blob_refs.add_blob_refs(c, blobs)
     return spent
 
 
-def _insert_checkpoints(c: Any, sid: int, row: ops._Row, checkpoints: Sequence[CheckpointRecord]) -> None:
+def _insert_checkpoints(
+    c: Any, sid: int, row: session_rows.SessionRow, checkpoints: Sequence[CheckpointRecord]
+) -> None:
     for cp in checkpoints:
         c.execute(
             "INSERT INTO checkpoints (sid, seq, position, summary, tokens_before, tokens_after, summarizer,"
@@ -133,7 +135,7 @@ def _insert_checkpoints(c: Any, sid: int, row: ops._Row, checkpoints: Sequence[C
 def set_aside(c: Any, session_id: str, written: Container[str] = ()) -> str | None:
     """Rename an existing session out of the way (inside the caller's transaction).
 
-    Replacing is "rename, insert the new one, commit, then ``ops.delete_session`` the old one":
+    Replacing is "rename, insert the new one, commit, then ``sessions.delete_session`` the old one":
     the swap is atomic, and the old session is deleted by the one function that knows how
     (forks keep their views, blobs are freed). A crash between the two steps leaves the old
     session under a ``<id>~replaced-<n>`` id instead of losing it.
@@ -141,7 +143,7 @@ def set_aside(c: Any, session_id: str, written: Container[str] = ()) -> str | No
     ``written``: the sessions this import wrote already; a fork among them (one that came before
     its parent in the file) names the replacement as its record says, so it is not detached.
     """
-    row = ops._session(c, session_id)
+    row = session_rows.session_row(c, session_id)
     if row is None:
         return None
     aside = f"{session_id}~replaced-{row.sid}"
@@ -169,7 +171,7 @@ def insert_session(
     preview: tuple[int, str] | None = None
     if header.inherited:
         assert parent_new_id is not None
-        parent = ops._session(c, parent_new_id)
+        parent = session_rows.session_row(c, parent_new_id)
         if parent is None or parent.next_position < header.inherited:
             raise TranscriptError(
                 f"session {header.id!r} inherits {header.inherited} messages from {parent_new_id!r}, "
@@ -180,7 +182,7 @@ def insert_session(
         p = c.execute("SELECT preview, preview_pos FROM sessions WHERE sid = ?", (parent.sid,)).fetchone()
         if p[1] is not None and p[1] < header.inherited:
             preview = (int(p[1]), str(p[0] or ""))
-    metadata = None if header.metadata is None else ops.encode_metadata(header.metadata)
+    metadata = None if header.metadata is None else sessions.encode_metadata(header.metadata)
     sid = int(
         c.execute(
             "INSERT INTO sessions (id, project, parent_id, fork_position, base_sid, base_len, next_position,"
@@ -218,7 +220,7 @@ def insert_session(
             sid,
         ),
     )
-    row = ops._Row(sid, base_sid, header.inherited, position, est, header.project)
+    row = session_rows.SessionRow(sid, base_sid, header.inherited, position, est, header.project)
     _insert_checkpoints(c, sid, row, header.checkpoints)
     return position
 
@@ -329,14 +331,14 @@ def _import(
             raise TranscriptError(f"{source} changed while it was being imported")
         new_id = mapping[rec.id]
         parent_new = mapping.get(rec.parent_id, rec.parent_id) if rec.parent_id is not None else None
-        with ops.write_tx(c):
+        with transactions.write_tx(c):
             aside = set_aside(c, new_id, written) if replace else None
-            if aside is None and ops._session(c, new_id) is not None:
+            if aside is None and session_rows.session_row(c, new_id) is not None:
                 raise SessionExistsError(f"session {new_id!r} appeared in the database during the import")
             insert_session(c, rec, new_id, parent_new, _stamped(rec.messages))
         written.add(new_id)
         if aside is not None:
-            ops.delete_session(c, aside)
+            sessions.delete_session(c, aside)
         appending.train_if_due(c)
         report.append(ImportedSession(rec.id, new_id, len(rec.messages), aside is not None))
     return ImportReport(format=fmt, sessions=report)

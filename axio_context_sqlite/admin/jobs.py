@@ -22,9 +22,10 @@ from axio_context.errors import (
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FormatName, TranscriptWriter, writer_for
 
-from ..store import ops
-from ..store.connection import run, truncate_wal
-from ..store.ops import SessionPage
+from ..store import listing
+from ..store.calls import run
+from ..store.checkpointer import truncate_wal
+from ..store.listing import SessionPage
 from . import (
     axio_migration,
     checking,
@@ -96,7 +97,7 @@ class DatabaseJobs:
 
     async def info(self, session_id: str) -> SessionInfo:
         """One session's listing entry."""
-        return await run(self._conn, ops.session_info, session_id)
+        return await run(self._conn, listing.session_info, session_id)
 
     # -- reading ---------------------------------------------------------------------------------
 

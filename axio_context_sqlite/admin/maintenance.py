@@ -18,13 +18,13 @@ from axio_context.errors import (
 )
 from axio_context.messages import SessionInfo
 
-from ..store import chunks, ops, packing
-from ..store.connection import truncate_wal
+from ..store import chunks, listing, packing, transactions
+from ..store.checkpointer import truncate_wal
 from .files import SIDE_SUFFIXES, descriptor, output_target, temporary_beside
 from .sessions import delete_sessions
 
 if TYPE_CHECKING:
-    from ..store.connection import _Checkpointer
+    from ..store.checkpointer import Checkpointer
 
 
 class ProjectStats(msgspec.Struct, frozen=True):
@@ -94,7 +94,7 @@ def wal_path(path: Path) -> Path:
 
 def stats(c: Any, path: Path) -> Stats:
     """Totals over the database and per project, in one snapshot."""
-    with ops.read_tx(c):
+    with transactions.read_tx(c):
         # Token totals are summed in two halves (high and low 32 bits), joined exactly in Python:
         # each session may hold up to 2**63 - 1, so their plain SUM overflows SQLite's integer.
         by_project = [
@@ -201,7 +201,7 @@ def prune(
     if only is not None:
         where.append("id IN (SELECT value FROM json_each(?))")
         args.append(msgspec.json.encode(list(only)).decode())
-    sql = f"SELECT {ops._INFO_COLUMNS} FROM sessions"
+    sql = f"SELECT {listing.INFO_COLUMNS} FROM sessions"
     if keep:
         # the `keep` most recently updated sessions of the project are kept whatever their age
         scope = "WHERE project = ?" if project is not None else ""
@@ -213,14 +213,14 @@ def prune(
         sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY updated_at DESC, sid DESC"
     # Listing and deleting in one write transaction: what is deleted is what qualified then.
-    with ops.read_tx(c) if dry_run else ops.write_tx(c):
-        infos = [ops._info(r) for r in c.execute(sql, args).fetchall()]
+    with transactions.read_tx(c) if dry_run else transactions.write_tx(c):
+        infos = [listing.info_from_row(r) for r in c.execute(sql, args).fetchall()]
         if not dry_run:
             delete_sessions(c, [i.session_id for i in infos])
     return infos
 
 
-def vacuum(c: Any, path: Path, full: bool = False, checkpointer: _Checkpointer | None = None) -> VacuumReport:
+def vacuum(c: Any, path: Path, full: bool = False, checkpointer: Checkpointer | None = None) -> VacuumReport:
     """Seal older messages into chunks, reclaim free pages, then truncate the WAL.
 
     Sealing (:func:`.chunks.seal_all`) reaches what the keyword index's folds did not, such as a
@@ -232,7 +232,7 @@ def vacuum(c: Any, path: Path, full: bool = False, checkpointer: _Checkpointer |
     WAL, so it needs up to about twice the database's size free while it runs; it also packs
     pages that rows shrank on (after :func:`recompress`), which the incremental way cannot.
     ``checkpointer``: the connection's background checkpoint, waited for (see
-    :func:`.connection.truncate_wal`).
+    :func:`.checkpointer.truncate_wal`).
     """
     on_disk = file_size(path) + file_size(wal_path(path))
     sealed = chunks.seal_all(c)

@@ -6,7 +6,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..store import indexing, ops, packing
+from ..store import indexing, packing, transactions
 from .exporting import Progress
 
 
@@ -61,7 +61,7 @@ def recompress(c: Any, progress: Progress | None = None) -> RecompressReport:
     for table in ("messages", "chunks"):
         new_id, d, r, b, a = _recompress_table(c, dicts, table, done, total, progress)
         done, rows, before, after = done + d, rows + r, before + b, after + a
-    with ops.write_tx(c):
+    with transactions.write_tx(c):
         # Another connection may still be compressing with an older dictionary: its append finds
         # the dictionary gone (the append trigger checks) and compresses again with the new one.
         removed = c.execute(
@@ -102,7 +102,7 @@ def _recompress_table(
     read = 0
     last = -1
     while True:
-        with ops.write_tx(c):
+        with transactions.write_tx(c):
             new_id = _newest_dictionary(c, dicts)
             batch = c.execute(
                 f"SELECT id, flags, payload FROM {table} WHERE id > ? ORDER BY id LIMIT ?",

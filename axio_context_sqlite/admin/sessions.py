@@ -3,7 +3,7 @@
 
 Like :mod:`..store.ops`, every function here is synchronous and runs on a connection's worker
 thread (through :func:`..store.connection.run`), one thread hop per call. Single-session writes
-and deletes go through :mod:`..store.ops` (``ops.delete_session`` frees blobs and keeps forks'
+and deletes go through :mod:`..store.ops` (``sessions.delete_session`` frees blobs and keeps forks'
 views).
 """
 
@@ -27,8 +27,8 @@ from axio_context.transcript import (
     format_time,
 )
 
-from ..store import ops
-from ..store.ops import SessionPage
+from ..store import keys, listing, reading, session_rows, sessions, transactions
+from ..store.listing import SessionPage
 
 
 class SessionView(msgspec.Struct, frozen=True):
@@ -105,19 +105,19 @@ def list_sessions(
 ) -> SessionPage:
     """:func:`.ops.list_sessions` over every project (``project=None``) or one."""
     if project is None:
-        return ops.list_sessions(c, limit=limit, cursor=cursor, since_ms=since_ms)
-    return ops.list_sessions(c, project, limit=limit, cursor=cursor, since_ms=since_ms)
+        return listing.list_sessions(c, limit=limit, cursor=cursor, since_ms=since_ms)
+    return listing.list_sessions(c, project, limit=limit, cursor=cursor, since_ms=since_ms)
 
 
 # --- reading sessions ----------------------------------------------------------------------------
 
 FULL_COLUMNS: Final = (
-    f"{ops.ROW_COLUMNS}, id, title, metadata, created_at, updated_at, parent_id, fork_position,"
+    f"{session_rows.ROW_COLUMNS}, id, title, metadata, created_at, updated_at, parent_id, fork_position,"
     " input_tokens, output_tokens"
 )
 
 
-class FullRow(ops._Row):
+class FullRow(session_rows.SessionRow):
     """A session's whole row: the lineage part every read needs, then the rest, as in ``FULL_COLUMNS``."""
 
     id: str
@@ -148,7 +148,7 @@ def _checkpoints(c: Any, s: FullRow) -> list[CheckpointRecord]:
         CheckpointRecord(
             id=seq,
             position=position,
-            summary=ops._decode_summary(s.id, summary),
+            summary=reading.decode_summary(s.id, summary),
             tokens_before=before,
             tokens_after=after,
             summarizer=summarizer,
@@ -159,7 +159,7 @@ def _checkpoints(c: Any, s: FullRow) -> list[CheckpointRecord]:
 
 
 def _metadata(s: FullRow) -> dict[str, Any] | None:
-    return None if s.metadata is None else ops.decode_metadata(s.id, s.metadata)
+    return None if s.metadata is None else sessions.decode_metadata(s.id, s.metadata)
 
 
 def session_header(c: Any, s: FullRow, inherited: int) -> SessionHeader:
@@ -183,7 +183,7 @@ def session_header(c: Any, s: FullRow, inherited: int) -> SessionHeader:
 def records(c: Any, s: FullRow, start: int, end: int) -> list[MessageRecord]:
     """Positions ``[start, end)`` with their created times."""
     times: list[int] = []
-    messages = ops.read_messages(c, s.id, s, start, end, times=times)
+    messages = reading.read_messages(c, s.id, s, start, end, times=times)
     return [
         MessageRecord(role=m.role, content=m.content, created_at=format_time(t))
         for m, t in zip(messages, times, strict=True)
@@ -192,7 +192,7 @@ def records(c: Any, s: FullRow, start: int, end: int) -> list[MessageRecord]:
 
 def show(c: Any, session_id: str, full: bool) -> SessionView:
     """A session's fields and its model view (or, with ``full``, every message): one snapshot."""
-    with ops.read_tx(c):
+    with transactions.read_tx(c):
         s = full_row(c, session_id)
         header = session_header(c, s, 0)
         if full or not header.checkpoints:
@@ -209,9 +209,9 @@ def show(c: Any, session_id: str, full: bool) -> SessionView:
 def fork(c: Any, session_id: str, new_id: str) -> None:
     """Fork an existing session (:func:`.ops.fork`), refusing a taken id."""
     full_row(c, session_id)
-    if ops._session(c, new_id) is not None:
+    if session_rows.session_row(c, new_id) is not None:
         raise SessionExistsError(f"a session {new_id!r} already exists")
-    ops.fork(c, session_id, None, new_id)
+    sessions.fork(c, session_id, None, new_id)
 
 
 def delete_sessions(c: Any, session_ids: Sequence[str]) -> list[str]:
@@ -224,7 +224,7 @@ def delete_sessions(c: Any, session_ids: Sequence[str]) -> list[str]:
             rows.append((int(r[0]), i))
     deleted = []
     for _, i in sorted(rows, reverse=True):
-        if ops.delete_session(c, i):
+        if sessions.delete_session(c, i):
             deleted.append(i)
     return deleted
 
@@ -233,11 +233,11 @@ def rename(c: Any, old: str, new: str) -> None:
     """Change a session's id; forks' ``parent_id`` follows."""
     if not new:
         raise ValueError("a session id must not be empty")
-    with ops.write_tx(c):
+    with transactions.write_tx(c):
         full_row(c, old)
-        if ops._session(c, new) is not None:
+        if session_rows.session_row(c, new) is not None:
             raise SessionExistsError(f"a session {new!r} already exists")
-        now = ops.now_ms()
+        now = keys.now_ms()
         c.execute("UPDATE sessions SET id = ?, updated_at = ? WHERE id = ?", (new, now, old))
         c.execute("UPDATE sessions SET parent_id = ? WHERE parent_id = ?", (new, old))
 
@@ -245,4 +245,4 @@ def rename(c: Any, old: str, new: str) -> None:
 def set_title(c: Any, session_id: str, title: str | None) -> None:
     """Set or clear the title of an existing session."""
     full_row(c, session_id)
-    ops.set_title(c, session_id, None, title)
+    sessions.set_title(c, session_id, None, title)

@@ -13,7 +13,7 @@ from axio_context.messages import SessionInfo
 from axio_context.transcript import message_range, render_blocks, render_header
 
 from ..database import Database
-from ..store.ops import SessionPage
+from ..store.listing import SessionPage
 from .app import cli, read_db, settings_of, with_db
 from .options import (
     Count,

@@ -38,7 +38,7 @@ statement runs on the connection's worker through :func:`.connection.run`.
 Where a message is found: once, under the session that owns its row. A fork's inherited messages
 are its ancestor's rows, so a search finds them as the ancestor's; ``project`` filters on the
 owner's project. With ``session_id`` the search covers that session's whole transcript (the
-lineage segments of :func:`.ops.segments`) and reports every hit as that session's, at the
+lineage segments of :func:`.rows.segments`) and reports every hit as that session's, at the
 position it has there. A deleted session's rows and index entries went with it.
 
 Snippets: the hits' rows are decoded and marked by :mod:`.snippets`, with the search's MATCH
@@ -61,8 +61,9 @@ from axio_context.errors import (
 )
 
 from ..errors import translate_error
-from ..store import indexing, ops
-from ..store.ops import key, read_tx, write_tx
+from ..store import indexing, session_rows
+from ..store.keys import key
+from ..store.transactions import read_tx, write_tx
 from .fts import fts_errors, match_terms
 from .hits import SearchHit, SearchResults, build_hits, rank
 from .keyword import keyword_ranking
@@ -177,7 +178,7 @@ def similar(c: Any, session_id: str, position: int, k: int) -> SearchResults:
     negative ``position`` counts from the end of the session's full transcript. ``not_embedded``
     counts the messages with text it could not compare (no embedding)."""
     with read_tx(c):
-        row = ops._session(c, session_id)
+        row = session_rows.session_row(c, session_id)
         if row is None:
             raise SessionNotFoundError(f"no session {session_id!r}")
         asked = position
@@ -187,7 +188,7 @@ def similar(c: Any, session_id: str, position: int, k: int) -> SearchResults:
             raise MessageNotFoundError(
                 f"session {session_id!r} has no message {asked} (it has {row.next_position})"
             )
-        owner = ops.segments(c, row, position, position + 1)[0][0]
+        owner = session_rows.segments(c, row, position, position + 1)[0][0]
         mid = key(owner, position)
         found = c.execute("SELECT embedding FROM message_vectors WHERE id = ?", (mid,)).fetchone()
         if found is None:

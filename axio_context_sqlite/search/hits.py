@@ -8,9 +8,10 @@ from typing import Any, Final, overload
 
 import msgspec
 
-from ..store import chunks, indexing, ops
-from ..store.ops import iso
-from ..store.packing import ROLE_NAMES, ROW_ERRORS
+from ..store import chunks, indexing, keys
+from ..store.keys import iso
+from ..store.message_rows import ROLE_NAMES
+from ..store.packing import ROW_ERRORS
 from . import snippets
 from .query import Query
 from .ranking import reciprocal_rank_fusion
@@ -18,7 +19,7 @@ from .scope import Scope, ids_json
 
 __all__ = ["Ranked", "SearchHit", "SearchResults", "build_hits", "rank"]
 
-_LOW: Final = (1 << ops.SHIFT) - 1
+_LOW: Final = (1 << keys.SHIFT) - 1
 
 
 class SearchHit(msgspec.Struct, frozen=True):
@@ -161,7 +162,7 @@ def build_hits(
         for r in c.execute(
             "SELECT sid, id, project, preview, title FROM sessions"
             " WHERE sid IN (SELECT value FROM json_each(?))",
-            (ids_json({i >> ops.SHIFT for i in ids}),),
+            (ids_json({i >> keys.SHIFT for i in ids}),),
         )
     }
     texts: dict[int, tuple[str, str]] = {}
@@ -178,7 +179,7 @@ def build_hits(
     hits: list[SearchHit] = []
     for r in ranked:
         row = rows.get(r.mid)
-        owner = sessions.get(r.mid >> ops.SHIFT)
+        owner = sessions.get(r.mid >> keys.SHIFT)
         if row is None or owner is None:
             continue  # defensive: an index entry whose message is gone
         snippet, spans = marked.get(r.mid) or snippets.excerpt(texts[r.mid])

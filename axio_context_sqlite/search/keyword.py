@@ -7,7 +7,7 @@ import contextlib
 import heapq
 from typing import Any, Final
 
-from ..store.ops import key
+from ..store.keys import key
 from .fts import BM25_WEIGHTS, fts_errors
 from .query import Query
 from .scope import Scope, message_filters

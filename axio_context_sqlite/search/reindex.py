@@ -11,10 +11,10 @@ import msgspec
 
 from axio_context.errors import VecUnavailableError
 
-from ..store import chunks, indexing, ops
+from ..store import chunks, indexing, keys
 from ..store.indexing import CODES_TABLE
-from ..store.ops import read_tx, write_tx
 from ..store.packing import ROW_ERRORS
+from ..store.transactions import read_tx, write_tx
 from ..store.vec import binary_code
 from .scope import ids_json
 from .settings import check_model, read_settings
@@ -176,7 +176,7 @@ def codes_plan(c: Any) -> tuple[bool, str | None]:
             return False, None
         if not table:
             indexing._ensure_codes_table(c, int(dim))
-        token = f"reconciling-{ops.now_ms()}"
+        token = f"reconciling-{keys.now_ms()}"
         c.execute(
             "INSERT INTO settings (key, value) VALUES ('codes_stale', ?)"
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value",

@@ -10,7 +10,7 @@ import msgspec
 
 from axio_context.errors import SessionNotFoundError
 
-from ..store import ops
+from ..store import session_rows
 from .query import Query
 
 __all__ = ["Scope", "ids_json", "message_filters", "session_scope"]
@@ -33,11 +33,11 @@ class Scope(msgspec.Struct):
 
 
 def session_scope(c: Any, session_id: str) -> Scope:
-    row = ops._session(c, session_id)
+    row = session_rows.session_row(c, session_id)
     if row is None:
         raise SessionNotFoundError(f"no session {session_id!r}")
     preview, title = c.execute("SELECT preview, title FROM sessions WHERE sid = ?", (row.sid,)).fetchone()
-    segments = ops.segments(c, row)
+    segments = session_rows.segments(c, row)
     outside = 0
     for sid, lo, hi in segments:
         base_len, next_position = c.execute(

@@ -12,7 +12,7 @@ import msgspec
 
 from ..store import indexing
 from ..store.indexing import CODES_TABLE
-from ..store.ops import key
+from ..store.keys import key
 from ..store.vec import binary_code, brute_force_knn
 from .fts import fts_errors
 from .query import Query

@@ -7,7 +7,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from ..store import indexing
-from ..store.ops import read_tx
+from ..store.transactions import read_tx
 from .settings import read_settings
 
 __all__ = ["VECTOR_ROW_BYTES", "IndexStatus", "VectorSpace", "index_status", "vector_bytes", "vector_space"]

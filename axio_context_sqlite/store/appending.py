@@ -4,7 +4,7 @@ references and embeddings, in one transaction.
 One way in, :func:`append`, run two ways. On the connection's worker thread it does the whole
 job: the transaction, then folding a long keyword-index queue and training the database's first
 compression dictionary when due. On the event loop's thread (``inline``, through
-:func:`.connection.run_inline`) it does only the write, and :func:`after_inline_append` does the
+:func:`.calls.run_inline`) it does only the write, and :func:`after_inline_append` does the
 rest on the worker when due. Either way one plain message is one statement: the TEMP trigger
 below does the rest.
 """
@@ -21,8 +21,12 @@ from axio_context.errors import DecodeError
 from axio_context.messages import PREVIEW_CHARS, Message, replace_lone_surrogates
 
 from . import indexing, packing
-from .ops import Embeddings, _add_blob_refs, key, now_ms
-from .packing import DICT_SHIFT, EncodedMessage, write_tx
+from .blob_refs import add_blob_refs
+from .embedding import Embeddings
+from .keys import SHIFT, key, now_ms
+from .message_rows import EncodedMessage
+from .packing import DICT_SHIFT
+from .transactions import write_tx
 
 __all__ = [
     "after_inline_append",
@@ -63,7 +67,7 @@ def append(
 ) -> bool:
     """Append a batch, its search index entries and embeddings in one transaction.
 
-    ``inline``: on the event loop's thread (:func:`.connection.run_inline`), so only the write:
+    ``inline``: on the event loop's thread (:func:`.calls.run_inline`), so only the write:
     no keyword-index fold, no dictionary training, no second try with a dictionary that is gone
     (it raises, and the worker path does those). Returns whether a batch left the keyword-index
     queue long for :func:`after_inline_append` to fold (the worker path folds it itself).
@@ -134,7 +138,7 @@ def append(
             )
         blobs = [b for e in encoded for b in e.blobs]
         if blobs:
-            _add_blob_refs(c, blobs)
+            add_blob_refs(c, blobs)
         if preview is not None and preview_pos is None:
             c.execute(
                 "UPDATE sessions SET preview = ?, preview_pos = ? WHERE sid = ?",
@@ -152,7 +156,7 @@ def append(
 def after_inline_append(c: Any, fold: bool) -> None:
     """What an inline append leaves to the worker thread when due: folding a long keyword-index
     queue (``fold``) and training the database's first dictionary. (The worker also runs the
-    connection's own WAL checkpoint after any job, when due: see :func:`.connection.run`.)"""
+    connection's own WAL checkpoint after any job, when due: see :func:`.calls.run`.)"""
     if fold:
         fold_if_long(c)
     train_if_due(c)
@@ -275,7 +279,7 @@ CREATE TEMP VIEW IF NOT EXISTS axio_append
     (session_id, project, role, flags, created_at, tokens, payload, preview)
     AS SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 """
-_APPEND_TRIGGER: Final = """
+_APPEND_TRIGGER: Final = f"""
 CREATE TEMP TRIGGER IF NOT EXISTS axio_append_row INSTEAD OF INSERT ON axio_append BEGIN
     SELECT RAISE(ABORT, 'axio: compression dictionary gone')
         WHERE NEW.flags >= 256 AND NOT EXISTS (SELECT 1 FROM zstd_dicts WHERE id = NEW.flags >> 8);
@@ -283,9 +287,10 @@ CREATE TEMP TRIGGER IF NOT EXISTS axio_append_row INSTEAD OF INSERT ON axio_appe
         VALUES (NEW.session_id, NEW.project, NEW.created_at, NEW.created_at)
         ON CONFLICT (id) DO NOTHING;
     INSERT INTO messages (id, role, flags, created_at, tokens, payload)
-        SELECT (sid << 32) | next_position, NEW.role, NEW.flags, NEW.created_at, NEW.tokens, NEW.payload
+        SELECT (sid << {SHIFT}) | next_position, NEW.role, NEW.flags, NEW.created_at, NEW.tokens, NEW.payload
         FROM sessions WHERE id = NEW.session_id;
-    INSERT INTO fts_pending (id) SELECT (sid << 32) | next_position FROM sessions WHERE id = NEW.session_id;
+    INSERT INTO fts_pending (id)
+        SELECT (sid << {SHIFT}) | next_position FROM sessions WHERE id = NEW.session_id;
     UPDATE sessions SET
         next_position = next_position + 1,
         est_tokens = est_tokens + NEW.tokens,

@@ -24,36 +24,34 @@ from typing import Any, Final
 
 import msgspec
 
-from axio_context.blocks import ContentBlock
 from axio_context.errors import CorruptDataError
 
-from . import packing
-from .packing import FLAG_BLOBS, FLAG_SEALED, ROW_ERRORS, inflate, pack
+from . import packing, transactions
+from .keys import key, position_of, sid_of
+from .packing import (
+    CHUNK,
+    CHUNK_ERRORS,
+    FLAG_BLOBS,
+    FLAG_SEALED,
+    ChunkEntry,
+    decode_chunk,
+    encode_chunk,
+    inflate,
+    pack,
+)
 
 __all__ = [
     "CHUNK",
     "CHUNK_BYTES",
-    "CHUNK_ERRORS",
     "SEAL_TAIL",
     "Reader",
     "chunk_of",
     "cut",
-    "decode_chunk",
-    "decode_chunk_content",
-    "encode_chunk",
     "seal_after_fold",
     "seal_all",
     "unseal",
 ]
 
-#: Positions per chunk. A power of two dividing 2**32, so a chunk never spans two sessions' keys
-#: and ``id & ~(CHUNK - 1)`` is the key of the chunk holding message ``id``. ``python -m
-#: bench.bench_chunks`` (10,000 messages, pinned, five runs, 128 in two) loads one frame per
-#: message in 52-60 ms best / 65-69 median, and chunks of 16, 32, 64 and 128 in 39-46 / 52-66,
-#: 38-41 / 46-49, 30-34 / 35-50 and 34-37 / 59-65 ms (128 messages make outputs past the
-#: allocator's small pool); payloads 3.33 MB, then 2.99, 2.92, 2.89 and 2.88 MB. Hence 64
-#: (~90 KB a frame here). An earlier in-memory prototype had favoured 32; the bench did not.
-CHUNK: Final = 64
 #: A session's newest positions are never sealed: ``pop`` (a chat app's retry) stays a one-row
 #: delete, and only popping more than this many messages unseals a chunk.
 SEAL_TAIL: Final = 32
@@ -63,16 +61,8 @@ SEAL_TAIL: Final = 32
 #: (64 messages of 17 MB made one past it, and its INSERT failed) and a sane amount of memory.
 CHUNK_BYTES: Final = 32 * 1024 * 1024
 
-_LOW: Final = (1 << 32) - 1
-_entries_decoder: Final = msgspec.msgpack.Decoder(list[tuple[int, int, msgspec.Raw]])
-_encoder: Final = msgspec.msgpack.Encoder()
+
 _raw_decoder: Final = msgspec.msgpack.Decoder(msgspec.Raw)
-_content_decoder: Final = msgspec.msgpack.Decoder(list[tuple[int, int, list[ContentBlock]]])
-
-#: What a damaged chunk (or a payload that cannot join one) raises.
-CHUNK_ERRORS: Final = (*ROW_ERRORS, msgspec.DecodeError)
-
-Entry = tuple[int, int, msgspec.Raw]  # (role code, FLAG_BLOBS or 0, MessagePack of the content)
 
 
 def chunk_of(mid: int) -> int:
@@ -80,28 +70,9 @@ def chunk_of(mid: int) -> int:
     return mid & ~(CHUNK - 1)
 
 
-def encode_chunk(
-    entries: Sequence[tuple[int, int, bytes]], dicts: packing.Dictionaries | None
-) -> tuple[int, bytes]:
-    """``(flags, payload)`` of a chunk of ``(role, flags, content MessagePack)`` entries."""
-    return pack(_encoder.encode([(r, f & FLAG_BLOBS, msgspec.Raw(p)) for r, f, p in entries]), dicts)
-
-
-def decode_chunk_content(flags: int, payload: bytes) -> list[tuple[int, int, list[ContentBlock]]]:
-    """A stored chunk's entries with their content decoded, in one call: the fast path of every
-    load. Raises msgspec's ValidationError when an entry needs the codec's slower rules (a block
-    type from a newer version), and what :func:`decode_chunk` raises when the chunk is damaged."""
-    return _content_decoder.decode(inflate(flags, payload))
-
-
-def decode_chunk(flags: int, payload: bytes) -> list[Entry]:
-    """The entries of a stored chunk; raises a ROW_ERRORS error or msgspec's DecodeError when damaged."""
-    return _entries_decoder.decode(inflate(flags, payload))
-
-
 def _where(chunk: int) -> str:
-    first = chunk & _LOW
-    return f"messages {first}..{first + CHUNK - 1} of stored session {chunk >> 32}"
+    first = position_of(chunk)
+    return f"messages {first}..{first + CHUNK - 1} of stored session {sid_of(chunk)}"
 
 
 class Reader:
@@ -111,16 +82,16 @@ class Reader:
     def __init__(self, c: Any) -> None:
         self._c = c
         self._key = -1
-        self._entries: list[Entry] = []
+        self._entries: list[ChunkEntry] = []
 
-    def entries(self, chunk: int) -> list[Entry]:
+    def entries(self, chunk: int) -> list[ChunkEntry]:
         """The entries of chunk ``chunk``; CorruptDataError when it is missing or damaged."""
         entries = self.find(chunk)
         if entries is None:
             raise CorruptDataError(f"{_where(chunk)}: sealed, and their chunk is missing")
         return entries
 
-    def find(self, chunk: int) -> list[Entry] | None:
+    def find(self, chunk: int) -> list[ChunkEntry] | None:
         """The entries of chunk ``chunk``, None when there is no such chunk; CorruptDataError
         when it is damaged."""
         if chunk != self._key:
@@ -183,8 +154,8 @@ def seal_all(c: Any) -> int:
     ]
     written = 0
     for sid in sids:
-        with packing.write_tx(c):
-            written += seal_after_fold(c, [sid << 32])
+        with transactions.write_tx(c):
+            written += seal_after_fold(c, [key(sid, 0)])
     return written
 
 
@@ -199,7 +170,7 @@ def seal_after_fold(c: Any, folded: Iterable[int], plain: Mapping[int, bytes] | 
     """
     first: dict[int, int] = {}
     for mid in folded:
-        sid, pos = mid >> 32, mid & _LOW
+        sid, pos = sid_of(mid), position_of(mid)
         if pos < first.get(sid, pos + 1):
             first[sid] = pos
     if not first:
@@ -215,7 +186,7 @@ def seal_after_fold(c: Any, folded: Iterable[int], plain: Mapping[int, bytes] | 
         hi = max(0, int(r[0]) - SEAL_TAIL) & ~(CHUNK - 1)
         if hi <= lo:
             continue
-        base = sid << 32
+        base = key(sid, 0)
         rows = c.execute(
             "SELECT id, role, flags, created_at, tokens, payload FROM messages"
             " WHERE id >= ? AND id < ? AND NOT flags & ? ORDER BY id",

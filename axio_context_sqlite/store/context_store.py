@@ -5,7 +5,7 @@ call on the connection's worker thread and, where it writes, one transaction: ``
 ``append_many`` cost the same for a 10- and a 100,000-message session, ``fork`` inserts one row,
 and token updates are single statements. Appends of a few messages (``INLINE_MESSAGES``,
 ``INLINE_BYTES``) and the token calls run on the event loop's thread instead when the worker is
-idle (see :func:`.connection.run_inline`): the hop there and back costs as much as the statement.
+idle (see :func:`.calls.run_inline`): the hop there and back costs as much as the statement.
 """
 
 from __future__ import annotations
@@ -27,18 +27,19 @@ from axio_context.errors import CheckpointError, EmbeddingMismatchError
 from axio_context.messages import Message, SessionInfo
 from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
 
-from . import appending, ops
-from .connection import NOT_RUN, checkpoint_due, run, run_inline, run_short
+from . import appending, checkpoints, listing, reading, sessions
+from .calls import NOT_RUN, checkpoint_due, run, run_inline, run_short
 from .embedding import embed_batch
-from .ops import SessionPage
-from .packing import EncodedMessage, encode_message, write_tx
+from .listing import SessionPage
+from .message_rows import EncodedMessage, encode_message
+from .transactions import write_tx
 
 __all__ = ["SQLiteContextStore"]
 
 logger = logging.getLogger("axio_context_sqlite")
 
 #: The most messages, and bytes (payloads plus media), an append runs inline on the event loop's
-#: thread (see :func:`.connection.run_inline`): a turn's few messages or a screenshot, never an
+#: thread (see :func:`.calls.run_inline`): a turn's few messages or a screenshot, never an
 #: import, whose transaction would hold the loop for milliseconds.
 INLINE_MESSAGES: Final = 8
 INLINE_BYTES: Final = 256 * 1024
@@ -79,14 +80,15 @@ def _token_count(name: str, value: object, low: int) -> int:
 def _add_checkpoint_if_view(
     c: Any, session_id: str, project: str | None, cp: Checkpoint, summary_tokens: int, prefix: list[Message]
 ) -> Checkpoint:
-    """``ops.add_checkpoint``, refused unless the view still starts with ``prefix`` (one transaction)."""
+    """:func:`.checkpoints.add_checkpoint`, refused unless the view still starts with ``prefix``
+    (one transaction)."""
     with write_tx(c):
-        if not starts_with(ops.get_view(c, session_id), prefix):
+        if not starts_with(reading.get_view(c, session_id), prefix):
             raise CheckpointError(
                 f"the view of session {session_id!r} changed since the compaction read it; "
                 "checkpoint not written"
             )
-        return ops.add_checkpoint(c, session_id, project, cp, summary_tokens)
+        return checkpoints.add_checkpoint(c, session_id, project, cp, summary_tokens)
 
 
 def _stored_bytes(encoded: Sequence[EncodedMessage]) -> int:
@@ -200,46 +202,46 @@ class SQLiteContextStore(ContextStore):
 
     async def clear(self) -> None:
         """Delete this session's messages, checkpoints and token totals; forks keep theirs."""
-        await run(self._conn, ops.clear, self._session_id)
+        await run(self._conn, sessions.clear, self._session_id)
 
     async def pop(self) -> Message | None:
         """Remove and return the last message (a chat app's "retry"); ``None`` when empty."""
-        return await run(self._conn, ops.pop, self._session_id)
+        return await run(self._conn, sessions.pop, self._session_id)
 
     async def fork(self) -> SQLiteContextStore:
         """A new session sharing this transcript, copy-on-write: O(1) in the history length."""
         new_id = uuid4().hex
-        await run(self._conn, ops.fork, self._session_id, self._project, new_id)
+        await run(self._conn, sessions.fork, self._session_id, self._project, new_id)
         return self._child(new_id)
 
     async def delete_session(self, session_id: str | None = None) -> bool:
         """Delete a session (this one by default) and all only it uses; False if it did not exist."""
-        return await run(self._conn, ops.delete_session, session_id or self._session_id)
+        return await run(self._conn, sessions.delete_session, session_id or self._session_id)
 
     # -- reading ---------------------------------------------------------------------------------
 
     async def get_history(self) -> list[Message]:
         """The model's view: the latest checkpoint's summary, then the messages after it."""
-        return await run(self._conn, ops.get_view, self._session_id)
+        return await run(self._conn, reading.get_view, self._session_id)
 
     async def get_full_history(self) -> list[Message]:
         """Every message of the transcript, whatever compaction did to the view."""
-        return await run(self._conn, ops.get_full, self._session_id)
+        return await run(self._conn, reading.get_full, self._session_id)
 
     # -- tokens ----------------------------------------------------------------------------------
 
     async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
         """Set the token totals (non-negative ints) in one statement."""
         pair = _token_pair(input_tokens, output_tokens, totals=True)
-        await run_short(self._conn, ops.set_tokens, self._session_id, self._project, *pair)
+        await run_short(self._conn, sessions.set_tokens, self._session_id, self._project, *pair)
 
     async def get_context_tokens(self) -> tuple[int, int]:
-        return await run_short(self._conn, ops.get_tokens, self._session_id)
+        return await run_short(self._conn, sessions.get_tokens, self._session_id)
 
     async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
         """Add ints to the totals in one statement (no read-modify-write race across processes)."""
         pair = _token_pair(input_tokens, output_tokens, totals=False)
-        await run_short(self._conn, ops.add_tokens, self._session_id, self._project, *pair)
+        await run_short(self._conn, sessions.add_tokens, self._session_id, self._project, *pair)
 
     # -- checkpoints -----------------------------------------------------------------------------
 
@@ -255,52 +257,52 @@ class SQLiteContextStore(ContextStore):
         summary_tokens = estimate_tokens(checkpoint.summary, self._counter)
         args = (self._session_id, self._project, checkpoint, summary_tokens)
         if if_view_starts_with is None:
-            return await run(self._conn, ops.add_checkpoint, *args)
+            return await run(self._conn, checkpoints.add_checkpoint, *args)
         return await run(self._conn, _add_checkpoint_if_view, *args, list(if_view_starts_with))
 
     async def list_checkpoints(self) -> list[Checkpoint]:
         """This session's checkpoints, oldest first (a fork's include those it inherited)."""
-        return await run(self._conn, ops.list_checkpoints, self._session_id)
+        return await run(self._conn, checkpoints.list_checkpoints, self._session_id)
 
     async def estimated_view_tokens(self) -> int:
         """Estimated tokens of ``get_history()`` from cached counts, without reading messages."""
-        return await run(self._conn, ops.view_tokens, self._session_id)
+        return await run(self._conn, reading.view_tokens, self._session_id)
 
     # -- sessions --------------------------------------------------------------------------------
 
     async def list_sessions(self) -> list[SessionInfo]:
         """Every session of this store's project, newest first (read from the sessions table)."""
-        page = await run(self._conn, ops.list_sessions, self._project)
+        page = await run(self._conn, listing.list_sessions, self._project)
         return page.sessions
 
     async def list_sessions_page(self, limit: int = 50, cursor: str | None = None) -> SessionPage:
         """One page of :meth:`list_sessions`; pass ``page.next_cursor`` for the next one."""
-        return await run(self._conn, ops.list_sessions, self._project, limit=limit, cursor=cursor)
+        return await run(self._conn, listing.list_sessions, self._project, limit=limit, cursor=cursor)
 
     async def info(self) -> SessionInfo:
         """This session's listing entry (raises SessionNotFoundError before its first write)."""
-        return await run(self._conn, ops.session_info, self._session_id)
+        return await run(self._conn, listing.session_info, self._session_id)
 
     async def list_forks(self) -> list[SessionInfo]:
         """Sessions forked directly from this one, oldest first."""
-        return await run(self._conn, ops.list_forks, self._session_id)
+        return await run(self._conn, listing.list_forks, self._session_id)
 
     async def get_title(self) -> str | None:
         """The session's title, if one was set."""
-        infos = await run(self._conn, ops.session_info_or_none, self._session_id)
+        infos = await run(self._conn, listing.session_info_or_none, self._session_id)
         return None if infos is None else infos.title
 
     async def set_title(self, title: str | None) -> None:
         """Set (or with None, remove) the session's title."""
-        await run(self._conn, ops.set_title, self._session_id, self._project, title)
+        await run(self._conn, sessions.set_title, self._session_id, self._project, title)
 
     async def get_metadata(self) -> dict[str, Any]:
         """The session's free-form metadata (an empty dict when none)."""
-        return await run(self._conn, ops.get_metadata, self._session_id)
+        return await run(self._conn, sessions.get_metadata, self._session_id)
 
     async def set_metadata(self, metadata: dict[str, Any]) -> None:
         """Replace the session's metadata with a JSON-serialisable mapping."""
-        await run(self._conn, ops.set_metadata, self._session_id, self._project, metadata)
+        await run(self._conn, sessions.set_metadata, self._session_id, self._project, metadata)
 
     async def close(self) -> None:
         """No-op: the caller owns the connection, as in axio."""

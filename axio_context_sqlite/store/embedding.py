@@ -5,13 +5,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import msgspec
+
 from axio_context.embeddings import Embedder, Vector, check_embedder, vector_to_blob
 from axio_context.errors import EmbeddingMismatchError
 
-from .ops import Embeddings
 from .vec import binary_code
 
-__all__ = ["check_finite", "embed_batch", "embed_checked", "embedding_text"]
+__all__ = ["Embeddings", "check_finite", "embed_batch", "embed_checked", "embedding_text"]
+
+
+class Embeddings(msgspec.Struct, frozen=True):
+    """Vectors computed for a batch before its transaction: (index in batch, float32 BLOB, code)."""
+
+    model: str
+    dimension: int
+    rows: list[tuple[int, bytes, bytes | None]]
 
 
 def embedding_text(body: str, tool: str) -> str:

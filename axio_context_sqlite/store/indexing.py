@@ -29,7 +29,9 @@ from axio_context.errors import EmbeddingMismatchError
 from axio_context.messages import Message, text_columns
 
 from . import chunks
-from .packing import ROLE_NAMES, ROW_ERRORS, inflate
+from .keys import POSITION_MASK, key, position_of
+from .message_rows import ROLE_NAMES
+from .packing import ROW_ERRORS, inflate
 from .vec import code_bits
 
 __all__ = [
@@ -53,7 +55,6 @@ __all__ = [
 ]
 
 CODES_TABLE: Final = "message_codes"
-_LOW: Final = (1 << 32) - 1
 
 #: (message id, float32 BLOB, binary code or None, sid, project, role code, created_at ms)
 EmbeddingRow = tuple[int, bytes, bytes | None, int, str | None, int, int]
@@ -261,7 +262,7 @@ def delete_index(c: Any, lo_key: int, hi_key: int) -> None:
 
 def copy_index(c: Any, lo_key: int, hi_key: int, dest_sid: int, dest_project: str | None) -> None:
     """Index copies of the rows ``[lo_key, hi_key)`` made under session ``dest_sid``."""
-    base = dest_sid << 32
+    base = key(dest_sid, 0)
     rows = c.execute(
         "SELECT id, role, flags, payload FROM messages WHERE id >= ? AND id < ?", (lo_key, hi_key)
     ).fetchall()
@@ -272,12 +273,12 @@ def copy_index(c: Any, lo_key: int, hi_key: int, dest_sid: int, dest_project: st
             message = _message(role, reader.plain(mid, flags, payload))
         except ROW_ERRORS:
             continue  # a damaged row stays unindexed in the copy too, reported by name when read
-        entries.append((base + (mid & _LOW), *text_columns(message)))
+        entries.append((base + position_of(mid), *text_columns(message)))
     index_text(c, entries)
     c.execute(
         "INSERT INTO message_vectors (id, embedding) SELECT ? + (id & ?), embedding FROM message_vectors"
         " WHERE id >= ? AND id < ?",
-        (base, _LOW, lo_key, hi_key),
+        (base, POSITION_MASK, lo_key, hi_key),
     )
     if codes_table_exists(c):
         if vec_available(c):
@@ -289,7 +290,7 @@ def copy_index(c: Any, lo_key: int, hi_key: int, dest_sid: int, dest_project: st
                 f"INSERT INTO {CODES_TABLE} (rowid, sid, project, role, created_at, code)"
                 " VALUES (?, ?, ?, ?, ?, vec_bit(?))",
                 [
-                    (base + (rid & _LOW), dest_sid, dest_project or "", role, ts, code)
+                    (base + position_of(rid), dest_sid, dest_project or "", role, ts, code)
                     for rid, role, ts, code in codes
                 ],
             )

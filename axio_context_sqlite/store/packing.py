@@ -1,4 +1,5 @@
-"""How one message becomes one row, and back.
+"""Payload encoding: how a payload (MessagePack) is compressed and stored, and the frame of a
+sealed chunk (the sealing policy is in :mod:`.chunks`; a message's row is :mod:`.message_rows`).
 
 The payload is the MessagePack of the content blocks (the shared codec). Payloads of
 ``COMPRESS_MIN`` bytes or more are Zstandard-compressed when that makes them smaller; below it
@@ -24,52 +25,47 @@ dictionaries in a :class:`Dictionaries`, bound to the connection's worker thread
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 import msgspec
 import zstandard
 
 from axio_context.blocks import (
-    AudioBlock,
     ContentBlock,
-    ImageBlock,
-    ToolResultBlock,
-    VideoBlock,
 )
-from axio_context.codec import decode_content, encode_content
-from axio_context.errors import CorruptDataError, DecodeError
-from axio_context.messages import Message, text_columns
+from axio_context.errors import DecodeError
+
+from .transactions import write_tx
 
 __all__ = [
     "BLOB_MIN",
+    "CHUNK",
+    "CHUNK_ERRORS",
     "COMPRESS_MIN",
     "DICT_SHIFT",
     "FLAG_BLOBS",
     "FLAG_SEALED",
     "FLAG_ZLIB",
     "FLAG_ZSTD",
-    "ROLE_CODES",
-    "ROLE_NAMES",
+    "PAYLOAD_ERRORS",
     "ROW_ERRORS",
+    "ChunkEntry",
     "Dictionaries",
-    "EncodedMessage",
     "bind",
     "bound",
     "bound_or_none",
-    "decode_row",
-    "encode_message",
-    "media_digests",
+    "decode_chunk",
+    "decode_chunk_content",
+    "encode_chunk",
+    "inflate",
     "pack",
     "recompress",
-    "restore_media",
     "unbind",
-    "write_tx",
+    "unzstd",
     "writing",
 ]
 
@@ -313,18 +309,17 @@ class Dictionaries:
         return dict_id
 
     def _chunk_samples(self, chosen: str, wanted: int) -> list[bytes]:
-        """Up to ``wanted`` message payloads of at least COMPRESS_MIN bytes from sealed chunks."""
-        from .chunks import CHUNK, CHUNK_ERRORS, decode_chunk
-
+        """Up to ``wanted`` message payloads of at least COMPRESS_MIN bytes from sealed chunks
+        (read chunk by chunk until there are enough, whatever a chunk's size)."""
         out: list[bytes] = []
-        for flags, payload in self._db.execute(
-            f"SELECT flags, payload FROM chunks {chosen} LIMIT ?", (wanted // CHUNK + 1,)
-        ).fetchall():
+        for flags, payload in self._db.execute(f"SELECT flags, payload FROM chunks {chosen}"):
             try:
                 entries = decode_chunk(flags, payload)
             except CHUNK_ERRORS:
                 continue
             out.extend(bytes(raw) for _, _, raw in entries if len(raw) >= COMPRESS_MIN)
+            if len(out) >= wanted:
+                break
         return out[:wanted]
 
 
@@ -383,155 +378,39 @@ def bound_or_none() -> Dictionaries | None:
     return getattr(_local, "dicts", None)
 
 
-@contextmanager
-def write_tx(c: Any) -> Iterator[None]:
-    """One write transaction that takes the write lock up front.
+# --- sealed chunks' frames (the sealing policy is in chunks.py) ----------------------------------
 
-    Inside a transaction the caller opened on the connection it is a savepoint instead: its
-    writes join the caller's, which commits or rolls them back with its own.
-    """
-    if c.in_transaction:
-        c.execute("SAVEPOINT axio_write")
-        try:
-            yield
-        except BaseException:
-            if c.in_transaction:
-                c.execute("ROLLBACK TO axio_write")
-                c.execute("RELEASE axio_write")
-            raise
-        c.execute("RELEASE axio_write")
-        return
-    c.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        if c.in_transaction:
-            c.execute("ROLLBACK")
-        raise
-    try:
-        c.execute("COMMIT")
-    except BaseException:
-        if c.in_transaction:
-            c.execute("ROLLBACK")
-        raise
+#: Positions per chunk. A power of two dividing 2**32, so a chunk never spans two sessions' keys
+#: and ``id & ~(CHUNK - 1)`` is the key of the chunk holding message ``id``. ``python -m
+#: bench.bench_chunks`` (10,000 messages, pinned, five runs, 128 in two) loads one frame per
+#: message in 52-60 ms best / 65-69 median, and chunks of 16, 32, 64 and 128 in 39-46 / 52-66,
+#: 38-41 / 46-49, 30-34 / 35-50 and 34-37 / 59-65 ms (128 messages make outputs past the
+#: allocator's small pool); payloads 3.33 MB, then 2.99, 2.92, 2.89 and 2.88 MB. Hence 64
+#: (~90 KB a frame here). An earlier in-memory prototype had favoured 32; the bench did not.
+CHUNK: Final = 64
+_entries_decoder: Final = msgspec.msgpack.Decoder(list[tuple[int, int, msgspec.Raw]])
+_encoder: Final = msgspec.msgpack.Encoder()
+_raw_decoder: Final = msgspec.msgpack.Decoder(msgspec.Raw)
+_content_decoder: Final = msgspec.msgpack.Decoder(list[tuple[int, int, list[ContentBlock]]])
+
+#: What a damaged chunk (or a payload that cannot join one) raises.
+CHUNK_ERRORS: Final = (*ROW_ERRORS, msgspec.DecodeError)
+
+ChunkEntry = tuple[int, int, msgspec.Raw]  # (role code, FLAG_BLOBS or 0, MessagePack of the content)
 
 
-ROLE_CODES: Final = {"user": 0, "assistant": 1, "system": 2}
-ROLE_NAMES: Final = ("user", "assistant", "system")
-
-_Media = ImageBlock | AudioBlock | VideoBlock
-
-
-class EncodedMessage(msgspec.Struct):
-    """A message ready for the messages table, plus the blobs it references."""
-
-    role: int
-    flags: int
-    payload: bytes
-    blobs: list[tuple[bytes, bytes]]  # (digest, data) in reference order, repeats kept
-    body: str = ""  # text the keyword index holds (see axio_context.messages.text_columns), when asked for
-    tool: str = ""
+def encode_chunk(entries: Sequence[tuple[int, int, bytes]], dicts: Dictionaries | None) -> tuple[int, bytes]:
+    """``(flags, payload)`` of a chunk of ``(role, flags, content MessagePack)`` entries."""
+    return pack(_encoder.encode([(r, f & FLAG_BLOBS, msgspec.Raw(p)) for r, f, p in entries]), dicts)
 
 
-def _media_blocks(content: Sequence[ContentBlock]) -> Iterable[_Media]:
-    for block in content:
-        if isinstance(block, ImageBlock | AudioBlock | VideoBlock):
-            yield block
-        elif isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
-            for item in block.content:
-                if isinstance(item, ImageBlock | AudioBlock | VideoBlock):
-                    yield item
+def decode_chunk_content(flags: int, payload: bytes) -> list[tuple[int, int, list[ContentBlock]]]:
+    """A stored chunk's entries with their content decoded, in one call: the fast path of every
+    load. Raises msgspec's ValidationError when an entry needs the codec's slower rules (a block
+    type from a newer version), and what :func:`decode_chunk` raises when the chunk is damaged."""
+    return _content_decoder.decode(inflate(flags, payload))
 
 
-def _map_media(content: Sequence[ContentBlock], fn: Any) -> list[ContentBlock]:
-    out: list[ContentBlock] = []
-    for block in content:
-        if isinstance(block, ImageBlock | AudioBlock | VideoBlock):
-            out.append(fn(block))
-        elif isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
-            out.append(
-                msgspec.structs.replace(
-                    block,
-                    content=[
-                        fn(i) if isinstance(i, ImageBlock | AudioBlock | VideoBlock) else i
-                        for i in block.content
-                    ],
-                )
-            )
-        else:
-            out.append(block)
-    return out
-
-
-def encode_message(
-    message: Message, *, text: bool = False, dicts: Dictionaries | None = None, index: int = 0
-) -> EncodedMessage:
-    """The row for ``message``: role code, flags, payload, and blobs to store.
-
-    ``text=True`` also extracts the (body, tool) text for indexing or embedding now; appends
-    leave it to the keyword index's batched fold, which re-reads it from the payload.
-    ``dicts``: the database's dictionaries, to compress with its current one. Content the read
-    path could not give back is refused (:class:`DecodeError` naming ``message {index}``, the
-    block and the field) before anything is written.
-    """
-    try:
-        role = ROLE_CODES[message.role]
-    except (KeyError, TypeError):
-        raise DecodeError(f"message {index}: invalid message role {message.role!r:.80}") from None
-    try:
-        payload = encode_content(message.content)  # validates the content as given
-        content = message.content
-        flags = 0
-        blobs: list[tuple[bytes, bytes]] = []
-        if any(len(b.data) >= BLOB_MIN for b in _media_blocks(content)):
-
-            def external(block: _Media) -> _Media:
-                digest = hashlib.sha256(block.data).digest()
-                blobs.append((digest, block.data))
-                return msgspec.structs.replace(block, data=digest)
-
-            payload = encode_content(_map_media(content, external))
-            flags |= FLAG_BLOBS
-    except DecodeError as exc:
-        raise DecodeError(f"message {index}: {exc}") from None
-    except (TypeError, msgspec.EncodeError) as exc:
-        raise DecodeError(f"message {index} cannot be encoded: {exc}") from None
-    zflags, payload = pack(payload, dicts)
-    flags |= zflags
-    body, tool = text_columns(message) if text else ("", "")
-    return EncodedMessage(role=role, flags=flags, payload=payload, blobs=blobs, body=body, tool=tool)
-
-
-def blob_digests(flags: int, payload: bytes) -> list[bytes]:
-    """The digests a stored row references (empty unless it has the blobs flag)."""
-    if not flags & FLAG_BLOBS:
-        return []
-    return media_digests(decode_content(inflate(flags, payload)))
-
-
-def media_digests(content: Sequence[ContentBlock]) -> list[bytes]:
-    """The blob digests a decoded FLAG_BLOBS payload holds in place of its media bytes."""
-    return [b.data for b in _media_blocks(content)]
-
-
-def restore_media(
-    content: list[ContentBlock], found: dict[bytes, bytes], where: str = ""
-) -> list[ContentBlock]:
-    """Put the media bytes back (``found``: digest -> data); a missing blob is corrupt data."""
-    missing = [d.hex()[:12] for d in media_digests(content) if d not in found]
-    if missing:
-        raise CorruptDataError(f"{where}: media blob(s) {', '.join(missing)} missing")
-    return _map_media(content, lambda b: msgspec.structs.replace(b, data=found[b.data]))
-
-
-def decode_row(role: int, flags: int, payload: bytes, fetch_blobs: Any = None, *, where: str = "") -> Message:
-    """The message stored in a row; ``fetch_blobs(digests) -> {digest: data}`` restores media."""
-    try:
-        content = decode_content(inflate(flags, payload))
-        if flags & FLAG_BLOBS:
-            content = restore_media(content, fetch_blobs(media_digests(content)), where)
-        return Message(role=ROLE_NAMES[role], content=content)
-    except CorruptDataError:
-        raise
-    except ROW_ERRORS as exc:
-        raise CorruptDataError(f"{where}: stored message does not decode ({exc})") from None
+def decode_chunk(flags: int, payload: bytes) -> list[ChunkEntry]:
+    """The entries of a stored chunk; raises a ROW_ERRORS error or msgspec's DecodeError when damaged."""
+    return _entries_decoder.decode(inflate(flags, payload))

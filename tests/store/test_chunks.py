@@ -16,7 +16,7 @@ from axio_context import ImageBlock, Message, TextBlock, UnknownBlock
 from axio_context.embeddings import HashingEmbedder
 from axio_context.errors import CorruptDataError
 from axio_context_sqlite import Database, SQLiteContextStore, connect, open_database
-from axio_context_sqlite.store import chunks
+from axio_context_sqlite.store import packing
 from axio_context_sqlite.store import packing as storage
 from axio_context_sqlite.store.chunks import CHUNK, SEAL_TAIL
 from tests.store.test_compression import transcript
@@ -203,10 +203,10 @@ async def test_a_damaged_chunk_is_named_and_nothing_else_is_hurt(db_path: Path, 
         elif damage == "missing":
             db.execute(f"DELETE FROM chunks WHERE id = {SECOND}")
         else:
-            entries = chunks.decode_chunk(
+            entries = packing.decode_chunk(
                 *db.execute(f"SELECT flags, payload FROM chunks WHERE id = {SECOND}").fetchone()
             )
-            flags, payload = chunks.encode_chunk([(r, f, bytes(p)) for r, f, p in entries[:-1]], None)
+            flags, payload = packing.encode_chunk([(r, f, bytes(p)) for r, f, p in entries[:-1]], None)
             db.execute(f"UPDATE chunks SET flags = ?, payload = ? WHERE id = {SECOND}", (flags, payload))
     db.close()
     async with connect(db_path) as conn:
@@ -238,9 +238,9 @@ async def test_a_damaged_message_inside_a_chunk_is_named_by_position(db_path: Pa
     with db:
         storage.bind(db)
         row = db.execute(f"SELECT flags, payload FROM chunks WHERE id = {SECOND}").fetchone()
-        entries = [(r, f, bytes(p)) for r, f, p in chunks.decode_chunk(*row)]
+        entries = [(r, f, bytes(p)) for r, f, p in packing.decode_chunk(*row)]
         entries[5] = (entries[5][0], 0, msgspec.msgpack.encode([1, 2, 3]))  # not content blocks
-        flags, payload = chunks.encode_chunk(entries, None)
+        flags, payload = packing.encode_chunk(entries, None)
         db.execute(f"UPDATE chunks SET flags = ?, payload = ? WHERE id = {SECOND}", (flags, payload))
         storage.unbind()
     db.close()

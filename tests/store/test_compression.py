@@ -15,7 +15,7 @@ from axio_context import ImageBlock, Message, TextBlock, ToolResultBlock
 from axio_context.errors import CorruptDataError
 from axio_context_sqlite import Database, SQLiteContextStore, connect, open_database
 from axio_context_sqlite.store import packing as storage
-from axio_context_sqlite.store.connection import run
+from axio_context_sqlite.store.calls import run
 from axio_context_sqlite.store.packing import DICT_SHIFT, FLAG_ZSTD, TRAIN_AT
 from tests.support.sqlite_checks import check_storage, column, raw_connect, scalar
 from tests.support.words import prose

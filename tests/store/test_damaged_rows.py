@@ -20,8 +20,8 @@ from axio_context.errors import CorruptDataError
 from axio_context.messages import text_columns
 from axio_context_sqlite import Database, SQLiteContextStore, connect
 from axio_context_sqlite.store import chunks
+from axio_context_sqlite.store.calls import run
 from axio_context_sqlite.store.chunks import CHUNK, SEAL_TAIL
-from axio_context_sqlite.store.connection import run
 from axio_context_sqlite.store.packing import FLAG_ZSTD
 from tests.support.sqlite_checks import check_storage, column, raw_connect, scalar, text_message, texts
 

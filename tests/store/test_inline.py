@@ -16,9 +16,9 @@ import pytest
 from axio_context import ImageBlock, Message, TextBlock
 from axio_context.errors import DecodeError
 from axio_context_sqlite import Connection, Database, SQLiteContextStore, connect
-from axio_context_sqlite.store import appending, connection, indexing
+from axio_context_sqlite.store import appending, checkpointer, indexing
 from axio_context_sqlite.store import context_store as store_module
-from axio_context_sqlite.store.connection import run
+from axio_context_sqlite.store.calls import run
 from tests.support.lock_holder import holding_lock
 from tests.support.sqlite_checks import check_storage, scalar, text_message, texts
 
@@ -28,8 +28,8 @@ def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
     """Start this process's 1-in-64 keyword-queue check afresh (other tests moved the count), and
     no checkpoints unless a test asks: each sends the write after it to the worker."""
     monkeypatch.setattr(appending, "_appends_since_check", 0)
-    monkeypatch.setattr(connection, "CHECKPOINT_ROWS", 10**9)
-    monkeypatch.setattr(connection, "OWN_CHECKPOINT_ROWS", 10**9)
+    monkeypatch.setattr(checkpointer, "CHECKPOINT_ROWS", 10**9)
+    monkeypatch.setattr(checkpointer, "OWN_CHECKPOINT_ROWS", 10**9)
 
 
 async def test_idle_appends_and_token_updates_take_no_hop(conn: Connection, db_path: Path) -> None:
@@ -212,18 +212,18 @@ async def test_checkpoints_after_inline_writes_run_on_the_worker(
     """The connection's own WAL checkpoint (two fsyncs) runs on its worker thread, never inside
     an inline write on the event loop's; SQLite's in-commit one only past a far threshold."""
     threads: list[int] = []
-    own = connection._Checkpointer.own
+    own = checkpointer.Checkpointer.own
 
-    def recording(self: connection._Checkpointer, raw: Any) -> None:
+    def recording(self: checkpointer.Checkpointer, raw: Any) -> None:
         threads.append(threading.get_ident())
         own(self, raw)
 
-    monkeypatch.setattr(connection._Checkpointer, "own", recording)
-    monkeypatch.setattr(connection, "CHECKPOINT_ROWS", 300)
-    monkeypatch.setattr(connection, "OWN_CHECKPOINT_ROWS", 750)
+    monkeypatch.setattr(checkpointer.Checkpointer, "own", recording)
+    monkeypatch.setattr(checkpointer, "CHECKPOINT_ROWS", 300)
+    monkeypatch.setattr(checkpointer, "OWN_CHECKPOINT_ROWS", 750)
     async with connect(db_path) as conn:
         rows = await conn.execute_fetchall("PRAGMA wal_autocheckpoint")
-        assert next(iter(rows))[0] == connection.WAL_AUTOCHECKPOINT_PAGES
+        assert next(iter(rows))[0] == checkpointer.WAL_AUTOCHECKPOINT_PAGES
         store = SQLiteContextStore(conn, "s", project="p")
         for i in range(1500):
             await store.append(text_message(f"message {i} " * 20))

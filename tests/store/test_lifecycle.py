@@ -21,7 +21,7 @@ import pytest
 from axio_context import StoreClosedError
 from axio_context.errors import ReadOnlyDatabaseError
 from axio_context_sqlite import SCHEMA_VERSION, Database, SQLiteContextStore, connect
-from axio_context_sqlite.store.connection import CHECKPOINT_ROWS
+from axio_context_sqlite.store.checkpointer import CHECKPOINT_ROWS
 from tests.support.sqlite_checks import check_storage, text_message, texts
 
 ROOT = Path(__file__).resolve().parents[2]

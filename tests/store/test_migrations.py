@@ -132,9 +132,10 @@ def _fingerprint(path: Path) -> tuple[str, int, list[str]]:
 
 
 def _with_section(monkeypatch: pytest.MonkeyPatch, sql: str) -> None:
-    """Pretend schema.sql had a version-2 section (in this process, for this test only)."""
-    sections = {**schema.schema_sections(), SCHEMA_VERSION + 1: sql}
-    monkeypatch.setattr(schema, "schema_sections", lambda: sections)
+    """Pretend schema.sql had one more step (in this process, for this test only)."""
+    step = schema.Migration(SCHEMA_VERSION + 1, "test_step", schema.actions_of(sql))
+    steps = (*schema.migrations(), step)
+    monkeypatch.setattr(schema, "migrations", lambda: steps)
     monkeypatch.setattr(schema, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
 
 
@@ -284,3 +285,19 @@ async def test_listing_reads_the_stored_times(tmp_path: Path) -> None:
         await conn.commit()
         [info] = await store.list_sessions()
     assert (info.created_at, info.updated_at) == ("1969-12-31T23:59:59.999+00:00", format_time(1795451521979))
+
+
+def test_migrations_are_one_ordered_list_of_named_steps() -> None:
+    steps = schema.migrations()
+    assert [s.version for s in steps] == list(range(1, SCHEMA_VERSION + 1))
+    assert len({s.name for s in steps}) == len(steps) and all(s.name.isidentifier() for s in steps)
+    # The data step of version 2 runs inside that step, in the order schema.sql names it.
+    search = steps[1]
+    assert search.name == "search_indexes"
+    assert schema.DATA_STEPS["index_existing_text"] in search.actions
+    assert all(isinstance(a, str) for s in steps if s is not search for a in s.actions)
+
+
+def test_a_data_step_schema_sql_names_must_exist() -> None:
+    with pytest.raises(RuntimeError, match="unknown data step 'no_such_step'"):
+        schema.actions_of("CREATE TABLE t (x);\n-- python: no_such_step\n")

@@ -114,3 +114,15 @@ def test_installed_copy_is_used_and_equals_the_root_schema(wheel: Path, tmp_path
     assert result["packaged"] is True
     assert result["schema_sha"] == hashlib.sha256((ROOT / "schema.sql").read_bytes()).hexdigest()
     assert result["version"] == result["current"]
+
+
+def test_installed_aiosqlite_is_the_pinned_version() -> None:
+    """store/worker.py relies on aiosqlite's internals (its worker ``_thread``, queue ``_tx``,
+    ``_connection``, ``_running``): only the exact version pinned in pyproject.toml was checked."""
+    import tomllib
+    from importlib.metadata import version
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    pins = [d.split("==", 1)[1].strip() for d in deps if d.replace(" ", "").startswith("aiosqlite==")]
+    assert pins, "pyproject.toml must pin aiosqlite to one exact version (aiosqlite==X.Y.Z)"
+    assert version("aiosqlite") == pins[0]

@@ -17,7 +17,8 @@ from axio_context import Message, TextBlock
 from axio_context_sqlite.store import chunks
 from axio_context_sqlite.store import packing as storage
 from axio_context_sqlite.store.indexing import row_text
-from axio_context_sqlite.store.packing import FLAG_BLOBS, FLAG_SEALED, blob_digests
+from axio_context_sqlite.store.message_rows import blob_digests
+from axio_context_sqlite.store.packing import FLAG_BLOBS, FLAG_SEALED
 
 
 def raw_connect(path: Path) -> Any:

@@ -1,0 +1,101 @@
+"""The database file before SQLite opens it: creating it owner-only, its folder, the modes of its
+``-wal``/``-shm`` files, and opening an existing file read-only even where no ``-shm`` can be made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any, TypeVar
+
+import sqlean
+
+__all__ = ["open_readonly", "prepare_file"]
+
+T = TypeVar("T")
+
+
+def prepare_file(path: Path, readonly: bool) -> None:
+    if readonly:
+        if not path.exists():
+            from ..errors import DatabaseNotFoundError
+
+            raise DatabaseNotFoundError(f"no database at {path}")
+        return
+    # A symlink is followed, as SQLite follows it: one whose target is missing has its target
+    # created here, owner-only (O_EXCL on the link itself fails as if the file existed).
+    target = Path(os.path.realpath(path))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        from ..errors import DatabaseOpenError
+
+        raise DatabaseOpenError(f"cannot create the folder for {path}: {exc.strerror}") from None
+    try:
+        # A new database is readable by its owner only; SQLite gives -wal/-shm the same mode.
+        fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        _restore_side_file_modes(target)
+        return
+    except OSError as exc:
+        from ..errors import DatabaseOpenError
+
+        raise DatabaseOpenError(f"cannot create database {path}: {exc.strerror}") from None
+    os.close(fd)
+
+
+def _restore_side_file_modes(path: Path) -> None:
+    """Make ``-wal``/``-shm`` writable again where the database file is.
+
+    SQLite gives them the database file's mode when it creates them; made while the file was
+    read-only, they stay read-only after the file is writable again, and every later write fails
+    as if the database were read-only. Changing their mode does not disturb open connections.
+    """
+    if not os.access(path, os.W_OK):
+        return
+    with contextlib.suppress(OSError):
+        mode = path.stat().st_mode & 0o666
+        for suffix in ("-wal", "-shm"):
+            side = path.with_name(path.name + suffix)
+            if side.exists() and not os.access(side, os.W_OK):
+                os.chmod(side, mode)
+
+
+def open_readonly(absolute: str, busy_timeout: float) -> Any:
+    """A read-only driver connection to an existing database, even in a folder it cannot write.
+
+    Reading a WAL database needs its ``-shm`` index, which SQLite cannot create in a read-only
+    folder (a snapshot, a read-only mount, another user's folder). With no ``-wal`` content
+    there, the file alone is the whole database and no writer can start one: it is opened
+    ``immutable`` (no index, no locks). Committed changes still in a ``-wal`` cannot be read
+    that way, so that case is a clear error instead of a stale view.
+    """
+    uri = Path(absolute).as_uri()
+    raw = sqlean.connect(
+        uri + "?mode=ro", uri=True, isolation_level=None, timeout=busy_timeout, check_same_thread=False
+    )
+    try:
+        raw.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return raw
+    except sqlean.OperationalError as exc:
+        raw.close()
+        low = str(exc).lower()
+        if "readonly" not in low and "read-only" not in low and "unable to open" not in low:
+            raise
+    wal = Path(absolute + "-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        from ..errors import ReadOnlyDatabaseError
+
+        raise ReadOnlyDatabaseError(
+            f"cannot read {absolute}: changes not yet copied from {wal.name} need a -shm file, "
+            "which its read-only folder cannot hold; copy the database and its -wal file to a "
+            "writable folder, or open it once where the folder is writable"
+        )
+    return sqlean.connect(
+        uri + "?mode=ro&immutable=1",
+        uri=True,
+        isolation_level=None,
+        timeout=busy_timeout,
+        check_same_thread=False,
+    )
