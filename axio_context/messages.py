@@ -175,11 +175,11 @@ def _spell_huge_ints(value: Any) -> Any:
         try:
             str(value)
         except ValueError:
-            return f"<integer of about {_int_digits(value)} digits>"
+            return f"<integer of about {int_digits(value)} digits>"
     return value
 
 
-def _int_digits(value: int) -> int:
+def int_digits(value: int) -> int:
     """About how many decimal digits ``value`` has (its sign counted), from its bit length:
     never converts it, so it works past ``str()``'s digit limit."""
     return max(1, math.ceil(abs(value).bit_length() * _LOG10_2)) + (value < 0)

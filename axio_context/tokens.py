@@ -24,7 +24,7 @@ from .blocks import (
     UnknownBlock,
     VideoBlock,
 )
-from .messages import Message, _int_digits
+from .messages import Message, int_digits
 
 __all__ = [
     "DefaultEstimator",
@@ -151,7 +151,7 @@ def _repr_chars(value: object) -> int:
             total += len(repr(item))
         except Exception:
             if isinstance(item, int):
-                total += _int_digits(item)
+                total += int_digits(item)
     return total
 
 

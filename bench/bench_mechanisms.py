@@ -98,7 +98,7 @@ DEFINITIONS: dict[str, list[tuple[Any, str]]] = {
         (engine, "_code_ids"),
         (engine, "_semantic_codes"),
         (indexing, "codes_table_exists"),
-        (indexing, "_ensure_codes_table"),
+        (indexing, "ensure_codes_table"),
     ],
     "checkpointer": [
         (connection, "_Checkpointer"),

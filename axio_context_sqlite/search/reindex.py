@@ -175,7 +175,7 @@ def codes_plan(c: Any) -> tuple[bool, str | None]:
         if "codes_stale" not in settings and (table or not any_vector):
             return False, None
         if not table:
-            indexing._ensure_codes_table(c, int(dim))
+            indexing.ensure_codes_table(c, int(dim))
         token = f"reconciling-{keys.now_ms()}"
         c.execute(
             "INSERT INTO settings (key, value) VALUES ('codes_stale', ?)"

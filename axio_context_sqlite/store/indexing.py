@@ -185,7 +185,7 @@ def ensure_embedding_settings(c: Any, model: str, dimension: int) -> None:
         )
 
 
-def _ensure_codes_table(c: Any, dimension: int) -> None:
+def ensure_codes_table(c: Any, dimension: int) -> None:
     c.execute(
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {CODES_TABLE} USING vec0("
         f"sid integer, project text, role integer, created_at integer, code bit[{code_bits(dimension)}])"
@@ -210,7 +210,7 @@ def store_embeddings(c: Any, model: str, dimension: int, rows: Sequence[Embeddin
     coded = [r for r in rows if r[2] is not None]
     stored = 0
     if coded and vec_available(c):
-        _ensure_codes_table(c, dimension)
+        ensure_codes_table(c, dimension)
         c.executemany(f"DELETE FROM {CODES_TABLE} WHERE rowid = ?", [(r[0],) for r in coded])
         c.executemany(
             f"INSERT INTO {CODES_TABLE} (rowid, sid, project, role, created_at, code)"
