@@ -176,7 +176,7 @@ class VectorStoreContract:
     async def test_bad_filters_are_refused(self, memory: MemoryFactory) -> None:
         store = await memory.vectors()
         await store.add([_doc("a", [1, 0], n=1)])
-        for bad in (
+        bads: list[dict[str, object]] = [
             {"n": {"$regex": "x"}},
             {"$or": [{"n": 1}]},
             {"n": {"$gt": "1"}},
@@ -184,7 +184,8 @@ class VectorStoreContract:
             {"n": {}},
             {"n": [1, 2]},
             {"n": {"$gt": math.nan}},
-        ):
+        ]
+        for bad in bads:
             with pytest.raises(FilterError):
                 await store.search([1, 0], filter=bad)
 
