@@ -311,6 +311,8 @@ async def open_blob_url(url: str) -> tuple[bytes, str]:
     if "key" not in query:
         raise InvalidInputError(f"{URL_SCHEME} URL names no key: {url!r}")
     expires = query.get("expires", [""])[0]
+    if expires and not expires.isdigit():
+        raise InvalidInputError(f"{URL_SCHEME} URL has a bad expiry time {expires!r}: {url!r}")
     if expires and int(expires) < time.time():
         raise InvalidInputError(f"{URL_SCHEME} URL expired at {expires}: {url!r}")
     async with connect(unquote(parts.path), readonly=True) as conn:
