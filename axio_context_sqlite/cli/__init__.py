@@ -7,6 +7,7 @@ library's named errors become one-line messages and exit code 1; usage errors ar
 """
 
 from . import maintenance, searching, sessions, transfer
+from . import memory as memory
 from .app import cli, default_db_path, main
 
 __all__ = ["cli", "default_db_path", "main", "maintenance", "searching", "sessions", "transfer"]

@@ -6,11 +6,15 @@ from datetime import datetime
 from pathlib import Path
 
 import click
+import msgspec
 
 from axio_context.messages import SessionInfo
 
+from ..admin.maintenance import Stats
 from ..database import Database, RecompressReport, VacuumReport
+from ..memory import MemoryStats, memory_stats
 from .app import COUNT_MAX, cli, settings_of, with_db
+from .memory import memory_stats_lines
 from .options import When, chosen_project, one_format, output_options, project_option, stored_project
 from .output import (
     SESSION_COLUMNS,
@@ -30,11 +34,15 @@ from .output import (
 @click.option("--json", "as_json", is_flag=True, help="Output a JSON object.")
 @click.pass_context
 def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
-    """Sessions, messages, tokens and size on disk, in total and by project."""
-    s = with_db(ctx, False, lambda db: db.stats())
+    """Sessions, messages, tokens and size on disk, in total and by project; the memory stores."""
+
+    async def go(db: Database) -> tuple[Stats, MemoryStats]:
+        return await db.stats(), await memory_stats(db.connection)
+
+    s, mem = with_db(ctx, False, go)
     if as_json or nl:
         one_format(as_json, nl)
-        echo_json(s, indent=2 if as_json else 0)
+        echo_json({**msgspec.to_builtins(s), "memory": msgspec.to_builtins(mem)}, indent=2 if as_json else 0)
         return
     path = settings_of(ctx).path
     click.echo(f"database   {path}")
@@ -48,6 +56,7 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
     click.echo(f"payloads   {human_size(s.payload_bytes)} ({dicts}{sealed})")
     click.echo(f"media      {s.blobs:,} blob(s), {human_size(s.blob_bytes)}")
     click.echo(f"compaction {s.checkpoints:,} checkpoint(s)")
+    click.echo("\n".join(memory_stats_lines(mem)))
     if s.by_project:
         click.echo("")
         rows = [

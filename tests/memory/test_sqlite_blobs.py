@@ -7,6 +7,7 @@ import hashlib
 import tracemalloc
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
@@ -139,7 +140,7 @@ async def test_presigned_url(conn: Connection, db_path: Path) -> None:
     await blobs.upload("a/b c?.txt", b"hi", "text/plain")
     url = await blobs.presign_url("a/b c?.txt", expires_in=60)
     assert url.startswith("axio-blob://")
-    assert str(db_path.resolve()) in url.replace("%20", " ")
+    assert unquote(url).startswith(f"axio-blob://{db_path}?key=")
     assert await open_blob_url(url) == (b"hi", "text/plain")
     expired = await blobs.presign_url("a/b c?.txt", expires_in=-10)
     with pytest.raises(InvalidInputError, match="expired"):
