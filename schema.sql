@@ -207,7 +207,7 @@ CREATE TABLE memory_documents (
     collection  INTEGER NOT NULL,
     id          TEXT NOT NULL,
     code        BLOB NOT NULL,
-    metadata    TEXT NOT NULL DEFAULT '{}',       -- JSON object
+    metadata    BLOB NOT NULL,                    -- JSONB object: filters read it without parsing text
     updated_at  INTEGER NOT NULL,
     content     TEXT NOT NULL,
     UNIQUE (collection, id)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import operator
 from array import array
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
@@ -298,9 +299,11 @@ def check_collection_name(name: str) -> str:
 
 def cosine_similarity(a: Sequence[float], b: Sequence[float]) -> float:
     """Cosine of the angle between ``a`` and ``b``; 0.0 when either is all zeros."""
-    dot = math.fsum(x * y for x, y in zip(a, b, strict=True))
-    na = math.sqrt(math.fsum(x * x for x in a))
-    nb = math.sqrt(math.fsum(y * y for y in b))
+    if len(a) != len(b):
+        raise DimensionMismatchError(f"vectors of {len(a)} and {len(b)} dimensions have no cosine")
+    dot = float(sum(map(operator.mul, a, b)))
+    na = math.sqrt(sum(map(operator.mul, a, a)))
+    nb = math.sqrt(sum(map(operator.mul, b, b)))
     if na == 0.0 or nb == 0.0:
         return 0.0
     return dot / (na * nb)

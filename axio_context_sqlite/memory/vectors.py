@@ -164,7 +164,7 @@ def _get(c: Any, name: str, ids: list[str]) -> list[tuple[str, str, str, bytes]]
         return [
             (str(r[0]), str(r[1]), str(r[2]), bytes(r[3]))
             for r in c.execute(
-                "SELECT d.id, d.content, d.metadata, e.embedding FROM json_each(?) AS j"
+                "SELECT d.id, d.content, json(d.metadata), e.embedding FROM json_each(?) AS j"
                 " JOIN memory_documents AS d ON d.collection = ? AND d.id = j.value"
                 " JOIN memory_embeddings AS e ON e.rowid = d.rowid ORDER BY j.key",
                 (_JSON.encode(ids).decode(), found[0]),
@@ -201,37 +201,39 @@ def _search(
     where, params = filter_sql(conditions)
     with read_tx(c):
         found = _collection(c, name)
-        if found is None or limit == 0:
-            if found is not None and found[1] != len(query) // 4:
-                raise DimensionMismatchError(
-                    f"query has {len(query) // 4} dimensions, the collection {name!r} has {found[1]}"
-                )
+        if found is None:
             return []
         cid, dimension, _ = found
         if dimension != len(query) // 4:
             raise DimensionMismatchError(
                 f"query has {len(query) // 4} dimensions, the collection {name!r} has {dimension}"
             )
-        select = (
-            "SELECT d.id, d.content, d.metadata, e.embedding FROM memory_documents AS d"
-            " JOIN memory_embeddings AS e ON e.rowid = d.rowid"
-        )
+        if limit == 0:
+            return []
         if vec:
+            # Exact re-scoring in SQLite (float32, as stored): in Python it cost more than the
+            # coarse pass itself.
             rows = c.execute(
-                f"{select} WHERE d.rowid IN (SELECT rowid FROM memory_documents"
+                "SELECT d.id, d.content, json(d.metadata), 1.0 - vec_distance_cosine(e.embedding, ?)"
+                " FROM memory_documents AS d JOIN memory_embeddings AS e ON e.rowid = d.rowid"
+                " WHERE d.rowid IN (SELECT rowid FROM memory_documents"
                 f" WHERE collection = ? AND {where}"
                 " ORDER BY vec_distance_hamming(vec_bit(code), vec_bit(?)) LIMIT ?)",
-                (cid, *params, binary_code(query), max(candidates, limit)),
+                (query, cid, *params, binary_code(query), max(candidates, limit)),
             ).fetchall()
+            scored = [(0.0 if s is None else float(s), str(i), str(t), str(m)) for i, t, m, s in rows]
         else:
-            rows = c.execute(f"{select} WHERE d.collection = ? AND {where}", (cid, *params)).fetchall()
-    q = array("f")
-    q.frombytes(query)
-    scored = []
-    for doc_id, content, meta, blob in rows:
-        v = array("f")
-        v.frombytes(blob)
-        scored.append((cosine_similarity(q, v), str(doc_id), str(content), str(meta)))
+            q = array("f")
+            q.frombytes(query)
+            scored = []
+            for doc_id, content, meta, blob in c.execute(
+                "SELECT d.id, d.content, json(d.metadata), e.embedding FROM memory_documents AS d"
+                f" JOIN memory_embeddings AS e ON e.rowid = d.rowid WHERE d.collection = ? AND {where}",
+                (cid, *params),
+            ):
+                v = array("f")
+                v.frombytes(blob)
+                scored.append((cosine_similarity(q, v), str(doc_id), str(content), str(meta)))
     scored.sort(key=lambda t: (-t[0], t[1]))
     return scored[:limit]
 
@@ -255,7 +257,8 @@ def _documents(c: Any, name: str, limit: int) -> list[tuple[str, str, str]]:
         return [
             (str(r[0]), str(r[1]), str(r[2]))
             for r in c.execute(
-                "SELECT id, content, metadata FROM memory_documents WHERE collection = ? ORDER BY id LIMIT ?",
+                "SELECT id, content, json(metadata) FROM memory_documents WHERE collection = ?"
+                " ORDER BY id LIMIT ?",
                 (found[0], limit),
             )
         ]
