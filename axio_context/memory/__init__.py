@@ -22,15 +22,9 @@ from .errors import (
     TaskStatusError,
 )
 from .graph import CypherCapable, Entity, GraphCounts, GraphStore, InMemoryGraphStore, Relationship, SubGraph
+from .metadata import MetadataFilter
 from .tasks import GlobalTaskStore, InMemoryTaskStore, Task, TaskList, TaskStatus, TaskStore
-from .vectors import (
-    CollectionInfo,
-    Document,
-    InMemoryVectorStore,
-    MetadataFilter,
-    SearchResult,
-    VectorStore,
-)
+from .vectors import CollectionInfo, Document, InMemoryVectorStore, SearchResult, VectorStore
 
 #: ravi's other name for the in-memory blob store.
 InMemoryBlobStore = InMemoryFileStore

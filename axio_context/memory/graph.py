@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 import msgspec
 
 from .errors import EntityNotFoundError, InvalidInputError
-from .vectors import check_metadata
+from .metadata import check_metadata
 
 __all__ = [
     "CypherCapable",

@@ -9,16 +9,9 @@ a vector of another length is a :class:`~.errors.DimensionMismatchError`.
 
 Search ranks by cosine similarity (``score``, higher is nearer), ties by id. A ``filter`` keeps
 only documents whose metadata matches, and is applied before ranking, so a filtered search still
-returns ``limit`` hits when that many match. Filter grammar (all fields must match)::
+returns ``limit`` hits when that many match; the grammar is :mod:`.metadata`'s.
 
-    {"lang": "en"}                          equality (str, number, bool or None)
-    {"lang": {"$in": ["en", "de"]}}         any of the values
-    {"year": {"$gte": 2020, "$lt": 2024}}   numeric range: $gt, $gte, $lt, $lte
-    {"lang": {"$eq": "en"}}                 equality, spelled out
-
-Only top-level metadata keys are addressed (a dot is part of the key). An unknown operator or a
-value an operator cannot take is a :class:`~.errors.FilterError` before anything runs. This module
-holds the shared rules (:func:`compile_filter`, :func:`matches`, :func:`check_embedding`) and
+This module holds the embedding rules (:func:`check_embedding`, :func:`embed_missing`) and
 :class:`InMemoryVectorStore`; the SQLite version is
 :class:`axio_context_sqlite.memory.SQLiteVectorStore`.
 """
@@ -29,8 +22,8 @@ import asyncio
 import math
 import operator
 from array import array
-from collections.abc import Mapping, Sequence
-from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
+from collections.abc import Sequence
+from typing import Any, Final, Protocol, runtime_checkable
 
 import msgspec
 
@@ -38,36 +31,28 @@ from ..embeddings import Embedder
 from .errors import (
     DimensionMismatchError,
     EmbedderMismatchError,
-    FilterError,
     InvalidEmbeddingError,
     InvalidInputError,
     MissingEmbeddingError,
 )
+from .metadata import MetadataFilter, check_metadata, compile_filter, matches
 
 __all__ = [
     "DEFAULT_COLLECTION",
     "CollectionInfo",
-    "Condition",
     "Document",
     "InMemoryVectorStore",
-    "MetadataFilter",
     "SearchResult",
     "VectorStore",
     "check_collection_name",
+    "check_embedder",
     "check_embedding",
-    "check_metadata",
-    "compile_filter",
+    "check_limit",
     "cosine_similarity",
-    "matches",
+    "embed_missing",
 ]
 
 DEFAULT_COLLECTION: Final = "default"
-
-#: ``{field: value}`` or ``{field: {"$op": value}}``; see the module docstring.
-MetadataFilter: TypeAlias = Mapping[str, Any]
-
-_RANGE_OPS: Final = frozenset({"$gt", "$gte", "$lt", "$lte"})
-_OPS: Final = frozenset({"$eq", "$in"}) | _RANGE_OPS
 
 
 class Document(msgspec.Struct):
@@ -151,109 +136,6 @@ class VectorStore(Protocol):
         ...
 
 
-# --- shared rules ----------------------------------------------------------------------------------
-
-
-class Condition(msgspec.Struct, frozen=True):
-    """One checked clause of a filter: ``field`` compared by ``op`` ($eq, $in, $gt ...)."""
-
-    field: str
-    op: str
-    value: Any
-
-
-def _scalar(value: Any, where: str) -> Any:
-    if value is None or isinstance(value, bool | str):
-        return value
-    if isinstance(value, int | float):
-        if not math.isfinite(value):
-            raise FilterError(f"filter {where}: {value!r} is not a finite number")
-        return value
-    raise FilterError(f"filter {where}: {value!r} is not a string, number, boolean or null")
-
-
-def compile_filter(filter: MetadataFilter | None) -> list[Condition]:
-    """The conditions of ``filter``, checked; :class:`FilterError` names what is wrong."""
-    if filter is None:
-        return []
-    if not isinstance(filter, Mapping):
-        raise FilterError(
-            f"a filter is a mapping of metadata keys to conditions, got {type(filter).__name__}"
-        )
-    out: list[Condition] = []
-    for field, spec in filter.items():
-        if not isinstance(field, str) or not field:
-            raise FilterError(f"filter key {field!r} is not a non-empty string")
-        if field.startswith("$"):
-            raise FilterError(f"unknown filter operator {field!r} (operators go inside a key's condition)")
-        if '"' in field or "\\" in field:
-            raise FilterError(f"filter key {field!r} holds a quote or backslash")
-        if not isinstance(spec, Mapping):
-            out.append(Condition(field, "$eq", _scalar(spec, f"on {field!r}")))
-            continue
-        if not spec:
-            raise FilterError(f"filter on {field!r} has no operator")
-        for op, value in spec.items():
-            where = f"{op} on {field!r}"
-            if op not in _OPS:
-                raise FilterError(
-                    f"unknown filter operator {op!r} on {field!r}; known: {', '.join(sorted(_OPS))}"
-                )
-            if op == "$eq":
-                out.append(Condition(field, op, _scalar(value, where)))
-            elif op == "$in":
-                if isinstance(value, str | bytes) or not isinstance(value, Sequence):
-                    raise FilterError(f"filter {where}: takes a list of values, got {value!r}")
-                out.append(Condition(field, op, tuple(_scalar(v, where) for v in value)))
-            else:
-                if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-                    raise FilterError(f"filter {where}: takes a finite number, got {value!r}")
-                out.append(Condition(field, op, value))
-    return out
-
-
-def _is_number(x: Any) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool)
-
-
-def _equal(x: Any, v: Any) -> bool:
-    if v is None:
-        return x is None
-    if isinstance(v, bool):
-        return isinstance(x, bool) and x is v
-    if isinstance(v, str):
-        return isinstance(x, str) and x == v
-    return _is_number(x) and bool(x == v)
-
-
-def _holds(x: Any, cond: Condition) -> bool:
-    if cond.op == "$eq":
-        return _equal(x, cond.value)
-    if cond.op == "$in":
-        return any(_equal(x, v) for v in cond.value)
-    if not _is_number(x):
-        return False
-    if cond.op == "$gt":
-        return bool(x > cond.value)
-    if cond.op == "$gte":
-        return bool(x >= cond.value)
-    if cond.op == "$lt":
-        return bool(x < cond.value)
-    return bool(x <= cond.value)
-
-
-_MISSING: Final = object()
-
-
-def matches(metadata: Mapping[str, Any], conditions: Sequence[Condition]) -> bool:
-    """Whether ``metadata`` meets every condition (a missing key meets none)."""
-    for cond in conditions:
-        x = metadata.get(cond.field, _MISSING)
-        if x is _MISSING or not _holds(x, cond):
-            return False
-    return True
-
-
 def check_embedding(value: Sequence[float], dimension: int | None, where: str = "") -> array[float]:
     """``value`` as float32, checked: not empty, finite, and ``dimension`` long when given."""
     label = f"{where}: " if where else ""
@@ -272,22 +154,6 @@ def check_embedding(value: Sequence[float], dimension: int | None, where: str = 
             f"{label}embedding has {len(vec)} dimensions, the collection has {dimension}"
         )
     return vec
-
-
-_JSON_ENCODER: Final = msgspec.json.Encoder()
-
-
-def check_metadata(metadata: Any, where: str = "") -> dict[str, Any]:
-    """A JSON copy of ``metadata`` (a dict with string keys), as the stores keep it."""
-    label = f"{where}: " if where else ""
-    if not isinstance(metadata, dict):
-        raise InvalidInputError(f"{label}metadata is a dict, got {type(metadata).__name__}")
-    try:
-        copy = msgspec.json.decode(_JSON_ENCODER.encode(metadata))
-    except (TypeError, msgspec.EncodeError, ValueError) as exc:
-        raise InvalidInputError(f"{label}metadata is not JSON: {exc}") from None
-    assert isinstance(copy, dict)
-    return copy
 
 
 def check_collection_name(name: str) -> str:
@@ -437,8 +303,7 @@ class InMemoryVectorStore:
         for i in ids:
             s = have.docs.get(i)
             if s is not None:
-                meta = msgspec.json.decode(_JSON_ENCODER.encode(s.metadata))
-                out.append(Document(i, s.content, list(s.vector), meta))
+                out.append(Document(i, s.content, list(s.vector), check_metadata(s.metadata)))
         return out
 
     async def delete(self, ids: Sequence[str], *, collection: str = DEFAULT_COLLECTION) -> int:

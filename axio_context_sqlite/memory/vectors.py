@@ -23,18 +23,16 @@ import msgspec
 
 from axio_context.embeddings import Embedder
 from axio_context.memory.errors import DimensionMismatchError, InvalidInputError, MissingEmbeddingError
+from axio_context.memory.metadata import Condition, MetadataFilter, compile_filter
 from axio_context.memory.vectors import (
     DEFAULT_COLLECTION,
     CollectionInfo,
-    Condition,
     Document,
-    MetadataFilter,
     SearchResult,
     check_collection_name,
     check_embedder,
     check_embedding,
     check_limit,
-    compile_filter,
     cosine_similarity,
     embed_missing,
 )
