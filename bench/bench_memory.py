@@ -191,14 +191,15 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
         root = Path(tmp)
+        # Blobs first: the peak RSS growth means little once the vector data sets were in memory.
+        results["blobs"] = await bench_blobs(root / "b.db", args.blob_mb)
+        results["graph"] = await bench_graph(root / "g.db", args.edges)
         results["vectors"] = {
             kind: await bench_vectors(
                 root / f"v-{kind}.db", kind, args.docs, args.dim, args.queries, args.candidates
             )
             for kind in ("clustered", "random")
         }
-        results["blobs"] = await bench_blobs(root / "b.db", args.blob_mb)
-        results["graph"] = await bench_graph(root / "g.db", args.edges)
     return results
 
 

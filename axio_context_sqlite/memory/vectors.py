@@ -53,19 +53,22 @@ _NUMBER: Final = "json_type(metadata, ?) IN ('integer', 'real')"
 _RANGE_SQL: Final = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
 
+# Each comparison reads the value with ``->>`` first (one JSONB lookup, false for most rows) and
+# checks its JSON type only then: SQLite stops at the first false term. ``->>`` alone would let
+# true equal 1, a range take strings (TEXT sorts above numbers) and a string equal an array's text.
 def _equal_sql(path: str, value: Any) -> tuple[str, list[Any]]:
     if value is None:
         return "json_type(metadata, ?) = 'null'", [path]
     if isinstance(value, bool):
         return f"json_type(metadata, ?) = '{'true' if value else 'false'}'", [path]
     if isinstance(value, str):
-        return "(json_type(metadata, ?) = 'text' AND json_extract(metadata, ?) = ?)", [path, path, value]
-    return f"({_NUMBER} AND json_extract(metadata, ?) = ?)", [path, path, value]
+        return "((metadata ->> ?) = ? AND json_type(metadata, ?) = 'text')", [path, value, path]
+    return f"((metadata ->> ?) = ? AND {_NUMBER})", [path, value, path]
 
 
 def filter_sql(conditions: Sequence[Condition]) -> tuple[str, list[Any]]:
     """The ``WHERE`` text (over a ``metadata`` column) and parameters of checked conditions,
-    meaning exactly what :func:`axio_context.memory.vectors.matches` means."""
+    meaning exactly what :func:`axio_context.memory.metadata.matches` means."""
     parts: list[str] = []
     params: list[Any] = []
     for cond in conditions:
@@ -77,8 +80,8 @@ def filter_sql(conditions: Sequence[Condition]) -> tuple[str, list[Any]]:
             sql = "(" + " OR ".join(p for p, _ in pieces) + ")" if pieces else "0"
             ps = [x for _, p in pieces for x in p]
         else:
-            sql = f"({_NUMBER} AND json_extract(metadata, ?) {_RANGE_SQL[cond.op]} ?)"
-            ps = [path, path, cond.value]
+            sql = f"((metadata ->> ?) {_RANGE_SQL[cond.op]} ? AND {_NUMBER})"
+            ps = [path, cond.value, path]
         parts.append(sql)
         params.extend(ps)
     return (" AND ".join(parts) or "1"), params

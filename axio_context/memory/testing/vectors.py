@@ -143,6 +143,7 @@ class VectorStoreContract:
                 _doc("fr1", [1, 0.3], lang="fr", year=1, draft=None),
                 _doc("nolang", [1, 0.4]),
                 _doc("numstr", [1, 0.5], lang=1, year="2022"),
+                _doc("listy", [1, 0.6], lang=["en"], year=[2021]),
             ]
         )
 
@@ -161,6 +162,7 @@ class VectorStoreContract:
         assert await hits({"draft": None}) == {"fr1"}
         assert await hits({"lang": 1}) == {"numstr"}  # 1 is not True, nor "1"
         assert await hits({"missing": "x"}) == set()
+        assert await hits({"lang": '["en"]'}) == set()  # a list is not its JSON text
 
     async def test_filtered_search_returns_limit_hits(self, memory: MemoryFactory) -> None:
         # 300 documents nearer the query than any matching one: a filter applied after fetching
