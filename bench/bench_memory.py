@@ -8,13 +8,13 @@
   as text embeddings have) and ``random`` (i.i.d. Gaussian: no real neighbours, the worst case
   for any quantization). ``--candidates`` sets the coarse pass's size (default 100).
 - **blobs**: one ``--blob-mb`` (200) MB upload through ``upload_stream`` from 1 MiB chunks and
-  its ``download_stream``, in MB/s, with the process's peak RSS growth; then 500 x 64 KiB
+  its ``download_stream``, in MB/s, with the peak of Python's heap during each; then 500 x 64 KiB
   ``upload``/``download`` calls.
 - **graph**: ``--edges`` (100,000) random relationships of three types over edges/5 entities;
   ``get_neighbors`` at depth 2 from 200 random entities, with and without a type filter.
 
-Run: ``python -m bench.bench_memory`` (``--quick`` for a smoke run). Prints a table and, with
-``--json FILE``, writes the figures.
+Run: ``python -m bench.bench_memory`` (``--quick`` for a smoke run, ``--only`` for one part).
+Prints a table and, with ``--json FILE``, writes the figures.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ import argparse
 import asyncio
 import json
 import random
-import resource
 import statistics
 import tempfile
 import time
+import tracemalloc
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -119,16 +119,21 @@ async def bench_blobs(db: Path, size_mb: int) -> dict[str, Any]:
             for _ in range(size_mb):
                 yield piece
 
-        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        # Python's heap, not RSS: reads go through SQLite's memory map, whose file pages count in
+        # RSS without being a copy of the file.
+        tracemalloc.start()
         start = time.perf_counter()
         await store.upload_stream("big.bin", source())
         up = time.perf_counter() - start
+        _, up_peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
         start = time.perf_counter()
         got = 0
         async for chunk in store.download_stream("big.bin"):
             got += len(chunk)
         down = time.perf_counter() - start
-        rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        _, down_peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
         assert got == size_mb * MiB
         small = [random.Random(k).randbytes(64 * 1024) for k in range(500)]
         start = time.perf_counter()
@@ -143,7 +148,8 @@ async def bench_blobs(db: Path, size_mb: int) -> dict[str, Any]:
         "stream_mb": size_mb,
         "upload_stream_mb_s": round(size_mb / up, 1),
         "download_stream_mb_s": round(size_mb / down, 1),
-        "peak_rss_growth_mb": round((rss1 - rss0) / 1024, 1),  # ru_maxrss is KiB on Linux
+        "upload_peak_heap_mb": round(up_peak / MiB, 1),
+        "download_peak_heap_mb": round(down_peak / MiB, 1),
         "small_64k_upload_per_s": round(len(small) / small_up),
         "small_64k_download_per_s": round(len(small) / small_down),
     }
@@ -191,9 +197,12 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
         root = Path(tmp)
-        # Blobs first: the peak RSS growth means little once the vector data sets were in memory.
-        results["blobs"] = await bench_blobs(root / "b.db", args.blob_mb)
-        results["graph"] = await bench_graph(root / "g.db", args.edges)
+        if args.only in (None, "blobs"):
+            results["blobs"] = await bench_blobs(root / "b.db", args.blob_mb)
+        if args.only in (None, "graph"):
+            results["graph"] = await bench_graph(root / "g.db", args.edges)
+        if args.only not in (None, "vectors"):
+            return results
         results["vectors"] = {
             kind: await bench_vectors(
                 root / f"v-{kind}.db", kind, args.docs, args.dim, args.queries, args.candidates
@@ -204,21 +213,24 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _print(results: dict[str, Any]) -> None:
-    for kind, r in results["vectors"].items():
+    for kind, r in results.get("vectors", {}).items():
         for label in ("filter_10pct", "no_filter"):
             f = r[label]
             print(
                 f"vectors {kind:<9} {label:<12} {r['documents']:,} x {r['dimension']}:"
                 f" median {f['median_ms']} ms, p95 {f['p95_ms']} ms, recall@10 {f['recall_at_10']}"
             )
-    b = results["blobs"]
-    print(
-        f"blobs   {b['stream_mb']} MB stream: upload {b['upload_stream_mb_s']} MB/s, download "
-        f"{b['download_stream_mb_s']} MB/s, peak RSS +{b['peak_rss_growth_mb']} MB; 64 KiB: "
-        f"{b['small_64k_upload_per_s']}/s up, {b['small_64k_download_per_s']}/s down"
-    )
-    g = results["graph"]
-    for label in ("depth2", "depth2_one_type"):
+    b = results.get("blobs")
+    if b:
+        print(
+            f"blobs   {b['stream_mb']} MB stream: upload {b['upload_stream_mb_s']} MB/s, download "
+            f"{b['download_stream_mb_s']} MB/s, peak Python heap {b['upload_peak_heap_mb']} /"
+            f" {b['download_peak_heap_mb']} MB; 64 KiB: "
+            f"{b['small_64k_upload_per_s']}/s up, {b['small_64k_download_per_s']}/s down"
+        )
+    g = results.get("graph")
+    for label in ("depth2", "depth2_one_type") if g else ():
+        assert g is not None
         f = g[label]
         print(
             f"graph   {label:<16} {g['relationships']:,} edges: median {f['median_ms']} ms,"
@@ -237,6 +249,7 @@ def cli() -> None:
     parser.add_argument("--edges", type=int, default=100_000)
     parser.add_argument("--quick", action="store_true", help="small sizes, a smoke run")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--only", choices=["vectors", "blobs", "graph"], help="run one part")
     args = parser.parse_args()
     if args.quick:
         args.docs, args.queries, args.blob_mb, args.edges = 5_000, 10, 8, 5_000
