@@ -239,7 +239,7 @@ CREATE TABLE memory_blob_chunks (
     seq   INTEGER NOT NULL,
     data  BLOB NOT NULL,
     PRIMARY KEY (hash, seq)
-);
+) WITHOUT ROWID;
 
 -- A blob whose last reference went (a message or a key) takes its pieces with it.
 CREATE TRIGGER memory_blob_chunks_free AFTER DELETE ON blobs BEGIN
@@ -269,7 +269,6 @@ CREATE TABLE graph_entities (
     type        TEXT NOT NULL,
     properties  TEXT NOT NULL DEFAULT '{}'        -- JSON object
 ) WITHOUT ROWID;
-CREATE INDEX graph_entities_by_type ON graph_entities (type);
 
 CREATE TABLE graph_relationships (
     id          TEXT PRIMARY KEY,
@@ -295,7 +294,6 @@ CREATE TABLE task_lists (
     updated_at       INTEGER NOT NULL,
     UNIQUE (conversation_id, agent_id)
 ) WITHOUT ROWID;
-CREATE INDEX task_lists_by_created ON task_lists (created_at DESC);
 
 CREATE TABLE tasks (
     list_id      TEXT NOT NULL,                   -- task_lists.id
@@ -307,4 +305,3 @@ CREATE TABLE tasks (
     note         TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (list_id, id)
 ) WITHOUT ROWID;
-CREATE INDEX tasks_by_order ON tasks (list_id, ord);
