@@ -233,3 +233,125 @@ CREATE TABLE quarantine (
     reason          TEXT NOT NULL,
     quarantined_at  INTEGER NOT NULL
 );
+
+-- version: 8 memory_stores
+
+-- Agent memory stores (see axio_context/memory and axio_context_sqlite/memory), beside the
+-- sessions in the same file.
+
+-- Vector collections: a collection's dimension and the embedder that made its vectors ('' when
+-- not known) are fixed when it is created.
+CREATE TABLE memory_collections (
+    id          INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL UNIQUE,
+    dimension   INTEGER NOT NULL,
+    embedder    TEXT NOT NULL DEFAULT '',
+    created_at  INTEGER NOT NULL
+);
+
+-- One row per document. `code` is the binary code of its embedding (store/vec.py
+-- `binary_code`) for the coarse pass of a search; small columns come first and the text last,
+-- so that pass reads little beyond the codes and the metadata its filter looks at.
+CREATE TABLE memory_documents (
+    rowid       INTEGER PRIMARY KEY,
+    collection  INTEGER NOT NULL,
+    id          TEXT NOT NULL,
+    code        BLOB NOT NULL,
+    metadata    BLOB NOT NULL,                    -- JSONB object: filters read it without parsing text
+    updated_at  INTEGER NOT NULL,
+    content     TEXT NOT NULL,
+    UNIQUE (collection, id)
+);
+
+-- The float32 embedding of each document (rowid = memory_documents.rowid), apart so the coarse
+-- pass does not read it; only the candidates it keeps are re-scored from here.
+CREATE TABLE memory_embeddings (
+    rowid      INTEGER PRIMARY KEY,
+    embedding  BLOB NOT NULL
+);
+
+-- Blob store keys. The bytes live once in `blobs` (shared with messages' media): each key
+-- holds one reference (`blobs.refs`), as each message referencing the bytes does.
+CREATE TABLE memory_blob_keys (
+    key           TEXT PRIMARY KEY,
+    hash          BLOB NOT NULL,                  -- blobs.hash
+    size          INTEGER NOT NULL,
+    content_type  TEXT NOT NULL,
+    created_at    INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX memory_blob_keys_by_hash ON memory_blob_keys (hash);
+
+-- Bytes of blobs too large for one row, in 1 MiB pieces (seq 0, 1, ...); their `blobs` row
+-- keeps an empty `data`. Written and read a piece at a time, so a 200 MB file is never held in
+-- memory whole.
+CREATE TABLE memory_blob_chunks (
+    hash  BLOB NOT NULL,
+    seq   INTEGER NOT NULL,
+    data  BLOB NOT NULL,
+    PRIMARY KEY (hash, seq)
+) WITHOUT ROWID;
+
+-- A blob whose last reference went (a message or a key) takes its pieces with it.
+CREATE TRIGGER memory_blob_chunks_free AFTER DELETE ON blobs BEGIN
+    DELETE FROM memory_blob_chunks WHERE hash = OLD.hash;
+END;
+
+-- A message that references bytes stored in pieces (a file uploaded first, then sent as an
+-- image) gets them back in `blobs.data`, where messages read media: when a reference is added
+-- that is not a key's (refs > keys holding the hash), the pieces are joined into `data` once
+-- (group_concat keeps every byte of a BLOB) and dropped.
+CREATE TRIGGER memory_blob_chunks_join AFTER UPDATE OF refs ON blobs
+WHEN length(NEW.data) = 0
+    AND NEW.refs > (SELECT COUNT(*) FROM memory_blob_keys WHERE hash = NEW.hash)
+    AND EXISTS (SELECT 1 FROM memory_blob_chunks WHERE hash = NEW.hash)
+BEGIN
+    UPDATE blobs SET data = (
+        SELECT CAST(group_concat(data, x'') AS BLOB)
+        FROM (SELECT data FROM memory_blob_chunks WHERE hash = NEW.hash ORDER BY seq)
+    ) WHERE hash = NEW.hash;
+    DELETE FROM memory_blob_chunks WHERE hash = NEW.hash;
+END;
+
+-- Graph: entities and relationships; `get_neighbors` walks the two indexes below with a
+-- recursive query.
+CREATE TABLE graph_entities (
+    id          TEXT PRIMARY KEY,
+    type        TEXT NOT NULL,
+    properties  TEXT NOT NULL DEFAULT '{}'        -- JSON object
+) WITHOUT ROWID;
+
+CREATE TABLE graph_relationships (
+    id          TEXT PRIMARY KEY,
+    source      TEXT NOT NULL,                    -- graph_entities.id
+    target      TEXT NOT NULL,                    -- graph_entities.id
+    type        TEXT NOT NULL,
+    properties  TEXT NOT NULL DEFAULT '{}'
+) WITHOUT ROWID;
+CREATE INDEX graph_relationships_by_source ON graph_relationships (source, type);
+CREATE INDEX graph_relationships_by_target ON graph_relationships (target, type);
+
+-- Task boards, one per (conversation_id, agent_id), and their tasks, one row each, so every
+-- change is a conditional UPDATE of a row inside one write transaction (no lost update when
+-- several processes share the file).
+CREATE TABLE task_lists (
+    id               TEXT PRIMARY KEY,
+    conversation_id  TEXT NOT NULL,
+    agent_id         TEXT NOT NULL DEFAULT '',
+    agent_label      TEXT NOT NULL DEFAULT '',
+    parent_agent_id  TEXT,
+    max_retries      INTEGER NOT NULL,
+    created_at       INTEGER NOT NULL,
+    updated_at       INTEGER NOT NULL,
+    UNIQUE (conversation_id, agent_id)
+) WITHOUT ROWID;
+
+CREATE TABLE tasks (
+    list_id      TEXT NOT NULL,                   -- task_lists.id
+    id           TEXT NOT NULL,
+    title        TEXT NOT NULL,
+    status       TEXT NOT NULL,
+    ord          INTEGER NOT NULL,
+    retry_count  INTEGER NOT NULL DEFAULT 0,
+    note         TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (list_id, id)
+) WITHOUT ROWID;

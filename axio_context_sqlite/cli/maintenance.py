@@ -10,8 +10,11 @@ import msgspec
 
 from axio_context.messages import SessionInfo
 
+from ..admin.maintenance import Stats
 from ..database import DamagedRow, Database, RecompressReport, VacuumReport
+from ..memory import MemoryStats, memory_stats
 from .app import cli, read_db, settings_of, with_db
+from .memory import memory_stats_lines
 from .options import Count, When, chosen_project, one_format, output_options, project_option, stored_project
 from .output import (
     SESSION_COLUMNS,
@@ -32,12 +35,19 @@ from .output import (
 @click.option("--json", "as_json", is_flag=True, help="Output a JSON object.")
 @click.pass_context
 def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
-    """Sessions, messages, tokens and size on disk, in total and by project."""
+    """Sessions, messages, tokens and size on disk, in total and by project; the memory stores."""
     one_format(as_json, nl)
-    s = read_db(ctx, lambda db: db.stats())
+
+    async def go(db: Database) -> tuple[Stats, MemoryStats]:
+        return await db.stats(), await memory_stats(db.connection)
+
+    s, mem = read_db(ctx, go)
     path = settings_of(ctx).path
     if as_json or nl:
-        echo_json({"path": str(path), **msgspec.structs.asdict(s)}, indent=2 if as_json else 0)
+        echo_json(
+            {"path": str(path), **msgspec.structs.asdict(s), "memory": msgspec.to_builtins(mem)},
+            indent=2 if as_json else 0,
+        )
         return
     click.echo(f"database   {path}")
     on_disk = human_size(s.file_bytes + s.wal_bytes)
@@ -51,6 +61,7 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
     click.echo(f"media      {s.blobs:,} blob(s), {human_size(s.blob_bytes)}")
     click.echo(f"vectors    {s.vectors:,} embedding(s), {human_size(s.vector_bytes)}")
     click.echo(f"compaction {s.checkpoints:,} checkpoint(s)")
+    click.echo("\n".join(memory_stats_lines(mem)))
     if s.by_project:
         click.echo("")
         rows = [
