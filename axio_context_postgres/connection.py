@@ -73,6 +73,11 @@ async def translated(where: str) -> AsyncIterator[None]:
             f"{where}: the connection to the server was lost ({exc});"
             " the unfinished transaction was rolled back"
         ) from None
+    except asyncpg.InternalClientError as exc:
+        # What a connection the server closed under it can raise instead (a terminated backend).
+        raise ConnectionLostError(
+            f"{where}: the connection broke ({exc}); the unfinished transaction was rolled back"
+        ) from None
     except asyncpg.InterfaceError as exc:
         if "closed" in str(exc) or "connection" in str(exc):
             raise ConnectionLostError(f"{where}: the connection is closed ({exc})") from None
