@@ -182,7 +182,7 @@ class PostgresContextStore(ContextStore):
     # -- writing ---------------------------------------------------------------------------------
 
     async def append(self, message: Message) -> None:
-        """Append one message: one transaction, one round trip for the row and one for the lock."""
+        """Append one message: one statement (one round trip) once the session exists."""
         await self.append_many((message,))
 
     async def append_many(self, messages: Iterable[Message]) -> None:
@@ -195,8 +195,12 @@ class PostgresContextStore(ContextStore):
         from axio_context_sqlite.store.appending import preview_for
 
         preview = preview_for(batch)
-        async with self._tx() as conn:
-            await writes.append_rows(conn, self._session_id, self._project, rows, preview)
+        async with translated(f"session {self._session_id!r}"), self._pool.acquire() as conn:
+            # The usual case, an existing session: one statement, one round trip.
+            if await writes.append_existing(conn, self._session_id, rows, preview):
+                return
+            async with conn.transaction():
+                await writes.append_rows(conn, self._session_id, self._project, rows, preview)
 
     async def clear(self) -> None:
         """Delete this session's messages, checkpoints and token totals; forks keep theirs."""

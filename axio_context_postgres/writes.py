@@ -109,6 +109,42 @@ WHERE id = $1 RETURNING seg, next_position - $2
 """
 
 
+_APPEND_ONE_STATEMENT: Final = (
+    "WITH s AS ("
+    + _BUMP.strip().replace("RETURNING seg, next_position - $2", "RETURNING seg, next_position - $2 AS first")
+    + """)
+INSERT INTO messages (seg, position, role, created_at, tokens, payload, body, tool)
+SELECT s.seg, s.first + n - 1, r, c, t, p, b, o
+FROM s, unnest($7::text[], $8::bigint[], $9::integer[], $10::bytea[], $11::text[], $12::text[])
+    WITH ORDINALITY AS u(r, c, t, p, b, o, n)
+"""
+)
+
+
+async def append_existing(
+    conn: Any, session_id: str, rows: Sequence[Encoded], preview: tuple[int, str] | None
+) -> bool:
+    """Append to an existing session in one statement (one round trip, atomic on its own: the
+    ``UPDATE`` of the session row hands out the positions and the ``INSERT`` uses them);
+    False, having written nothing, when the session does not exist yet."""
+    status = await conn.execute(
+        _APPEND_ONE_STATEMENT,
+        session_id,
+        len(rows),
+        sum(r.tokens for r in rows),
+        now_ms(),
+        None if preview is None else preview[0],
+        None if preview is None else preview[1],
+        [r.role for r in rows],
+        [r.created_at for r in rows],
+        [r.tokens for r in rows],
+        [r.payload for r in rows],
+        [r.body for r in rows],
+        [r.tool for r in rows],
+    )
+    return not status.endswith(" 0")
+
+
 async def append_rows(
     conn: Any, session_id: str, project: str | None, rows: Sequence[Encoded], preview: tuple[int, str] | None
 ) -> int:
