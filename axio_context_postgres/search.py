@@ -37,14 +37,20 @@ ENABLE_VECTOR: Final = (
 )
 
 _KEYWORD: Final = """
-SELECT g.owner, m.position, m.role, m.created_at, ts_rank_cd('{0.1, 0.2, 0.4, 1.0}', m.tsv, q) AS score,
-       ts_headline('simple', m.body || ' ' || m.tool, q,
+SELECT h.owner, h.position, h.role, h.created_at, h.score,
+       ts_headline('simple', m.body || ' ' || m.tool, h.q,
                    'StartSel=' || chr(1) || ', StopSel=' || chr(2) || ', MaxWords=30, MinWords=12') AS snippet
-FROM messages m JOIN segments g ON g.seg = m.seg, websearch_to_tsquery('simple', $1) q
-WHERE m.tsv @@ q {filters}
-ORDER BY score DESC, m.seg, m.position
-LIMIT $2
+FROM (
+    SELECT g.owner, m.seg, m.position, m.role, m.created_at, q,
+           ts_rank_cd('{0.1, 0.2, 0.4, 1.0}', m.tsv, q) AS score
+    FROM messages m JOIN segments g ON g.seg = m.seg, websearch_to_tsquery('simple', $1) q
+    WHERE m.tsv @@ q {filters}
+    ORDER BY score DESC, m.seg, m.position
+    LIMIT $2
+) h JOIN messages m ON m.seg = h.seg AND m.position = h.position
+ORDER BY h.score DESC, h.seg, h.position
 """
+# The snippet (ts_headline re-parses the text) is made for the page of hits only, after the LIMIT.
 
 
 def highlights(marked: str) -> tuple[str, list[tuple[int, int]]]:

@@ -173,7 +173,8 @@ async def bench_stores(url: str, tmp: Path, n_append: int) -> dict[str, dict[str
 
 # -- search ---------------------------------------------------------------------------------------
 
-WORDS = "lighthouse parser ocean bread compiler garden violin engine river mountain galaxy kernel".split()
+WORDS = ["lighthouse", "parser", "ocean", "bread", "compiler", "garden"]
+WORDS += ["violin", "engine", "river", "mountain", "galaxy", "kernel"]
 
 
 async def bench_search(url: str, tmp: Path, n: int, dim: int) -> dict[str, float]:
@@ -192,6 +193,19 @@ async def bench_search(url: str, tmp: Path, n: int, dim: int) -> dict[str, float
         batch = [text("user", " ".join(rng.choice(WORDS, 12)) + f" item{s * per + i}") for i in range(per)]
         await store.append_many(batch)
     out[f"fill {n} messages (s)"] = time.perf_counter() - t
+    # The same messages in SQLite, for its keyword search.
+    from axio_context_sqlite import SQLiteContextStore, open_database
+
+    rng2 = np.random.default_rng(7)
+    async with open_database(tmp / "search.db") as sdb:
+        for s in range(n // per):
+            sstore = SQLiteContextStore(sdb.connection, f"search-{s}", project="bench")
+            await sstore.append_many(
+                [text("user", " ".join(rng2.choice(WORDS, 12)) + f" item{s * per + i}") for i in range(per)]
+            )
+        out["sqlite keyword search"] = await timed(
+            lambda: sdb.search("lighthouse violin", mode="keyword", k=10), 20
+        )
     async with pool.acquire() as c:
         await ensure_embeddings(c, "bench-random", dim)
         await c.execute("DROP INDEX IF EXISTS embeddings_hnsw")
@@ -208,7 +222,9 @@ async def bench_search(url: str, tmp: Path, n: int, dim: int) -> dict[str, float
         await c.execute("SET maintenance_work_mem = '512MB'")
         await c.execute("CREATE INDEX embeddings_hnsw ON embeddings USING hnsw (embedding vector_cosine_ops)")
         out[f"HNSW build {len(rows)} x {dim} (s)"] = time.perf_counter() - t
-    out["keyword search"] = await timed(lambda: db.search("lighthouse violin", mode="keyword", k=10), 20)
+    out["postgres keyword search"] = await timed(
+        lambda: db.search("lighthouse violin", mode="keyword", k=10), 20
+    )
 
     class Fixed:
         model = "bench-random"
@@ -263,7 +279,7 @@ async def bench_search(url: str, tmp: Path, n: int, dim: int) -> dict[str, float
 WRITER = """
 import asyncio, sys, time
 from axio_context.testing import text
-async def main(kind, where, w, n):
+async def main(kind, where, w, n, start_at):
     if kind == "postgres":
         from axio_context_postgres import PostgresContextStore, connect
         pool = await connect(where, min_size=1, max_size=1)
@@ -272,13 +288,16 @@ async def main(kind, where, w, n):
         from axio_context_sqlite import SQLiteContextStore, connect
         conn = await connect(where, busy_timeout=60)
         store = SQLiteContextStore(conn, f"w{w}", project="mp")
+    await store.append(text("user", "first"))  # the session exists before the clock starts
+    await asyncio.sleep(max(0.0, start_at - time.time()))
     for i in range(n):
         await store.append(text("user", f"writer {w} message {i} " + "x" * 200))
+    print(time.time())
     if kind == "postgres":
         await pool.close()
     else:
         await conn.close()
-asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])))
 """
 
 
@@ -287,14 +306,19 @@ def bench_writers(url: str, tmp: Path, n: int) -> dict[str, float]:
     for kind in ("sqlite", "postgres"):
         for procs in (1, 4, 8):
             where = url if kind == "postgres" else str(tmp / f"mp-{procs}.db")
-            t = time.perf_counter()
+            start_at = time.time() + 5  # every process imported and connected by then
             ps = [
-                subprocess.Popen([sys.executable, "-c", WRITER, kind, where, str(w), str(n)], cwd=ROOT)
+                subprocess.Popen(
+                    [sys.executable, "-c", WRITER, kind, where, str(w), str(n), str(start_at)],
+                    cwd=ROOT,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
                 for w in range(procs)
             ]
-            for p in ps:
-                assert p.wait() == 0
-            out[f"{kind}: {procs} writer(s), appends/s"] = procs * n / (time.perf_counter() - t)
+            ends = [float(p.communicate()[0].split()[-1]) for p in ps]
+            assert all(p.returncode == 0 for p in ps)
+            out[f"{kind}: {procs} writer(s), appends/s"] = procs * n / (max(ends) - start_at)
     return out
 
 
