@@ -102,6 +102,10 @@ async def _setup(conn: Any) -> None:
         await register_vector(conn)
 
 
+async def _no_reset(conn: Any) -> None:
+    """Release a connection as it is (see :func:`connect`)."""
+
+
 async def _try_create_vector(conn: Any) -> None:
     """Install pgvector where the server has it and the user may; without it search says so."""
     if await has_vector(conn):
@@ -133,8 +137,10 @@ async def connect(
             await migrate(first)
         finally:
             await first.close()
+        # No reset: the store keeps no session state on a connection (SET LOCAL only), so the
+        # round trip asyncpg spends resetting each released connection buys nothing.
         pool = await asyncpg.create_pool(
-            url, min_size=min_size, max_size=max_size, init=_setup, timeout=connect_timeout
+            url, min_size=min_size, max_size=max_size, init=_setup, timeout=connect_timeout, reset=_no_reset
         )
         assert pool is not None
         return pool
