@@ -131,6 +131,14 @@ async def free_segment(conn: Any, seg: int | None) -> None:
             seg,
         )
         if used:
+            # Still seen by forks: file its rows under one of them if no session is on it any
+            # more (search reports a row under the segment's owner).
+            await conn.execute(
+                "UPDATE segments SET owner = COALESCE("
+                "(SELECT b.owner FROM segments b WHERE b.base_seg = $1 ORDER BY b.seg LIMIT 1), owner)"
+                " WHERE seg = $1 AND NOT EXISTS (SELECT 1 FROM sessions WHERE seg = $1)",
+                seg,
+            )
             return
         base = await conn.fetchval("DELETE FROM segments WHERE seg = $1 RETURNING base_seg", seg)
         await conn.execute("DELETE FROM messages WHERE seg = $1", seg)

@@ -39,3 +39,21 @@ async def test_keyword_semantic_hybrid(fresh_pg_url: str) -> None:
         assert hybrid.hits[0].keyword_rank == 1
     finally:
         await pool.close()
+
+
+async def test_hits_of_a_cleared_parent_are_filed_under_the_fork(fresh_pg_url: str) -> None:
+    from axio_context_postgres import connect
+
+    pool: Pool = await connect(fresh_pg_url)
+    try:
+        parent = PostgresContextStore(pool, "parent", project="p")
+        await parent.append(text("user", "zeppelins over the harbour"))
+        child = await parent.fork()
+        await parent.clear()
+        db = PostgresDatabase(pool, fresh_pg_url)
+        hits = await db.search("zeppelins", mode="keyword")
+        assert [(h.session_id, h.position) for h in hits.hits] == [(child.session_id, 0)]
+        await db.delete([child.session_id])
+        assert (await db.search("zeppelins", mode="keyword")).hits == []
+    finally:
+        await pool.close()
