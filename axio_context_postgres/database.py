@@ -470,3 +470,26 @@ async def open_database(url: str, **_: Any) -> AsyncIterator[PostgresDatabase]:
         yield PostgresDatabase(pool, url)
     finally:
         await pool.close()
+
+
+async def describe(url: str) -> dict[str, object]:
+    """What ``axio-context info`` shows for a PostgreSQL database: where, versions, pgvector."""
+    from .connection import check_url, has_vector
+    from .schema import SCHEMA_VERSION, current_version
+
+    check_url(url)
+    import asyncpg
+
+    async with translated(f"PostgreSQL at {redacted(url)}"):
+        conn = await asyncpg.connect(url, timeout=10)
+        try:
+            return {
+                "database": redacted(url),
+                "backend": "postgresql",
+                "server_version": await conn.fetchval("SHOW server_version"),
+                "schema_version": await current_version(conn) or None,
+                "supported_schema_version": SCHEMA_VERSION,
+                "vector_extension": await has_vector(conn),
+            }
+        finally:
+            await conn.close()

@@ -25,17 +25,22 @@ def is_url(value: object) -> bool:
     return isinstance(value, str) and value.lower().startswith(SCHEMES)
 
 
-@contextlib.asynccontextmanager
-async def open_url(url: str) -> AsyncIterator[Database]:
-    """Open the PostgreSQL database at ``url``: an object with the methods of :class:`Database`
-    that the commands call (those only SQLite files have raise a one-line error)."""
+def postgres_module() -> Any:
+    """:mod:`axio_context_postgres.database`, or a one-line error naming the extra to install."""
     try:
-        from axio_context_postgres.database import open_database as open_postgres
+        from axio_context_postgres import database
     except ImportError as exc:
         raise PostgresExtraMissingError(
             f"a postgresql:// database needs the postgres extra: pip install 'axio-context[postgres]' ({exc})"
         ) from None
-    async with open_postgres(url) as db:
+    return database
+
+
+@contextlib.asynccontextmanager
+async def open_url(url: str) -> AsyncIterator[Database]:
+    """Open the PostgreSQL database at ``url``: an object with the methods of :class:`Database`
+    that the commands call (those only SQLite files have raise a one-line error)."""
+    async with postgres_module().open_database(url) as db:
         yield cast(Database, db)  # duck-typed: the same methods, the same results
 
 

@@ -119,3 +119,11 @@ def test_bad_urls_are_one_line(pg_server: EmbeddedServer, url: str, needle: str)
 def test_sqlite_only_commands_say_so(fresh_pg_url: str) -> None:
     out = run("--db", fresh_pg_url, "vacuum", code=1)
     assert "SQLite" in out and len(out.strip().splitlines()) == 1
+
+
+def test_info_describes_the_postgres_database(fresh_pg_url: str) -> None:
+    out = json.loads(run("--db", fresh_pg_url, "info", "--json"))
+    assert out["backend"] == "postgresql"
+    assert out["schema_version"] == out["supported_schema_version"]
+    assert out["vector_extension"] is True
+    assert out["source"] == "--db"
