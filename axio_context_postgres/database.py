@@ -40,7 +40,7 @@ from . import search as pgsearch
 from . import sessions, writes
 from .connection import Pool, connect, redacted, translated
 from .errors import UnsupportedOnPostgresError
-from .store import INFO_COLUMNS, SessionPage, info_of, list_page
+from .listing import INFO_COLUMNS, SessionPage, info_of, list_page
 
 __all__ = ["PostgresDatabase", "open_database"]
 
