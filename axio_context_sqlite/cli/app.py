@@ -20,10 +20,11 @@ from axio_context import __version__
 from axio_context.errors import AxioContextError, DatabaseNotFoundError
 
 from ..admin.files import removed_if_failed
-from ..database import Database, open_database
+from ..database import Database
 from ..errors import EmptyDatabaseError
 from ..paths import ENV_VAR, PathSource, db_path
 from ..paths import default_db_path as default_db_path  # importable from the CLI, as before
+from .backends import is_url, opener
 
 T = TypeVar("T")
 
@@ -41,9 +42,21 @@ class Settings:
     """Where the database is, where that came from, and whether the person named it (``--db``,
     or ``$AXIO_CONTEXT_DB``): a database someone named must exist, the default one may not yet."""
 
-    def __init__(self, db: Path | None) -> None:
-        self.path, self.source = db_path(db)
+    def __init__(self, db: str | Path | None) -> None:
+        named = db if db is not None else os.environ.get(ENV_VAR)
+        #: A postgresql:// URL (from --db or the environment), else None for a file.
+        self.url: str | None = str(named) if is_url(named) else None
+        if self.url is not None:
+            self.path = Path(self.url)  # not a file: the commands open ``url`` (see .backends)
+            self.source = PathSource.ARGUMENT if db is not None else PathSource.ENVIRONMENT
+        else:
+            self.path, self.source = db_path(db)
         self.explicit = self.source is not PathSource.DEFAULT
+
+    @property
+    def target(self) -> str | Path:
+        """What to open: the URL, or the file."""
+        return self.url if self.url is not None else self.path
 
 
 def settings_of(ctx: click.Context) -> Settings:
@@ -133,10 +146,10 @@ def _run(fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
 def with_db(ctx: click.Context, write: bool, action: Callable[[Database], Awaitable[T]]) -> T:
     """Open the database (creating it only for ``write``; else it must exist and hold a
     database), run ``action``, close it."""
-    path = settings_of(ctx).path
+    target = settings_of(ctx).target
 
     async def go() -> T:
-        async with open_database(path, create=write) as db:
+        async with opener(target, create=write) as db:
             return await action(db)
 
     return _run(go)
@@ -158,7 +171,7 @@ def read_db(
     async def go() -> T:
         async with contextlib.AsyncExitStack() as stack:
             try:
-                db = await stack.enter_async_context(open_database(settings.path, readonly=True))
+                db = await stack.enter_async_context(opener(settings.target, readonly=True))
             except DatabaseNotFoundError as exc:
                 named = settings.explicit and not isinstance(exc, EmptyDatabaseError)
                 if absent is None or named:
@@ -219,12 +232,12 @@ class _Group(click.Group):
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help=f"Database file (default: ${ENV_VAR}, else context.db in the user data directory).",
+    type=click.Path(dir_okay=False),
+    help=f"Database file or postgresql:// URL (default: ${ENV_VAR}, else context.db in the user data dir).",
 )
 @click.version_option(__version__, prog_name="axio-context")
 @click.pass_context
-def cli(ctx: click.Context, db: Path | None) -> None:
+def cli(ctx: click.Context, db: str | None) -> None:
     """See, read, back up and move the agent sessions stored by axio-context."""
     for stream in (sys.stdout, sys.stderr):
         # Text the terminal's encoding cannot show is replaced, not a UnicodeEncodeError
@@ -237,7 +250,10 @@ def cli(ctx: click.Context, db: Path | None) -> None:
 def writing_db(ctx: click.Context, action: Callable[[Database], Awaitable[T]]) -> T:
     """:func:`with_db` for a command that creates the database when needed; if it fails, a
     database (and folders) it created are removed again (:func:`.files.removed_if_failed`)."""
-    with removed_if_failed(settings_of(ctx).path):
+    settings = settings_of(ctx)
+    if settings.url is not None:
+        return with_db(ctx, True, action)
+    with removed_if_failed(settings.path):
         return with_db(ctx, True, action)
 
 

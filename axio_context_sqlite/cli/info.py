@@ -26,6 +26,9 @@ _SOURCES = {
 def info(ctx: click.Context, as_json: bool) -> None:
     """The database in use and where its path came from; versions and sqlite-vec. Creates nothing."""
     settings = settings_of(ctx)
+    if settings.url is not None:
+        _postgres_info(settings.url, _SOURCES[settings.source.value], as_json)
+        return
     # --db is passed as given; $AXIO_CONTEXT_DB and the default are the library's own answer.
     with one_line_errors():
         d = asyncio.run(describe_database(settings.path if settings.source is PathSource.ARGUMENT else None))
@@ -46,3 +49,17 @@ def info(ctx: click.Context, as_json: bool) -> None:
     if d.note:
         lines.append(f"note            {d.note}")
     click.echo(visible("\n".join(lines)))
+
+
+def _postgres_info(url: str, source: str, as_json: bool) -> None:
+    """``info`` for a postgresql:// database (the postgres extra)."""
+    with one_line_errors():
+        from .backends import postgres_module
+
+        d = asyncio.run(postgres_module().describe(url))
+    if as_json:
+        echo_json({**d, "source": source})
+        return
+    click.echo(
+        visible("\n".join([f"{k.replace('_', ' '):24s} {v}" for k, v in {**d, "from": source}.items()]))
+    )

@@ -1,0 +1,146 @@
+"""Opening a PostgreSQL database: the URL, the asyncpg pool, and errors made into named ones.
+
+:func:`connect` checks the URL, opens a pool (asyncpg's: see ``bench/bench_postgres.py`` for why
+asyncpg), migrates the schema once, and registers pgvector's codec on every connection where the
+``vector`` extension exists. :func:`translated` turns the driver's errors into this package's
+(one line each): a server that is down, a refused password, a missing database, a connection
+dropped mid-transaction (the server rolls it back, so nothing is half-written).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import AsyncIterator
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import asyncpg
+
+from axio_context.errors import AxioContextError, DatabaseError, DatabaseNotFoundError
+
+from .errors import AuthenticationError, ConnectionLostError, PostgresURLError, ServerUnavailableError
+from .schema import migrate
+
+__all__ = ["Pool", "connect", "is_postgres_url", "redacted", "translated"]
+
+Pool = asyncpg.Pool
+
+#: The URL schemes this backend takes (libpq's).
+SCHEMES: Final = ("postgresql", "postgres")
+
+
+def is_postgres_url(text: object) -> bool:
+    """Whether ``text`` names a PostgreSQL database (``postgresql://...``) rather than a file."""
+    return isinstance(text, str) and text.split("://", 1)[0].lower() in SCHEMES and "://" in text
+
+
+def redacted(url: str) -> str:
+    """``url`` with its password replaced by ``***``, for messages."""
+    return re.sub(r"(://[^:/@?]*:)[^@/?]*@", r"\1***@", url)
+
+
+def check_url(url: str) -> None:
+    """Refuse (PostgresURLError) a URL that is not a well-formed ``postgresql://`` URL."""
+    if not is_postgres_url(url):
+        raise PostgresURLError(f"not a PostgreSQL URL (postgresql://user@host/db): {redacted(url)!r}")
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # raises ValueError for a port that is not a number
+    except ValueError as exc:
+        raise PostgresURLError(f"PostgreSQL URL {redacted(url)!r} does not parse: {exc}") from None
+
+
+@contextlib.asynccontextmanager
+async def translated(where: str) -> AsyncIterator[None]:
+    """Run a database call with the driver's errors turned into this package's named ones."""
+    try:
+        yield
+    except AxioContextError:
+        raise
+    except (asyncpg.InvalidPasswordError, asyncpg.InvalidAuthorizationSpecificationError) as exc:
+        raise AuthenticationError(f"{where}: the server refused the login: {exc}") from None
+    except asyncpg.InvalidCatalogNameError as exc:
+        raise DatabaseNotFoundError(f"{where}: {exc}") from None
+    except (
+        asyncpg.ConnectionDoesNotExistError,
+        asyncpg.AdminShutdownError,
+        asyncpg.CrashShutdownError,
+        asyncpg.CannotConnectNowError,
+        asyncpg.ConnectionFailureError,
+    ) as exc:
+        raise ConnectionLostError(
+            f"{where}: the connection to the server was lost ({exc});"
+            " the unfinished transaction was rolled back"
+        ) from None
+    except asyncpg.InternalClientError as exc:
+        # What a connection the server closed under it can raise instead (a terminated backend).
+        raise ConnectionLostError(
+            f"{where}: the connection broke ({exc}); the unfinished transaction was rolled back"
+        ) from None
+    except asyncpg.InterfaceError as exc:
+        if "closed" in str(exc) or "connection" in str(exc):
+            raise ConnectionLostError(f"{where}: the connection is closed ({exc})") from None
+        raise DatabaseError(f"{where}: {exc}") from None
+    except asyncpg.CharacterNotInRepertoireError as exc:
+        raise ValueError(f"{where}: PostgreSQL cannot store this text: {exc}") from None
+    except asyncpg.PostgresError as exc:
+        raise DatabaseError(f"{where}: {type(exc).__name__}: {exc}") from None
+    except (OSError, TimeoutError) as exc:
+        raise ServerUnavailableError(f"{where}: cannot reach the server ({exc.strerror or exc})") from None
+
+
+async def has_vector(conn: Any) -> bool:
+    """Whether the ``vector`` extension is installed in this database."""
+    return bool(await conn.fetchval("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')"))
+
+
+async def _setup(conn: Any) -> None:
+    if await has_vector(conn):
+        from pgvector.asyncpg import register_vector
+
+        await register_vector(conn)
+
+
+async def _no_reset(conn: Any) -> None:
+    """Release a connection as it is (see :func:`connect`)."""
+
+
+async def _try_create_vector(conn: Any) -> None:
+    """Install pgvector where the server has it and the user may; without it search says so."""
+    if await has_vector(conn):
+        return
+    available = await conn.fetchval(
+        "SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')"
+    )
+    if not available:
+        return
+    with contextlib.suppress(asyncpg.InsufficientPrivilegeError, asyncpg.FeatureNotSupportedError):
+        async with conn.transaction():
+            await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+
+
+async def connect(
+    url: str, *, min_size: int = 1, max_size: int = 10, connect_timeout: float = 10.0
+) -> asyncpg.Pool:
+    """Open a pool on ``url`` (creating or upgrading the schema); the caller closes it.
+
+    Raises PostgresURLError, ServerUnavailableError, AuthenticationError, DatabaseNotFoundError
+    or SchemaVersionError, each naming the database (its password hidden).
+    """
+    check_url(url)
+    where = f"PostgreSQL at {redacted(url)}"
+    async with translated(where):
+        first = await asyncpg.connect(url, timeout=connect_timeout)
+        try:
+            await _try_create_vector(first)
+            await migrate(first)
+        finally:
+            await first.close()
+        # No reset: the store keeps no session state on a connection (SET LOCAL only), so the
+        # round trip asyncpg spends resetting each released connection buys nothing.
+        pool = await asyncpg.create_pool(
+            url, min_size=min_size, max_size=max_size, init=_setup, timeout=connect_timeout, reset=_no_reset
+        )
+        assert pool is not None
+        return pool

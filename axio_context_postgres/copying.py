@@ -1,0 +1,52 @@
+"""Copying every session from one database to another: SQLite to PostgreSQL, back, or alike.
+
+A copy is the lossless export of the sessions the destination lacks, imported there one
+session per transaction. So it is idempotent (a second run copies nothing) and resumable (an
+interrupted run keeps the sessions it finished; the next run copies the rest), and an export of
+either side afterwards is byte-identical. Both sides are database objects with ``export`` and
+``import_file`` (:class:`axio_context_sqlite.Database` or :class:`.database.PostgresDatabase`).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+__all__ = ["CopyReport", "copy_sessions"]
+
+
+class CopyReport(msgspec.Struct, frozen=True):
+    """What a copy did: sessions copied now, sessions the destination had already, messages."""
+
+    copied: int
+    already: int
+    messages: int
+
+
+async def _ids(db: Any) -> list[str]:
+    page = await db.list_sessions(limit=None)
+    return [s.session_id for s in page.sessions]
+
+
+async def copy_sessions(
+    src: Any, dst: Any, progress: Callable[[int, int], object] | None = None
+) -> CopyReport:
+    """Copy the sessions of ``src`` that ``dst`` lacks (by id), oldest first; ``progress(done,
+    total)`` counts messages exported."""
+    have = set(await _ids(dst))
+    wanted = [i for i in await _ids(src) if i not in have]
+    already = len(set(await _ids(src)) & have)
+    if not wanted:
+        return CopyReport(copied=0, already=already, messages=0)
+    fd, name = tempfile.mkstemp(prefix="axio-copy-", suffix=".jsonl")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            summary = await src.export(f.write, format="jsonl", session_ids=wanted, progress=progress)
+        report = await dst.import_file(name, format="jsonl")
+    finally:
+        os.unlink(name)
+    return CopyReport(copied=len(report.sessions), already=already, messages=summary.messages)

@@ -1,0 +1,495 @@
+"""A whole PostgreSQL database: the multi-session calls the command line makes, as
+:class:`axio_context_sqlite.Database` has them, so every command runs on either backend.
+
+Calls that only make sense for an SQLite file (vacuum, backup, recompress, check, the
+quarantine, importing an axio file, prune) raise :class:`UnsupportedOnPostgresError`, one line
+saying so and what to use instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, NoReturn
+from uuid import uuid4
+
+from axio_context.embeddings import Embedder, HashingEmbedder, check_embedder
+from axio_context.errors import EmbedderUnavailableError, SessionExistsError, SessionNotFoundError
+from axio_context.messages import SessionInfo
+from axio_context.transcript import (
+    TranscriptWriter,
+    format_time,
+    iter_jsonl,
+    read_json,
+    sniff_format,
+    writer_for,
+)
+from axio_context_sqlite.admin.exporting import ExportSummary
+from axio_context_sqlite.admin.importing import ImportedSession, ImportReport
+from axio_context_sqlite.admin.naming import project_forms
+from axio_context_sqlite.admin.sessions import SessionView
+from axio_context_sqlite.search.hits import SearchHit, SearchResults
+from axio_context_sqlite.search.ranking import reciprocal_rank_fusion
+from axio_context_sqlite.search.reindex import ReindexReport
+
+from . import search as pgsearch
+from . import sessions, writes
+from .connection import Pool, connect, redacted, translated
+from .errors import UnsupportedOnPostgresError
+from .listing import INFO_COLUMNS, SessionPage, info_of, list_page
+
+__all__ = ["PostgresDatabase", "open_database"]
+
+Sink = Callable[[bytes], object]
+Progress = Callable[[int, int], object]
+
+
+def _ms(when: datetime | None) -> int | None:
+    if when is None:
+        return None
+    if when.tzinfo is None:
+        when = when.astimezone()
+    return int(when.timestamp() * 1000)
+
+
+class PostgresDatabase:
+    """Every session of one PostgreSQL database: list, show, export, import, fork, search."""
+
+    def __init__(self, pool: Pool, url: str) -> None:
+        self._pool = pool
+        self._url = url
+        self._where = f"PostgreSQL at {redacted(url)}"
+
+    @property
+    def path(self) -> str:
+        """The database's URL, its password hidden (what messages name)."""
+        return redacted(self._url)
+
+    @property
+    def pool(self) -> Pool:
+        """The pool used (owned by whoever opened it)."""
+        return self._pool
+
+    @asynccontextmanager
+    async def _tx(self, readonly: bool = False) -> AsyncIterator[Any]:
+        async with translated(self._where), self._pool.acquire() as conn:
+            if readonly:
+                async with conn.transaction(isolation="repeatable_read", readonly=True):
+                    yield conn
+            else:
+                async with conn.transaction():
+                    yield conn
+
+    # -- finding sessions ------------------------------------------------------------------------
+
+    async def list_sessions(
+        self,
+        project: str | None = None,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        since: datetime | None = None,
+    ) -> SessionPage:
+        """Sessions newest first (all projects unless ``project``), one keyset page at a time."""
+        async with self._tx(readonly=True) as conn:
+            if project is None:
+                return await list_page(conn, limit=limit, cursor=cursor, since_ms=_ms(since))
+            return await list_page(conn, project, limit=limit, cursor=cursor, since_ms=_ms(since))
+
+    async def resolve(self, prefix: str) -> str:
+        """The session id equal to ``prefix``, or the only one starting with it (like git)."""
+        async with self._tx(readonly=True) as conn:
+            return await sessions.resolve(conn, prefix)
+
+    async def latest(self) -> str:
+        """The newest session's id (SessionNotFoundError when there is none)."""
+        async with self._tx(readonly=True) as conn:
+            found = await conn.fetchval("SELECT id FROM sessions ORDER BY created_at DESC, sid DESC LIMIT 1")
+        if found is None:
+            raise SessionNotFoundError("the database holds no sessions yet")
+        return str(found)
+
+    async def complete(self, prefix: str, limit: int = 50) -> list[str]:
+        """Session ids starting with ``prefix``, for shell completion."""
+        async with self._tx(readonly=True) as conn:
+            rows = await conn.fetch(
+                "SELECT id FROM sessions WHERE starts_with(id, $1)"
+                " ORDER BY created_at DESC, sid DESC LIMIT $2",
+                prefix,
+                limit,
+            )
+        return [r[0] for r in rows]
+
+    async def short_ids(self, ids: Iterable[str | None]) -> dict[str, str]:
+        """How each id is shown to people: in full (PostgreSQL listings do not shorten them)."""
+        return {i: i for i in ids if i is not None}
+
+    async def stored_project(self, project: str | None) -> str | None:
+        """The project as stored that ``project`` names (a path's absolute or resolved form)."""
+        if project is None:
+            return None
+        forms = project_forms(project)
+        async with self._tx(readonly=True) as conn:
+            for form in forms if len(forms) > 1 else ():
+                if await conn.fetchval("SELECT 1 FROM sessions WHERE project = $1 LIMIT 1", form):
+                    return form
+        return project
+
+    async def info(self, session_id: str) -> SessionInfo:
+        """One session's listing entry."""
+        async with self._tx(readonly=True) as conn:
+            r = await conn.fetchrow(f"SELECT {INFO_COLUMNS} FROM sessions WHERE id = $1", session_id)
+        if r is None:
+            raise SessionNotFoundError(f"no session {session_id!r}")
+        return info_of(r)
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    async def show(self, session_id: str, *, full: bool = False) -> SessionView:
+        """A session's fields and its model view, or with ``full`` its whole transcript."""
+        async with self._tx(readonly=True) as conn:
+            s = await sessions.full_row(conn, session_id)
+            h = await sessions.header(conn, s, 0)
+            n = s["next_position"]
+            if full or not h.checkpoints:
+                return SessionView(h, None, 0, await sessions.records(conn, s, 0, n))
+            cp = h.checkpoints[-1]
+            return SessionView(h, cp.summary, cp.position, await sessions.records(conn, s, cp.position, n))
+
+    async def export(
+        self,
+        sink: Sink,
+        *,
+        format: str | TranscriptWriter = "json",
+        session_ids: Sequence[str] | None = None,
+        progress: Progress | None = None,
+        skip_damaged: bool = False,
+    ) -> ExportSummary:
+        """Write sessions (every one when ``session_ids`` is None) to ``sink`` in one snapshot,
+        byte for byte as the SQLite backend writes the same sessions."""
+        writer = writer_for(format) if isinstance(format, str) else format
+        ids = None if session_ids is None else list(session_ids)
+        async with self._tx(readonly=True) as conn:
+            n_sessions, n_messages = await sessions.export(conn, writer, ids, sink, progress)
+        return ExportSummary(sessions=n_sessions, messages=n_messages)
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    async def import_file(
+        self,
+        path: str | Path,
+        *,
+        format: Literal["json", "jsonl"] | None = None,
+        replace: bool = False,
+        new_ids: bool = False,
+        skip_existing: bool = False,
+    ) -> ImportReport:
+        """Import a json/jsonl export: all of it is validated first, then one transaction per
+        session. Existing ids are refused unless ``replace``, ``new_ids`` or ``skip_existing``
+        (left as they are: what makes a copy resumable)."""
+        if replace and new_ids:
+            raise ValueError("choose replace or new_ids, not both")
+        source = "standard input" if str(path) == "-" else str(path)
+        data = await asyncio.to_thread(
+            lambda: sys.stdin.buffer.read() if str(path) == "-" else Path(path).read_bytes()
+        )
+        if not data.strip():
+            return ImportReport(format="jsonl", sessions=[])
+        fmt = format or sniff_format(data[: 1 << 16])
+        records = read_json(data) if fmt == "json" else list(iter_jsonl(data.splitlines(keepends=True)))
+        ids = [r.id for r in records]
+        async with self._tx(readonly=True) as conn:
+            existing = {
+                r[0] for r in await conn.fetch("SELECT id FROM sessions WHERE id = ANY($1::text[])", ids)
+            }
+        if existing and not (replace or new_ids or skip_existing):
+            shown = ", ".join(sorted(existing)[:5]) + (", ..." if len(existing) > 5 else "")
+            raise SessionExistsError(
+                f"{len(existing)} session(s) in {source} already exist ({shown}); "
+                "use --replace to overwrite them or --new-ids to import copies"
+            )
+        mapping = {i: uuid4().hex for i in ids} if new_ids else {i: i for i in ids}
+        report: list[ImportedSession] = []
+        for rec in records:
+            new_id = mapping[rec.id]
+            if skip_existing and not replace and rec.id in existing:
+                continue
+            parent = mapping.get(rec.parent_id, rec.parent_id) if rec.parent_id is not None else None
+            async with self._tx() as conn:
+                replaced = replace and await writes.delete_session(conn, new_id)
+                written = await sessions.insert_session(conn, rec, new_id, parent)
+            report.append(ImportedSession(rec.id, new_id, written, replaced))
+        return ImportReport(format=fmt, sessions=report)
+
+    async def fork(self, session_id: str, new_id: str | None = None) -> str:
+        """Fork a session (copy-on-write, O(1)); returns the new session's id."""
+        new = new_id or uuid4().hex
+        async with self._tx() as conn:
+            s = await sessions.full_row(conn, session_id)
+            if await conn.fetchval("SELECT 1 FROM sessions WHERE id = $1", new):
+                raise SessionExistsError(f"session {new!r} already exists")
+            await writes.fork(conn, session_id, s["project"], new)
+        return new
+
+    async def delete(self, session_ids: Sequence[str]) -> list[str]:
+        """Delete sessions (forks keep their views); returns those that existed."""
+        gone: list[str] = []
+        async with self._tx() as conn:
+            for i in session_ids:
+                if await writes.delete_session(conn, i):
+                    gone.append(i)
+        return gone
+
+    async def rename(self, session_id: str, new_id: str) -> None:
+        """Give a session a new id; its forks' ``parent_id`` follows."""
+        if not new_id:
+            raise ValueError("the new id must not be empty")
+        async with self._tx() as conn:
+            await sessions.full_row(conn, session_id)
+            if await conn.fetchval("SELECT 1 FROM sessions WHERE id = $1", new_id):
+                raise SessionExistsError(f"session {new_id!r} already exists")
+            await conn.execute("UPDATE sessions SET id = $2 WHERE id = $1", session_id, new_id)
+            await conn.execute("UPDATE sessions SET parent_id = $2 WHERE parent_id = $1", session_id, new_id)
+            await conn.execute("UPDATE segments SET owner = $2 WHERE owner = $1", session_id, new_id)
+
+    async def set_title(self, session_id: str, title: str | None) -> None:
+        """Set, or with None clear, a session's title."""
+        async with self._tx() as conn:
+            await sessions.full_row(conn, session_id)
+            await conn.execute("UPDATE sessions SET title = $2 WHERE id = $1", session_id, title)
+
+    # -- searching -------------------------------------------------------------------------------
+
+    async def embedding_model(self) -> tuple[str, int] | None:
+        """The (model, dimension) this database's embeddings come from; None before the first."""
+        async with self._tx(readonly=True) as conn:
+            settings = dict(await conn.fetch("SELECT key, value FROM axio_settings"))
+        model, dim = settings.get("embedding_model"), settings.get("embedding_dimension")
+        return None if model is None or dim is None else (model, int(dim))
+
+    async def embedder(self, model: str | None = None, *, dimension: int | None = None) -> Embedder:
+        """The hashing embedder (offline), as wide as the database's embeddings; other models
+        are loaded as the SQLite backend loads them."""
+        recorded = await self.embedding_model()
+        name = model or (recorded[0] if recorded else "hashing")
+        if name in ("hashing", HashingEmbedder().model):
+            return HashingEmbedder(dimension or (recorded[1] if recorded else 384))
+        raise EmbedderUnavailableError(
+            f"embedder {name!r} is not available for PostgreSQL from the command line;"
+            " pass one to the library"
+        )
+
+    async def reindex(
+        self, embedder: Embedder, *, batch_size: int = 256, progress: Any = None, **_: Any
+    ) -> ReindexReport:
+        """Embed every message that has no embedding yet, a batch per transaction, so an
+        interrupted run loses nothing and the next one goes on where it stopped."""
+        import numpy as np
+
+        check_embedder(embedder)
+        async with self._tx() as conn:
+            await pgsearch.ensure_embeddings(conn, embedder.model, embedder.dimension)
+        embedded = without_text = 0
+        after = (-1, -1)
+        while True:
+            async with self._tx() as conn:
+                rows = await conn.fetch(
+                    "SELECT m.seg, m.position, m.body || ' ' || m.tool FROM messages m"
+                    " LEFT JOIN embeddings e ON e.seg = m.seg AND e.position = m.position"
+                    " WHERE e.seg IS NULL AND (m.seg, m.position) > ($2::bigint, $3::integer)"
+                    " ORDER BY m.seg, m.position LIMIT $1",
+                    batch_size,
+                    *after,
+                )
+                if not rows:
+                    break
+                after = (rows[-1][0], rows[-1][1])
+                vectors = await embedder.embed([r[2] for r in rows])
+                keep = [
+                    (r[0], r[1], np.asarray(v, dtype=np.float32))
+                    for r, v in zip(rows, vectors, strict=True)
+                    if any(v)
+                ]
+                await conn.executemany(
+                    "INSERT INTO embeddings (seg, position, embedding) VALUES ($1, $2, $3)", keep
+                )
+                embedded += len(keep)
+                without_text += len(rows) - len(keep)
+        return ReindexReport(
+            model=embedder.model,
+            dimension=embedder.dimension,
+            embedded=embedded,
+            without_text=without_text,
+            codes_added=0,
+            codes_removed=0,
+            rebuilt=False,
+            codes_stale=False,
+        )
+
+    async def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        mode: str = "hybrid",
+        project: str | None = None,
+        session_id: str | None = None,
+        role: str | None = None,
+        since: datetime | None = None,
+        raw: bool = False,
+        embedder: Embedder | None = None,
+        model: str | None = None,
+    ) -> SearchResults:
+        """The ``k`` messages that best match ``query``: keyword, semantic or hybrid (RRF)."""
+        if mode not in ("keyword", "semantic", "hybrid"):
+            raise ValueError(f"mode must be one of keyword, semantic, hybrid, not {mode!r}")
+        if raw:
+            raise UnsupportedOnPostgresError("raw FTS5 queries are SQLite's; on PostgreSQL type plain words")
+        if session_id is not None:
+            raise UnsupportedOnPostgresError("searching one session is not supported on PostgreSQL yet")
+        since_ms = _ms(since)
+        depth = max(k, pgsearch.DEPTH)
+        fallback = None
+        async with self._tx(readonly=True) as conn:
+            kw = (
+                []
+                if mode == "semantic"
+                else await pgsearch.keyword(conn, query, depth, project, role, since_ms)
+            )
+            sem: list[Any] = []
+            if mode != "keyword":
+                ready = await pgsearch.vectors_ready(conn)
+                if not ready and mode == "semantic":
+                    await pgsearch.require_vector(conn)
+                    raise EmbedderUnavailableError("no message is embedded yet; run `axio-context reindex`")
+                if ready:
+                    emb = embedder or await self.embedder(model)
+                    [vec] = await emb.embed([query])
+                    if any(vec):
+                        import numpy as np
+
+                        sem = await pgsearch.semantic(
+                            conn, np.asarray(vec, dtype=np.float32), depth, project, role, since_ms
+                        )
+                else:
+                    fallback = "no message is embedded yet, so this was a keyword search"
+        by_key = {(r[0], r[1]): r for r in [*sem, *kw]}
+        order: list[tuple[tuple[str, int], float, int | None, int | None]]
+        if mode == "keyword":
+            order = [((r[0], r[1]), float(r[4]), 1, None) for r in kw[:k]]
+        elif mode == "semantic":
+            order = [((r[0], r[1]), float(r[4]), None, 1) for r in sem[:k]]
+        else:
+            fused = reciprocal_rank_fusion([[(r[0], r[1]) for r in kw], [(r[0], r[1]) for r in sem]], limit=k)
+            order = [(f.key, f.score, f.ranks[0], f.ranks[1]) for f in fused]
+        hits: list[SearchHit] = []
+        infos: dict[str, SessionInfo] = {}
+        for i, ((sid, pos), score, kr, sr) in enumerate(order):
+            r = by_key[(sid, pos)]
+            if sid not in infos:
+                try:
+                    infos[sid] = await self.info(sid)
+                except SessionNotFoundError:
+                    continue
+            snippet, spans = pgsearch.highlights(r["snippet"])
+            info = infos[sid]
+            hits.append(
+                SearchHit(
+                    session_id=sid,
+                    position=pos,
+                    role=r["role"],
+                    snippet=snippet,
+                    highlights=spans,
+                    score=score,
+                    keyword_rank=(i + 1 if mode == "keyword" else kr),
+                    semantic_rank=(i + 1 if mode == "semantic" else sr),
+                    preview=info.preview,
+                    project=info.project,
+                    created_at=format_time(r["created_at"]),
+                    title=info.title,
+                )
+            )
+        return SearchResults(hits=hits, fallback=fallback)
+
+    # -- what only SQLite files have -------------------------------------------------------------
+
+    def _unsupported(self, what: str) -> NoReturn:
+        raise UnsupportedOnPostgresError(
+            f"{what} is for SQLite database files; on PostgreSQL use the server's own tools"
+            " (pg_dump, VACUUM, amcheck)"
+        )
+
+    async def stats(self) -> NoReturn:
+        self._unsupported("stats")
+
+    async def prune(self, **_: Any) -> NoReturn:
+        self._unsupported("prune")
+
+    async def recompress(self, progress: Any = None) -> NoReturn:
+        self._unsupported("vacuum --recompress")
+
+    async def vacuum(self, *, full: bool = False) -> NoReturn:
+        self._unsupported("vacuum")
+
+    async def checkpoint(self) -> NoReturn:
+        self._unsupported("checkpoint")
+
+    async def check(self, *, quarantine: bool = False) -> NoReturn:
+        self._unsupported("check")
+
+    async def quarantine(self, rows: Any = None) -> NoReturn:
+        self._unsupported("quarantine")
+
+    async def quarantined(self) -> NoReturn:
+        self._unsupported("quarantine")
+
+    async def backup(self, dest: Any, *, overwrite: bool = False) -> NoReturn:
+        self._unsupported("backup")
+
+    async def import_axio(self, path: Any, *, replace: bool = False) -> NoReturn:
+        self._unsupported("import-axio")
+
+    async def similar(self, session_id: str, position: int, k: int = 10) -> NoReturn:
+        raise UnsupportedOnPostgresError(
+            "similar is not supported on PostgreSQL yet; use search --mode semantic"
+        )
+
+    async def index_status(self) -> NoReturn:
+        raise UnsupportedOnPostgresError("index status is not supported on PostgreSQL yet")
+
+
+@asynccontextmanager
+async def open_database(url: str, **_: Any) -> AsyncIterator[PostgresDatabase]:
+    """Open a PostgreSQL database (creating or upgrading the schema) for an ``async with`` block."""
+    pool = await connect(url, min_size=1, max_size=4)
+    try:
+        yield PostgresDatabase(pool, url)
+    finally:
+        await pool.close()
+
+
+async def describe(url: str) -> dict[str, object]:
+    """What ``axio-context info`` shows for a PostgreSQL database: where, versions, pgvector."""
+    from .connection import check_url, has_vector
+    from .schema import SCHEMA_VERSION, current_version
+
+    check_url(url)
+    import asyncpg
+
+    async with translated(f"PostgreSQL at {redacted(url)}"):
+        conn = await asyncpg.connect(url, timeout=10)
+        try:
+            return {
+                "database": redacted(url),
+                "backend": "postgresql",
+                "server_version": await conn.fetchval("SHOW server_version"),
+                "schema_version": await current_version(conn) or None,
+                "supported_schema_version": SCHEMA_VERSION,
+                "vector_extension": await has_vector(conn),
+            }
+        finally:
+            await conn.close()

@@ -1,0 +1,147 @@
+"""Reading a session's transcript through its segments, and freeing segments nobody reaches.
+
+A session's transcript is its segment's own rows (positions ``base_len..``) over its base
+segment's, recursively (see :mod:`.schema`). :data:`CHAIN` walks that in SQL: one query reads
+any range of a session however deep its forks go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+import msgspec
+
+from axio_context.codec import decode_message_msgpack, decode_messages_msgpack
+from axio_context.errors import CorruptDataError
+from axio_context.messages import Message
+
+__all__ = ["Row", "chain", "free_segment", "read_rows", "shared_prefix", "tokens_upto"]
+
+#: ``chain(seg, base_seg, lo, hi)``: each segment of the lineage of segment $1 and the
+#: positions ``[lo, hi)`` the transcript (of length $2) takes from it.
+CHAIN: Final = """
+WITH RECURSIVE chain(seg, base_seg, lo, hi) AS (
+    SELECT g.seg, g.base_seg, g.base_len, $2::integer FROM segments g WHERE g.seg = $1
+    UNION ALL
+    SELECT g.seg, g.base_seg, g.base_len, LEAST(c.lo, c.hi) FROM chain c JOIN segments g ON g.seg = c.base_seg
+)
+"""
+
+_READ: Final = (
+    CHAIN
+    + """
+SELECT m.position, m.role, m.created_at, m.payload, m.tokens
+FROM chain c JOIN messages m ON m.seg = c.seg
+    AND m.position >= GREATEST(c.lo, $3::integer) AND m.position < LEAST(c.hi, $4::integer)
+ORDER BY m.position
+"""
+)
+
+_TOKENS: Final = (
+    CHAIN
+    + """
+SELECT COALESCE(SUM(m.tokens), 0) FROM chain c JOIN messages m ON m.seg = c.seg
+    AND m.position >= c.lo AND m.position < c.hi
+"""
+)
+
+_SEGMENTS: Final = CHAIN + "SELECT seg, GREATEST(lo, 0), hi FROM chain WHERE lo < hi ORDER BY lo"
+
+
+class Row(msgspec.Struct, frozen=True):
+    """One stored message: position, role, created time (ms), MessagePack payload, tokens."""
+
+    position: int
+    role: str
+    created_at: int
+    payload: bytes
+    tokens: int
+
+
+async def read_rows(conn: Any, seg: int, length: int, start: int = 0, end: int | None = None) -> list[Row]:
+    """Positions ``[start, end)`` of the transcript of length ``length`` ending in segment ``seg``."""
+    stop = length if end is None else min(end, length)
+    if start >= stop:
+        return []
+    rows = await conn.fetch(_READ, seg, length, start, stop)
+    return [Row(r[0], r[1], r[2], bytes(r[3]), r[4]) for r in rows]
+
+
+def decode(session_id: str, rows: Sequence[Row]) -> list[Message]:
+    """The messages of ``rows``; one that does not decode is CorruptDataError naming it."""
+    if len(rows) > 1:
+        # One MessagePack array of all the payloads: one decoder call instead of one per row.
+        packed = b"\xdd" + len(rows).to_bytes(4, "big") + b"".join(r.payload for r in rows)
+        try:
+            return decode_messages_msgpack(packed)
+        except Exception:
+            pass  # find which one, below
+    out: list[Message] = []
+    for r in rows:
+        try:
+            out.append(decode_message_msgpack(r.payload))
+        except Exception as exc:
+            raise CorruptDataError(f"message {r.position} of session {session_id!r}: {exc}") from None
+    return out
+
+
+def decode_summary(session_id: str, blob: bytes) -> list[Message]:
+    """A stored checkpoint summary."""
+    try:
+        return decode_messages_msgpack(bytes(blob))
+    except Exception as exc:
+        raise CorruptDataError(f"a checkpoint summary of session {session_id!r}: {exc}") from None
+
+
+async def tokens_upto(conn: Any, seg: int, end: int) -> int:
+    """Estimated tokens of positions ``[0, end)`` of the transcript ending in ``seg``."""
+    if end <= 0:
+        return 0
+    return int(await conn.fetchval(_TOKENS, seg, end))
+
+
+async def chain(conn: Any, seg: int, length: int) -> list[tuple[int, int, int]]:
+    """``(segment, lo, hi)`` ranges making up positions ``[0, length)``, in position order."""
+    return [(int(r[0]), int(r[1]), int(r[2])) for r in await conn.fetch(_SEGMENTS, seg, length)]
+
+
+def shared_prefix(a: Sequence[tuple[int, int, int]], b: Sequence[tuple[int, int, int]]) -> int:
+    """How many leading positions two transcripts' segment ranges have in the very same rows."""
+    shared = i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][0] != b[j][0] or a[i][1] != b[j][1]:
+            break
+        end = min(a[i][2], b[j][2])
+        shared = end
+        if a[i][2] == end:
+            i += 1
+        if b[j][2] == end:
+            j += 1
+    return shared
+
+
+async def free_segment(conn: Any, seg: int | None) -> None:
+    """Delete segment ``seg`` with its rows if no session and no segment reaches it any more,
+    then its base likewise, up the lineage (inside the caller's transaction)."""
+    while seg is not None:
+        used = await conn.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM sessions WHERE seg = $1)"
+            " OR EXISTS (SELECT 1 FROM segments WHERE base_seg = $1)",
+            seg,
+        )
+        if used:
+            # Still seen by forks: file its rows under one of them if no session is on it any
+            # more (search reports a row under the segment's owner).
+            await conn.execute(
+                "UPDATE segments SET owner = COALESCE("
+                "(SELECT b.owner FROM segments b WHERE b.base_seg = $1 ORDER BY b.seg LIMIT 1), owner)"
+                " WHERE seg = $1 AND NOT EXISTS (SELECT 1 FROM sessions WHERE seg = $1)",
+                seg,
+            )
+            return
+        base = await conn.fetchval("DELETE FROM segments WHERE seg = $1 RETURNING base_seg", seg)
+        await conn.execute("DELETE FROM messages WHERE seg = $1", seg)
+        if await conn.fetchval("SELECT to_regclass('embeddings') IS NOT NULL"):
+            await conn.execute("DELETE FROM embeddings WHERE seg = $1", seg)
+        seg = base

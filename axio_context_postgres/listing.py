@@ -1,0 +1,88 @@
+"""Session listings on PostgreSQL: :class:`SessionInfo` rows, newest first, in keyset pages
+(``created_at, sid`` as the SQLite backend's cursor), read from ``sessions`` alone."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from axio_context.messages import SessionInfo
+from axio_context.transcript import format_time
+from axio_context_sqlite.store.listing import SessionPage
+
+__all__ = ["INFO_COLUMNS", "SessionPage", "info_of", "list_page"]
+
+#: The columns of a SessionInfo, in its field order, then the listing cursor's.
+INFO_COLUMNS: Final = (
+    "id, next_position, COALESCE(NULLIF(preview, ''), '(empty)'), created_at, input_tokens, output_tokens,"
+    " project, updated_at, parent_id, fork_position, title, sid"
+)
+
+
+def info_of(r: Any) -> SessionInfo:
+    """A SessionInfo from a row of :data:`INFO_COLUMNS`."""
+    return SessionInfo(
+        session_id=r[0],
+        message_count=r[1],
+        preview=r[2],
+        created_at=format_time(r[3]),
+        input_tokens=r[4],
+        output_tokens=r[5],
+        project=r[6],
+        updated_at=format_time(r[7]),
+        parent_id=r[8],
+        fork_position=r[9],
+        title=r[10],
+    )
+
+
+def _parse_cursor(cursor: str) -> tuple[int, int]:
+    try:
+        created, sid = cursor.split(".")
+        return int(created), int(sid)
+    except ValueError:
+        raise ValueError(f"not a session-listing cursor: {cursor!r}") from None
+
+
+_ALL: Final = object()
+
+
+async def list_page(
+    conn: Any,
+    project: Any = _ALL,
+    *,
+    limit: int | None = None,
+    cursor: str | None = None,
+    since_ms: int | None = None,
+) -> SessionPage:
+    """Sessions newest first (by creation), optionally one project's, a keyset page at a time."""
+    where: list[str] = []
+    args: list[Any] = []
+    if project is not _ALL:
+        if project is None:
+            where.append("project IS NULL")
+        else:
+            args.append(project)
+            where.append(f"project = ${len(args)}")
+    if since_ms is not None:
+        args.append(since_ms)
+        where.append(f"created_at >= ${len(args)}")
+    if cursor is not None:
+        created, sid = _parse_cursor(cursor)
+        args += [created, sid]
+        a, b = len(args) - 1, len(args)
+        where.append(f"(created_at, sid) < (${a}::bigint, ${b}::bigint)")
+    sql = f"SELECT {INFO_COLUMNS} FROM sessions"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY created_at DESC, sid DESC"
+    if limit is not None:
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        args.append(limit + 1)
+        sql += f" LIMIT ${len(args)}"
+    rows = await conn.fetch(sql, *args)
+    next_cursor = None
+    if limit is not None and len(rows) > limit:
+        rows = rows[:limit]
+        next_cursor = f"{rows[-1][3]}.{rows[-1][11]}"
+    return SessionPage(sessions=[info_of(r) for r in rows], next_cursor=next_cursor)

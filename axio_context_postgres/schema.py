@@ -1,0 +1,144 @@
+"""The PostgreSQL schema, as forward-only versioned steps run on every open.
+
+Each step runs in one transaction with the record of it (``axio_schema``), under an advisory
+lock so that many processes opening a new database at once migrate it once. A database whose
+recorded version is newer than :data:`SCHEMA_VERSION` is refused, naming both versions.
+
+Data model (the SQLite backend's, with the lineage made explicit):
+
+- ``segments``: a run of message rows. A segment's own rows are positions ``base_len..`` in
+  ``messages``; positions below come from ``base_seg`` (recursively). A session points at its
+  current segment. ``fork`` is one new segment based on the parent's at its length (O(1), no
+  rows copied); ``clear`` gives the session a fresh segment, and ``pop`` either deletes the last
+  row in place or, when a fork still sees it, starts a segment based on the old one without it.
+  So rows are never changed under a fork: copy-on-write by pointers. A segment no session and
+  no segment reaches any more is deleted with its rows.
+- ``sessions``: one row per session, the row every write to it locks (``UPDATE ... RETURNING``
+  hands out positions: dense and race-free with any number of writers, never ``COUNT(*)``).
+- ``messages``: MessagePack payload, the text search indexes (``body`` for what people and the
+  model wrote, ``tool`` for tool traffic), and a generated ``tsvector`` (body weight A, tool D)
+  with a GIN index.
+- ``checkpoints``: per session, copied on fork (a few rows), as in SQLite.
+- ``embeddings``: pgvector rows, created when the ``vector`` extension is there (see
+  :mod:`.vectors`); everything else works without it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from axio_context.errors import SchemaVersionError
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
+
+#: Taken (transaction-scoped) while migrating: one migrator at a time per database.
+MIGRATION_LOCK: Final = 0x6178696F  # "axio"
+
+_V1: Final = """
+CREATE TABLE axio_settings (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE segments (
+    seg bigserial PRIMARY KEY,
+    base_seg bigint REFERENCES segments (seg),
+    base_len integer NOT NULL DEFAULT 0,
+    owner text NOT NULL
+);
+CREATE INDEX segments_base ON segments (base_seg) WHERE base_seg IS NOT NULL;
+CREATE TABLE sessions (
+    sid bigserial PRIMARY KEY,
+    id text NOT NULL UNIQUE,
+    seg bigint NOT NULL,
+    project text,
+    parent_id text,
+    fork_position integer,
+    title text,
+    metadata bytea,
+    created_at bigint NOT NULL,
+    updated_at bigint NOT NULL,
+    next_position integer NOT NULL DEFAULT 0,
+    est_tokens bigint NOT NULL DEFAULT 0,
+    preview text,
+    preview_pos integer,
+    input_tokens bigint NOT NULL DEFAULT 0,
+    output_tokens bigint NOT NULL DEFAULT 0,
+    next_checkpoint integer NOT NULL DEFAULT 1
+);
+CREATE INDEX sessions_listing ON sessions (created_at DESC, sid DESC);
+CREATE INDEX sessions_project ON sessions (project, created_at DESC, sid DESC);
+CREATE INDEX sessions_parent ON sessions (parent_id) WHERE parent_id IS NOT NULL;
+CREATE INDEX sessions_seg ON sessions (seg);
+CREATE TABLE messages (
+    seg bigint NOT NULL,
+    position integer NOT NULL,
+    role text NOT NULL,
+    created_at bigint NOT NULL,
+    tokens integer NOT NULL,
+    payload bytea NOT NULL,
+    body text NOT NULL DEFAULT '',
+    tool text NOT NULL DEFAULT '',
+    tsv tsvector GENERATED ALWAYS AS (
+        setweight(to_tsvector('simple', body), 'A') || setweight(to_tsvector('simple', tool), 'D')
+    ) STORED,
+    PRIMARY KEY (seg, position)
+);
+CREATE INDEX messages_tsv ON messages USING gin (tsv);
+CREATE TABLE checkpoints (
+    sid bigint NOT NULL REFERENCES sessions (sid) ON DELETE CASCADE,
+    seq integer NOT NULL,
+    position integer NOT NULL,
+    summary bytea NOT NULL,
+    tokens_before bigint NOT NULL,
+    tokens_after bigint NOT NULL,
+    summarizer text NOT NULL,
+    created_at bigint NOT NULL,
+    summary_tokens bigint NOT NULL,
+    tokens_at bigint NOT NULL,
+    PRIMARY KEY (sid, seq)
+);
+"""
+
+#: (version, SQL) in order; a step is never edited once released, only added after.
+MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, _V1),)
+
+#: The schema version this code writes.
+SCHEMA_VERSION: Final = MIGRATIONS[-1][0]
+
+
+async def current_version(conn: Any) -> int:
+    """The recorded schema version; 0 for a database this package never touched."""
+    exists = await conn.fetchval("SELECT to_regclass('axio_schema') IS NOT NULL")
+    if not exists:
+        return 0
+    return int(await conn.fetchval("SELECT COALESCE(MAX(version), 0) FROM axio_schema"))
+
+
+def _refuse_newer(version: int) -> None:
+    if version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"this database's schema is version {version}, newer than this axio-context "
+            f"understands ({SCHEMA_VERSION}); upgrade axio-context"
+        )
+
+
+async def migrate(conn: Any) -> int:
+    """Bring the database to :data:`SCHEMA_VERSION`, a step per transaction; returns the version.
+
+    Refuses (SchemaVersionError) a database written by a newer version, before touching it.
+    """
+    version = await current_version(conn)
+    _refuse_newer(version)
+    if version == SCHEMA_VERSION:
+        return version
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS axio_schema"
+            " (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        version = await current_version(conn)  # another process may have migrated meanwhile
+        _refuse_newer(version)
+        for step, sql in MIGRATIONS:
+            if step > version:
+                await conn.execute(sql)
+                await conn.execute("INSERT INTO axio_schema (version) VALUES ($1)", step)
+                version = step
+    return version

@@ -1,0 +1,251 @@
+"""Whole-database session calls on PostgreSQL: finding, showing, exporting and importing sessions.
+
+The export writes exactly what the SQLite backend's does for the same sessions (the same
+headers, ``inherited`` counting a fork's prefix shared with its parent's rows, the same
+writers), so an export of a copied database is byte-identical to the source's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Final
+
+from axio_context.errors import AmbiguousSessionError, SessionNotFoundError, TranscriptError
+from axio_context.tokens import estimate_message_tokens, estimate_tokens
+from axio_context.transcript import (
+    CheckpointRecord,
+    MessageRecord,
+    SessionHeader,
+    SessionRecord,
+    TranscriptWriter,
+    format_time,
+    parse_time,
+)
+
+from . import lineage, writes
+
+Sink = Callable[[bytes], object]
+Progress = Callable[[int, int], object]
+
+#: Messages read per batch during an export.
+BATCH: Final = 256
+
+FULL: Final = (
+    "sid, seg, next_position, id, project, title, metadata, created_at, updated_at, parent_id,"
+    " fork_position, input_tokens, output_tokens"
+)
+
+
+async def full_row(conn: Any, session_id: str) -> Any:
+    r = await conn.fetchrow(f"SELECT {FULL} FROM sessions WHERE id = $1", session_id)
+    if r is None:
+        raise SessionNotFoundError(f"no session {session_id!r}")
+    return r
+
+
+async def resolve(conn: Any, prefix: str) -> str:
+    """The id equal to ``prefix``, or the only one starting with it."""
+    if await conn.fetchval("SELECT 1 FROM sessions WHERE id = $1", prefix):
+        return prefix
+    rows = await conn.fetch(
+        "SELECT id FROM sessions WHERE starts_with(id, $1) ORDER BY created_at DESC, sid DESC LIMIT 6", prefix
+    )
+    if not rows:
+        raise SessionNotFoundError(f"no session {prefix!r}")
+    if len(rows) > 1:
+        shown = ", ".join(r[0] for r in rows[:5])
+        raise AmbiguousSessionError(
+            f"{prefix!r} matches several sessions ({shown}); type more of it", [r[0] for r in rows]
+        )
+    return str(rows[0][0])
+
+
+async def checkpoints(conn: Any, s: Any) -> list[CheckpointRecord]:
+    rows = await conn.fetch(
+        "SELECT seq, position, summary, tokens_before, tokens_after, summarizer, created_at"
+        " FROM checkpoints WHERE sid = $1 ORDER BY seq",
+        s["sid"],
+    )
+    return [
+        CheckpointRecord(
+            id=r[0],
+            position=r[1],
+            summary=lineage.decode_summary(s["id"], r[2]),
+            tokens_before=r[3],
+            tokens_after=r[4],
+            summarizer=r[5],
+            created_at=format_time(r[6]),
+        )
+        for r in rows
+    ]
+
+
+async def header(conn: Any, s: Any, inherited: int) -> SessionHeader:
+    from axio_context_sqlite.store.sessions import decode_metadata
+
+    meta = s["metadata"]
+    return SessionHeader(
+        id=s["id"],
+        project=s["project"],
+        title=s["title"],
+        metadata=None
+        if meta is None
+        else decode_metadata(s["id"], bytes(meta).decode("utf-8", "surrogatepass")),
+        created_at=format_time(s["created_at"]),
+        updated_at=format_time(s["updated_at"]),
+        parent_id=s["parent_id"],
+        fork_position=s["fork_position"],
+        inherited=inherited,
+        message_count=s["next_position"],
+        input_tokens=s["input_tokens"],
+        output_tokens=s["output_tokens"],
+        checkpoints=await checkpoints(conn, s),
+    )
+
+
+async def records(conn: Any, s: Any, start: int, end: int) -> list[MessageRecord]:
+    rows = await lineage.read_rows(conn, s["seg"], s["next_position"], start, end)
+    messages = lineage.decode(s["id"], rows)
+    return [
+        MessageRecord(role=m.role, content=m.content, created_at=format_time(r.created_at))
+        for m, r in zip(messages, rows, strict=True)
+    ]
+
+
+async def inherited(conn: Any, s: Any, exported: set[int] | None) -> int:
+    """The prefix ``s`` shares with its parent's rows, when the parent was exported before it."""
+    if s["parent_id"] is None:
+        return 0
+    parent = await conn.fetchrow(f"SELECT {FULL} FROM sessions WHERE id = $1", s["parent_id"])
+    if (
+        parent is None
+        or parent["sid"] >= s["sid"]
+        or (exported is not None and parent["sid"] not in exported)
+    ):
+        return 0
+    base = await conn.fetchval("SELECT base_len FROM segments WHERE seg = $1", s["seg"])
+    mine = await lineage.chain(conn, s["seg"], min(base or 0, s["next_position"]))
+    theirs = await lineage.chain(conn, parent["seg"], min(base or 0, parent["next_position"]))
+    return lineage.shared_prefix(mine, theirs)
+
+
+async def export(
+    conn: Any,
+    writer: TranscriptWriter,
+    session_ids: Sequence[str] | None,
+    sink: Sink,
+    progress: Progress | None,
+) -> tuple[int, int]:
+    """Write sessions (all when ``session_ids`` is None) oldest first, in the caller's snapshot;
+    returns (sessions, messages) as the SQLite export counts them."""
+    if session_ids is None:
+        selected = list(await conn.fetch(f"SELECT {FULL} FROM sessions ORDER BY sid"))
+        exported: set[int] | None = None
+    else:
+        by_sid = {}
+        for i in session_ids:
+            r = await full_row(conn, i)
+            by_sid[r["sid"]] = r
+        selected = [by_sid[k] for k in sorted(by_sid)]
+        exported = set()
+    total = sum(s["next_position"] for s in selected)
+    done = sessions = messages = 0
+    sink(writer.begin())
+    for s in selected:
+        shared = await inherited(conn, s, exported)
+        skip = 0 if writer.self_contained else shared
+        h = await header(conn, s, skip)
+        sink(writer.session(h))
+        done += skip
+        for lo in range(skip, s["next_position"], BATCH):
+            hi = min(lo + BATCH, s["next_position"])
+            sink(writer.messages(h, lo, await records(conn, s, lo, hi)))
+            messages += max(0, hi - max(lo, shared))
+            done += hi - lo
+            if progress is not None:
+                progress(done, total)
+        sink(writer.end_session(h))
+        sessions += 1
+        if exported is not None:
+            exported.add(s["sid"])
+    sink(writer.end())
+    if progress is not None:
+        progress(total, total)
+    return sessions, messages
+
+
+async def insert_session(conn: Any, rec: SessionRecord, new_id: str, parent_id: str | None) -> int:
+    """Insert a whole session with its original times, lineage and checkpoints (caller's tx)."""
+    from axio_context_sqlite.store.appending import preview_for
+    from axio_context_sqlite.store.sessions import encode_metadata
+
+    base_seg: int | None = None
+    est = 0
+    preview: tuple[int, str] | None = None
+    if rec.inherited:
+        parent = await conn.fetchrow(
+            "SELECT seg, next_position, preview, preview_pos FROM sessions WHERE id = $1", parent_id
+        )
+        if parent is None or parent["next_position"] < rec.inherited:
+            raise TranscriptError(
+                f"session {rec.id!r} inherits {rec.inherited} messages from {parent_id!r}, "
+                "which is missing or shorter in the database"
+            )
+        base_seg = parent["seg"]
+        est = await lineage.tokens_upto(conn, base_seg, rec.inherited)
+        if parent["preview_pos"] is not None and parent["preview_pos"] < rec.inherited:
+            preview = (parent["preview_pos"], parent["preview"] or "")
+    seg = await conn.fetchval(
+        "INSERT INTO segments (base_seg, base_len, owner) VALUES ($1, $2, $3) RETURNING seg",
+        base_seg,
+        rec.inherited,
+        new_id,
+    )
+    messages = [r.message() for r in rec.messages]
+    rows = [
+        writes.encode(m, estimate_message_tokens(m), parse_time(r.created_at))
+        for m, r in zip(messages, rec.messages, strict=True)
+    ]
+    if preview is None:
+        preview = preview_for(messages, rec.inherited)
+    if rows:
+        await writes.insert_rows(conn, seg, rec.inherited, rows)
+    est += sum(r.tokens for r in rows)
+    meta = None if rec.metadata is None else encode_metadata(rec.metadata).encode("utf-8", "surrogatepass")
+    await conn.execute(
+        "INSERT INTO sessions (id, seg, project, parent_id, fork_position, title, metadata, created_at,"
+        " updated_at, next_position, est_tokens, preview, preview_pos, input_tokens, output_tokens)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+        new_id,
+        seg,
+        rec.project,
+        parent_id,
+        rec.fork_position,
+        rec.title,
+        meta,
+        parse_time(rec.created_at),
+        parse_time(rec.updated_at),
+        rec.inherited + len(rows),
+        est,
+        None if preview is None else preview[1],
+        None if preview is None else preview[0],
+        rec.input_tokens,
+        rec.output_tokens,
+    )
+    from axio_context.checkpoints import Checkpoint
+
+    for cp in rec.checkpoints:
+        await writes.add_checkpoint(
+            conn,
+            new_id,
+            rec.project,
+            Checkpoint(cp.position, cp.summary, cp.tokens_before, cp.tokens_after, cp.summarizer),
+            estimate_tokens(cp.summary),
+            created_at=parse_time(cp.created_at),
+            seq=cp.id,
+        )
+    return len(rows)
+
+
+def ids_of(records_: Iterable[SessionRecord]) -> list[str]:
+    return [r.id for r in records_]

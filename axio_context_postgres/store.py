@@ -1,0 +1,361 @@
+"""PostgresContextStore: one session of a PostgreSQL database, as an axio ContextStore.
+
+The caller owns the pool (from :func:`~axio_context_postgres.connect`). Every method takes one
+connection from the pool for one transaction (:mod:`.writes` holds the SQL of the writes), so
+any number of stores, tasks and processes share one database: writers to a session queue on its
+row lock, reads run in a repeatable-read snapshot.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Final, Self, SupportsIndex, cast
+from uuid import uuid4
+
+from axio_context.checkpoints import Checkpoint
+from axio_context.compaction.auto import starts_with
+from axio_context.context import ContextStore
+from axio_context.errors import CheckpointError, SessionNotFoundError
+from axio_context.messages import Message, SessionInfo
+from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
+from axio_context.transcript import format_time
+
+from . import lineage, writes
+from .connection import Pool, translated
+from .listing import INFO_COLUMNS, SessionPage, info_of, list_page
+
+__all__ = ["PostgresContextStore", "SessionPage"]
+
+#: The largest token count a column holds (bigint).
+_MAX_TOKENS: Final = (1 << 63) - 1
+
+
+def _token_count(name: str, value: object, low: int) -> int:
+    count: int | None = None
+    if isinstance(value, float):
+        count = int(value) if value.is_integer() else None
+    elif not isinstance(value, bool):
+        try:
+            count = operator.index(cast(SupportsIndex, value))
+        except TypeError:
+            count = None
+    if count is None:
+        raise TypeError(f"{name} must be a whole number, not {value!r} ({type(value).__name__})")
+    if not low <= count <= _MAX_TOKENS:
+        raise ValueError(f"{name} must be between {low} and {_MAX_TOKENS}, not {count}")
+    return count
+
+
+def _token_pair(input_tokens: object, output_tokens: object, *, totals: bool) -> tuple[int, int]:
+    low = 0 if totals else -_MAX_TOKENS
+    return _token_count("input_tokens", input_tokens, low), _token_count("output_tokens", output_tokens, low)
+
+
+class PostgresContextStore(ContextStore):
+    """A session stored in PostgreSQL; implements the ContextStore and CheckpointStore contracts.
+
+    ``project`` defaults to the resolved current directory, as in axio and the SQLite store.
+    """
+
+    def __init__(
+        self,
+        pool: Pool,
+        session_id: str,
+        project: str | None = None,
+        *,
+        token_counter: TokenCounter | None = None,
+    ) -> None:
+        if not isinstance(session_id, str) or not session_id:
+            raise ValueError("session_id must be a non-empty string")
+        self._pool = pool
+        self._session_id = session_id
+        self._project = project if project is not None else str(Path.cwd().resolve())
+        self._counter: TokenCounter = token_counter or DefaultEstimator()
+
+    @property
+    def session_id(self) -> str:
+        return self._session_id
+
+    @property
+    def project(self) -> str:
+        """The project new sessions of this store are filed under."""
+        return self._project
+
+    @property
+    def pool(self) -> Pool:
+        """The pool this store uses (owned by the caller)."""
+        return self._pool
+
+    @asynccontextmanager
+    async def _tx(self, *, readonly: bool = False) -> AsyncIterator[Any]:
+        """One pooled connection in one transaction, the driver's errors made into ours."""
+        where = f"session {self._session_id!r}"
+        async with translated(where), self._pool.acquire() as conn:
+            if readonly:
+                async with conn.transaction(isolation="repeatable_read", readonly=True):
+                    yield conn
+            else:
+                async with conn.transaction():
+                    yield conn
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    async def append(self, message: Message) -> None:
+        """Append one message: one statement (one round trip) once the session exists."""
+        await self.append_many((message,))
+
+    async def append_many(self, messages: Iterable[Message]) -> None:
+        """Append messages in order as one transaction: all of them are stored, or none."""
+        batch = list(messages)
+        if not batch:
+            return
+        now = writes.now_ms()
+        rows = [writes.encode(m, self._counter.count(m), now) for m in batch]
+        from axio_context_sqlite.store.appending import preview_for
+
+        preview = preview_for(batch)
+        async with translated(f"session {self._session_id!r}"), self._pool.acquire() as conn:
+            # The usual case, an existing session: one statement, one round trip.
+            if await writes.append_existing(conn, self._session_id, rows, preview):
+                return
+            async with conn.transaction():
+                await writes.append_rows(conn, self._session_id, self._project, rows, preview)
+
+    async def clear(self) -> None:
+        """Delete this session's messages, checkpoints and token totals; forks keep theirs."""
+        async with self._tx() as conn:
+            await writes.clear(conn, self._session_id)
+
+    async def pop(self) -> Message | None:
+        """Remove and return the last message (a chat app's "retry"); ``None`` when empty."""
+        async with self._tx() as conn:
+            return await writes.pop(conn, self._session_id)
+
+    async def fork(self) -> PostgresContextStore:
+        """A new session sharing this transcript, copy-on-write: O(1) in the history length."""
+        new_id = uuid4().hex
+        async with self._tx() as conn:
+            await writes.fork(conn, self._session_id, self._project, new_id)
+        return PostgresContextStore(self._pool, new_id, self._project, token_counter=self._counter)
+
+    async def delete_session(self, session_id: str | None = None) -> bool:
+        """Delete a session (this one by default); False if it did not exist."""
+        async with self._tx() as conn:
+            return await writes.delete_session(conn, session_id or self._session_id)
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    async def _row(self, conn: Any) -> Any:
+        return await conn.fetchrow(
+            "SELECT sid, seg, next_position, est_tokens FROM sessions WHERE id = $1", self._session_id
+        )
+
+    async def _view(self, conn: Any) -> list[Message]:
+        row = await self._row(conn)
+        if row is None:
+            return []
+        cp = await conn.fetchrow(
+            "SELECT position, summary FROM checkpoints WHERE sid = $1 ORDER BY seq DESC LIMIT 1", row["sid"]
+        )
+        start = 0 if cp is None else cp["position"]
+        rows = await lineage.read_rows(conn, row["seg"], row["next_position"], start)
+        tail = lineage.decode(self._session_id, rows)
+        return tail if cp is None else [*lineage.decode_summary(self._session_id, cp["summary"]), *tail]
+
+    async def get_history(self) -> list[Message]:
+        """The model's view: the latest checkpoint's summary, then the messages after it."""
+        async with self._tx(readonly=True) as conn:
+            return await self._view(conn)
+
+    async def get_full_history(self) -> list[Message]:
+        """Every message of the transcript, whatever compaction did to the view."""
+        async with self._tx(readonly=True) as conn:
+            row = await self._row(conn)
+            if row is None:
+                return []
+            return lineage.decode(
+                self._session_id, await lineage.read_rows(conn, row["seg"], row["next_position"])
+            )
+
+    # -- tokens ----------------------------------------------------------------------------------
+
+    async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        """Set the token totals (non-negative ints) in one statement."""
+        i, o = _token_pair(input_tokens, output_tokens, totals=True)
+        await self._tokens("input_tokens = $2, output_tokens = $3", i, o)
+
+    async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        """Add to the totals in one statement (no read-modify-write race across processes)."""
+        i, o = _token_pair(input_tokens, output_tokens, totals=False)
+        await self._tokens(
+            "input_tokens = GREATEST(0, input_tokens + $2), output_tokens = GREATEST(0, output_tokens + $3)",
+            i,
+            o,
+        )
+
+    async def _tokens(self, assignment: str, i: int, o: int) -> None:
+        sql = f"UPDATE sessions SET {assignment}, updated_at = $4 WHERE id = $1"
+        async with self._tx() as conn:
+            now = writes.now_ms()
+            if (await conn.execute(sql, self._session_id, i, o, now)).endswith(" 0"):
+                await writes.ensure_session(conn, self._session_id, self._project, now)
+                await conn.execute(sql, self._session_id, i, o, now)
+
+    async def get_context_tokens(self) -> tuple[int, int]:
+        async with translated(f"session {self._session_id!r}"):
+            row = await self._pool.fetchrow(
+                "SELECT input_tokens, output_tokens FROM sessions WHERE id = $1", self._session_id
+            )
+        return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+    # -- checkpoints -----------------------------------------------------------------------------
+
+    async def add_checkpoint(
+        self, checkpoint: Checkpoint, *, if_view_starts_with: Sequence[Message] | None = None
+    ) -> Checkpoint:
+        """Record a compaction checkpoint in one transaction; nothing is deleted.
+
+        With ``if_view_starts_with``, the same transaction (holding the session's row lock) first
+        checks that the view still starts with those messages (CheckpointError if not).
+        """
+        summary = checkpoint.summary if isinstance(checkpoint, Checkpoint) else []
+        summary_tokens = (
+            estimate_tokens(summary, self._counter) if all(isinstance(m, Message) for m in summary) else 0
+        )
+        async with self._tx() as conn:
+            if if_view_starts_with is not None:
+                await writes.locked(conn, self._session_id)
+                if not starts_with(await self._view(conn), list(if_view_starts_with)):
+                    raise CheckpointError(
+                        f"the view of session {self._session_id!r} changed since the compaction read it; "
+                        "checkpoint not written"
+                    )
+            return await writes.add_checkpoint(
+                conn, self._session_id, self._project, checkpoint, summary_tokens
+            )
+
+    async def list_checkpoints(self) -> list[Checkpoint]:
+        """This session's checkpoints, oldest first (a fork's include those it inherited)."""
+        async with self._tx(readonly=True) as conn:
+            rows = await conn.fetch(
+                "SELECT c.seq, c.position, c.summary, c.tokens_before, c.tokens_after, c.summarizer,"
+                " c.created_at FROM checkpoints c JOIN sessions s ON s.sid = c.sid"
+                " WHERE s.id = $1 ORDER BY c.seq",
+                self._session_id,
+            )
+        return [
+            Checkpoint(
+                position=r[1],
+                summary=lineage.decode_summary(self._session_id, r[2]),
+                tokens_before=r[3],
+                tokens_after=r[4],
+                summarizer=r[5],
+                created_at=format_time(r[6]),
+                id=r[0],
+            )
+            for r in rows
+        ]
+
+    async def estimated_view_tokens(self) -> int:
+        """Estimated tokens of ``get_history()`` from cached counts, without reading messages."""
+        async with self._tx(readonly=True) as conn:
+            row = await conn.fetchrow(
+                "SELECT s.est_tokens, c.summary_tokens, c.tokens_at FROM sessions s LEFT JOIN LATERAL"
+                " (SELECT summary_tokens, tokens_at FROM checkpoints WHERE sid = s.sid"
+                " ORDER BY seq DESC LIMIT 1) c"
+                " ON true WHERE s.id = $1",
+                self._session_id,
+            )
+        if row is None:
+            return 0
+        if row[1] is None:
+            return int(row[0])
+        return int(row[1]) + int(row[0]) - int(row[2])
+
+    # -- sessions --------------------------------------------------------------------------------
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        """Every session of this store's project, newest first (read from the sessions table)."""
+        return (await self.list_sessions_page(limit=None)).sessions
+
+    async def list_sessions_page(self, limit: int | None = 50, cursor: str | None = None) -> SessionPage:
+        """One page of :meth:`list_sessions`; pass ``page.next_cursor`` for the next one."""
+        async with self._tx(readonly=True) as conn:
+            return await list_page(conn, self._project, limit=limit, cursor=cursor)
+
+    async def info(self) -> SessionInfo:
+        """This session's listing entry (raises SessionNotFoundError before its first write)."""
+        async with self._tx(readonly=True) as conn:
+            r = await conn.fetchrow(f"SELECT {INFO_COLUMNS} FROM sessions WHERE id = $1", self._session_id)
+        if r is None:
+            raise SessionNotFoundError(f"no session {self._session_id!r}")
+        return info_of(r)
+
+    async def list_forks(self) -> list[SessionInfo]:
+        """Sessions forked directly from this one, oldest first."""
+        async with self._tx(readonly=True) as conn:
+            rows = await conn.fetch(
+                f"SELECT {INFO_COLUMNS} FROM sessions WHERE parent_id = $1 ORDER BY sid", self._session_id
+            )
+        return [info_of(r) for r in rows]
+
+    async def get_title(self) -> str | None:
+        """The session's title, if one was set."""
+        async with translated(f"session {self._session_id!r}"):
+            return cast(
+                str | None,
+                await self._pool.fetchval("SELECT title FROM sessions WHERE id = $1", self._session_id),
+            )
+
+    async def set_title(self, title: str | None) -> None:
+        """Set (or with None, remove) the session's title."""
+        async with self._tx() as conn:
+            await writes.ensure_session(conn, self._session_id, self._project, writes.now_ms())
+            await conn.execute("UPDATE sessions SET title = $2 WHERE id = $1", self._session_id, title)
+
+    async def get_metadata(self) -> dict[str, Any]:
+        """The session's free-form metadata (an empty dict when none)."""
+        from axio_context_sqlite.store.sessions import decode_metadata
+
+        async with translated(f"session {self._session_id!r}"):
+            blob = await self._pool.fetchval("SELECT metadata FROM sessions WHERE id = $1", self._session_id)
+        return (
+            {}
+            if blob is None
+            else decode_metadata(self._session_id, bytes(blob).decode("utf-8", "surrogatepass"))
+        )
+
+    async def set_metadata(self, metadata: dict[str, Any]) -> None:
+        """Replace the session's metadata with a JSON-serialisable mapping."""
+        from axio_context_sqlite.store.sessions import encode_metadata
+
+        blob = encode_metadata(metadata).encode("utf-8", "surrogatepass")
+        async with self._tx() as conn:
+            await writes.ensure_session(conn, self._session_id, self._project, writes.now_ms())
+            await conn.execute("UPDATE sessions SET metadata = $2 WHERE id = $1", self._session_id, blob)
+
+    async def close(self) -> None:
+        """No-op: the caller owns the pool, as with the SQLite store's connection."""
+
+    # -- constructors ----------------------------------------------------------------------------
+
+    @classmethod
+    async def from_history(
+        cls, history: list[Message], *, pool: Pool | None = None, project: str | None = None
+    ) -> Self:
+        """A new session holding ``history``; PostgreSQL needs the pool to put it in."""
+        if pool is None:
+            raise TypeError("PostgresContextStore.from_history needs pool=<an open pool>")
+        store = cls(pool, uuid4().hex, project)
+        await store.append_many(history)
+        return store
+
+    @classmethod
+    async def from_context(
+        cls, context: ContextStore, *, pool: Pool | None = None, project: str | None = None
+    ) -> Self:
+        """A new session holding a copy of another store's history."""
+        return await cls.from_history(await context.get_history(), pool=pool, project=project)
