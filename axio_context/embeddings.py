@@ -312,7 +312,9 @@ class SentenceTransformerEmbedder:
         try:
             # local_files_only: a name that is not on this machine must fail here, not go looking
             # for it on a model hub (no network, or a surprise multi-hundred-MB download)
-            model = await asyncio.to_thread(st.SentenceTransformer, path, device=device, local_files_only=True)
+            model = await asyncio.to_thread(
+                st.SentenceTransformer, path, device=device, local_files_only=True
+            )
         except Exception as exc:  # OSError, ValueError, hub errors: all mean "not loadable here"
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise EmbedderUnavailableError(

@@ -63,9 +63,10 @@ from axio_context.errors import (
 from ..errors import translate_error
 from ..store import indexing, ops
 from ..store.ops import key, read_tx, write_tx
+from ..store.vec import unit_vector
 from .fts import fts_errors, match_terms
 from .hits import SearchHit, SearchResults, build_hits, rank
-from .keyword import keyword_ranking
+from .keyword import keyword_ranking, term_coverage
 from .query import DEPTH, MAX_K, MODES, Mode, Query
 from .reindex import ReindexReport
 from .scope import session_scope
@@ -155,7 +156,10 @@ def _search(c: Any, q: Query, results: SearchResults) -> SearchResults:
         # not (the hashing embedder's buckets collide), so it is withheld and counted (see above)
         results.withheld = len(sem)
         return results
-    ranked = rank(q, kw, sem)
+    coverage = (
+        term_coverage(c, q.terms, [m for m, _ in kw]) if q.mode == "hybrid" and q.terms and sem else None
+    )
+    ranked = rank(q, kw, sem, coverage)
     highlight = _meaningful(q.text) if q.mode == "semantic" and not q.raw else q.match
     if q.raw and highlight is not None:
         with fts_errors(q.text):
@@ -195,13 +199,14 @@ def similar(c: Any, session_id: str, position: int, k: int) -> SearchResults:
                 f"message {position} of session {session_id!r} has no embedding "
                 "(it has no text, or it was stored without an embedder: `reindex` adds them)"
             )
-        if not all(map(math.isfinite, array("f", bytes(found[0])))):
+        settings = read_settings(c)
+        dimension = int(settings.get("embedding_dimension", "0"))
+        values = unit_vector(bytes(found[0]), dimension)
+        if not all(map(math.isfinite, values)):
             raise NoEmbeddingsError(
                 f"message {position} of session {session_id!r} has no usable embedding: it holds "
                 "NaN or infinite values (from a broken embedder); `reindex --rebuild` replaces them"
             )
-        settings = read_settings(c)
-        dimension = int(settings.get("embedding_dimension", "0"))
         q = Query(
             text="",
             mode="semantic",
@@ -209,7 +214,7 @@ def similar(c: Any, session_id: str, position: int, k: int) -> SearchResults:
             match=None,
             raw=False,
             terms=None,
-            vector=bytes(found[0]),
+            vector=array("f", values).tobytes(),
             model=settings.get("embedding_model"),
             dimension=dimension,
         )

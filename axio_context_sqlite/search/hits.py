@@ -130,13 +130,27 @@ class Ranked(msgspec.Struct):
     semantic_rank: int | None
 
 
-def rank(q: Query, kw: list[tuple[int, float]], sem: list[tuple[int, float]]) -> list[Ranked]:
+#: Hybrid fusion (see :func:`rank`): the RRF constant, and the power of a keyword hit's coverage
+#: of the query that weighs its share.
+FUSION_K: int = 60
+COVERAGE_POWER: float = 3.0
+
+
+def rank(
+    q: Query,
+    kw: list[tuple[int, float]],
+    sem: list[tuple[int, float]],
+    coverage: dict[int, float] | None = None,
+) -> list[Ranked]:
     if q.mode == "keyword":
         return [Ranked(mid, 0.0 - bm25, i, None) for i, (mid, bm25) in enumerate(kw[: q.k], 1)]
     if q.mode == "semantic":
         # unit vectors: cosine similarity = 1 - d^2 / 2
         return [Ranked(mid, 1.0 - d * d / 2.0, None, i) for i, (mid, d) in enumerate(sem[: q.k], 1)]
-    fused = reciprocal_rank_fusion([[m for m, _ in kw], [m for m, _ in sem]], limit=q.k)
+    weights = None if coverage is None else {m: c**COVERAGE_POWER for m, c in coverage.items()}
+    fused = reciprocal_rank_fusion(
+        [[m for m, _ in kw], [m for m, _ in sem]], k=FUSION_K, limit=q.k, item_weights=[weights, None]
+    )
     return [Ranked(f.key, f.score, f.ranks[0], f.ranks[1]) for f in fused]
 
 
