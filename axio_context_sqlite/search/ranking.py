@@ -8,7 +8,7 @@ Cormack, Clarke and Büttcher (SIGIR 2009); a larger ``k`` flattens the head of 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from typing import Generic, TypeVar
 
 import msgspec
@@ -36,14 +36,12 @@ def reciprocal_rank_fusion(
     k: int = RRF_K,
     weights: Sequence[float] | None = None,
     limit: int | None = None,
-    item_weights: Sequence[Mapping[K, float] | None] | None = None,
 ) -> list[Fused[K]]:
     """Merge ``rankings`` (each best first) into one, best first.
 
     Ties in score go to the item with the better best rank, then to the one holding that rank in
     the earlier ranking; no two items tie on both, so the order is total and repeatable. A key repeated in
-    one ranking counts once, at its first (best) position. ``item_weights`` (one mapping or None
-    per ranking) multiplies an item's share from that ranking (absent items: 1).
+    one ranking counts once, at its first (best) position.
     """
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
@@ -51,8 +49,6 @@ def reciprocal_rank_fusion(
         weights = [1.0] * len(rankings)
     elif len(weights) != len(rankings):
         raise ValueError(f"{len(weights)} weights given for {len(rankings)} rankings")
-    if item_weights is not None and len(item_weights) != len(rankings):
-        raise ValueError(f"{len(item_weights)} item weights given for {len(rankings)} rankings")
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
 
@@ -61,7 +57,6 @@ def reciprocal_rank_fusion(
     ranks: dict[K, list[int | None]] = {}
     best: dict[K, tuple[int, int]] = {}  # (best rank, index of the first ranking holding it)
     for li, (ranking, weight) in enumerate(zip(rankings, weights, strict=True)):
-        per = item_weights[li] if item_weights is not None else None
         for pos, key in enumerate(ranking):
             slot = ranks.get(key)
             if slot is None:
@@ -71,7 +66,7 @@ def reciprocal_rank_fusion(
                 continue  # repeated within one ranking: the first position counts
             rank = pos + 1
             slot[li] = rank
-            scores[key] += weight * (1.0 if per is None else per.get(key, 1.0)) / (k + rank)
+            scores[key] += weight / (k + rank)
             if key not in best or rank < best[key][0]:
                 best[key] = (rank, li)
     order = sorted(scores, key=lambda key: (-scores[key], best[key]))
