@@ -36,9 +36,11 @@ import sqlean
 
 from axio_context import Message
 from axio_context.embeddings import Embedder, HashingEmbedder, SentenceTransformerEmbedder
+from axio_context.errors import SearchQueryError
 from axio_context.messages import text_columns
 from axio_context.testing import text
 from axio_context_sqlite import Database, SQLiteContextStore, connect, open_database
+from axio_context_sqlite.search.query import check_bounds
 from axio_context_sqlite.store.embedding import embedding_text
 
 from .workload import iter_transcript, transcript
@@ -246,7 +248,12 @@ def held_out_queries(n: int) -> list[str]:
     out = []
     for m in iter_transcript(n * 8, seed=99):
         if m.role == "user" and m.text:
-            out.append(" ".join(m.text.split()[:24]))  # within the search's 32-word bound
+            query = " ".join(m.text.split()[:24])
+            try:
+                check_bounds(query, False)  # a query people could type: within the search's bounds
+            except SearchQueryError:
+                continue
+            out.append(query)
         if len(out) == n:
             break
     return out

@@ -294,6 +294,11 @@ def exact_scan(
 def not_embedded(c: Any, q: Query, scope: Scope | None) -> int:
     """How many messages a semantic search could have found but did not look at: those in its
     scope and filters (with ``raw``, matching its expression) that have text and no embedding."""
+    stored = c.execute("SELECT COALESCE(SUM(next_position - base_len), 0) FROM sessions").fetchone()[0]
+    if int(c.execute("SELECT COUNT(*) FROM message_vectors").fetchone()[0]) >= int(stored):
+        # every stored row has an embedding (the common case): nothing to count, in any scope;
+        # counting row by row costs about a quarter of a millisecond per thousand messages
+        return 0
     where, args = message_filters(q, "m.")
     where.append("NOT EXISTS (SELECT 1 FROM message_vectors v WHERE v.id = m.id)")
     if q.raw and q.match is not None:
