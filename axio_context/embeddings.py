@@ -309,7 +309,18 @@ class SentenceTransformerEmbedder:
             path, name = str(bundled.get_model_path()), BUNDLED_MINILM
         else:
             path, name = name_or_path, name_or_path
-        model = await asyncio.to_thread(st.SentenceTransformer, path, device=device)
+        try:
+            # local_files_only: a name that is not on this machine must fail here, not go looking
+            # for it on a model hub (no network, or a surprise multi-hundred-MB download)
+            model = await asyncio.to_thread(
+                st.SentenceTransformer, path, device=device, local_files_only=True
+            )
+        except Exception as exc:  # OSError, ValueError, hub errors: all mean "not loadable here"
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise EmbedderUnavailableError(
+                f"cannot load the sentence-transformers model {name_or_path or name!r} from this "
+                f"machine (a local model directory, or a name already cached): {first}"
+            ) from exc
         return cls(model, name, batch_size=batch_size)
 
     @property

@@ -299,6 +299,18 @@ class Database(DatabaseJobs):
         estimated = missing * vector_bytes(dim, vec)
         if on_estimate is not None:
             on_estimate(missing, estimated)
+        # embeddings of an older database are float32: stored again as int8, a quarter of the space
+        floats = await run(self._conn, reindexing.float_vectors)
+        quantized = 0
+        if floats and progress is not None:
+            progress("quantizing", 0, floats)
+        while quantized < floats:
+            done = await run(self._conn, reindexing.quantize_vectors, 4 * batch_size)
+            if not done:
+                break
+            quantized += done
+            if progress is not None:
+                progress("quantizing", min(quantized, floats), floats)
         embedded = without_text = scanned = 0
         after = -1
         if progress is not None:
@@ -337,6 +349,7 @@ class Database(DatabaseJobs):
             rebuilt=rebuild,
             codes_stale="codes_stale" in settings,
             estimated_bytes=estimated,
+            quantized=quantized,
         )
 
     async def vector_space(self) -> VectorSpace:

@@ -35,9 +35,13 @@ import numpy as np
 import sqlean
 
 from axio_context import Message
-from axio_context.embeddings import HashingEmbedder
+from axio_context.embeddings import Embedder, HashingEmbedder, SentenceTransformerEmbedder
+from axio_context.errors import SearchQueryError
+from axio_context.messages import text_columns
 from axio_context.testing import text
 from axio_context_sqlite import Database, SQLiteContextStore, connect, open_database
+from axio_context_sqlite.search.query import check_bounds
+from axio_context_sqlite.store.embedding import embedding_text
 
 from .workload import iter_transcript, transcript
 
@@ -45,7 +49,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.retrieval_set import RetrievalSet, load_retrieval_set, recall_at  # noqa: E402
+from tests.support.labelled import load_agent_set, measure, store_set, table  # noqa: E402
+from tests.support.retrieval_set import RetrievalSet, load_retrieval_set, recall_at  # noqa: E402
 
 DIM = 384
 PER_SESSION = 200
@@ -150,15 +155,28 @@ async def latency(db: Database, queries: list[str], reps: int) -> dict[str, tupl
     return result
 
 
-def load_vectors(path: Path) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+def load_vectors(
+    path: Path, data: list[tuple[str, str, list[Message]]]
+) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """The exact float32 vectors of every embedded message (embedded again: the database keeps
+    int8), by message id, for the NumPy scan the semantic search is measured against."""
     conn = sqlean.connect(str(path))
     try:
-        rows = conn.execute("SELECT id, embedding FROM message_vectors ORDER BY id").fetchall()
+        stored = {r[0] for r in conn.execute("SELECT id FROM message_vectors")}
         sids = dict(conn.execute("SELECT id, sid FROM sessions").fetchall())
     finally:
         conn.close()
-    ids = np.array([r[0] for r in rows], dtype=np.int64)
-    x = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), DIM)
+    emb = HashingEmbedder(DIM)
+    keyed: list[tuple[int, bytes]] = []
+    for name, _, messages in data:
+        base = sids[name] << 32
+        texts = [embedding_text(*text_columns(m)) for m in messages]
+        for pos, v in enumerate(emb.embed_sync(texts)):
+            if base | pos in stored:
+                keyed.append((base | pos, v.tobytes()))
+    keyed.sort()
+    ids = np.array([k for k, _ in keyed], dtype=np.int64)
+    x = np.frombuffer(b"".join(b for _, b in keyed), dtype=np.float32).reshape(len(keyed), DIM)
     return ids, x, sids
 
 
@@ -230,7 +248,12 @@ def held_out_queries(n: int) -> list[str]:
     out = []
     for m in iter_transcript(n * 8, seed=99):
         if m.role == "user" and m.text:
-            out.append(m.text)
+            query = " ".join(m.text.split()[:24])
+            try:
+                check_bounds(query, False)  # a query people could type: within the search's bounds
+            except SearchQueryError:
+                continue
+            out.append(query)
         if len(out) == n:
             break
     return out
@@ -250,17 +273,20 @@ async def run(args: argparse.Namespace, tmp: Path) -> None:
     a, b = tmp / "append.db", tmp / "reindex.db"
     secs_a = await build(a, data, embed=True)
     print(f"  build A, append_many({BATCH}) with embedder: {secs_a:7.1f} s ({total / secs_a:,.0f} msg/s)")
-    secs_b0 = await build(b, data, embed=False)
-    async with open_database(b) as db:
-        t0 = time.perf_counter()
-        report = await db.reindex(HashingEmbedder(DIM), batch_size=256)
-        secs_b1 = time.perf_counter() - t0
-    print(
-        f"  build B, append_many({BATCH}) without:       {secs_b0:7.1f} s ({total / secs_b0:,.0f} msg/s)"
-        f" + reindex {secs_b1:.1f} s ({report.embedded:,} embedded) = {secs_b0 + secs_b1:.1f} s"
-    )
-    del data
+    if not args.no_reindex_build:
+        secs_b0 = await build(b, data, embed=False)
+        async with open_database(b) as db:
+            t0 = time.perf_counter()
+            report = await db.reindex(HashingEmbedder(DIM), batch_size=256)
+            secs_b1 = time.perf_counter() - t0
+        print(
+            f"  build B, append_many({BATCH}) without:       {secs_b0:7.1f} s ({total / secs_b0:,.0f} msg/s)"
+            f" + reindex {secs_b1:.1f} s ({report.embedded:,} embedded) = {secs_b0 + secs_b1:.1f} s"
+        )
+        b.unlink()
+    agent = load_agent_set()
     await add_labelled(a, rs)
+    await store_set(a, agent, HashingEmbedder(DIM))
 
     queries = [q.query for q in rs.queries] + WORKLOAD_QUERIES
     async with open_database(a) as db:
@@ -277,7 +303,12 @@ async def run(args: argparse.Namespace, tmp: Path) -> None:
             "queries on workload topics": WORKLOAD_QUERIES,
             "labelled-set queries": [q.query for q in rs.queries],
         }
-        vectors = load_vectors(a)
+        space = await db.vector_space()
+        print(
+            f"  vectors: {space.vectors / 1e6:,.1f} MB int8 + {space.codes / 1e6:,.1f} MB codes"
+            f" ({space.total / max(space.embedded, 1):,.0f} B a message)"
+        )
+        vectors = load_vectors(a, data + _set_sessions(rs) + _set_sessions(agent))
         recalls = {name: await semantic_recall(db, vectors, qs) for name, qs in groups.items()}
         del vectors
         for label, (med, p95) in lat.items():
@@ -300,6 +331,7 @@ async def run(args: argparse.Namespace, tmp: Path) -> None:
             print(f"  {label:46s} median {med:7.2f} ms  p95 {p95:7.2f} ms")
 
         mixed = await labelled_recall(db, rs)
+        agent_mixed = await measure(db, agent, HashingEmbedder(DIM))
     small = tmp / "labelled.db"
     await add_labelled(small, rs)
     async with open_database(small) as db:
@@ -308,6 +340,47 @@ async def run(args: argparse.Namespace, tmp: Path) -> None:
     print(f"  {'mode':10s} {'alone':>7s} {'among ' + format(total, ','):>16s}")
     for mode in MODES:
         print(f"  {mode:10s} {alone[mode]:7.3f} {mixed[mode]:16.3f}")
+    agent_small = tmp / "agent.db"
+    await store_set(agent_small, agent, HashingEmbedder(DIM))
+    async with open_database(agent_small) as db:
+        agent_alone = await measure(db, agent, HashingEmbedder(DIM))
+    print(f"\n== tests/data/agent_retrieval.json ({len(agent.queries)} queries): recall@5 / MRR ==")
+    print(table(agent_alone, "hashing, alone"))
+    print(table(agent_mixed, f"hashing, among {total:,}"))
+    if args.minilm:
+        await minilm_figures(tmp, agent, a if args.minilm_among else None)
+
+
+def _set_sessions(rs: RetrievalSet) -> list[tuple[str, str, list[Message]]]:
+    by: dict[tuple[str, str], list[Message]] = {}
+    for m in rs.messages:
+        by.setdefault((m.session_id, m.project), []).append(m.message)
+    return [(sid, project, messages) for (sid, project), messages in by.items()]
+
+
+async def minilm_figures(tmp: Path, agent: RetrievalSet, among: Path | None) -> None:
+    """all-MiniLM-L6-v2 (the ``minilm`` extra): embedding throughput, and the labelled set's
+    recall alone (and with ``among``, re-embedded among that database's messages)."""
+    emb: Embedder = await SentenceTransformerEmbedder.load()
+    texts = [m.text or "" for m in transcript(2_000, seed=77)]
+    texts = [t for t in texts if t.strip()]
+    await emb.embed(texts[:64])
+    t0 = time.perf_counter()
+    await emb.embed(texts)
+    secs = time.perf_counter() - t0
+    print(f"\n== minilm ({emb.model}) ==")
+    print(f"  embedding: {len(texts) / secs:,.0f} messages/s ({len(texts)} workload texts)")
+    path = tmp / "agent-minilm.db"
+    await store_set(path, agent, emb)
+    async with open_database(path) as db:
+        print(table(await measure(db, agent, emb), "minilm, alone"))
+    if among is not None:
+        async with open_database(among) as db:
+            t0 = time.perf_counter()
+            report = await db.reindex(emb, rebuild=True, batch_size=256)
+            secs = time.perf_counter() - t0
+            print(f"  reindex --rebuild with minilm: {report.embedded:,} messages in {secs:,.0f} s")
+            print(table(await measure(db, agent, emb), "minilm, among"))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -315,6 +388,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="10,000 messages, fewer repetitions")
     parser.add_argument("--n", type=int, default=None, help="messages (default 100,000)")
     parser.add_argument("--tmp", default=None, help="directory for the database files")
+    parser.add_argument("--minilm", action="store_true", help="also measure the minilm extra")
+    parser.add_argument(
+        "--minilm-among", action="store_true", help="with --minilm: re-embed the big database too"
+    )
+    parser.add_argument("--no-reindex-build", action="store_true", help="skip the reindex build (1M)")
     args = parser.parse_args(argv)
     if args.n is None:
         args.n = 10_000 if args.quick else 100_000

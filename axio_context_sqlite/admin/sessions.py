@@ -1,9 +1,9 @@
 """Sessions one at a time: resolving ids and prefixes, reading a session's fields and messages
 (``show``), fork, delete, rename and title.
 
-Like :mod:`..store.ops`, every function here is synchronous and runs on a connection's worker
+Like the store modules, every function here is synchronous and runs on a connection's worker
 thread (through :func:`..store.connection.run`), one thread hop per call. Single-session writes
-and deletes go through :mod:`..store.ops` (``sessions.delete_session`` frees blobs and keeps forks'
+and deletes go through :mod:`..store.sessions` (``sessions.delete_session`` frees blobs and keeps forks'
 views).
 """
 
@@ -103,7 +103,7 @@ def latest(c: Any) -> str:
 def list_sessions(
     c: Any, project: str | None, limit: int | None, cursor: str | None, since_ms: int | None
 ) -> SessionPage:
-    """:func:`.ops.list_sessions` over every project (``project=None``) or one."""
+    """:func:`..store.listing.list_sessions` over every project (``project=None``) or one."""
     if project is None:
         return listing.list_sessions(c, limit=limit, cursor=cursor, since_ms=since_ms)
     return listing.list_sessions(c, project, limit=limit, cursor=cursor, since_ms=since_ms)
@@ -207,7 +207,7 @@ def show(c: Any, session_id: str, full: bool) -> SessionView:
 
 
 def fork(c: Any, session_id: str, new_id: str) -> None:
-    """Fork an existing session (:func:`.ops.fork`), refusing a taken id."""
+    """Fork an existing session (:func:`..store.sessions.fork`), refusing a taken id."""
     full_row(c, session_id)
     if session_rows.session_row(c, new_id) is not None:
         raise SessionExistsError(f"a session {new_id!r} already exists")
@@ -215,7 +215,7 @@ def fork(c: Any, session_id: str, new_id: str) -> None:
 
 
 def delete_sessions(c: Any, session_ids: Sequence[str]) -> list[str]:
-    """Delete sessions through :func:`.ops.delete_session`, newest first (so no fork of a doomed
+    """Delete sessions through :func:`..store.sessions.delete_session`, newest first (so no fork of a doomed
     parent is detached just to be deleted too); returns the ids that existed."""
     rows = []
     for i in dict.fromkeys(session_ids):

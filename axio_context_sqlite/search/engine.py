@@ -17,12 +17,14 @@ A search is one thread hop and one read snapshot (the query is embedded just bef
   Messages whose cosine similarity to the query is at most :data:`MIN_SIMILARITY` are no hits.
   Messages with text and no embedding cannot be found this way: the results count them
   (``not_embedded``; ``reindex`` embeds them).
-- **hybrid**: reciprocal rank fusion (:mod:`.ranking`) of the top :data:`DEPTH` of each. When
-  the query has words and no message contains any of them, a hybrid search shows nothing: the
-  messages nearest in meaning are withheld (counted in ``withheld``, with a note that semantic
-  mode shows them). Chosen over a similarity floor: the cosine that means "related" differs from
-  one embedder to another (the hashing embedder's colliding buckets give unrelated text a
-  positive one), so no one floor holds, while "none of your words is anywhere" is exact.
+- **hybrid**: reciprocal rank fusion (:mod:`.ranking`) of the top :data:`DEPTH` of each, a
+  keyword hit's share weighted by how much of the query it holds (:func:`.hits.rank`). When
+  the query has words, no message contains any of them and the nearest in meaning is weak, a
+  hybrid search shows nothing: the messages nearest in meaning are withheld (counted in
+  ``withheld``, with a note that semantic mode shows them). Weak: always for the lexical hashing
+  embedder (its colliding buckets give unrelated text a positive cosine, so no floor holds for
+  it, while "none of your words is anywhere" is exact); below :data:`STRONG_SIMILARITY` for a
+  meaning-level one, which finds paraphrases that share no word with anything.
   (When the keyword index could not take in the newest messages, nothing is withheld: meaning
   may be the only way to reach them.)
 - **raw**: the FTS5 expression filters every mode; the semantic ranking covers only the
@@ -64,9 +66,10 @@ from ..errors import translate_error
 from ..store import indexing, session_rows
 from ..store.keys import key
 from ..store.transactions import read_tx, write_tx
+from ..store.vec import unit_vector
 from .fts import fts_errors, match_terms
 from .hits import SearchHit, SearchResults, build_hits, rank
-from .keyword import keyword_ranking
+from .keyword import keyword_ranking, term_coverage
 from .query import DEPTH, MAX_K, MODES, Mode, Query
 from .reindex import ReindexReport
 from .scope import session_scope
@@ -91,6 +94,15 @@ __all__ = [
     "search",
     "similar",
 ]
+
+#: Embedders whose model name starts so are lexical (:class:`HashingEmbedder`): their
+#: neighbours are never strong without a shared word.
+LEXICAL_MODEL_PREFIX: Final = "axio-hashing-"
+#: Cosine similarity at which a meaning-level embedder's nearest message is shown by a hybrid
+#: search that no keyword matched. Measured with all-MiniLM-L6-v2 on tests/data/agent_retrieval.json:
+#: unrelated queries ("recipe for banana bread") reach 0.17-0.34 (median 0.22), paraphrases their
+#: target 0.06-0.64 (median 0.33); 0.35 keeps out every unrelated one measured.
+STRONG_SIMILARITY: Final = 0.35
 
 #: Seconds the fold before a search waits for another connection's write lock; past it the
 #: search runs on what is indexed and says how many messages it could not see (SearchResults).
@@ -151,12 +163,15 @@ def _search(c: Any, q: Query, results: SearchResults) -> SearchResults:
         sem = semantic_ranking(c, q, scope, depth)
         if q.mode == "semantic":
             results.not_embedded = not_embedded(c, q, scope)
-    if q.mode == "hybrid" and q.match is not None and not kw and not results.unindexed:
-        # no message holds any of the words: what meaning alone finds is noise more often than
-        # not (the hashing embedder's buckets collide), so it is withheld and counted (see above)
+    if q.mode == "hybrid" and q.match is not None and not kw and not results.unindexed and _weak(q, sem):
+        # no message holds any of the words and meaning found nothing close: what it found is
+        # noise more often than not, so it is withheld and counted (see above)
         results.withheld = len(sem)
         return results
-    ranked = rank(q, kw, sem)
+    coverage = (
+        term_coverage(c, q.terms, [m for m, _ in kw]) if q.mode == "hybrid" and q.terms and sem else None
+    )
+    ranked = rank(q, kw, sem, coverage)
     highlight = _meaningful(q.text) if q.mode == "semantic" and not q.raw else q.match
     if q.raw and highlight is not None:
         with fts_errors(q.text):
@@ -164,6 +179,16 @@ def _search(c: Any, q: Query, results: SearchResults) -> SearchResults:
     else:
         results.hits = build_hits(c, ranked, scope, highlight)
     return results
+
+
+def _weak(q: Query, sem: list[tuple[int, float]]) -> bool:
+    """Whether the semantic ranking's best is too far to show without a keyword match: always for
+    a lexical embedder (the hashing one: with no shared word, only colliding buckets are left),
+    else below :data:`STRONG_SIMILARITY`."""
+    if not sem or q.model is None or q.model.startswith(LEXICAL_MODEL_PREFIX):
+        return True
+    d = sem[0][1]
+    return 1.0 - d * d / 2.0 < STRONG_SIMILARITY
 
 
 def _meaningful(query: str) -> str | None:
@@ -196,13 +221,14 @@ def similar(c: Any, session_id: str, position: int, k: int) -> SearchResults:
                 f"message {position} of session {session_id!r} has no embedding "
                 "(it has no text, or it was stored without an embedder: `reindex` adds them)"
             )
-        if not all(map(math.isfinite, array("f", bytes(found[0])))):
+        settings = read_settings(c)
+        dimension = int(settings.get("embedding_dimension", "0"))
+        values = unit_vector(bytes(found[0]), dimension)
+        if not all(map(math.isfinite, values)):
             raise NoEmbeddingsError(
                 f"message {position} of session {session_id!r} has no usable embedding: it holds "
                 "NaN or infinite values (from a broken embedder); `reindex --rebuild` replaces them"
             )
-        settings = read_settings(c)
-        dimension = int(settings.get("embedding_dimension", "0"))
         q = Query(
             text="",
             mode="semantic",
@@ -210,7 +236,7 @@ def similar(c: Any, session_id: str, position: int, k: int) -> SearchResults:
             match=None,
             raw=False,
             terms=None,
-            vector=bytes(found[0]),
+            vector=array("f", values).tobytes(),
             model=settings.get("embedding_model"),
             dimension=dimension,
         )

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import math
 from typing import Any, Final
 
 from ..store.keys import key
 from .fts import BM25_WEIGHTS, fts_errors
 from .query import Query
-from .scope import Scope, message_filters
+from .scope import Scope, ids_json, message_filters
 
-__all__ = ["PRUNE_MIN_ROWS", "keyword_ranking"]
+__all__ = ["COUNT_CAP", "PRUNE_MIN_ROWS", "keyword_ranking", "term_coverage"]
 
 #: keyword ranking (see :func:`keyword_ranking`).
 PRUNE_MIN_ROWS: Final = 20_000
@@ -170,3 +171,44 @@ def keyword_ranking(c: Any, q: Query, scope: Scope | None, depth: int) -> list[t
         rest = f"({' OR '.join(common)})" + (f" NOT ({' OR '.join(rare)})" if rare else "")
         ranked += _recent(c, q, scope, rest, depth - len(ranked))
     return ranked
+
+
+#: Matches counted per term for its rarity (:func:`term_coverage`); rarer than this is all that
+#: the weights need to tell apart, and counting stops there.
+COUNT_CAP: Final = 2_000
+
+
+def term_coverage(c: Any, terms: list[str], ids: list[int]) -> dict[int, float]:
+    """For each message of ``ids``, the share of the query it holds: the IDF-weighted fraction
+    of ``terms`` (FTS5 terms, each a word or phrase) that it matches, from 0 to 1.
+
+    IDF as bm25's, ``ln(1 + (N - n + 0.5) / (n + 0.5))`` with ``n`` counted up to
+    :data:`COUNT_CAP`: a message holding only the query's common words covers little of it, one
+    holding its rare words (an identifier, an error string) covers most of it.
+    """
+    if not ids or not terms:
+        return dict.fromkeys(ids, 1.0)
+    total = int(c.execute("SELECT COALESCE(SUM(next_position - base_len), 0) FROM sessions").fetchone()[0])
+    wanted = ids_json(ids)
+    weights: list[float] = []
+    holders: list[set[int]] = []
+    for term in dict.fromkeys(terms):
+        n = int(
+            c.execute(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)",
+                (term, COUNT_CAP),
+            ).fetchone()[0]
+        )
+        weights.append(math.log(1.0 + (max(total, n) - n + 0.5) / (n + 0.5)))
+        holders.append(
+            {
+                int(r[0])
+                for r in c.execute(
+                    "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
+                    " AND rowid IN (SELECT value FROM json_each(?))",
+                    (term, wanted),
+                )
+            }
+        )
+    whole = sum(weights) or 1.0
+    return {i: sum(w for w, h in zip(weights, holders, strict=True) if i in h) / whole for i in ids}

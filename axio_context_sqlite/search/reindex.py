@@ -3,6 +3,7 @@ binary codes in step with the embeddings."""
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -15,7 +16,7 @@ from ..store import chunks, indexing, keys
 from ..store.indexing import CODES_TABLE
 from ..store.packing import ROW_ERRORS
 from ..store.transactions import read_tx, write_tx
-from ..store.vec import binary_code
+from ..store.vec import binary_code, is_int8, quantize, unit_vector
 from .scope import ids_json
 from .settings import check_model, read_settings
 
@@ -27,6 +28,8 @@ __all__ = [
     "codes_finish",
     "codes_plan",
     "codes_remove",
+    "float_vectors",
+    "quantize_vectors",
     "reindex_begin",
     "reindex_read",
     "reindex_write",
@@ -38,7 +41,8 @@ class ReindexReport(msgspec.Struct, frozen=True):
     codes added and removed, whether it cleared the old embeddings first, and whether the codes
     are still stale (when sqlite-vec does not run on this connection). ``estimated_bytes``: the
     space the new embeddings and codes were estimated to add before it began
-    (:func:`.status.vector_bytes` per message without one)."""
+    (:func:`.status.vector_bytes` per message without one). ``quantized``: float32 embeddings of
+    an older database stored again as int8 (``vacuum`` then gives the space back)."""
 
     model: str
     dimension: int
@@ -49,6 +53,7 @@ class ReindexReport(msgspec.Struct, frozen=True):
     rebuilt: bool
     codes_stale: bool
     estimated_bytes: int = 0
+    quantized: int = 0
 
 
 def reindex_begin(c: Any, model: str, dimension: int, rebuild: bool) -> tuple[int, bool]:
@@ -221,11 +226,12 @@ def codes_add(c: Any, ids: Sequence[int]) -> int:
             " WHERE v.id IN (SELECT value FROM json_each(?))",
             (ids_json(i for i in ids if i not in have),),
         ).fetchall()
+        dim = int(read_settings(c).get("embedding_dimension", "0"))
         c.executemany(
             f"INSERT INTO {CODES_TABLE} (rowid, sid, project, role, created_at, code)"
             " VALUES (?, ?, ?, ?, ?, vec_bit(?))",
             [
-                (mid, sid, project or "", role, ts, binary_code(bytes(vec)))
+                (mid, sid, project or "", role, ts, binary_code(unit_vector(bytes(vec), dim)))
                 for mid, vec, sid, project, role, ts in rows
             ],
         )
@@ -240,3 +246,41 @@ def codes_finish(c: Any, token: str) -> bool:
             c.execute("DELETE FROM settings WHERE key = 'codes_stale'")
             return True
     return False
+
+
+def float_vectors(c: Any) -> int:
+    """How many embeddings are still float32 (written before vectors were stored as int8)."""
+    with read_tx(c):
+        dim = read_settings(c).get("embedding_dimension")
+        if dim is None:
+            return 0
+        return int(
+            c.execute(
+                "SELECT COUNT(*) FROM message_vectors WHERE length(embedding) = ?", (4 * int(dim),)
+            ).fetchone()[0]
+        )
+
+
+def quantize_vectors(c: Any, limit: int) -> int:
+    """Convert up to ``limit`` float32 embeddings to int8 (:func:`.vec.quantize`) in one
+    transaction; returns how many (0: none is left). Their binary codes stay as they are: the
+    code of a vector and of its int8 form differ in a handful of bits at most. The file keeps
+    its size until ``vacuum`` gives the freed pages back."""
+    with write_tx(c):
+        dim = read_settings(c).get("embedding_dimension")
+        if dim is None:
+            return 0
+        d = int(dim)
+        rows = c.execute(
+            "SELECT id, embedding FROM message_vectors WHERE length(embedding) = ? LIMIT ?", (4 * d, limit)
+        ).fetchall()
+        out = []
+        for mid, blob in rows:
+            values = unit_vector(bytes(blob), d)
+            if any(values) and all(map(math.isfinite, values)):
+                out.append((quantize(values), mid))
+            else:  # NaN or zero: never searchable; dropped so that reindex embeds the message again
+                c.execute("DELETE FROM message_vectors WHERE id = ?", (mid,))
+        c.executemany("UPDATE message_vectors SET embedding = ? WHERE id = ?", out)
+        assert all(is_int8(b, d) for b, _ in out)
+    return len(rows)

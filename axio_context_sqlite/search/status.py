@@ -8,6 +8,7 @@ import msgspec
 
 from ..store import indexing
 from ..store.transactions import read_tx
+from ..store.vec import code_bits
 from .settings import read_settings
 
 __all__ = ["VECTOR_ROW_BYTES", "IndexStatus", "VectorSpace", "index_status", "vector_bytes", "vector_space"]
@@ -20,11 +21,11 @@ CODE_ROW_BYTES: Final = 48
 
 def vector_bytes(dimension: int, codes: bool) -> int:
     """About how many bytes one message's embedding (and with ``codes`` its binary code) adds to
-    the file: ``dimension x 4`` for the float32 values, ``dimension / 8`` for the code, plus
-    per-row overhead."""
-    per = dimension * 4 + VECTOR_ROW_BYTES
+    the file: ``dimension`` for the int8 values, ``dimension x 3 / 8`` for the code (three
+    rotations' sign bits), plus per-row overhead."""
+    per = dimension + VECTOR_ROW_BYTES
     if codes:
-        per += (dimension + 7) // 8 + CODE_ROW_BYTES
+        per += code_bits(dimension) // 8 + CODE_ROW_BYTES
     return per
 
 

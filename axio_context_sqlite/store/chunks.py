@@ -12,7 +12,7 @@ flag) with ``FLAG_SEALED`` and an empty payload. A block of messages bigger toge
 it runs in (a block it cannot seal stays as it is).
 
 Every reader of payloads goes through :class:`Reader` (or reads the chunks itself, as
-:func:`.ops.read_messages` does). A deletion first unseals a chunk it would cut (:func:`cut`); a
+:func:`.reading.read_messages` does). A deletion first unseals a chunk it would cut (:func:`cut`); a
 copy for a fork copies the chunks wholly inside its range and gives the rows of a cut one their
 payloads back. So a chunk always holds exactly its block's rows, all sealed.
 """

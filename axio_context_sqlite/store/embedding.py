@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import msgspec
 
-from axio_context.embeddings import Embedder, Vector, check_embedder, vector_to_blob
+from axio_context.embeddings import Embedder, Vector, check_embedder
 from axio_context.errors import EmbeddingMismatchError
 
-from .vec import binary_code
+from .vec import binary_code, quantize
 
 __all__ = ["Embeddings", "check_finite", "embed_batch", "embed_checked", "embedding_text"]
 
@@ -61,8 +61,9 @@ async def embed_batch(embedder: Embedder, texts: Sequence[tuple[str, str]], code
     """Embed a batch's ``(body, tool)`` texts; messages without text, or whose vector is zero or
     not finite (NaN: an embedder dividing by the zero norm of a text it has no words for), get none.
 
-    A wrong number of vectors or a vector of the wrong width is :class:`EmbeddingMismatchError`:
-    the embedder does not fit the store, and nothing of the batch is used.
+    Vectors are stored as int8 (:func:`.vec.quantize`). A wrong number of vectors or a vector of
+    the wrong width is :class:`EmbeddingMismatchError`: the embedder does not fit the store, and
+    nothing of the batch is used.
     """
     wanted = [(i, embedding_text(b, t)) for i, (b, t) in enumerate(texts)]
     wanted = [(i, text) for i, text in wanted if text.strip()]
@@ -74,5 +75,5 @@ async def embed_batch(embedder: Embedder, texts: Sequence[tuple[str, str]], code
                 # A zero vector would sit near every query, a NaN one at no distance from
                 # anything: neither ranks, so neither is kept; the message stays unembedded.
                 continue
-            rows.append((i, vector_to_blob(vector), binary_code(vector) if codes else None))
+            rows.append((i, quantize(vector), binary_code(vector) if codes else None))
     return Embeddings(model=embedder.model, dimension=embedder.dimension, rows=rows)

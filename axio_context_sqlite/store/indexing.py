@@ -10,7 +10,8 @@ entries), so a message and its index entries commit together:
   a keyword search, or by an append once :data:`FLUSH_AT` are waiting (:func:`flush_pending`).
   Indexing inline would more than double an append's cost: FTS5 writes a new index segment per
   transaction (~100 us here) and tokenizing a message with Porter stemming costs ~40 us more.
-- ``message_vectors``: one float32 embedding per embedded message.
+- ``message_vectors``: one embedding per embedded message, int8 (see :mod:`.vec`; float32 in
+  databases written before, until ``reindex`` converts them).
 - ``message_codes`` (sqlite-vec ``vec0``, only where the extension runs): a binary code per
   embedded message for a fast coarse KNN, with the filter columns search uses. Its width depends
   on the embedding dimension, so it is created with the first embedding rather than in
@@ -56,7 +57,8 @@ __all__ = [
 
 CODES_TABLE: Final = "message_codes"
 
-#: (message id, float32 BLOB, binary code or None, sid, project, role code, created_at ms)
+#: (message id, int8 BLOB (:func:`.vec.quantize`), binary code or None, sid, project, role code,
+#: created_at ms)
 EmbeddingRow = tuple[int, bytes, bytes | None, int, str | None, int, int]
 
 
@@ -198,9 +200,9 @@ def store_embeddings(c: Any, model: str, dimension: int, rows: Sequence[Embeddin
         return
     ensure_embedding_settings(c, model, dimension)
     for r in rows:
-        if len(r[1]) != 4 * dimension:
+        if len(r[1]) != dimension:
             raise EmbeddingMismatchError(
-                f"an embedding of {len(r[1]) // 4} dimensions does not fit this database's {dimension}"
+                f"an embedding of {len(r[1])} int8 values does not fit this database's {dimension} dimensions"
             )
     c.executemany(
         "INSERT INTO message_vectors (id, embedding) VALUES (?, ?)"

@@ -32,6 +32,7 @@ from axio_context_sqlite import SearchHit, SQLiteContextStore, connect
 from axio_context_sqlite.database import Database, open_database
 from axio_context_sqlite.search import keyword as keyword_module
 from axio_context_sqlite.search import semantic as search_module
+from axio_context_sqlite.search.hits import SEMANTIC_FLOOR
 from axio_context_sqlite.search.query import MAX_QUERY_CHARS, MAX_QUERY_WORDS
 from tests.support.sqlite_checks import raw_connect
 
@@ -134,7 +135,9 @@ async def test_hybrid_fuses_both_rankings(db: Database) -> None:
     top = hits[0]
     assert (top.session_id, top.position) == ("jsonkit-crash", 0)
     assert top.keyword_rank == 1 and top.semantic_rank == 1
-    assert top.score == pytest.approx(2 / 61)  # RRF, k = 60
+    # weighted RRF, k = 60: the top hit holds every word of the query (coverage 1), so keyword
+    # weighs 1 and semantic its floor (see hits.rank)
+    assert top.score == pytest.approx((1 + SEMANTIC_FLOOR) / 61)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
