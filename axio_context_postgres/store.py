@@ -16,9 +16,10 @@ from typing import Any, Final, Self, SupportsIndex, cast
 from uuid import uuid4
 
 from axio_context.checkpoints import Checkpoint
+from axio_context.codec import check_message
 from axio_context.compaction.auto import starts_with
 from axio_context.context import ContextStore
-from axio_context.errors import CheckpointError, SessionNotFoundError
+from axio_context.errors import CheckpointError, DecodeError, SessionNotFoundError
 from axio_context.messages import Message, SessionInfo
 from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
 from axio_context.transcript import format_time
@@ -113,6 +114,11 @@ class PostgresContextStore(ContextStore):
         if not batch:
             return
         now = writes.now_ms()
+        for index, m in enumerate(batch):
+            try:  # what the read path could not give back is refused before anything is written
+                check_message(m)
+            except DecodeError as exc:
+                raise DecodeError(f"message {index}: {exc}") from None
         rows = [writes.encode(m, self._counter.count(m), now) for m in batch]
         from axio_context_sqlite.store.appending import preview_for
 
@@ -190,11 +196,31 @@ class PostgresContextStore(ContextStore):
     async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
         """Add to the totals in one statement (no read-modify-write race across processes)."""
         i, o = _token_pair(input_tokens, output_tokens, totals=False)
-        await self._tokens(
-            "input_tokens = GREATEST(0, input_tokens + $2), output_tokens = GREATEST(0, output_tokens + $3)",
-            i,
-            o,
-        )
+        async with self._tx() as conn:
+            now = writes.now_ms()
+            await writes.ensure_session(conn, self._session_id, self._project, now)
+            # numeric: the sum is checked before it can overflow bigint; a total that would leave
+            # 0..2**63-1 is refused and nothing changes (the set rules, applied to add)
+            row = await conn.fetchrow(
+                "SELECT input_tokens::numeric + $2::numeric, output_tokens::numeric + $3::numeric"
+                " FROM sessions WHERE id = $1 FOR UPDATE",
+                self._session_id,
+                i,
+                o,
+            )
+            assert row is not None
+            for name, total in (("input_tokens", row[0]), ("output_tokens", row[1])):
+                if not 0 <= total <= _MAX_TOKENS:
+                    raise ValueError(
+                        f"adding to the token totals would take {name} to {total}, outside 0..{_MAX_TOKENS}"
+                    )
+            await conn.execute(
+                "UPDATE sessions SET input_tokens = $2, output_tokens = $3, updated_at = $4 WHERE id = $1",
+                self._session_id,
+                int(row[0]),
+                int(row[1]),
+                now,
+            )
 
     async def _tokens(self, assignment: str, i: int, o: int) -> None:
         sql = f"UPDATE sessions SET {assignment}, updated_at = $4 WHERE id = $1"
