@@ -20,7 +20,8 @@ MAX_TOKENS: Final = (1 << 63) - 1
 
 
 def token_count(name: str, value: object, *, low: int = 0) -> int:
-    """``value`` as an int in ``low .. MAX_TOKENS``; :class:`TokenCountError` naming ``name``."""
+    """``value`` as an int in ``low .. MAX_TOKENS``, naming ``name`` when refused: TypeError for
+    what is not a whole number, :class:`TokenCountError` for one out of range."""
     if type(value) is int:  # the usual call
         count: int | None = value
     elif isinstance(value, float):
@@ -32,8 +33,8 @@ def token_count(name: str, value: object, *, low: int = 0) -> int:
             count = operator.index(cast(SupportsIndex, value))
         except TypeError:
             count = None
-    if count is None:
-        raise TokenCountError(f"{name} must be a whole number, not {value!r} ({type(value).__name__})")
+    if count is None:  # a wrong type, as every store has always said
+        raise TypeError(f"{name} must be a whole number, not {value!r} ({type(value).__name__})")
     if not low <= count <= MAX_TOKENS:
         raise TokenCountError(f"{name} must be between {low} and {MAX_TOKENS}, not {count}")
     return count

@@ -17,12 +17,9 @@ from pathlib import Path
 from typing import Any, Literal, NoReturn
 from uuid import uuid4
 
-from axio_context.embeddings import Embedder, HashingEmbedder, check_embedder
-from axio_context.errors import EmbedderUnavailableError, SessionExistsError, SessionNotFoundError
-from axio_context.messages import SessionInfo
+from axio_context.errors import SessionExistsError, SessionNotFoundError
 from axio_context.transcript import (
     TranscriptWriter,
-    format_time,
     iter_jsonl,
     read_json,
     sniff_format,
@@ -30,17 +27,15 @@ from axio_context.transcript import (
 )
 from axio_context_sqlite.admin.exporting import ExportSummary
 from axio_context_sqlite.admin.importing import ImportedSession, ImportReport
+from axio_context_sqlite.admin.jobs import ms
 from axio_context_sqlite.admin.naming import project_forms
 from axio_context_sqlite.admin.sessions import SessionView
-from axio_context_sqlite.search.hits import SearchHit, SearchResults
-from axio_context_sqlite.search.ranking import reciprocal_rank_fusion
-from axio_context_sqlite.search.reindex import ReindexReport
 
-from . import search as pgsearch
 from . import sessions, writes
 from .connection import Pool, connect, redacted, translated
 from .errors import UnsupportedOnPostgresError
-from .listing import INFO_COLUMNS, SessionPage, info_of, list_page
+from .listing import SessionPage, list_page
+from .searching import SearchCalls
 
 __all__ = ["PostgresDatabase", "open_database"]
 
@@ -48,21 +43,12 @@ Sink = Callable[[bytes], object]
 Progress = Callable[[int, int], object]
 
 
-def _ms(when: datetime | None) -> int | None:
-    if when is None:
-        return None
-    if when.tzinfo is None:
-        when = when.astimezone()
-    return int(when.timestamp() * 1000)
-
-
-class PostgresDatabase:
+class PostgresDatabase(SearchCalls):
     """Every session of one PostgreSQL database: list, show, export, import, fork, search."""
 
     def __init__(self, pool: Pool, url: str) -> None:
-        self._pool = pool
+        super().__init__(pool, f"PostgreSQL at {redacted(url)}")
         self._url = url
-        self._where = f"PostgreSQL at {redacted(url)}"
 
     @property
     def path(self) -> str:
@@ -73,16 +59,6 @@ class PostgresDatabase:
     def pool(self) -> Pool:
         """The pool used (owned by whoever opened it)."""
         return self._pool
-
-    @asynccontextmanager
-    async def _tx(self, readonly: bool = False) -> AsyncIterator[Any]:
-        async with translated(self._where), self._pool.acquire() as conn:
-            if readonly:
-                async with conn.transaction(isolation="repeatable_read", readonly=True):
-                    yield conn
-            else:
-                async with conn.transaction():
-                    yield conn
 
     # -- finding sessions ------------------------------------------------------------------------
 
@@ -97,8 +73,8 @@ class PostgresDatabase:
         """Sessions newest first (all projects unless ``project``), one keyset page at a time."""
         async with self._tx(readonly=True) as conn:
             if project is None:
-                return await list_page(conn, limit=limit, cursor=cursor, since_ms=_ms(since))
-            return await list_page(conn, project, limit=limit, cursor=cursor, since_ms=_ms(since))
+                return await list_page(conn, limit=limit, cursor=cursor, since_ms=ms(since))
+            return await list_page(conn, project, limit=limit, cursor=cursor, since_ms=ms(since))
 
     async def resolve(self, prefix: str) -> str:
         """The session id equal to ``prefix``, or the only one starting with it (like git)."""
@@ -138,14 +114,6 @@ class PostgresDatabase:
                 if await conn.fetchval("SELECT 1 FROM sessions WHERE project = $1 LIMIT 1", form):
                     return form
         return project
-
-    async def info(self, session_id: str) -> SessionInfo:
-        """One session's listing entry."""
-        async with self._tx(readonly=True) as conn:
-            r = await conn.fetchrow(f"SELECT {INFO_COLUMNS} FROM sessions WHERE id = $1", session_id)
-        if r is None:
-            raise SessionNotFoundError(f"no session {session_id!r}")
-        return info_of(r)
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -261,159 +229,6 @@ class PostgresDatabase:
         async with self._tx() as conn:
             await sessions.full_row(conn, session_id)
             await conn.execute("UPDATE sessions SET title = $2 WHERE id = $1", session_id, title)
-
-    # -- searching -------------------------------------------------------------------------------
-
-    async def embedding_model(self) -> tuple[str, int] | None:
-        """The (model, dimension) this database's embeddings come from; None before the first."""
-        async with self._tx(readonly=True) as conn:
-            settings = dict(await conn.fetch("SELECT key, value FROM axio_settings"))
-        model, dim = settings.get("embedding_model"), settings.get("embedding_dimension")
-        return None if model is None or dim is None else (model, int(dim))
-
-    async def embedder(self, model: str | None = None, *, dimension: int | None = None) -> Embedder:
-        """The hashing embedder (offline), as wide as the database's embeddings; other models
-        are loaded as the SQLite backend loads them."""
-        recorded = await self.embedding_model()
-        name = model or (recorded[0] if recorded else "hashing")
-        if name in ("hashing", HashingEmbedder().model):
-            return HashingEmbedder(dimension or (recorded[1] if recorded else 384))
-        raise EmbedderUnavailableError(
-            f"embedder {name!r} is not available for PostgreSQL from the command line;"
-            " pass one to the library"
-        )
-
-    async def reindex(
-        self, embedder: Embedder, *, batch_size: int = 256, progress: Any = None, **_: Any
-    ) -> ReindexReport:
-        """Embed every message that has no embedding yet, a batch per transaction, so an
-        interrupted run loses nothing and the next one goes on where it stopped."""
-        import numpy as np
-
-        check_embedder(embedder)
-        async with self._tx() as conn:
-            await pgsearch.ensure_embeddings(conn, embedder.model, embedder.dimension)
-        embedded = without_text = 0
-        after = (-1, -1)
-        while True:
-            async with self._tx() as conn:
-                rows = await conn.fetch(
-                    "SELECT m.seg, m.position, m.body || ' ' || m.tool FROM messages m"
-                    " LEFT JOIN embeddings e ON e.seg = m.seg AND e.position = m.position"
-                    " WHERE e.seg IS NULL AND (m.seg, m.position) > ($2::bigint, $3::integer)"
-                    " ORDER BY m.seg, m.position LIMIT $1",
-                    batch_size,
-                    *after,
-                )
-                if not rows:
-                    break
-                after = (rows[-1][0], rows[-1][1])
-                vectors = await embedder.embed([r[2] for r in rows])
-                keep = [
-                    (r[0], r[1], np.asarray(v, dtype=np.float32))
-                    for r, v in zip(rows, vectors, strict=True)
-                    if any(v)
-                ]
-                await conn.executemany(
-                    "INSERT INTO embeddings (seg, position, embedding) VALUES ($1, $2, $3)", keep
-                )
-                embedded += len(keep)
-                without_text += len(rows) - len(keep)
-        return ReindexReport(
-            model=embedder.model,
-            dimension=embedder.dimension,
-            embedded=embedded,
-            without_text=without_text,
-            codes_added=0,
-            codes_removed=0,
-            rebuilt=False,
-            codes_stale=False,
-        )
-
-    async def search(
-        self,
-        query: str,
-        *,
-        k: int = 10,
-        mode: str = "hybrid",
-        project: str | None = None,
-        session_id: str | None = None,
-        role: str | None = None,
-        since: datetime | None = None,
-        raw: bool = False,
-        embedder: Embedder | None = None,
-        model: str | None = None,
-    ) -> SearchResults:
-        """The ``k`` messages that best match ``query``: keyword, semantic or hybrid (RRF)."""
-        if mode not in ("keyword", "semantic", "hybrid"):
-            raise ValueError(f"mode must be one of keyword, semantic, hybrid, not {mode!r}")
-        if raw:
-            raise UnsupportedOnPostgresError("raw FTS5 queries are SQLite's; on PostgreSQL type plain words")
-        if session_id is not None:
-            raise UnsupportedOnPostgresError("searching one session is not supported on PostgreSQL yet")
-        since_ms = _ms(since)
-        depth = max(k, pgsearch.DEPTH)
-        fallback = None
-        async with self._tx(readonly=True) as conn:
-            kw = (
-                []
-                if mode == "semantic"
-                else await pgsearch.keyword(conn, query, depth, project, role, since_ms)
-            )
-            sem: list[Any] = []
-            if mode != "keyword":
-                ready = await pgsearch.vectors_ready(conn)
-                if not ready and mode == "semantic":
-                    await pgsearch.require_vector(conn)
-                    raise EmbedderUnavailableError("no message is embedded yet; run `axio-context reindex`")
-                if ready:
-                    emb = embedder or await self.embedder(model)
-                    [vec] = await emb.embed([query])
-                    if any(vec):
-                        import numpy as np
-
-                        sem = await pgsearch.semantic(
-                            conn, np.asarray(vec, dtype=np.float32), depth, project, role, since_ms
-                        )
-                else:
-                    fallback = "no message is embedded yet, so this was a keyword search"
-        by_key = {(r[0], r[1]): r for r in [*sem, *kw]}
-        order: list[tuple[tuple[str, int], float, int | None, int | None]]
-        if mode == "keyword":
-            order = [((r[0], r[1]), float(r[4]), 1, None) for r in kw[:k]]
-        elif mode == "semantic":
-            order = [((r[0], r[1]), float(r[4]), None, 1) for r in sem[:k]]
-        else:
-            fused = reciprocal_rank_fusion([[(r[0], r[1]) for r in kw], [(r[0], r[1]) for r in sem]], limit=k)
-            order = [(f.key, f.score, f.ranks[0], f.ranks[1]) for f in fused]
-        hits: list[SearchHit] = []
-        infos: dict[str, SessionInfo] = {}
-        for i, ((sid, pos), score, kr, sr) in enumerate(order):
-            r = by_key[(sid, pos)]
-            if sid not in infos:
-                try:
-                    infos[sid] = await self.info(sid)
-                except SessionNotFoundError:
-                    continue
-            snippet, spans = pgsearch.highlights(r["snippet"])
-            info = infos[sid]
-            hits.append(
-                SearchHit(
-                    session_id=sid,
-                    position=pos,
-                    role=r["role"],
-                    snippet=snippet,
-                    highlights=spans,
-                    score=score,
-                    keyword_rank=(i + 1 if mode == "keyword" else kr),
-                    semantic_rank=(i + 1 if mode == "semantic" else sr),
-                    preview=info.preview,
-                    project=info.project,
-                    created_at=format_time(r["created_at"]),
-                    title=info.title,
-                )
-            )
-        return SearchResults(hits=hits, fallback=fallback)
 
     # -- what only SQLite files have -------------------------------------------------------------
 

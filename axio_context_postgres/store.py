@@ -8,50 +8,27 @@ row lock, reads run in a repeatable-read snapshot.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Final, Self, SupportsIndex, cast
+from typing import Any, Self, cast
 from uuid import uuid4
 
 from axio_context.checkpoints import Checkpoint
+from axio_context.codec import check_message
 from axio_context.compaction.auto import starts_with
 from axio_context.context import ContextStore
-from axio_context.errors import CheckpointError, SessionNotFoundError
+from axio_context.errors import CheckpointError, DecodeError, SessionNotFoundError
 from axio_context.messages import Message, SessionInfo
 from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
 from axio_context.transcript import format_time
+from axio_context.usage import token_count, token_totals_after_add
 
 from . import lineage, writes
 from .connection import Pool, translated
 from .listing import INFO_COLUMNS, SessionPage, info_of, list_page
 
 __all__ = ["PostgresContextStore", "SessionPage"]
-
-#: The largest token count a column holds (bigint).
-_MAX_TOKENS: Final = (1 << 63) - 1
-
-
-def _token_count(name: str, value: object, low: int) -> int:
-    count: int | None = None
-    if isinstance(value, float):
-        count = int(value) if value.is_integer() else None
-    elif not isinstance(value, bool):
-        try:
-            count = operator.index(cast(SupportsIndex, value))
-        except TypeError:
-            count = None
-    if count is None:
-        raise TypeError(f"{name} must be a whole number, not {value!r} ({type(value).__name__})")
-    if not low <= count <= _MAX_TOKENS:
-        raise ValueError(f"{name} must be between {low} and {_MAX_TOKENS}, not {count}")
-    return count
-
-
-def _token_pair(input_tokens: object, output_tokens: object, *, totals: bool) -> tuple[int, int]:
-    low = 0 if totals else -_MAX_TOKENS
-    return _token_count("input_tokens", input_tokens, low), _token_count("output_tokens", output_tokens, low)
 
 
 class PostgresContextStore(ContextStore):
@@ -113,6 +90,11 @@ class PostgresContextStore(ContextStore):
         if not batch:
             return
         now = writes.now_ms()
+        for index, m in enumerate(batch):
+            try:  # what the read path could not give back is refused before anything is written
+                check_message(m)
+            except DecodeError as exc:
+                raise DecodeError(f"message {index}: {exc}") from None
         rows = [writes.encode(m, self._counter.count(m), now) for m in batch]
         from axio_context_sqlite.store.appending import preview_for
 
@@ -184,17 +166,28 @@ class PostgresContextStore(ContextStore):
 
     async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
         """Set the token totals (non-negative ints) in one statement."""
-        i, o = _token_pair(input_tokens, output_tokens, totals=True)
+        i, o = token_count("input_tokens", input_tokens), token_count("output_tokens", output_tokens)
         await self._tokens("input_tokens = $2, output_tokens = $3", i, o)
 
     async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
-        """Add to the totals in one statement (no read-modify-write race across processes)."""
-        i, o = _token_pair(input_tokens, output_tokens, totals=False)
-        await self._tokens(
-            "input_tokens = GREATEST(0, input_tokens + $2), output_tokens = GREATEST(0, output_tokens + $3)",
-            i,
-            o,
-        )
+        """Add to the totals in one transaction; the session row is locked, so adds from other
+        processes wait rather than race."""
+        async with self._tx() as conn:
+            now = writes.now_ms()
+            await writes.ensure_session(conn, self._session_id, self._project, now)
+            row = await conn.fetchrow(
+                "SELECT input_tokens, output_tokens FROM sessions WHERE id = $1 FOR UPDATE", self._session_id
+            )
+            assert row is not None
+            # the rules every store applies: a total leaving 0..2**63-1 is refused, nothing changes
+            i, o = token_totals_after_add((int(row[0]), int(row[1])), input_tokens, output_tokens)
+            await conn.execute(
+                "UPDATE sessions SET input_tokens = $2, output_tokens = $3, updated_at = $4 WHERE id = $1",
+                self._session_id,
+                i,
+                o,
+                now,
+            )
 
     async def _tokens(self, assignment: str, i: int, o: int) -> None:
         sql = f"UPDATE sessions SET {assignment}, updated_at = $4 WHERE id = $1"

@@ -11,10 +11,9 @@ idle (see :func:`.calls.run_inline`): the hop there and back costs as much as th
 from __future__ import annotations
 
 import logging
-import operator
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Final, Self, SupportsIndex, cast
+from typing import Any, Final, Self
 from uuid import uuid4
 
 import aiosqlite
@@ -26,6 +25,7 @@ from axio_context.embeddings import Embedder, check_embedder
 from axio_context.errors import CheckpointError, EmbeddingMismatchError
 from axio_context.messages import Message, SessionInfo
 from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
+from axio_context.usage import MAX_TOKENS, token_count
 
 from . import appending, checkpoints, listing, reading, sessions
 from .calls import NOT_RUN, checkpoint_due, run, run_inline, run_short
@@ -45,36 +45,17 @@ INLINE_MESSAGES: Final = 8
 INLINE_BYTES: Final = 256 * 1024
 
 
-#: The largest token count a column holds (SQLite's INTEGER is 64-bit).
-_MAX_TOKENS: Final = (1 << 63) - 1
-
-
 def _token_pair(input_tokens: int, output_tokens: int, *, totals: bool) -> tuple[int, int]:
     """The two counts as ints: any integer type (numpy's too) or a whole float (usage figures
     parsed from JSON as 10.0); anything else is refused, since SQLite would store it as it is
     and readers would see different values. ``totals`` (set) also refuses negative ones."""
-    low = 0 if totals else -_MAX_TOKENS
+    low = 0 if totals else -MAX_TOKENS
     plain = type(input_tokens) is int and type(output_tokens) is int  # the usual call
-    if plain and low <= input_tokens <= _MAX_TOKENS and low <= output_tokens <= _MAX_TOKENS:
+    if plain and low <= input_tokens <= MAX_TOKENS and low <= output_tokens <= MAX_TOKENS:
         return input_tokens, output_tokens
-    return _token_count("input_tokens", input_tokens, low), _token_count("output_tokens", output_tokens, low)
-
-
-def _token_count(name: str, value: object, low: int) -> int:
-    """One count of :func:`_token_pair`, converted or refused naming ``name``."""
-    count: int | None = None
-    if isinstance(value, float):
-        count = int(value) if value.is_integer() else None
-    elif not isinstance(value, bool):
-        try:
-            count = operator.index(cast(SupportsIndex, value))  # TypeError when it has no __index__
-        except TypeError:
-            count = None
-    if count is None:
-        raise TypeError(f"{name} must be a whole number, not {value!r} ({type(value).__name__})")
-    if not low <= count <= _MAX_TOKENS:
-        raise ValueError(f"{name} must be between {low} and {_MAX_TOKENS}, not {count}")
-    return count
+    return token_count("input_tokens", input_tokens, low=low), token_count(
+        "output_tokens", output_tokens, low=low
+    )
 
 
 def _add_checkpoint_if_view(
