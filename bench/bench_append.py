@@ -3,15 +3,14 @@
 Each trial appends the bench transcript one message at a time to a new file, as ``bench.run``
 does, with the parts timed where the store calls them: encoding (MessagePack and compression),
 the one statement whose trigger stores the message (``appending._append_one``), the keyword
-index's fold (FTS5 and sealing, ``indexing.flush_pending``) and the writing connection's own WAL
-checkpoints (``Checkpointer.own``). "Other" is the rest: Python between the parts, appends of
-messages with media (a transaction of several statements), the checkpoint thread competing for
-the core. Totals are per trial, divided by the number of appends, so the parts add up to the
-mean the bench reports.
+index's fold (FTS5 and sealing, ``indexing.flush_pending``). "Other" is the rest: Python
+between the parts, appends of messages with media (a transaction of several statements),
+SQLite's own WAL checkpoints (in the commit crossing 1,000 pages). Totals are per trial,
+divided by the number of appends, so the parts add up to the mean the bench reports.
 
 The last two columns split the mean the other way, by how long each append took: ``>2 ms`` is
 the part of the mean that the few appends over 2 ms make up (the fold, the dictionary's
-training, the own checkpoints: rare events), ``n>2 ms`` how many there were. What is left,
+training, the checkpoints: rare events), ``n>2 ms`` how many there were. What is left,
 the mean minus ``>2 ms``, is what the appends without such an event cost.
 
 ``--parts`` adds two measurements of what the statement and the fold are made of. The
@@ -42,14 +41,14 @@ import sqlean
 from axio_context.messages import text_columns
 from axio_context_sqlite import SQLiteContextStore, connect
 from axio_context_sqlite.search.fts import FTS_TOKENIZE
-from axio_context_sqlite.store import appending, checkpointer, indexing
+from axio_context_sqlite.store import appending, indexing
 from axio_context_sqlite.store import context_store as store_module
 from axio_context_sqlite.store.message_rows import encode_message
 
 from .workload import transcript
 
 APPENDS = 2000
-PARTS = ("encode", "statement", "fold", "own checkpoint")
+PARTS = ("encode", "statement", "fold")
 SLOW_S: Final = 0.002  # an append over this had a rare event in it (see the module docstring)
 
 
@@ -80,7 +79,6 @@ async def trial(path: Path, messages: list[Any]) -> dict[str, float]:
         timed(store_module, "encode_message", spent, "encode"),
         timed(appending, "_append_one", spent, "statement"),
         timed(indexing, "flush_pending", spent, "fold"),
-        timed(checkpointer.Checkpointer, "own", spent, "own checkpoint"),
     ):
         async with connect(path) as conn:
             store = SQLiteContextStore(conn, "s", project="bench")

@@ -18,11 +18,11 @@ the trial runs), alternating the two modes trial by trial and keeping each mode'
   statement, and ``indexing.queue_text``, the batch path, replaced). Figure: per-append mean and
   median (and the first keyword search after the appends, which inherits the queue).
 - ``binary codes``: ``message_codes`` (vec0 over ``binary_code``) then an exact re-score; off:
-  ``engine._codes_usable`` says no, so search takes the store's exact scan. Figure: semantic
+  ``semantic.codes_usable`` says no, so search takes the store's exact scan. Figure: semantic
   search latency (median) and recall@10 against the exact scan.
-- ``checkpointer``: WAL checkpoints on a thread of their own (``_Checkpointer``); off:
-  ``conn.checkpointer = None`` and SQLite's default ``wal_autocheckpoint`` (1,000 pages).
-  Figure: per-append mean, median, p99 and the largest WAL.
+
+The background checkpointer (WAL checkpoints on a thread of their own) was measured here too,
+bought nothing on appends, and was removed: its figures stay in ``bench/MECHANISMS.md``.
 
 Lines of code: the non-blank, non-comment source lines (docstrings included) of the
 definitions each mechanism adds (``inspect``), plus the lines it adds inside shared functions,
@@ -49,8 +49,8 @@ from typing import Any
 from axio_context import Message
 from axio_context.embeddings import HashingEmbedder
 from axio_context_sqlite import SQLiteContextStore, connect, open_database
-from axio_context_sqlite.search import engine
-from axio_context_sqlite.store import appending, chunks, connection, context_store, indexing, packing, vec
+from axio_context_sqlite.search import engine, semantic, settings
+from axio_context_sqlite.store import appending, calls, chunks, context_store, indexing, packing, vec, worker
 
 from .workload import transcript
 
@@ -60,12 +60,12 @@ THRESHOLD = 15.0
 #: Definitions each mechanism adds, as (module, qualified name).
 DEFINITIONS: dict[str, list[tuple[Any, str]]] = {
     "inline": [
-        (connection, "run_inline"),
-        (connection, "run_short"),
-        (connection, "_NotRun"),
-        (connection, "Connection.idle"),
-        (connection, "Connection.jobs"),
-        (connection, "_Finished"),
+        (calls, "run_inline"),
+        (calls, "run_short"),
+        (calls, "_NotRun"),
+        (worker, "Connection.idle"),
+        (worker, "Connection.jobs"),
+        (worker, "_Finished"),
         (appending, "after_inline_append"),
         (appending, "fold_due"),
         (context_store, "_stored_bytes"),
@@ -93,17 +93,12 @@ DEFINITIONS: dict[str, list[tuple[Any, str]]] = {
         (vec, "_signs"),
         (vec, "_spread"),
         (vec, "binary_code"),
-        (engine, "_codes_usable"),
-        (engine, "_semantic_codes_matching"),
-        (engine, "_code_ids"),
-        (engine, "_semantic_codes"),
+        (settings, "codes_usable"),
+        (semantic, "_semantic_codes_matching"),
+        (semantic, "_code_ids"),
+        (semantic, "_semantic_codes"),
         (indexing, "codes_table_exists"),
         (indexing, "ensure_codes_table"),
-    ],
-    "checkpointer": [
-        (connection, "_Checkpointer"),
-        (connection, "checkpoint_due"),
-        (connection, "truncate_wal"),
     ],
 }
 
@@ -120,8 +115,6 @@ EXTRA_LINES: dict[str, int] = {
     "fts queue": 30,
     # codes in store_embeddings/delete_index/copy_index and reindex (~40), CODE_ROTATIONS
     "binary codes": 41,
-    # Connection.checkpointer, opener start/stop, _call's own checkpoint, constants (~25)
-    "checkpointer": 25,
 }
 
 
@@ -207,7 +200,7 @@ def patched(obj: Any, name: str, value: Any) -> Iterator[None]:
 async def _appends(
     path: Path, messages: list[Message], setup: Callable[[Any], Awaitable[None]]
 ) -> list[float]:
-    """Seconds per append, in order; the largest the WAL grew goes to ``WAL_PAGES[path]``."""
+    """Seconds per append, in order."""
     async with connect(path) as conn:
         await setup(conn)
         store = SQLiteContextStore(conn, "s", project="bench")
@@ -216,11 +209,7 @@ async def _appends(
             t0 = time.perf_counter()
             await store.append(m)
             times.append(time.perf_counter() - t0)
-        WAL_PAGES[path] = _wal_pages(path)  # before closing: the last close removes the WAL
     return times
-
-
-WAL_PAGES: dict[Path, float] = {}
 
 
 async def _nothing(conn: Any) -> None:
@@ -386,7 +375,7 @@ async def binary_codes(tmp: Path, n: int, queries: int) -> list[Figure]:
     async def search(on: bool) -> tuple[list[list[float]], list[float]]:
         found: list[list[float]] = []
         times = []
-        with patched(engine, "_codes_usable", engine._codes_usable if on else lambda c, s: False):
+        with patched(semantic, "codes_usable", settings.codes_usable if on else lambda c, s: False):
             async with open_database(path) as db:
                 for q in probes:
                     t0 = time.perf_counter()
@@ -418,52 +407,6 @@ async def binary_codes(tmp: Path, n: int, queries: int) -> list[Figure]:
             recall,
             1.0,
             higher_is_better=True,
-            primary=False,
-        ),
-    ]
-
-
-def _wal_pages(path: Path) -> float:
-    """The largest the WAL grew: its file keeps its size when the WAL starts over."""
-    wal = path.with_name(path.name + "-wal")
-    return wal.stat().st_size / 4096 if wal.exists() else 0.0
-
-
-async def checkpointer(tmp: Path, n: int, trials: int) -> list[Figure]:
-    messages = transcript(n)
-
-    async def trial(on: bool, i: int) -> dict[str, float]:
-        path = tmp / f"ckpt-{on}-{i}.db"
-
-        async def setup(conn: Any) -> None:
-            if not on:
-                conn.checkpointer = None
-                await conn.execute("PRAGMA wal_autocheckpoint = 1000")  # SQLite's default
-
-        figures = _per_op(await _appends(path, messages, setup))
-        figures["wal"] = WAL_PAGES[path]
-        return figures
-
-    m = await alternate(trials, trial)
-    return [
-        Figure("checkpointer", f"append {n:,}: mean", "us", m.median(True, "mean"), m.median(False, "mean")),
-        Figure(
-            "checkpointer", f"append {n:,}: median", "us", m.median(True, "median"), m.median(False, "median")
-        ),
-        Figure(
-            "checkpointer",
-            f"append {n:,}: p99",
-            "us",
-            m.median(True, "p99"),
-            m.median(False, "p99"),
-            primary=False,
-        ),
-        Figure(
-            "checkpointer",
-            "largest WAL",
-            "pages",
-            m.median(True, "wal"),
-            m.median(False, "wal"),
             primary=False,
         ),
     ]
@@ -517,7 +460,6 @@ async def main(quick: bool, trials: int, only: list[str] | None) -> None:
         "chunks": lambda tmp: sealed_chunks(tmp, load_n, trials),
         "fts queue": lambda tmp: fts_queue(tmp, n, trials),
         "binary codes": lambda tmp: binary_codes(tmp, semantic_n, 10 if quick else 40),
-        "checkpointer": lambda tmp: checkpointer(tmp, n, trials),
     }
     lines = {name: lines_of(name) for name in runs}  # first: a renamed definition fails at once
     print("lines of code: " + ", ".join(f"{k} {v}" for k, v in lines.items()), flush=True)

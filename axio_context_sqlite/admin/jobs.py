@@ -24,8 +24,8 @@ from axio_context.transcript import FormatName, TranscriptWriter, writer_for
 
 from ..store import listing
 from ..store.calls import run
-from ..store.checkpointer import truncate_wal
 from ..store.listing import SessionPage
+from ..store.wal import truncate_wal
 from . import (
     axio_migration,
     checking,
@@ -191,8 +191,7 @@ class DatabaseJobs:
     async def vacuum(self, *, full: bool = False) -> VacuumReport:
         """Reclaim free space and truncate the WAL (see :func:`.maintenance.vacuum` for which way;
         ``full`` always rebuilds the file)."""
-        checkpointer = getattr(self._conn, "checkpointer", None)
-        return await run(self._conn, maintenance.vacuum, self._path, full, checkpointer)
+        return await run(self._conn, maintenance.vacuum, self._path, full)
 
     async def checkpoint(self) -> bool:
         """Copy the WAL into the database file and truncate it, so the file alone holds
@@ -200,7 +199,7 @@ class DatabaseJobs:
         part of the WAL in use past the busy timeout."""
         if getattr(self._conn, "readonly", False):
             raise ReadOnlyDatabaseError(f"{self._path} is open read-only, and a checkpoint writes to it")
-        return await run(self._conn, truncate_wal, getattr(self._conn, "checkpointer", None))
+        return await run(self._conn, truncate_wal)
 
     async def check(self, *, quarantine: bool = False) -> CheckReport:
         """Scan the whole database for damage: rows that do not decode, SQLite's quick_check,

@@ -8,7 +8,7 @@ import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -19,12 +19,9 @@ from axio_context.errors import (
 from axio_context.messages import SessionInfo
 
 from ..store import chunks, listing, packing, transactions
-from ..store.checkpointer import truncate_wal
+from ..store.wal import truncate_wal
 from .files import SIDE_SUFFIXES, descriptor, output_target, temporary_beside
 from .sessions import delete_sessions
-
-if TYPE_CHECKING:
-    from ..store.checkpointer import Checkpointer
 
 
 class ProjectStats(msgspec.Struct, frozen=True):
@@ -220,7 +217,7 @@ def prune(
     return infos
 
 
-def vacuum(c: Any, path: Path, full: bool = False, checkpointer: Checkpointer | None = None) -> VacuumReport:
+def vacuum(c: Any, path: Path, full: bool = False) -> VacuumReport:
     """Seal older messages into chunks, reclaim free pages, then truncate the WAL.
 
     Sealing (:func:`.chunks.seal_all`) reaches what the keyword index's folds did not, such as a
@@ -231,8 +228,6 @@ def vacuum(c: Any, path: Path, full: bool = False, checkpointer: Checkpointer | 
     or with ``full``, SQLite's ``VACUUM`` rebuilds the database through a temporary copy and the
     WAL, so it needs up to about twice the database's size free while it runs; it also packs
     pages that rows shrank on (after :func:`recompress`), which the incremental way cannot.
-    ``checkpointer``: the connection's background checkpoint, waited for (see
-    :func:`.checkpointer.truncate_wal`).
     """
     on_disk = file_size(path) + file_size(wal_path(path))
     sealed = chunks.seal_all(c)
@@ -244,7 +239,7 @@ def vacuum(c: Any, path: Path, full: bool = False, checkpointer: Checkpointer | 
         c.execute("PRAGMA incremental_vacuum").fetchall()
     else:
         c.execute("VACUUM")
-    emptied = truncate_wal(c, checkpointer)
+    emptied = truncate_wal(c)
     after = int(c.execute("PRAGMA page_count").fetchone()[0])
     return VacuumReport(
         method="incremental" if mode == 2 and not full else "full",

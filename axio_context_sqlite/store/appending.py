@@ -155,8 +155,7 @@ def append(
 
 def after_inline_append(c: Any, fold: bool) -> None:
     """What an inline append leaves to the worker thread when due: folding a long keyword-index
-    queue (``fold``) and training the database's first dictionary. (The worker also runs the
-    connection's own WAL checkpoint after any job, when due: see :func:`.calls.run`.)"""
+    queue (``fold``) and training the database's first dictionary."""
     if fold:
         fold_if_long(c)
     train_if_due(c)

@@ -18,7 +18,7 @@ from ..errors import translate_error
 from .adopting import CLOSED_WORDS, READY, adopt
 from .worker import Connection, call_in_job
 
-__all__ = ["NOT_RUN", "checkpoint_due", "run", "run_inline", "run_short"]
+__all__ = ["NOT_RUN", "run", "run_inline", "run_short"]
 
 T = TypeVar("T")
 
@@ -38,7 +38,7 @@ async def run(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any, **kw
         # an unclosed connection from being collected (no ResourceWarning, a thread leaked).
         raw = conn._conn
         execute = cast(Callable[..., Awaitable[T]], conn._execute)
-        return await execute(call_in_job, raw, fn, args, kwargs, getattr(conn, "checkpointer", None))
+        return await execute(call_in_job, raw, fn, args, kwargs)
     except ValueError as exc:
         # aiosqlite's own words for a closed connection; never a ValueError of ``fn``'s (a
         # SearchQueryError quoting a query with "closed" in it is the caller's to see).
@@ -70,8 +70,7 @@ def run_inline(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any, **k
     thread costs as much as the statement. It runs only when the worker is idle (nothing queued
     or running, so the order of operations is kept; the connection's ``use`` lock keeps a job
     handed over from another thread out meanwhile) and with a busy timeout of zero, so it never
-    blocks the event loop waiting for another process. It leaves to the worker the write that may
-    start a new WAL, whose header SQLite syncs to disk. When it cannot run, or the statement fails
+    blocks the event loop waiting for another process. When it cannot run, or the statement fails
     (a failed autocommit statement wrote nothing), it returns :data:`NOT_RUN` and the caller takes
     the worker path, which waits for locks and reports errors as usual.
     """
@@ -86,9 +85,6 @@ def run_inline(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any, **k
     try:
         if not conn.idle() or raw.in_transaction:
             return NOT_RUN
-        if conn.checkpointer is not None and conn.checkpointer.wal_may_restart:
-            return NOT_RUN
-        changes = raw.total_changes
         raw.set_busy_timeout(0)
         try:
             result = fn(raw, *args, **kwargs)
@@ -98,8 +94,6 @@ def run_inline(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any, **k
             return NOT_RUN
         finally:
             raw.set_busy_timeout(conn.inline_timeout)
-        if conn.checkpointer is not None and raw.total_changes != changes:
-            conn.checkpointer.wrote(raw.total_changes - changes)
         return result
     finally:
         conn.use.release()
@@ -110,16 +104,4 @@ async def run_short(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any
     result = run_inline(conn, fn, *args)
     if isinstance(result, _NotRun):
         return await run(conn, fn, *args)
-    if checkpoint_due(conn):
-        await run(conn, _nothing)  # the worker runs the due checkpoint after it (see call_in_job)
     return result
-
-
-def checkpoint_due(conn: aiosqlite.Connection) -> bool:
-    """Whether the connection's own WAL checkpoint is due: the next job on its thread runs it."""
-    checkpointer = getattr(conn, "checkpointer", None)
-    return checkpointer is not None and bool(checkpointer.own_due)
-
-
-def _nothing(raw: Any) -> None:
-    return None

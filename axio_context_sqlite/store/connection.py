@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import weakref
 from collections.abc import Callable, Generator
 from pathlib import Path
 from types import TracebackType
@@ -30,7 +29,6 @@ from ..paths import db_path as db_location
 from . import packing
 from .adopting import READY
 from .appending import install_temp_objects
-from .checkpointer import WAL_AUTOCHECKPOINT_PAGES, Checkpointer
 from .driver import MMAP_SIZE, Synchronous, warn_vec_once
 from .files import open_readonly, prepare_file
 from .schema import apply_schema, check_owner, is_empty, mark, refuse_newer
@@ -120,7 +118,6 @@ def connect(
                     if str(mode).lower() != "wal":
                         raw.execute("PRAGMA journal_mode = WAL")
                 raw.execute(f"PRAGMA synchronous = {synchronous}")
-                raw.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
                 # Reads through a memory map: no copy per page. Semantic search scans the whole
                 # sqlite-vec codes table on every query; on 100,000 messages its KNN took 22 ms
                 # through the default 2 MB page cache, 18.8 ms mapped. Writes are unaffected.
@@ -155,10 +152,6 @@ def connect(
         if not readonly and synchronous in ("OFF", "NORMAL"):
             # FULL and EXTRA sync the disk on every commit: never on the event loop's thread.
             conn.inline_timeout = busy_timeout
-        if not readonly:
-            conn.checkpointer = Checkpointer(absolute, synchronous)
-            # Unclosed and collected: let the thread end (it holds no reference to the connection).
-            weakref.finalize(conn, conn.checkpointer.stop)
         READY.add(conn)
         return conn
 

@@ -28,7 +28,7 @@ from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
 from axio_context.usage import MAX_TOKENS, token_count
 
 from . import appending, checkpoints, listing, reading, sessions
-from .calls import NOT_RUN, checkpoint_due, run, run_inline, run_short
+from .calls import NOT_RUN, run, run_inline, run_short
 from .embedding import embed_batch
 from .listing import SessionPage
 from .message_rows import EncodedMessage, encode_message
@@ -155,7 +155,7 @@ class SQLiteContextStore(ContextStore):
                 # Every 64th append (and every batch that left the queue long) folds it.
                 fold = appending.fold_due() or long_queue is True
                 train = dicts is not None and dicts.count(e.flags for e in encoded)
-                if fold or train or checkpoint_due(self._conn):
+                if fold or train:
                     await run(self._conn, appending.after_inline_append, fold)
                 return
         embeddings = None

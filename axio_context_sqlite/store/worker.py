@@ -21,7 +21,6 @@ import aiosqlite
 from axio_context.errors import StoreClosedError
 
 from . import packing
-from .checkpointer import Checkpointer
 
 __all__ = ["PROGRESS_STEPS", "Connection", "call_in_job"]
 
@@ -112,7 +111,6 @@ class Connection(aiosqlite.Connection):
         self.path: str = ""
         #: Opened with ``readonly=True``: nothing is ever written through it.
         self.readonly = False
-        self.checkpointer: Checkpointer | None = None
         self.dicts: packing.Dictionaries | None = None
         #: Busy timeout (seconds) restored after an inline statement; None: no inline statements.
         self.inline_timeout: float | None = None
@@ -195,17 +193,10 @@ class Connection(aiosqlite.Connection):
             return
         loop = asyncio.get_running_loop()
         try:
-            if self.checkpointer is not None:
-                # First, so that this connection is the file's last and cleans the WAL up.
-                thread = self.checkpointer.stop()
-                if thread is not None and thread.is_alive():
-                    await loop.run_in_executor(None, thread.join, 10.0)
+            await super().close()
         finally:
-            try:
-                await super().close()
-            finally:
-                if self._thread.is_alive():
-                    await loop.run_in_executor(None, self._thread.join, 10.0)
+            if self._thread.is_alive():
+                await loop.run_in_executor(None, self._thread.join, 10.0)
 
 
 def call_in_job(
@@ -213,13 +204,11 @@ def call_in_job(
     fn: Callable[..., T],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
-    checkpointer: Checkpointer | None = None,
 ) -> T:
     # A plain aiosqlite connection is in sqlite3's legacy transaction mode: a lone INSERT or
     # UPDATE (a token update) silently opens a transaction that nobody commits, holding the
     # write lock and breaking the next BEGIN. Finish what the call implicitly opened.
     began = raw.in_transaction
-    changes = raw.total_changes
     try:
         result = fn(raw, *args, **kwargs)
     except BaseException:
@@ -228,10 +217,4 @@ def call_in_job(
         raise
     if not began and raw.in_transaction:
         raw.commit()
-    if checkpointer is not None:
-        if raw.total_changes != changes:
-            checkpointer.wal_may_restart = False
-            checkpointer.wrote(raw.total_changes - changes)
-        if checkpointer.own_due and not raw.in_transaction:
-            checkpointer.own(raw)
     return result

@@ -123,3 +123,18 @@ def test_no_module_takes_another_modules_private_names() -> None:
             and private(node.attr)
         ]
     assert not reaching, f"private names imported across modules: {reaching}"
+
+
+def test_every_bench_script_imports_and_the_mechanism_table_finds_its_definitions() -> None:
+    """The bench names the library's definitions it switches off and counts: a move or rename in
+    the library must not leave a bench that no longer runs."""
+    import importlib
+
+    bench_dir = Path(__file__).resolve().parents[2] / "bench"
+    for script in sorted(bench_dir.glob("*.py")):
+        if script.stem != "__init__":
+            importlib.import_module(f"bench.{script.stem}")
+    mechanisms = importlib.import_module("bench.bench_mechanisms")
+    lines = {name: mechanisms.lines_of(name) for name in mechanisms.DEFINITIONS}
+    assert set(lines) == {"inline", "dictionaries", "chunks", "fts queue", "binary codes"}
+    assert all(n > 20 for n in lines.values()), lines

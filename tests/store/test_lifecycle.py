@@ -11,8 +11,6 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import aiosqlite
@@ -21,7 +19,6 @@ import pytest
 from axio_context import StoreClosedError
 from axio_context.errors import ReadOnlyDatabaseError
 from axio_context_sqlite import SCHEMA_VERSION, Database, SQLiteContextStore, connect
-from axio_context_sqlite.store.checkpointer import CHECKPOINT_ROWS
 from tests.support.sqlite_checks import check_storage, text_message, texts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,10 +87,9 @@ async def test_unclosed_connection_warns_after_use_and_its_threads_end(db_path: 
     store = SQLiteContextStore(conn, "s", project="p")
     await _use(store)
     await store.fork()
-    for i in range(100):  # enough pages for the background checkpointer to start
+    for i in range(100):
         await store.append(text_message(f"m{i}"))
-    assert conn.checkpointer is not None
-    threads = [conn._thread, conn.checkpointer._thread]
+    threads = [conn._thread]
     held: list[object] = [conn, store]
     del conn, store
     with pytest.warns(ResourceWarning, match="deleted before being closed"):
@@ -185,16 +181,7 @@ async def test_close_finishes_what_was_queued_before_it(db_path: Path) -> None:
         ]
 
 
-# --- the background checkpointer ------------------------------------------------------------------
-
-
-def _eventually(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
+# --- checkpoints ------------------------------------------------------------------------------------
 
 
 def _wal_frames(path: Path) -> int:
@@ -202,19 +189,13 @@ def _wal_frames(path: Path) -> int:
     return (wal.stat().st_size - 32) // (4096 + 24) if wal.exists() else 0
 
 
-async def test_background_checkpoints_copy_the_wal_and_close_joins_their_thread(db_path: Path) -> None:
+async def test_close_leaves_no_wal_behind(db_path: Path) -> None:
     conn = await connect(db_path)
     store = SQLiteContextStore(conn, "s", project="p")
-    assert conn.checkpointer is not None
-    for i in range(200):  # ~4 WAL pages each: past the threshold twice
+    for i in range(200):
         await store.append(text_message(f"m{i}"))
-    checkpointer = conn.checkpointer
-    assert await asyncio.to_thread(_eventually, lambda: checkpointer.runs >= 1)
-    thread = checkpointer._thread
-    assert thread is not None and thread.is_alive()
-
+    assert _wal_frames(db_path) > 0
     await conn.close()
-    assert not thread.is_alive()
     assert not db_path.with_name(db_path.name + "-wal").exists()  # the last connection cleaned up
     assert check_storage(db_path) == {"s": 200}
 
@@ -224,34 +205,27 @@ async def test_checkpoints_keep_the_wal_bounded_while_appending(db_path: Path) -
         store = SQLiteContextStore(conn, "s", project="p")
         for i in range(3000):
             await store.append(text_message(f"message {i} " * 20))
-        # Back-to-back appends never leave the background checkpointer an idle WAL to finish;
-        # the connection's own checkpoints must still bound it (3,000 appends write ~12,000
-        # pages; SQLite's in-commit threshold is 8,000).
+        # 3,000 appends write ~12,000 pages; SQLite's own checkpoint restarts the WAL at 1,000.
         assert _wal_frames(db_path) < 2000
     assert check_storage(db_path) == {"s": 3000}
 
 
-async def test_checkpoint_empties_the_wal_while_the_background_checkpoint_runs(db_path: Path) -> None:
+async def test_checkpoint_empties_the_wal_between_rounds_of_appends(db_path: Path) -> None:
     wal = db_path.with_name(db_path.name + "-wal")
     async with connect(db_path) as conn:
         db = Database(conn, db_path)
         store = SQLiteContextStore(conn, "s", project="p")
         results = []
-        for r in range(8):
-            # The round's last append wakes the background checkpoint (every CHECKPOINT_ROWS
-            # rows), which then holds SQLite's checkpoint lock as checkpoint() starts.
-            for i in range(CHECKPOINT_ROWS):
+        for r in range(4):
+            for i in range(300):
                 await store.append(text_message(f"round {r} message {i} " * 20))
             results.append((await db.checkpoint(), wal.stat().st_size))
-        assert results == [(True, 0)] * 8
-        assert conn.checkpointer is not None and conn.checkpointer.runs >= 1
-        # The next write starts a new WAL, whose header SQLite syncs: on the worker thread.
-        jobs = conn.jobs
-        await store.append(text_message("after"))
-        assert conn.jobs == jobs + 1
+        assert results == [(True, 0)] * 4
+        await store.append(text_message("after"))  # the next write starts a new WAL
+        assert wal.stat().st_size > 0
         report = await db.vacuum()
         assert not report.wal_busy and wal.stat().st_size == 0
-    assert check_storage(db_path) == {"s": 8 * CHECKPOINT_ROWS + 1}
+    assert check_storage(db_path) == {"s": 4 * 300 + 1}
 
 
 async def test_checkpoint_reports_a_reader_that_keeps_the_wal_and_refuses_read_only(db_path: Path) -> None:
@@ -274,7 +248,7 @@ async def test_checkpoint_reports_a_reader_that_keeps_the_wal_and_refuses_read_o
     assert check_storage(db_path) == {"s": 2}
 
 
-async def test_checkpointer_finds_a_relative_path_after_a_change_of_directory(
+async def test_a_relative_path_keeps_working_after_a_change_of_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "elsewhere").mkdir()
@@ -284,15 +258,6 @@ async def test_checkpointer_finds_a_relative_path_after_a_change_of_directory(
         store = SQLiteContextStore(conn, "s", project="p")
         for i in range(100):
             await store.append(text_message(f"m{i}"))
-        checkpointer = conn.checkpointer
-        assert checkpointer is not None
-        assert await asyncio.to_thread(_eventually, lambda: checkpointer.runs >= 1)
+        assert texts(await store.get_history())[-1] == "m99"
     assert list((tmp_path / "elsewhere").iterdir()) == []  # nothing created where it now runs
     assert check_storage(tmp_path / "rel.db") == {"s": 100}
-
-
-async def test_read_only_connection_has_no_checkpointer(db_path: Path) -> None:
-    async with connect(db_path) as conn:
-        await SQLiteContextStore(conn, "s", project="p").append(text_message("x"))
-    async with connect(db_path, readonly=True) as ro:
-        assert ro.checkpointer is None
