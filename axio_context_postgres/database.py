@@ -28,8 +28,8 @@ from axio_context.transcript import (
 from axio_context_sqlite.admin.exporting import ExportSummary
 from axio_context_sqlite.admin.importing import ImportedSession, ImportReport
 from axio_context_sqlite.admin.jobs import ms
-from axio_context_sqlite.admin.naming import project_forms
-from axio_context_sqlite.admin.sessions import SessionView
+from axio_context_sqlite.store.catalog import SessionView
+from axio_context_sqlite.store.naming import project_forms
 
 from . import sessions, writes
 from .connection import Pool, connect, redacted, translated

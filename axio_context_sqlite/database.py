@@ -34,13 +34,9 @@ from axio_context.errors import (
 )
 
 from .admin.axio_migration import AxioImportReport
-from .admin.checking import CheckReport, DamagedRow, QuarantinedRow
 from .admin.exporting import ExportSummary
 from .admin.importing import ImportReport
 from .admin.jobs import DatabaseJobs, ms
-from .admin.maintenance import Stats, VacuumReport
-from .admin.recompressing import RecompressReport
-from .admin.sessions import SessionView
 from .errors import EmptyDatabaseError
 from .paths import db_path as db_location
 from .search import engine as search
@@ -51,9 +47,13 @@ from .search.query import check_bounds, keyword_part
 from .search.settings import read_settings
 from .search.status import VectorSpace, index_status, vector_bytes, vector_space
 from .store.calls import run
+from .store.catalog import SessionView
+from .store.checking import CheckReport, DamagedRow, QuarantinedRow
 from .store.connection import connect
 from .store.embedding import check_finite, embed_batch, embed_checked
 from .store.message_rows import ROLE_CODES
+from .store.recompressing import RecompressReport
+from .store.upkeep import Stats, VacuumReport
 
 __all__ = [
     "AxioImportReport",

@@ -1,3 +1,3 @@
-"""Whole-database jobs, one module each: sessions (resolve, show, fork, rm, rename, title),
-exporting, importing, the axio migration, files (safe output files), maintenance (stats, prune,
-vacuum, backup) and recompressing."""
+"""Whole-database jobs over the store, with no SQL of their own: exporting, importing, the axio
+migration, safe output files and backup (files), and the ``Database`` methods that run them and
+the store's own jobs (catalog, upkeep, checking, recompressing) on the worker thread (jobs)."""

@@ -23,14 +23,22 @@ from axio_context.transcript import (
     format_time,
 )
 
-from ..store import keys, session_rows, transactions
-from .checking import DamagedRow, placeholder
-from .sessions import FULL_COLUMNS, FullRow, full_row, records, session_header
+from ..store import transactions
+from ..store.catalog import (
+    FullRow,
+    all_full_rows,
+    full_row,
+    inherited_from_parent,
+    records,
+    session_header,
+    stored_role_and_time,
+)
+from ..store.checking import DamagedRow, placeholder
 
 Progress = Callable[[int, int], object]
 Sink = Callable[[bytes], object]
 
-#: Messages decoded and written per batch during export and import (bounds an export's memory).
+#: Messages decoded and written per batch during export (bounds its memory; import has its own).
 BATCH: Final = 256
 
 
@@ -48,46 +56,6 @@ class ExportSummary(msgspec.Struct, frozen=True):
 # --- export --------------------------------------------------------------------------------------
 
 
-def _shared_prefix(c: Any, child: FullRow, parent: FullRow) -> int:
-    """How many leading positions of ``child`` are the very rows of ``parent``'s transcript."""
-    if child.base_sid is None:
-        return 0
-    a = session_rows.segments(c, child, 0, child.base_len)
-    b = session_rows.segments(c, parent, 0, min(child.base_len, parent.next_position))
-    shared = i = j = 0
-    while i < len(a) and j < len(b):
-        if a[i][0] != b[j][0]:
-            break
-        end = min(a[i][2], b[j][2])
-        shared = end
-        if a[i][2] == end:
-            i += 1
-        if b[j][2] == end:
-            j += 1
-    return shared
-
-
-def _inherited(c: Any, s: FullRow, exported: set[int] | None) -> int:
-    """``inherited`` for ``s``: its prefix shared with a parent exported before it, else 0."""
-    if s.base_sid is None or s.parent_id is None:
-        return 0
-    r = c.execute(f"SELECT {FULL_COLUMNS} FROM sessions WHERE id = ?", (s.parent_id,)).fetchone()
-    if r is None:
-        return 0
-    parent = FullRow(*r)
-    # A parent is always older than its fork (smaller sid), and exports go in sid order.
-    if parent.sid >= s.sid or (exported is not None and parent.sid not in exported):
-        return 0
-    return _shared_prefix(c, s, parent)
-
-
-def _stored(c: Any, s: FullRow, position: int) -> tuple[int | None, int]:
-    """The role code and created time of a session's position, read without decoding it."""
-    [(sid, _, _)] = session_rows.segments(c, s, position, position + 1)
-    r = c.execute("SELECT role, created_at FROM messages WHERE id = ?", (keys.key(sid, position),)).fetchone()
-    return (None, 0) if r is None else (int(r[0]), int(r[1]))
-
-
 def _readable(c: Any, s: FullRow, lo: int, hi: int, skipped: list[DamagedRow]) -> list[MessageRecord]:
     """:func:`.sessions.records` of ``[lo, hi)``, a placeholder standing in for each message that
     does not decode (listed in ``skipped``)."""
@@ -102,7 +70,7 @@ def _readable(c: Any, s: FullRow, lo: int, hi: int, skipped: list[DamagedRow]) -
         except CorruptDataError as exc:
             reason = str(exc).split(": ", 1)[-1]
             skipped.append(DamagedRow(s.id, p, reason))
-            role, created = _stored(c, s, p)
+            role, created = stored_role_and_time(c, s, p)
             what = (
                 f"message {p} of session {s.id!r} does not decode and was left out of this export: {reason}"
             )
@@ -133,8 +101,7 @@ def export(
         selected: Iterable[FullRow]
         exported: set[int] | None
         if session_ids is None:
-            total = int(c.execute("SELECT COALESCE(SUM(next_position), 0) FROM sessions").fetchone()[0])
-            selected = (FullRow(*r) for r in c.execute(f"SELECT {FULL_COLUMNS} FROM sessions ORDER BY sid"))
+            total, selected = all_full_rows(c)
             exported = None
         else:
             rows = sorted(
@@ -149,7 +116,7 @@ def export(
         for s in selected:
             # A self-contained format (markdown) repeats what a fork shares with its parent, but
             # the summary counts each message once, as the lossless formats write it.
-            shared = _inherited(c, s, exported)
+            shared = inherited_from_parent(c, s, exported)
             inherited = 0 if writer.self_contained else shared
             header = session_header(c, s, inherited)
             sink(writer.session(header))

@@ -21,11 +21,9 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import Any, BinaryIO, Final
 
-from axio_context.errors import (
-    DestinationExistsError,
-)
+from axio_context.errors import DatabaseError, DestinationExistsError
 
 #: The files SQLite keeps beside a database; writing over one of them damages the database.
 SIDE_SUFFIXES: Final = ("-wal", "-shm", "-journal")
@@ -224,4 +222,44 @@ def removed_if_failed(path: Path) -> Iterator[Path]:
             for folder in absent[1:]:  # the deepest first; one holding anything else stays
                 with contextlib.suppress(OSError):
                     folder.rmdir()
+        raise
+
+
+def backup(c: Any, source: Path, dest: Path, overwrite: bool) -> None:
+    """Copy the database to ``dest`` with SQLite's online backup API (one consistent snapshot).
+
+    The copy is made in one step, so it holds one read snapshot while other connections write.
+    It is written to an owner-only temporary file beside ``dest`` and renamed over it only once
+    complete, so a failed backup (a full disk) leaves an existing ``dest`` as it was.
+    """
+    import sqlean
+
+    dest = dest.expanduser()
+    target = output_target(dest, source)
+    try:
+        mode: int | None = os.stat(dest).st_mode
+    except FileNotFoundError:
+        mode = None
+    if (mode is not None and not stat.S_ISREG(mode)) or descriptor(dest) is not None:
+        raise DestinationExistsError(f"{dest} is not a regular file")
+    if mode is not None and not overwrite:
+        raise DestinationExistsError(f"{dest} already exists; use --force to replace it")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = temporary_beside(target)
+    os.close(fd)
+    try:
+        copy = sqlean.connect(str(temp), isolation_level=None)
+        try:
+            c.backup(copy)
+        finally:
+            copy.close()
+        # A -wal or -journal left beside the file replaced would be replayed into the copy.
+        for suffix in SIDE_SUFFIXES:
+            target.with_name(target.name + suffix).unlink(missing_ok=True)
+        os.replace(temp, target)
+    except BaseException as exc:
+        for suffix in ("", *SIDE_SUFFIXES):
+            temp.with_name(temp.name + suffix).unlink(missing_ok=True)
+        if isinstance(exc, sqlean.Error):
+            raise DatabaseError(f"cannot write the backup {dest}: {exc}") from None
         raise

@@ -22,27 +22,18 @@ from axio_context.errors import (
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FormatName, TranscriptWriter, writer_for
 
-from ..store import listing
+from ..store import catalog, checking, listing, naming, recompressing, upkeep
 from ..store.calls import run
+from ..store.catalog import SessionView
+from ..store.checking import CheckReport, DamagedRow, QuarantinedRow
 from ..store.listing import SessionPage
+from ..store.recompressing import RecompressReport
+from ..store.upkeep import Stats, VacuumReport
 from ..store.wal import truncate_wal
-from . import (
-    axio_migration,
-    checking,
-    exporting,
-    importing,
-    maintenance,
-    naming,
-    recompressing,
-    sessions,
-)
+from . import axio_migration, exporting, files, importing
 from .axio_migration import AxioImportReport
-from .checking import CheckReport, DamagedRow, QuarantinedRow
 from .exporting import ExportSummary, Progress, Sink
 from .importing import ImportReport
-from .maintenance import Stats, VacuumReport
-from .recompressing import RecompressReport
-from .sessions import SessionView
 
 
 def ms(when: datetime | None) -> int | None:
@@ -71,19 +62,19 @@ class DatabaseJobs:
         since: datetime | None = None,
     ) -> SessionPage:
         """Sessions newest first (all projects unless ``project``), one keyset page at a time."""
-        return await run(self._conn, sessions.list_sessions, project, limit, cursor, ms(since))
+        return await run(self._conn, catalog.list_sessions, project, limit, cursor, ms(since))
 
     async def resolve(self, prefix: str) -> str:
         """The session id equal to ``prefix``, or the only one starting with it (like git)."""
-        return await run(self._conn, sessions.resolve, prefix)
+        return await run(self._conn, catalog.resolve, prefix)
 
     async def latest(self) -> str:
         """The newest session's id (SessionNotFoundError when there is none)."""
-        return await run(self._conn, sessions.latest)
+        return await run(self._conn, catalog.latest)
 
     async def complete(self, prefix: str, limit: int = 50) -> list[str]:
         """Session ids starting with ``prefix``, for shell completion."""
-        return await run(self._conn, sessions.ids_with_prefix, prefix, limit)
+        return await run(self._conn, catalog.ids_with_prefix, prefix, limit)
 
     async def short_ids(self, ids: Iterable[str | None]) -> dict[str, str]:
         """How each id is shown to people: in full, but a long random one cut to the shortest
@@ -103,7 +94,7 @@ class DatabaseJobs:
 
     async def show(self, session_id: str, *, full: bool = False) -> SessionView:
         """A session's fields and its model view, or with ``full`` its whole transcript."""
-        return await run(self._conn, sessions.show, session_id, full)
+        return await run(self._conn, catalog.show, session_id, full)
 
     async def export(
         self,
@@ -127,7 +118,7 @@ class DatabaseJobs:
 
     async def stats(self) -> Stats:
         """Totals, per project, and size on disk."""
-        return await run(self._conn, maintenance.stats, self._path)
+        return await run(self._conn, upkeep.stats, self._path)
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -151,20 +142,20 @@ class DatabaseJobs:
     async def fork(self, session_id: str, new_id: str | None = None) -> str:
         """Fork a session (copy-on-write, O(1)); returns the new session's id."""
         new = new_id or uuid4().hex
-        await run(self._conn, sessions.fork, session_id, new)
+        await run(self._conn, catalog.fork, session_id, new)
         return new
 
     async def delete(self, session_ids: Sequence[str]) -> list[str]:
         """Delete sessions (forks keep their views, unused blobs go); returns those that existed."""
-        return await run(self._conn, sessions.delete_sessions, list(session_ids))
+        return await run(self._conn, catalog.delete_sessions, list(session_ids))
 
     async def rename(self, session_id: str, new_id: str) -> None:
         """Give a session a new id; its forks' ``parent_id`` follows."""
-        await run(self._conn, sessions.rename, session_id, new_id)
+        await run(self._conn, catalog.rename, session_id, new_id)
 
     async def set_title(self, session_id: str, title: str | None) -> None:
         """Set, or with None clear, a session's title."""
-        await run(self._conn, sessions.set_title, session_id, title)
+        await run(self._conn, catalog.set_title, session_id, title)
 
     async def prune(
         self,
@@ -181,7 +172,7 @@ class DatabaseJobs:
         ``only``: of these ids alone, e.g. what a dry run listed and a person confirmed; the
         criteria are checked again as they are deleted, so one appended to meanwhile is kept.
         """
-        return await run(self._conn, maintenance.prune, ms(before), keep, project, dry_run, only=only)
+        return await run(self._conn, upkeep.prune, ms(before), keep, project, dry_run, only=only)
 
     async def recompress(self, progress: Progress | None = None) -> RecompressReport:
         """Retrain the compression dictionary on the whole database and rewrite every payload
@@ -189,9 +180,9 @@ class DatabaseJobs:
         return await run(self._conn, recompressing.recompress, progress)
 
     async def vacuum(self, *, full: bool = False) -> VacuumReport:
-        """Reclaim free space and truncate the WAL (see :func:`.maintenance.vacuum` for which way;
+        """Reclaim free space and truncate the WAL (see :func:`.upkeep.vacuum` for which way;
         ``full`` always rebuilds the file)."""
-        return await run(self._conn, maintenance.vacuum, self._path, full)
+        return await run(self._conn, upkeep.vacuum, self._path, full)
 
     async def checkpoint(self) -> bool:
         """Copy the WAL into the database file and truncate it, so the file alone holds
@@ -225,4 +216,4 @@ class DatabaseJobs:
 
     async def backup(self, dest: str | Path, *, overwrite: bool = False) -> None:
         """Write a consistent copy to ``dest`` with SQLite's backup API, while the database is in use."""
-        await run(self._conn, maintenance.backup, self._path, Path(dest), overwrite)
+        await run(self._conn, files.backup, self._path, Path(dest), overwrite)

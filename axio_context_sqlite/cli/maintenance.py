@@ -10,9 +10,9 @@ import msgspec
 
 from axio_context.messages import SessionInfo
 
-from ..admin.maintenance import Stats
 from ..database import DamagedRow, Database, RecompressReport, VacuumReport
 from ..memory import MemoryStats, memory_stats
+from ..store.upkeep import Stats
 from .app import cli, read_db, settings_of, with_db
 from .memory import memory_stats_lines
 from .options import Count, When, chosen_project, one_format, output_options, project_option, stored_project

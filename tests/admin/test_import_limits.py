@@ -23,8 +23,8 @@ from axio_context.errors import DecodeError, TranscriptError
 from axio_context.testing import text
 from axio_context.transcript import format_time, parse_time
 from axio_context_sqlite import SQLiteContextStore, connect, open_database
-from axio_context_sqlite.admin.maintenance import Stats
 from axio_context_sqlite.errors import CorruptDatabaseError
+from axio_context_sqlite.store.upkeep import Stats
 from tests.admin.test_axio_migration import _REPLICA_SCHEMA, BUILDERS, Builder
 from tests.support.cli_helpers import check_storage, invoke
 

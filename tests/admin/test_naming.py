@@ -11,7 +11,7 @@ import pytest
 from axio_context.testing import text
 from axio_context_sqlite import SQLiteContextStore, connect, open_database
 from axio_context_sqlite.admin.files import removed_if_failed
-from axio_context_sqlite.admin.naming import SHORT_ID, project_forms, unique_prefix
+from axio_context_sqlite.store.naming import SHORT_ID, project_forms, unique_prefix
 
 
 async def _sessions(path: Path, ids: list[str], project: str = "/p") -> None:

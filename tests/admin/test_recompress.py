@@ -25,9 +25,9 @@ import pytest
 
 from axio_context import Message, TextBlock, ToolResultBlock
 from axio_context_sqlite import Database, SQLiteContextStore, connect
-from axio_context_sqlite.admin import recompressing as admin
 from axio_context_sqlite.database import RecompressReport
 from axio_context_sqlite.store import packing as storage
+from axio_context_sqlite.store import recompressing as admin
 from tests.support.sqlite_checks import check_storage, column
 from tests.support.words import prose
 

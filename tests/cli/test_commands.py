@@ -334,7 +334,7 @@ def test_export_usage_and_errors(rich: dict[str, str], tmp_path: Path) -> None:
 def test_list_sessions_shortens_many_random_ids_with_one_query(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from axio_context_sqlite.admin import naming
+    from axio_context_sqlite.store import naming
 
     rng = random.Random(7)
     ids = ["".join(rng.choice("0123456789abcdef") for _ in range(32)) for _ in range(200)]

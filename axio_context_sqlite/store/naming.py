@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final
 
-from .sessions import ids_with_prefix
+from .catalog import ids_with_prefix
 
 __all__ = ["SHORT_ID", "project_forms", "short_ids", "stored_project", "unique_prefix"]
 

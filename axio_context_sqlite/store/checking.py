@@ -31,10 +31,10 @@ from axio_context.codec import decode_content
 from axio_context.errors import CorruptDataError
 from axio_context.messages import Message, Role
 
-from ..store import chunks, keys, message_rows, transactions
-from ..store.chunks import CHUNK, chunk_of
-from ..store.message_rows import ROLE_NAMES, encode_message
-from ..store.packing import FLAG_BLOBS, FLAG_SEALED, ROW_ERRORS
+from . import chunks, keys, message_rows, transactions
+from .chunks import CHUNK, chunk_of
+from .message_rows import ROLE_NAMES, encode_message
+from .packing import FLAG_BLOBS, FLAG_SEALED, ROW_ERRORS
 
 __all__ = [
     "CheckReport",

@@ -1,27 +1,21 @@
-"""Looking after the database file: stats, prune, vacuum and backup (recompress is in
-:mod:`.recompressing`). Synchronous, on a connection's worker thread, like the rest of admin.
+"""Looking after the database file: stats, prune and vacuum (recompress is in
+:mod:`.recompressing`, backup in :mod:`axio_context_sqlite.admin.files`). Synchronous, on a
+connection's worker thread.
 """
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
-from axio_context.errors import (
-    DatabaseError,
-    DestinationExistsError,
-)
 from axio_context.messages import SessionInfo
 
-from ..store import chunks, listing, packing, transactions
-from ..store.wal import truncate_wal
-from .files import SIDE_SUFFIXES, descriptor, output_target, temporary_beside
-from .sessions import delete_sessions
+from . import chunks, listing, packing, transactions
+from .catalog import delete_sessions
+from .wal import truncate_wal
 
 
 class ProjectStats(msgspec.Struct, frozen=True):
@@ -252,43 +246,3 @@ def vacuum(c: Any, path: Path, full: bool = False) -> VacuumReport:
         wal_busy=not emptied,
         chunks_sealed=sealed,
     )
-
-
-def backup(c: Any, source: Path, dest: Path, overwrite: bool) -> None:
-    """Copy the database to ``dest`` with SQLite's online backup API (one consistent snapshot).
-
-    The copy is made in one step, so it holds one read snapshot while other connections write.
-    It is written to an owner-only temporary file beside ``dest`` and renamed over it only once
-    complete, so a failed backup (a full disk) leaves an existing ``dest`` as it was.
-    """
-    import sqlean
-
-    dest = dest.expanduser()
-    target = output_target(dest, source)
-    try:
-        mode: int | None = os.stat(dest).st_mode
-    except FileNotFoundError:
-        mode = None
-    if (mode is not None and not stat.S_ISREG(mode)) or descriptor(dest) is not None:
-        raise DestinationExistsError(f"{dest} is not a regular file")
-    if mode is not None and not overwrite:
-        raise DestinationExistsError(f"{dest} already exists; use --force to replace it")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = temporary_beside(target)
-    os.close(fd)
-    try:
-        copy = sqlean.connect(str(temp), isolation_level=None)
-        try:
-            c.backup(copy)
-        finally:
-            copy.close()
-        # A -wal or -journal left beside the file replaced would be replayed into the copy.
-        for suffix in SIDE_SUFFIXES:
-            target.with_name(target.name + suffix).unlink(missing_ok=True)
-        os.replace(temp, target)
-    except BaseException as exc:
-        for suffix in ("", *SIDE_SUFFIXES):
-            temp.with_name(temp.name + suffix).unlink(missing_ok=True)
-        if isinstance(exc, sqlean.Error):
-            raise DatabaseError(f"cannot write the backup {dest}: {exc}") from None
-        raise

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 import msgspec
 
-from ..store import indexing, packing, transactions
-from .exporting import Progress
+from . import indexing, packing, transactions
 
 
 class RecompressReport(msgspec.Struct, frozen=True):
@@ -23,7 +23,7 @@ class RecompressReport(msgspec.Struct, frozen=True):
 _RECOMPRESS_BATCH: Final = 1000
 
 
-def recompress(c: Any, progress: Progress | None = None) -> RecompressReport:
+def recompress(c: Any, progress: Callable[[int, int], object] | None = None) -> RecompressReport:
     """Train a new compression dictionary on a random sample of the whole database, then rewrite
     every payload that is not compressed with it, a batch per transaction.
 
@@ -93,7 +93,7 @@ def _recompress_table(
     table: str,
     done: int,
     total: int,
-    progress: Progress | None,
+    progress: Callable[[int, int], object] | None,
 ) -> tuple[int, int, int, int, int]:
     """:func:`recompress` over the payloads of ``messages`` (a sealed row's is in its chunk) or
     ``chunks``: (the dictionary the last batch used, rows read, rows changed, bytes before, bytes

@@ -9,7 +9,7 @@ views).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -27,8 +27,8 @@ from axio_context.transcript import (
     format_time,
 )
 
-from ..store import keys, listing, reading, session_rows, sessions, transactions
-from ..store.listing import SessionPage
+from . import keys, listing, reading, session_rows, sessions, transactions
+from .listing import SessionPage
 
 
 class SessionView(msgspec.Struct, frozen=True):
@@ -246,3 +246,49 @@ def set_title(c: Any, session_id: str, title: str | None) -> None:
     """Set or clear the title of an existing session."""
     full_row(c, session_id)
     sessions.set_title(c, session_id, None, title)
+
+
+def _shared_prefix(c: Any, child: FullRow, parent: FullRow) -> int:
+    """How many leading positions of ``child`` are the very rows of ``parent``'s transcript."""
+    if child.base_sid is None:
+        return 0
+    a = session_rows.segments(c, child, 0, child.base_len)
+    b = session_rows.segments(c, parent, 0, min(child.base_len, parent.next_position))
+    shared = i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][0] != b[j][0]:
+            break
+        end = min(a[i][2], b[j][2])
+        shared = end
+        if a[i][2] == end:
+            i += 1
+        if b[j][2] == end:
+            j += 1
+    return shared
+
+
+def inherited_from_parent(c: Any, s: FullRow, exported: set[int] | None) -> int:
+    """``inherited`` for ``s``: its prefix shared with a parent exported before it, else 0."""
+    if s.base_sid is None or s.parent_id is None:
+        return 0
+    r = c.execute(f"SELECT {FULL_COLUMNS} FROM sessions WHERE id = ?", (s.parent_id,)).fetchone()
+    if r is None:
+        return 0
+    parent = FullRow(*r)
+    # A parent is always older than its fork (smaller sid), and exports go in sid order.
+    if parent.sid >= s.sid or (exported is not None and parent.sid not in exported):
+        return 0
+    return _shared_prefix(c, s, parent)
+
+
+def stored_role_and_time(c: Any, s: FullRow, position: int) -> tuple[int | None, int]:
+    """The role code and created time of a session's position, read without decoding it."""
+    [(sid, _, _)] = session_rows.segments(c, s, position, position + 1)
+    r = c.execute("SELECT role, created_at FROM messages WHERE id = ?", (keys.key(sid, position),)).fetchone()
+    return (None, 0) if r is None else (int(r[0]), int(r[1]))
+
+
+def all_full_rows(c: Any) -> tuple[int, Iterator[FullRow]]:
+    """Every session, oldest first, and their messages in all (for an export's progress)."""
+    total = int(c.execute("SELECT COALESCE(SUM(next_position), 0) FROM sessions").fetchone()[0])
+    return total, (FullRow(*r) for r in c.execute(f"SELECT {FULL_COLUMNS} FROM sessions ORDER BY sid"))
