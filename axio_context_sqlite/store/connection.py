@@ -79,7 +79,7 @@ def connect(
     folder it cannot write (see :func:`open_readonly`).
     """
     path = db_location(db_path)[0]
-    # The checkpoint thread opens the file later, perhaps after the program changed directory.
+    # A read-only open goes through a file: URI, which needs an absolute path.
     absolute = os.path.abspath(path)
     if synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
         raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
