@@ -32,6 +32,7 @@ from axio_context.errors import (
     ReadOnlyDatabaseError,
     SearchQueryError,
 )
+from axio_context.onnx_minilm import ONNX_MINILM, OnnxMiniLMEmbedder
 
 from .admin.axio_migration import AxioImportReport
 from .admin.exporting import ExportSummary
@@ -249,7 +250,8 @@ class Database(DatabaseJobs):
 
         ``hashing`` (or its model name, ``axio-hashing-v1``) is the offline
         :class:`HashingEmbedder`, as wide as the database's embeddings (else ``dimension``, else
-        384); ``minilm`` is the bundled all-MiniLM-L6-v2 of the ``minilm`` extra; anything else a
+        384); ``minilm`` is the bundled all-MiniLM-L6-v2 of the ``minilm`` extra; ``minilm-onnx``
+        the same model as int8 ONNX without torch (the ``minilm-onnx`` extra); anything else a
         local sentence-transformers model directory or cached name. Loaded once per Database.
         """
         recorded = await self.embedding_model()
@@ -258,12 +260,15 @@ class Database(DatabaseJobs):
             if dimension is None:
                 dimension = recorded[1] if recorded and recorded[0] == HASHING_MODEL else DEFAULT_DIMENSION
             return HashingEmbedder(dimension)
-        name = BUNDLED_MINILM if name == "minilm" else name
+        name = {"minilm": BUNDLED_MINILM, "minilm-onnx": ONNX_MINILM}.get(name, name)
         if name not in self._models:
             try:
-                self._models[name] = await SentenceTransformerEmbedder.load(
-                    None if name == BUNDLED_MINILM else name
-                )
+                if name == ONNX_MINILM:
+                    self._models[name] = await OnnxMiniLMEmbedder.load()
+                else:
+                    self._models[name] = await SentenceTransformerEmbedder.load(
+                        None if name == BUNDLED_MINILM else name
+                    )
             except EmbedderUnavailableError as exc:
                 if model is not None:
                     raise

@@ -38,6 +38,7 @@ from axio_context import Message
 from axio_context.embeddings import Embedder, HashingEmbedder, SentenceTransformerEmbedder
 from axio_context.errors import SearchQueryError
 from axio_context.messages import text_columns
+from axio_context.onnx_minilm import OnnxMiniLMEmbedder
 from axio_context.testing import text
 from axio_context_sqlite import Database, SQLiteContextStore, connect, open_database
 from axio_context_sqlite.search.query import check_bounds
@@ -347,8 +348,8 @@ async def run(args: argparse.Namespace, tmp: Path) -> None:
     print(f"\n== tests/data/agent_retrieval.json ({len(agent.queries)} queries): recall@5 / MRR ==")
     print(table(agent_alone, "hashing, alone"))
     print(table(agent_mixed, f"hashing, among {total:,}"))
-    if args.minilm:
-        await minilm_figures(tmp, agent, a if args.minilm_among else None)
+    if args.minilm or args.minilm_onnx:
+        await minilm_figures(tmp, agent, a if args.minilm_among else None, onnx=args.minilm_onnx)
 
 
 def _set_sessions(rs: RetrievalSet) -> list[tuple[str, str, list[Message]]]:
@@ -358,10 +359,11 @@ def _set_sessions(rs: RetrievalSet) -> list[tuple[str, str, list[Message]]]:
     return [(sid, project, messages) for (sid, project), messages in by.items()]
 
 
-async def minilm_figures(tmp: Path, agent: RetrievalSet, among: Path | None) -> None:
-    """all-MiniLM-L6-v2 (the ``minilm`` extra): embedding throughput, and the labelled set's
-    recall alone (and with ``among``, re-embedded among that database's messages)."""
-    emb: Embedder = await SentenceTransformerEmbedder.load()
+async def minilm_figures(tmp: Path, agent: RetrievalSet, among: Path | None, *, onnx: bool = False) -> None:
+    """all-MiniLM-L6-v2 (the ``minilm`` extra, or ``minilm-onnx`` with ``onnx``): embedding
+    throughput, and the labelled set's recall alone (and with ``among``, re-embedded among that
+    database's messages)."""
+    emb: Embedder = await (OnnxMiniLMEmbedder.load() if onnx else SentenceTransformerEmbedder.load())
     texts = [m.text or "" for m in transcript(2_000, seed=77)]
     texts = [t for t in texts if t.strip()]
     await emb.embed(texts[:64])
@@ -390,7 +392,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tmp", default=None, help="directory for the database files")
     parser.add_argument("--minilm", action="store_true", help="also measure the minilm extra")
     parser.add_argument(
-        "--minilm-among", action="store_true", help="with --minilm: re-embed the big database too"
+        "--minilm-onnx", action="store_true", help="also measure the minilm-onnx extra (no torch)"
+    )
+    parser.add_argument(
+        "--minilm-among", action="store_true", help="with --minilm(-onnx): re-embed the big database too"
     )
     parser.add_argument("--no-reindex-build", action="store_true", help="skip the reindex build (1M)")
     args = parser.parse_args(argv)

@@ -15,6 +15,7 @@ import click
 import msgspec
 
 from axio_context.embeddings import BUNDLED_MINILM
+from axio_context.onnx_minilm import ONNX_MINILM
 
 from ..database import HASHING_MODEL, Database
 from ..search.engine import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit, SearchResults
@@ -145,7 +146,7 @@ class QueryCommand(click.Command):
 @click.option("--raw", is_flag=True, help='QUERY is FTS5 syntax: AND, OR, NOT, NEAR, "phrases", prefix*.')
 @click.option(
     "--model",
-    help="Embedder for semantic/hybrid: hashing, minilm, or a model directory "
+    help="Embedder for semantic/hybrid: hashing, minilm, minilm-onnx, or a model directory "
     "(default: the one the database was embedded with).",
 )
 @output_options
@@ -243,15 +244,27 @@ def similar(ctx: click.Context, session: str, position: int, limit: int, as_json
     _emit_results(hits, shown, as_json, nl, "no other embedded message")
 
 
+#: The short model names ``--model`` takes.
+_KNOWN_MODELS = ("hashing", "minilm", "minilm-onnx")
+
+
 def _check_model(model: str | None) -> None:
     """Refuse a ``--model`` that names nothing this installation can load (a usage error naming
     it and the known ones), instead of the load failing for an unrelated reason."""
-    if model is None or model in ("hashing", HASHING_MODEL, "minilm", BUNDLED_MINILM):
+    if model is None or model in (
+        "hashing",
+        HASHING_MODEL,
+        "minilm",
+        BUNDLED_MINILM,
+        "minilm-onnx",
+        ONNX_MINILM,
+    ):
         return
     if Path(model).expanduser().is_dir() or importlib.util.find_spec("sentence_transformers"):
         return  # a model directory, or a name sentence-transformers may have in its cache
     raise click.BadParameter(
-        f"unknown model {model!r}: use hashing, minilm, or a sentence-transformers model directory",
+        f"unknown model {model!r}: use {', '.join(_KNOWN_MODELS)}, or a sentence-transformers "
+        "model directory",
         param_hint="'--model'",
     )
 
@@ -259,7 +272,7 @@ def _check_model(model: str | None) -> None:
 @cli.command()
 @click.option(
     "--model",
-    help="hashing, minilm, or a model directory (default: the database's model, else hashing).",
+    help="hashing, minilm, minilm-onnx, or a model directory (default: the database's model, else hashing).",
 )
 @click.option(
     "--dimension",
