@@ -355,3 +355,17 @@ CREATE TABLE tasks (
     note         TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (list_id, id)
 ) WITHOUT ROWID;
+
+-- version: 9 message_extras
+
+-- A message's optional id, timestamp and metadata (MessagePack, see axio_context.codec
+-- encode_extras), only for messages that have them: the payload and its bytes stay as they were,
+-- and a message without them has no row here. id = the message's id; sealing a chunk keeps it.
+CREATE TABLE message_extras (
+    id    INTEGER PRIMARY KEY,
+    data  BLOB NOT NULL
+);
+
+-- Provider blocks (items only their protocol reads) became searchable by their text: index
+-- entries made before are replaced (a removal feeds the index the text it holds).
+-- python: reindex_provider_text

@@ -18,12 +18,12 @@ import msgspec
 
 from .checkpoints import Checkpoint
 from .codec import check_message
-from .errors import CheckpointError, DecodeError
+from .errors import CheckpointError, DecodeError, LimitError
 from .messages import Message, SessionInfo, preview_of
 from .tokens import DefaultEstimator, TokenCounter
 from .usage import token_count, token_totals_after_add
 
-__all__ = ["ContextStore", "MemoryContextStore"]
+__all__ = ["ContextStore", "MemoryContextStore", "check_limit", "tail_of_view"]
 
 
 class ContextStore(ABC):
@@ -48,6 +48,12 @@ class ContextStore(ABC):
     @abstractmethod
     async def get_history(self) -> list[Message]:
         """The messages in order (the model's view, where a store compacts)."""
+
+    async def get_tail(self, limit: int) -> list[Message]:
+        """The last ``limit`` messages of :meth:`get_history`'s view. Stores of this package
+        read only those rows (their ``get_history(limit=...)``); this default reads them all."""
+        n = check_limit(limit)
+        return (await self.get_history())[-n:] if n else []
 
     async def clear(self) -> None:
         """Forget every message and the token totals; unsupported unless overridden."""
@@ -102,6 +108,20 @@ class ContextStore(ABC):
     async def from_context(cls, context: ContextStore) -> Self:
         """A new store of this class holding a copy of another store's history."""
         return await cls.from_history(await context.get_history())
+
+
+def check_limit(limit: object) -> int:
+    """``limit`` as a message count; :class:`LimitError` unless it is an int of 0 or more."""
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+        raise LimitError(f"history limit must be a whole number of messages, 0 or more, got {limit!r:.40}")
+    return limit
+
+
+def tail_of_view(summary: list[Message], own: list[Message], limit: int) -> list[Message]:
+    """The last ``limit`` messages of ``summary + own``, where ``own`` already holds the last
+    ``limit`` (or all) of the messages after the checkpoint."""
+    need = limit - len(own)
+    return [*summary[-need:], *own] if need > 0 and summary else own[-limit:] if limit else []
 
 
 def _check_batch(messages: Iterable[Message]) -> None:
@@ -167,11 +187,21 @@ class MemoryContextStore(ContextStore):
         _check_batch(batch)
         self._extend(batch)
 
-    async def get_history(self) -> list[Message]:
-        if not self._checkpoints:
-            return list(self._history)
-        latest = self._checkpoints[-1]
-        return [*latest.summary, *self._history[latest.position :]]
+    async def get_history(self, limit: int | None = None) -> list[Message]:
+        """The view (the latest checkpoint's summary, then what follows it); with ``limit``,
+        only its last ``limit`` messages."""
+        if limit is None:
+            if not self._checkpoints:
+                return list(self._history)
+            latest = self._checkpoints[-1]
+            return [*latest.summary, *self._history[latest.position :]]
+        n = check_limit(limit)
+        start = max(self._checkpoints[-1].position if self._checkpoints else 0, len(self._history) - n)
+        own = self._history[start:]
+        return tail_of_view(self._checkpoints[-1].summary if self._checkpoints else [], own, n)
+
+    async def get_tail(self, limit: int) -> list[Message]:
+        return await self.get_history(limit=check_limit(limit))
 
     async def get_full_history(self) -> list[Message]:
         """Every message, ignoring checkpoints."""

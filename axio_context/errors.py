@@ -49,6 +49,14 @@ class DecodeError(AxioContextError, ValueError):
     """Data that does not decode into blocks or messages; the text names the field."""
 
 
+class LimitError(AxioContextError, ValueError):
+    """A history limit that is not a whole number of messages, 0 or more."""
+
+
+class SessionOwnerError(AxioContextError, ValueError):
+    """A session another framework's adapter (or plain axio code) writes, opened by an adapter."""
+
+
 class SessionNotFoundError(AxioContextError, LookupError):
     """No session with that id (or id prefix) exists."""
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import math
 import re
+from datetime import datetime
 from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
 
 from .blocks import (
     ContentBlock,
+    ProviderBlock,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
@@ -28,6 +30,7 @@ __all__ = [
     "SessionInfo",
     "input_text",
     "preview_of",
+    "provider_text",
     "replace_lone_surrogates",
     "searchable_text",
     "text_columns",
@@ -40,14 +43,37 @@ PREVIEW_CHARS = 80
 
 
 class Message(msgspec.Struct, omit_defaults=True):
-    """One message: a role and its content blocks (axio's ``Message``, as a msgspec Struct)."""
+    """One message: a role and its content blocks (axio's ``Message``, as a msgspec Struct).
+
+    ``id``, ``timestamp`` and ``metadata`` are optional additions a framework bridge needs (its
+    own message id, when the message was made, provider fields with no block of their own). Unset
+    they are left out of every encoding, so such a message is stored, exported and shaped as
+    axio's. Every store gives them back; an aware ``timestamp`` comes back as the same instant in
+    UTC (MessagePack's timestamp), a naive one as it was.
+    """
 
     role: Role
     content: list[ContentBlock] = msgspec.field(default_factory=list)
+    id: str | None = None
+    timestamp: datetime | None = None
+    metadata: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """axio's dict shape: ``{"role": ..., "content": [block dicts]}``."""
-        return {"role": self.role, "content": [to_dict(b) for b in self.content]}
+        """axio's dict shape: ``{"role": ..., "content": [block dicts]}``, plus ``id``,
+        ``timestamp`` (ISO 8601 text) and ``metadata`` when they are set."""
+        out: dict[str, Any] = {"role": self.role, "content": [to_dict(b) for b in self.content]}
+        if self.id is not None:
+            out["id"] = self.id
+        if self.timestamp is not None:
+            out["timestamp"] = self.timestamp.isoformat()
+        if self.metadata is not None:
+            out["metadata"] = self.metadata
+        return out
+
+    @property
+    def has_extras(self) -> bool:
+        """Whether ``id``, ``timestamp`` or ``metadata`` is set."""
+        return self.id is not None or self.timestamp is not None or self.metadata is not None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Message:
@@ -66,12 +92,38 @@ class Message(msgspec.Struct, omit_defaults=True):
                 content.append(from_dict(item))
             except DecodeError as exc:
                 raise DecodeError(f"content[{i}]: {exc}") from None
-        return cls(role=role, content=content)
+        return cls(role=role, content=content, **_extras_from_dict(data))
 
     @property
     def text(self) -> str:
         """The message's text blocks joined by newlines (tool calls and media left out)."""
         return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+
+def _extras_from_dict(data: dict[str, Any]) -> dict[str, Any]:
+    """The optional ``id``/``timestamp``/``metadata`` of a message dict, checked."""
+    out: dict[str, Any] = {}
+    mid = data.get("id")
+    if mid is not None:
+        if not isinstance(mid, str):
+            raise DecodeError(f"message id must be a string, got {type(mid).__name__}")
+        out["id"] = mid
+    ts = data.get("timestamp")
+    if ts is not None:
+        if isinstance(ts, str):
+            try:
+                ts = datetime.fromisoformat(ts)
+            except ValueError:
+                raise DecodeError(f"message timestamp is not ISO 8601: {ts!r:.80}") from None
+        if not isinstance(ts, datetime):
+            raise DecodeError(f"message timestamp must be ISO 8601 or a datetime, not {type(ts).__name__}")
+        out["timestamp"] = ts
+    meta = data.get("metadata")
+    if meta is not None:
+        if not isinstance(meta, dict):
+            raise DecodeError(f"message metadata must be a mapping, got {type(meta).__name__}")
+        out["metadata"] = meta
+    return out
 
 
 class SessionInfo(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -223,6 +275,9 @@ def text_columns(message: Message) -> tuple[str, str]:
             text = block.data.get("text")
             if isinstance(text, str):
                 body.append(text)
+        elif isinstance(block, ProviderBlock):
+            text = provider_text(block.data)
+            (tool if _TOOLISH.search(block.kind) else body).append(text)
     return (
         replace_lone_surrogates("\n".join(p for p in body if p)),
         replace_lone_surrogates("\n".join(p for p in tool if p)),
@@ -232,3 +287,63 @@ def text_columns(message: Message) -> tuple[str, str]:
 def searchable_text(message: Message) -> str:
     """The plain text search indexes, body then tool text (see :func:`text_columns`)."""
     return "\n".join(p for p in text_columns(message) if p)
+
+
+#: A provider item whose kind matches this is tool traffic (a call, its output): ``tool`` column.
+_TOOLISH: Final = re.compile(r"call|output|tool|computer|shell|patch", re.IGNORECASE)
+#: Keys whose values are identifiers, states or formats, never text anyone would search for.
+_OPAQUE_KEYS: Final = frozenset(
+    {
+        "type",
+        "id",
+        "status",
+        "role",
+        "encrypted_content",
+        "signature",
+        "format",
+        "detail",
+        "media_type",
+        "mime_type",
+        "mimeType",
+        "file_data",
+        "fileData",
+        "data",
+        "bytes",
+    }
+)
+#: A string this long with no whitespace is data (base64, a ciphertext, a token), not text.
+OPAQUE_MIN: Final = 200
+
+
+def is_opaque(key: object, value: str) -> bool:
+    """Whether ``value`` (under ``key``) in provider data is data rather than text: an id, a data
+    URL, base64 or ciphertext. Search and token estimates leave such values out."""
+    if isinstance(key, str) and (key in _OPAQUE_KEYS or key.endswith(("_id", "_ids", "Id"))):
+        return True
+    if value.startswith("data:"):
+        return True
+    return len(value) >= OPAQUE_MIN and not any(ch.isspace() for ch in value[:OPAQUE_MIN])
+
+
+def provider_text(data: Any) -> str:
+    """The text in a provider item's data: every string value that is not opaque
+    (:func:`is_opaque`), newline-joined in document order; never raises. What search indexes
+    and token estimates count for a :class:`~axio_context.blocks.ProviderBlock`."""
+    out: list[str] = []
+    stack: list[tuple[object, Any]] = [(None, data)]
+    seen = 0
+    while stack:
+        key, value = stack.pop()
+        seen += 1
+        if seen > 100_000:  # a pathological item: what was found so far is enough
+            break
+        if isinstance(value, str):
+            if value and not is_opaque(key, value):
+                out.append(value)
+        elif isinstance(value, dict):
+            # A dict under an opaque key (``data`` aside, which often wraps the item) holds no text.
+            items = [(k, v) for k, v in value.items() if k == "data" or k not in _OPAQUE_KEYS]
+            stack.extend(reversed(items))
+        elif isinstance(value, list | tuple):
+            stack.extend(reversed([(key, v) for v in value]))
+    return replace_lone_surrogates("\n".join(out))

@@ -24,7 +24,7 @@ from .blocks import (
     UnknownBlock,
     VideoBlock,
 )
-from .messages import Message, int_digits
+from .messages import Message, int_digits, provider_text
 
 __all__ = [
     "DefaultEstimator",
@@ -182,9 +182,38 @@ def estimate_message_tokens(message: Message) -> int:
             total += IMAGE_TOKENS
         elif isinstance(block, AudioBlock | VideoBlock):
             total += _media_tokens(block)
-        elif isinstance(block, ProviderBlock | UnknownBlock):
+        elif isinstance(block, ProviderBlock):
+            # Its text, not its JSON: a base64 image or an encrypted reasoning item is not text.
+            chars, images = _provider_cost(block.data)
+            total += 4 + _chars(chars) + IMAGE_TOKENS * images
+        elif isinstance(block, UnknownBlock):
             total += _chars(_repr_chars(block.data))
     return total
+
+
+def _provider_cost(data: object) -> tuple[int, int]:
+    """``(characters of text, inline images)`` of a provider item: its text as search sees it
+    (:func:`~axio_context.messages.provider_text`), its numbers as digits, each ``data:image/``
+    URL as one image; ids, base64 and ciphertext cost nothing (the provider bills them, if at
+    all, by what they hold, which an estimate cannot see)."""
+    chars = len(provider_text(data))
+    images, stack, seen = 0, [data], 0
+    while stack and seen < 100_000:
+        value = stack.pop()
+        seen += 1
+        if isinstance(value, str):
+            images += value.startswith("data:image/")
+        elif isinstance(value, bool) or value is None:
+            continue
+        elif isinstance(value, int):
+            chars += int_digits(value)
+        elif isinstance(value, float):
+            chars += len(repr(value))
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
+    return chars, images
 
 
 def estimate_tokens(messages: Iterable[Message], counter: TokenCounter | None = None) -> int:

@@ -106,10 +106,7 @@ async def header(conn: Any, s: Any, inherited: int) -> SessionHeader:
 async def records(conn: Any, s: Any, start: int, end: int) -> list[MessageRecord]:
     rows = await lineage.read_rows(conn, s["seg"], s["next_position"], start, end)
     messages = lineage.decode(s["id"], rows)
-    return [
-        MessageRecord(role=m.role, content=m.content, created_at=format_time(r.created_at))
-        for m, r in zip(messages, rows, strict=True)
-    ]
+    return [MessageRecord.of(m, format_time(r.created_at)) for m, r in zip(messages, rows, strict=True)]
 
 
 async def inherited(conn: Any, s: Any, exported: set[int] | None) -> int:

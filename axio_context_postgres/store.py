@@ -17,7 +17,7 @@ from uuid import uuid4
 from axio_context.checkpoints import Checkpoint
 from axio_context.codec import check_message
 from axio_context.compaction.auto import starts_with
-from axio_context.context import ContextStore
+from axio_context.context import ContextStore, check_limit, tail_of_view
 from axio_context.errors import CheckpointError, DecodeError, SessionNotFoundError
 from axio_context.messages import Message, SessionInfo
 from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
@@ -135,7 +135,7 @@ class PostgresContextStore(ContextStore):
             "SELECT sid, seg, next_position, est_tokens FROM sessions WHERE id = $1", self._session_id
         )
 
-    async def _view(self, conn: Any) -> list[Message]:
+    async def _view(self, conn: Any, limit: int | None = None) -> list[Message]:
         row = await self._row(conn)
         if row is None:
             return []
@@ -143,14 +143,26 @@ class PostgresContextStore(ContextStore):
             "SELECT position, summary FROM checkpoints WHERE sid = $1 ORDER BY seq DESC LIMIT 1", row["sid"]
         )
         start = 0 if cp is None else cp["position"]
+        if limit is not None:
+            start = max(start, row["next_position"] - limit)
         rows = await lineage.read_rows(conn, row["seg"], row["next_position"], start)
         tail = lineage.decode(self._session_id, rows)
-        return tail if cp is None else [*lineage.decode_summary(self._session_id, cp["summary"]), *tail]
+        if cp is None:
+            return tail
+        summary = lineage.decode_summary(self._session_id, cp["summary"])
+        return [*summary, *tail] if limit is None else tail_of_view(summary, tail, limit)
 
-    async def get_history(self) -> list[Message]:
-        """The model's view: the latest checkpoint's summary, then the messages after it."""
+    async def get_history(self, limit: int | None = None) -> list[Message]:
+        """The model's view: the latest checkpoint's summary, then the messages after it; with
+        ``limit``, its last ``limit`` messages, reading only their rows."""
+        n = None if limit is None else check_limit(limit)
+        if n == 0:
+            return []
         async with self._tx(readonly=True) as conn:
-            return await self._view(conn)
+            return await self._view(conn, n)
+
+    async def get_tail(self, limit: int) -> list[Message]:
+        return await self.get_history(limit=check_limit(limit))
 
     async def get_full_history(self) -> list[Message]:
         """Every message of the transcript, whatever compaction did to the view."""

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Final, TypeVar, cast
 
 import msgspec
@@ -63,10 +64,12 @@ __all__ = [
     "EXT_BIGINT",
     "EXT_STR",
     "MAX_DEPTH",
+    "check_extras",
     "check_message",
     "contents_have_nonfinite",
     "decode_content",
     "decode_content_json",
+    "decode_extras",
     "decode_json",
     "decode_json_exact",
     "decode_message_json",
@@ -74,6 +77,7 @@ __all__ = [
     "decode_messages_json",
     "decode_messages_msgpack",
     "encode_content",
+    "encode_extras",
     "encode_json",
     "encode_message_json",
     "encode_message_msgpack",
@@ -186,12 +190,68 @@ def encode_content(content: Sequence[ContentBlock]) -> bytes:
     return checked_encode(content, _encode_content)
 
 
+class _Extras(msgspec.Struct, omit_defaults=True):
+    """A message's optional fields, as a store that keeps content apart from them writes them."""
+
+    id: str | None = None
+    timestamp: datetime | None = None
+    metadata: dict[str, Any] | None = None
+
+
+_mp_extras: Final = msgspec.msgpack.Decoder(_Extras)
+
+
+def encode_extras(message: Message) -> bytes | None:
+    """A message's ``id``/``timestamp``/``metadata`` as MessagePack, or None when none is set
+    (the SQLite store keeps them beside the content payload, whose bytes they never change).
+    Refused like :func:`check_extras`."""
+    if message.id is None and message.timestamp is None and message.metadata is None:
+        return None
+    return check_extras(message)
+
+
+def check_extras(message: Message) -> bytes:
+    """The encoded extras of ``message``, refused (:class:`DecodeError` naming the field) unless
+    they read back: a string id, a datetime, metadata with string keys and encodable values."""
+    if message.id is not None and not isinstance(message.id, str):
+        raise DecodeError(f"id: expected a string, got {type(message.id).__name__}")
+    if message.timestamp is not None and not isinstance(message.timestamp, datetime):
+        raise DecodeError(f"timestamp: expected a datetime, got {type(message.timestamp).__name__}")
+    if message.metadata is not None and not isinstance(message.metadata, dict):
+        raise DecodeError(f"metadata: expected a mapping, got {type(message.metadata).__name__}")
+    try:
+        data = mp_enc.encode(_Extras(message.id, message.timestamp, message.metadata))
+        _mp_extras.decode(data)
+    except RecursionError:
+        raise DecodeError(f"metadata nests more than {MAX_DEPTH} levels deep") from None
+    except (
+        TypeError,
+        ValueError,
+        OverflowError,
+        NotImplementedError,
+        msgspec.EncodeError,
+        msgspec.DecodeError,
+    ) as exc:
+        raise DecodeError(f"metadata cannot be stored: {exc}") from None
+    return data
+
+
+def decode_extras(data: bytes) -> dict[str, Any]:
+    """Inverse of :func:`encode_extras`: the keyword arguments to give :class:`Message`."""
+    try:
+        extras = _mp_extras.decode(data)
+    except msgspec.DecodeError as exc:
+        raise DecodeError(f"message extras do not decode: {exc}") from None
+    return {"id": extras.id, "timestamp": extras.timestamp, "metadata": extras.metadata}
+
+
 def check_message(message: Message) -> None:
     """Refuse (:class:`DecodeError` naming the field) a message a store could not give back: the
     rules :func:`encode_content` applies, for a store that keeps objects (the memory store)."""
     if not isinstance(message, Message):
         raise DecodeError(f"expected a Message, got {type(message).__name__}")
     check_role(message.role)
+    encode_extras(message)
     try:
         checked_encode(message.content, _encode_content)
     except (TypeError, msgspec.EncodeError) as exc:

@@ -9,6 +9,7 @@ becomes a :class:`DecodeError` naming the exact field.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, Final, TypeVar, cast
 
 import msgspec
@@ -43,6 +44,9 @@ T = TypeVar("T")
 class _RawMessage(msgspec.Struct):
     role: Role
     content: list[msgspec.Raw] = msgspec.field(default_factory=list)
+    id: str | None = None
+    timestamp: datetime | None = None
+    metadata: dict[str, Any] | None = None
 
 
 class _TypeOnly(msgspec.Struct):
@@ -107,7 +111,9 @@ class Format:
 
     def message(self, raw: _RawMessage, where: str) -> Message:
         content = [self.block(b, f"{where}.content[{i}]") for i, b in enumerate(raw.content)]
-        return Message(role=raw.role, content=content)
+        return Message(
+            role=raw.role, content=content, id=raw.id, timestamp=raw.timestamp, metadata=raw.metadata
+        )
 
 
 def where_in(exc: Exception, where: str) -> str:

@@ -152,4 +152,4 @@ def mp_blocks(content: Sequence[ContentBlock]) -> list[Any]:
 
 
 def mp_message(message: Message) -> Message:
-    return Message(role=message.role, content=cast(list[ContentBlock], mp_blocks(message.content)))
+    return msgspec.structs.replace(message, content=cast(list[ContentBlock], mp_blocks(message.content)))

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ..checkpoints import Checkpoint, CheckpointStore
 from ..codec import encode_messages_msgpack
-from ..context import ContextStore
+from ..context import ContextStore, check_limit
 from ..errors import CheckpointError, CheckpointsUnsupportedError
 from ..messages import Message, SessionInfo
 from ..tokens import estimate_tokens
@@ -211,10 +211,17 @@ class AutoCompactStore(ContextStore):
     async def append_many(self, messages: Iterable[Message]) -> None:
         await self._store.append_many(messages)
 
-    async def get_history(self) -> list[Message]:
-        """The model's view: the latest summary and what follows it, interrupted calls repaired."""
-        view = await self._raw_view()
+    async def get_history(self, limit: int | None = None) -> list[Message]:
+        """The model's view: the latest summary and what follows it, interrupted calls repaired;
+        with ``limit``, its last ``limit`` messages (from the wrapped store's tail read)."""
+        if limit is None:
+            view = await self._raw_view()
+        else:
+            view = await self._store.get_tail(check_limit(limit))
         return repair_tool_pairs(view, drop_orphans=False) if self._repair_view else view
+
+    async def get_tail(self, limit: int) -> list[Message]:
+        return await self.get_history(limit=check_limit(limit))
 
     async def _raw_view(self) -> list[Message]:
         # The stored view, without any wrapper's repair: compaction maps its indices to

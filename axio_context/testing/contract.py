@@ -15,11 +15,12 @@ from ..blocks import (
 from ..errors import DecodeError
 from ..messages import Message
 from .samples import StoreFactory, every_block_message, text
+from .tails import ExtrasAndTailContract
 
 __all__ = ["ContextStoreContract"]
 
 
-class ContextStoreContract:
+class ContextStoreContract(ExtrasAndTailContract):
     """The contract every ContextStore must meet; subclass it and provide ``factory``."""
 
     @pytest.fixture

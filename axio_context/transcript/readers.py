@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from typing import Any, Final, Literal
 
 import msgspec
@@ -41,6 +42,9 @@ class _MessageIn(msgspec.Struct, kw_only=True):
     role: Role
     content: msgspec.Raw = msgspec.Raw(b"[]")
     created_at: str
+    id: str | None = None
+    timestamp: datetime | None = None
+    metadata: dict[str, Any] | None = None
 
 
 class _CheckpointIn(msgspec.Struct, kw_only=True):
@@ -83,6 +87,9 @@ class _MessageLineIn(msgspec.Struct, kw_only=True, tag_field="kind", tag="messag
     role: Role
     content: msgspec.Raw = msgspec.Raw(b"[]")
     created_at: str
+    id: str | None = None
+    timestamp: datetime | None = None
+    metadata: dict[str, Any] | None = None
 
 
 _json_doc: Final = msgspec.json.Decoder(_DocumentIn)
@@ -134,7 +141,14 @@ def _message(raw: _MessageIn | _MessageLineIn, where: str) -> MessageRecord:
     except RecursionError:
         raise TranscriptError(_too_deep(f"{where}.content")) from None
     _time(raw.created_at, f"{where}.created_at")
-    return MessageRecord(role=raw.role, content=content, created_at=raw.created_at)
+    return MessageRecord(
+        role=raw.role,
+        content=content,
+        created_at=raw.created_at,
+        id=raw.id,
+        timestamp=raw.timestamp,
+        metadata=raw.metadata,
+    )
 
 
 def _too_deep(where: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Final, Literal
 
 import msgspec
@@ -35,16 +36,38 @@ FORMATS: Final[tuple[FormatName, ...]] = ("json", "jsonl", "markdown")
 # --- records -------------------------------------------------------------------------------------
 
 
-class MessageRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """One stored message and the time it was written."""
+class MessageRecord(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One stored message and the time it was written; ``id``, ``timestamp`` and ``metadata``
+    (the message's own, see :class:`~axio_context.messages.Message`) are written only when set."""
 
     role: Role
-    content: list[ContentBlock] = msgspec.field(default_factory=list)
+    content: list[ContentBlock]
     created_at: str
+    id: str | None = None
+    timestamp: datetime | None = None
+    metadata: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, message: Message, created_at: str) -> MessageRecord:
+        """The record of ``message``, stored at ``created_at``."""
+        return cls(
+            role=message.role,
+            content=message.content,
+            created_at=created_at,
+            id=message.id,
+            timestamp=message.timestamp,
+            metadata=message.metadata,
+        )
 
     def message(self) -> Message:
-        """The message itself (role and content)."""
-        return Message(role=self.role, content=list(self.content))
+        """The message itself (role, content and its optional fields)."""
+        return Message(
+            role=self.role,
+            content=list(self.content),
+            id=self.id,
+            timestamp=self.timestamp,
+            metadata=self.metadata,
+        )
 
 
 class CheckpointRecord(msgspec.Struct, frozen=True, kw_only=True):

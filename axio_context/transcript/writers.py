@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar, Final
+from datetime import datetime
+from typing import Any, ClassVar, Final
 
 import msgspec
 
+from .._json import has_nonfinite
 from ..blocks import (
     ContentBlock,
 )
@@ -21,6 +23,13 @@ from .records import FORMAT_NAME, FORMAT_VERSION, FORMATS, MessageRecord, Sessio
 __all__ = ["JsonWriter", "JsonlWriter", "MarkdownWriter", "TranscriptWriter", "writer_for"]
 
 # --- writers -------------------------------------------------------------------------------------
+
+
+def _nonfinite(records: Sequence[MessageRecord]) -> bool:
+    """Whether any record's content or metadata holds NaN or an infinity (exact JSON then)."""
+    return contents_have_nonfinite(r.content for r in records) or any(
+        r.metadata is not None and has_nonfinite(r.metadata) for r in records
+    )
 
 
 class TranscriptWriter:
@@ -77,7 +86,7 @@ class JsonWriter(TranscriptWriter):
     def messages(self, header: SessionHeader, first: int, records: Sequence[MessageRecord]) -> bytes:
         if not records:
             return b""
-        exact = contents_have_nonfinite(r.content for r in records)
+        exact = _nonfinite(records)
         body = b",".join(encode_json(r, exact=exact) for r in records)
         sep = b"," if self._in_session else b""
         self._in_session += len(records)
@@ -90,12 +99,17 @@ class JsonWriter(TranscriptWriter):
         return b"\n]}\n" if self._sessions else b"]}\n"
 
 
-class _MessageLine(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="message"):
+class _MessageLine(
+    msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag="message", omit_defaults=True
+):
     session: str
     position: int
     role: Role
     content: list[ContentBlock]
     created_at: str
+    id: str | None = None
+    timestamp: datetime | None = None
+    metadata: dict[str, Any] | None = None
 
 
 class JsonlWriter(TranscriptWriter):
@@ -109,7 +123,7 @@ class JsonlWriter(TranscriptWriter):
         return self._PREFIX + b"," + encode_json(header, exact=True)[1:-1] + b',"embeddings":false}\n'
 
     def messages(self, header: SessionHeader, first: int, records: Sequence[MessageRecord]) -> bytes:
-        exact = contents_have_nonfinite(r.content for r in records)
+        exact = _nonfinite(records)
         lines = [
             encode_json(
                 _MessageLine(
@@ -118,6 +132,9 @@ class JsonlWriter(TranscriptWriter):
                     role=r.role,
                     content=r.content,
                     created_at=r.created_at,
+                    id=r.id,
+                    timestamp=r.timestamp,
+                    metadata=r.metadata,
                 ),
                 exact=exact,
             )

@@ -75,7 +75,7 @@ def _readable(c: Any, s: FullRow, lo: int, hi: int, skipped: list[DamagedRow]) -
                 f"message {p} of session {s.id!r} does not decode and was left out of this export: {reason}"
             )
             m = placeholder(role, what)
-            out.append(MessageRecord(role=m.role, content=m.content, created_at=format_time(created)))
+            out.append(MessageRecord.of(m, format_time(created)))
     return out
 
 

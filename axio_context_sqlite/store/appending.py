@@ -79,6 +79,7 @@ def append(
     if (
         n == 1
         and not encoded[0].blobs
+        and encoded[0].extra is None
         and (embeddings is None or not embeddings.rows)
         and not c.in_transaction
     ):
@@ -125,6 +126,9 @@ def append(
                 for i, (e, t) in enumerate(zip(encoded, tokens, strict=True))
             ],
         )
+        extras = [(base + i, e.extra) for i, e in enumerate(encoded) if e.extra is not None]
+        if extras:
+            c.executemany("INSERT INTO message_extras (id, data) VALUES (?, ?)", extras)
         indexing.queue_text(c, range(base, base + n), fold=not inline)
         if embeddings is not None and embeddings.rows:
             indexing.store_embeddings(

@@ -184,10 +184,7 @@ def records(c: Any, s: FullRow, start: int, end: int) -> list[MessageRecord]:
     """Positions ``[start, end)`` with their created times."""
     times: list[int] = []
     messages = reading.read_messages(c, s.id, s, start, end, times=times)
-    return [
-        MessageRecord(role=m.role, content=m.content, created_at=format_time(t))
-        for m, t in zip(messages, times, strict=True)
-    ]
+    return [MessageRecord.of(m, format_time(t)) for m, t in zip(messages, times, strict=True)]
 
 
 def show(c: Any, session_id: str, full: bool) -> SessionView:

@@ -20,7 +20,7 @@ import aiosqlite
 
 from axio_context.checkpoints import Checkpoint
 from axio_context.compaction.auto import starts_with
-from axio_context.context import ContextStore
+from axio_context.context import ContextStore, check_limit
 from axio_context.embeddings import Embedder, check_embedder
 from axio_context.errors import CheckpointError, EmbeddingMismatchError
 from axio_context.messages import Message, SessionInfo
@@ -201,9 +201,14 @@ class SQLiteContextStore(ContextStore):
 
     # -- reading ---------------------------------------------------------------------------------
 
-    async def get_history(self) -> list[Message]:
-        """The model's view: the latest checkpoint's summary, then the messages after it."""
-        return await run(self._conn, reading.get_view, self._session_id)
+    async def get_history(self, limit: int | None = None) -> list[Message]:
+        """The model's view: the latest checkpoint's summary, then the messages after it; with
+        ``limit``, its last ``limit`` messages, reading only their rows."""
+        n = None if limit is None else check_limit(limit)
+        return await run(self._conn, reading.get_view, self._session_id, n)
+
+    async def get_tail(self, limit: int) -> list[Message]:
+        return await self.get_history(limit=check_limit(limit))
 
     async def get_full_history(self) -> list[Message]:
         """Every message of the transcript, whatever compaction did to the view."""

@@ -25,11 +25,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
+from axio_context.blocks import ProviderBlock
 from axio_context.codec import decode_content
 from axio_context.errors import EmbeddingMismatchError
 from axio_context.messages import Message, text_columns
 
-from . import chunks
+from . import chunks, packing
 from .keys import POSITION_MASK, key, position_of
 from .message_rows import ROLE_NAMES
 from .packing import ROW_ERRORS, inflate
@@ -49,6 +50,7 @@ __all__ = [
     "index_text",
     "queue_is_long",
     "queue_text",
+    "reindex_provider_text",
     "row_text",
     "store_embeddings",
     "text_of",
@@ -107,7 +109,9 @@ def flush_pending(c: Any) -> int:
     return len(rows)
 
 
-def _index_rows(c: Any, rows: Sequence[tuple[int, int, int, bytes]]) -> dict[int, bytes]:
+def _index_rows(
+    c: Any, rows: Sequence[tuple[int, int, int, bytes]], *, provider_text: bool = True
+) -> dict[int, bytes]:
     """Index stored ``(id, role, flags, payload)`` rows; a damaged row stays unindexed (reading
     it reports CorruptDataError). Returns the MessagePack of the rows it read (by id), for
     sealing them without decompressing them again."""
@@ -120,6 +124,8 @@ def _index_rows(c: Any, rows: Sequence[tuple[int, int, int, bytes]]) -> dict[int
             message = _message(role, data)
         except ROW_ERRORS:
             continue
+        if not provider_text:  # the text as versions before message_extras extracted it
+            message = _without_provider_blocks(message)
         entries.append((mid, *text_columns(message)))  # outside the try: it never raises
     index_text(c, entries)
     return plain
@@ -300,8 +306,9 @@ def copy_index(c: Any, lo_key: int, hi_key: int, dest_sid: int, dest_project: st
             _set(c, "codes_stale", "1")
 
 
-def index_all_messages(c: Any) -> None:
-    """Index every stored message's text (the upgrade to schema version 2)."""
+def index_all_messages(c: Any, *, provider_text: bool = True) -> None:
+    """Index every stored message's text (the upgrade to schema version 2, which runs it
+    without ``provider_text``, as that version did: a later step adds it)."""
     last = -1
     while True:
         rows = c.execute(
@@ -309,5 +316,48 @@ def index_all_messages(c: Any) -> None:
         ).fetchall()
         if not rows:
             return
-        _index_rows(c, rows)
+        _index_rows(c, rows, provider_text=provider_text)
         last = rows[-1][0]
+
+
+_FTS_DELETE: Final = "INSERT INTO messages_fts (messages_fts, rowid, body, tool) VALUES ('delete', ?, ?, ?)"
+
+
+def reindex_provider_text(c: Any) -> None:
+    """Give the keyword index the text of provider blocks (the upgrade to ``message_extras``).
+
+    Provider blocks had no text before; an indexed message holding one is removed with the text
+    it was indexed under (its text without those blocks) and indexed again with all of it, so a
+    later removal, which re-extracts the new text, matches what the index holds.
+    """
+    previous = packing.bound_or_none()
+    packing.bind(c)  # dictionary-compressed payloads read through this connection's dictionaries
+    try:
+        last = -1
+        reader = chunks.Reader(c)
+        while True:
+            rows = c.execute(
+                "SELECT id, role, flags, payload FROM messages WHERE id > ? ORDER BY id LIMIT 512", (last,)
+            ).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            for mid, role, flags, payload in rows:
+                try:
+                    message = _message(role, reader.plain(mid, flags, payload))
+                except ROW_ERRORS:
+                    continue
+                if not any(isinstance(b, ProviderBlock) for b in message.content):
+                    continue
+                if c.execute("SELECT 1 FROM fts_pending WHERE id = ?", (mid,)).fetchone() is not None:
+                    continue  # queued: the fold indexes it with the new text
+                if c.execute("SELECT 1 FROM messages_fts WHERE rowid = ?", (mid,)).fetchone() is not None:
+                    # Indexed under its text without provider blocks, which had none then.
+                    c.execute(_FTS_DELETE, (mid, *text_columns(_without_provider_blocks(message))))
+                index_text(c, [(mid, *text_columns(message))])
+    finally:
+        packing.rebind(previous)
+
+
+def _without_provider_blocks(message: Message) -> Message:
+    return Message(message.role, [b for b in message.content if not isinstance(b, ProviderBlock)])

@@ -66,6 +66,9 @@ def insert_messages(c: Any, sid: int, first: int, batch: Sequence[Stamped]) -> i
     c.executemany(
         "INSERT INTO messages (id, role, flags, created_at, tokens, payload) VALUES (?, ?, ?, ?, ?, ?)", rows
     )
+    extras = [(row[0], e.extra) for row, e in zip(rows, encoded, strict=True) if e.extra is not None]
+    if extras:
+        c.executemany("INSERT INTO message_extras (id, data) VALUES (?, ?)", extras)
     indexing.index_text(c, [(row[0], *text) for row, text in zip(rows, texts, strict=True)])  # one batch
     if dicts is not None:
         dicts.count(row[2] for row in rows)

@@ -10,7 +10,7 @@ from typing import Any, Final
 import msgspec
 
 from axio_context.blocks import AudioBlock, ContentBlock, ImageBlock, ToolResultBlock, VideoBlock
-from axio_context.codec import decode_content, encode_content
+from axio_context.codec import decode_content, decode_extras, encode_content, encode_extras
 from axio_context.errors import CorruptDataError, DecodeError
 from axio_context.messages import Message, text_columns
 
@@ -25,6 +25,7 @@ __all__ = [
     "encode_message",
     "media_digests",
     "restore_media",
+    "with_extras",
 ]
 
 
@@ -43,6 +44,7 @@ class EncodedMessage(msgspec.Struct):
     blobs: list[tuple[bytes, bytes]]  # (digest, data) in reference order, repeats kept
     body: str = ""  # text the keyword index holds (see axio_context.messages.text_columns), when asked for
     tool: str = ""
+    extra: bytes | None = None  # the message's id/timestamp/metadata (message_extras), when set
 
 
 def _media_blocks(content: Sequence[ContentBlock]) -> Iterable[_Media]:
@@ -92,6 +94,7 @@ def encode_message(
         raise DecodeError(f"message {index}: invalid message role {message.role!r:.80}") from None
     try:
         payload = encode_content(message.content)  # validates the content as given
+        extra = encode_extras(message)
         content = message.content
         flags = 0
         blobs: list[tuple[bytes, bytes]] = []
@@ -111,7 +114,9 @@ def encode_message(
     zflags, payload = pack(payload, dicts)
     flags |= zflags
     body, tool = text_columns(message) if text else ("", "")
-    return EncodedMessage(role=role, flags=flags, payload=payload, blobs=blobs, body=body, tool=tool)
+    return EncodedMessage(
+        role=role, flags=flags, payload=payload, blobs=blobs, body=body, tool=tool, extra=extra
+    )
 
 
 def blob_digests(flags: int, payload: bytes) -> list[bytes]:
@@ -147,3 +152,8 @@ def decode_row(role: int, flags: int, payload: bytes, fetch_blobs: Any = None, *
         raise
     except ROW_ERRORS as exc:
         raise CorruptDataError(f"{where}: stored message does not decode ({exc})") from None
+
+
+def with_extras(message: Message, data: bytes) -> Message:
+    """``message`` with the id/timestamp/metadata stored for it in ``message_extras``."""
+    return msgspec.structs.replace(message, **decode_extras(data))

@@ -34,9 +34,7 @@ from typing import Any, Final
 import msgspec
 import zstandard
 
-from axio_context.blocks import (
-    ContentBlock,
-)
+from axio_context.blocks import ContentBlock
 from axio_context.errors import DecodeError
 
 from .transactions import write_tx
@@ -63,6 +61,7 @@ __all__ = [
     "encode_chunk",
     "inflate",
     "pack",
+    "rebind",
     "recompress",
     "unbind",
     "unzstd",
@@ -349,6 +348,11 @@ def bind(db: Any) -> Dictionaries:
     d.load()
     _local.dicts = d
     return d
+
+
+def rebind(dicts: Dictionaries | None) -> None:
+    """Restore this thread's dictionaries after a temporary :func:`bind` (None: none)."""
+    _local.dicts = dicts
 
 
 def unbind() -> None:

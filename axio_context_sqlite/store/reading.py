@@ -11,13 +11,14 @@ from axio_context.codec import (
     decode_content,
     decode_messages_msgpack,
 )
+from axio_context.context import tail_of_view
 from axio_context.errors import CorruptDataError, DecodeError
 from axio_context.messages import Message
 
 from . import chunks, packing
 from .chunks import chunk_of
 from .keys import POSITION_MASK, key
-from .message_rows import ROLE_NAMES, decode_row, media_digests, restore_media
+from .message_rows import ROLE_NAMES, decode_row, media_digests, restore_media, with_extras
 from .packing import (
     CHUNK_ERRORS,
     DICT_SHIFT,
@@ -67,6 +68,7 @@ def read_messages(
     ``times``, when given, receives each message's ``created_at`` (ms), in the same order.
     """
     out: list[Any] = []
+    extras: list[tuple[int, bytes]] = []  # (index in out, message_extras data)
     with_media: list[tuple[int, int, Any, list[Any]]] = []  # (index in out, position, role, content)
     fetch = _fetch_blobs(c)
     dicts = packing.bound_or_none()
@@ -87,6 +89,10 @@ def read_messages(
         if len(rows) != hi - lo:
             raise CorruptDataError(f"session {session_id!r}: positions {lo}..{hi - 1} have {len(rows)} rows")
         first = len(out)  # out[first + i] is position lo + i
+        # Few messages have an id, timestamp or metadata: one indexed range query finds them.
+        lo_key = key(sid, lo)
+        found = c.execute(_READ_EXTRAS, (lo_key, key(sid, hi))).fetchall()
+        extras.extend((first + mid - lo_key, data) for mid, data in found)
         append = out.append
         try:
             # The hot loop of every load: the common kinds of row skip decode_row's generality.
@@ -128,9 +134,15 @@ def read_messages(
             out[i] = Message(
                 role=role_name, content=restore_media(content, found, _where(session_id, position))
             )
+    for i, data in extras:
+        try:
+            out[i] = with_extras(out[i], data)
+        except DecodeError as exc:
+            raise CorruptDataError(f"{session_id!r}: a message's extras do not decode ({exc})") from None
     return out
 
 
+_READ_EXTRAS: Final = "SELECT id, data FROM message_extras WHERE id >= ? AND id < ? ORDER BY id"
 _READ: Final = "SELECT role, flags, payload FROM messages WHERE id >= ? AND id < ? ORDER BY id"
 _READ_TIMED: Final = (
     "SELECT role, flags, payload, created_at FROM messages WHERE id >= ? AND id < ? ORDER BY id"
@@ -241,16 +253,22 @@ def decode_summary(session_id: str, blob: bytes) -> list[Message]:
         ) from None
 
 
-def get_view(c: Any, session_id: str) -> list[Message]:
-    """The model's view: the latest checkpoint's summary, then every message after it."""
+def get_view(c: Any, session_id: str, limit: int | None = None) -> list[Message]:
+    """The model's view: the latest checkpoint's summary, then every message after it; with
+    ``limit``, its last ``limit`` messages, reading only their rows."""
     with read_tx(c):
         row = session_row(c, session_id)
-        if row is None:
+        if row is None or limit == 0:
             return []
         cp = latest_checkpoint(c, row.sid)
+        start = 0 if cp is None else cp[0]
+        if limit is not None:
+            start = max(start, row.next_position - limit)
+        own = read_messages(c, session_id, row, start)
         if cp is None:
-            return read_messages(c, session_id, row)
-        return [*decode_summary(session_id, cp[1]), *read_messages(c, session_id, row, cp[0])]
+            return own
+        summary = decode_summary(session_id, cp[1])
+        return [*summary, *own] if limit is None else tail_of_view(summary, own, limit)
 
 
 def get_full(c: Any, session_id: str) -> list[Message]:

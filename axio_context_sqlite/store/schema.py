@@ -25,7 +25,7 @@ from typing import Any, Final
 from axio_context.errors import SchemaVersionError
 
 from ..errors import ForeignDatabaseError
-from .indexing import index_all_messages
+from .indexing import index_all_messages, reindex_provider_text
 
 __all__ = [
     "APPLICATION_ID",
@@ -55,11 +55,14 @@ _PYTHON = re.compile(r"^-- python: (\w+)\s*$")
 
 def _index_existing_text(raw: Any) -> None:
     """Put every message stored before version 2 into the keyword index."""
-    index_all_messages(raw)
+    index_all_messages(raw, provider_text=False)
 
 
 #: Data steps a ``-- python: name`` line of ``schema.sql`` may run, by name.
-DATA_STEPS: Final[dict[str, Callable[[Any], None]]] = {"index_existing_text": _index_existing_text}
+DATA_STEPS: Final[dict[str, Callable[[Any], None]]] = {
+    "index_existing_text": _index_existing_text,
+    "reindex_provider_text": reindex_provider_text,
+}
 
 
 @dataclass(frozen=True)

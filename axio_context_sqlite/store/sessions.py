@@ -196,6 +196,11 @@ def _copy_rows(c: Any, lo_key: int, hi_key: int, dest_sid: int) -> None:
         " WHERE id >= ? AND id < ? AND (NOT flags & ? OR id >= ? AND id < ?) ORDER BY id",
         (dest, POSITION_MASK, lo_key, hi_key, FLAG_SEALED, whole_lo, whole_hi),
     )
+    c.execute(
+        "INSERT INTO message_extras (id, data) SELECT ? + (id & ?), data FROM message_extras"
+        " WHERE id >= ? AND id < ?",
+        (dest, POSITION_MASK, lo_key, hi_key),
+    )
     cut = c.execute(
         "SELECT id, role, flags, created_at, tokens FROM messages WHERE id >= ? AND id < ? AND flags & ?"
         " AND NOT (id >= ? AND id < ?) ORDER BY id",
@@ -223,6 +228,7 @@ def _delete_own_rows(c: Any, row: SessionRow, from_position: int) -> None:
     digests = digests_in_range(c, lo_key, hi_key)
     indexing.delete_index(c, lo_key, hi_key)
     c.execute("DELETE FROM messages WHERE id >= ? AND id < ?", (lo_key, hi_key))
+    c.execute("DELETE FROM message_extras WHERE id >= ? AND id < ?", (lo_key, hi_key))
     chunks.drop(c, lo_key, hi_key)
     drop_blob_refs(c, digests)
 

@@ -18,7 +18,7 @@ from axio_context.compaction import AutoCompactStore, CompactionContext
 from axio_context.compaction.strategies import HardTruncation, TokenBudget, message_chars
 from axio_context.compaction.summarizers import ExtractiveSummarizer, render_messages
 from axio_context.errors import SummarizerError
-from axio_context.messages import input_text, text_columns
+from axio_context.messages import input_text, provider_text, text_columns
 from axio_context.tokens import estimate_message_tokens
 from axio_context_sqlite import SQLiteContextStore, connect
 from tests.compaction.test_openai import Server, server, summarizer
@@ -176,3 +176,28 @@ async def test_nan_in_the_system_message_does_not_stop_compaction_on_sqlite(tmp_
             view = await auto.get_history()
             assert len(view) == 1 + 2 + 2  # system, summary pair, the two kept
         assert len(await store.list_checkpoints()) == 3
+
+
+def test_provider_block_is_estimated_by_its_text_not_its_json() -> None:
+    image = "data:image/png;base64," + "iVBORw0KGgo" * 20_000  # 220 KB of base64
+    item = {
+        "type": "message",
+        "id": "msg_" + "a" * 40,
+        "role": "user",
+        "content": [
+            {"type": "input_text", "text": "word " * 80},
+            {"type": "input_image", "image_url": image, "detail": "auto"},
+        ],
+    }
+    message = Message("user", [ProviderBlock(provider="openai", kind="message", data=item)])
+    assert estimate_message_tokens(message) == 4 + 4 + 400 // 4 + 1_600
+    reasoning = {"type": "reasoning", "encrypted_content": "gAAAA" + "Z" * 50_000, "summary": []}
+    assert (
+        estimate_message_tokens(Message("assistant", [ProviderBlock("openai", "reasoning", reasoning)])) == 8
+    )
+    assert provider_text(item) == "word " * 80
+    call = {"type": "function_call", "call_id": "c", "name": "get_weather", "arguments": "{not json"}
+    assert text_columns(Message("assistant", [ProviderBlock("openai", "function_call", call)])) == (
+        "",
+        "get_weather\n{not json",
+    )
