@@ -112,25 +112,20 @@ class ResumableState(msgspec.Struct, kw_only=True, dict=True):
 
     # -- dicts and JSON ---------------------------------------------------------------------------
 
-    def to_dict(self) -> dict[str, Any]:
-        """The state as JSON-ready builtins: every declared field, then the unknown ones kept."""
-        try:
-            out: dict[str, Any] = msgspec.to_builtins(self)
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise StateEncodeError(
-                f"{type(self).__name__}.{self._failing_field()} cannot be encoded: {exc}"
-            ) from None
+    def to_dict(self, *, subagents: bool = True) -> dict[str, Any]:
+        """The state as JSON-ready builtins: every declared field, then the unknown ones kept
+        (``subagents=False`` leaves out ``subagent_history``, which a save stores as sessions)."""
+        out: dict[str, Any] = {}
+        for name in self.__struct_fields__:
+            if name == "subagent_history" and not subagents:
+                continue
+            try:
+                out[name] = msgspec.to_builtins(getattr(self, name))
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise StateEncodeError(f"{type(self).__name__}.{name} cannot be encoded: {exc}") from None
         for name, value in self.unknown_fields.items():
             out.setdefault(name, value)
         return out
-
-    def _failing_field(self) -> str:
-        for name in self.__struct_fields__:
-            try:
-                msgspec.to_builtins(getattr(self, name))
-            except (TypeError, ValueError, OverflowError):
-                return name
-        return "?"
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:

@@ -191,10 +191,12 @@ async def save_state(session: SQLiteContextStore, state: ResumableState) -> None
     """
     if not isinstance(state, ResumableState):
         raise TypeError(f"save_state takes a ResumableState, got {type(state).__name__}")
-    fields = state.to_dict()
-    history = fields.pop("subagent_history", {})
     dicts = getattr(session.connection, "dicts", None)
+    history: Any = state.subagent_history
+    if not isinstance(history, dict):
+        raise StateEncodeError(f"subagent_history must be a dict, got {type(history).__name__}")
     subs = [_prepare(name, items, dicts) for name, items in history.items()]
+    fields = state.to_dict(subagents=False)
     await run(
         session.connection,
         _save,
