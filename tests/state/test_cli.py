@@ -54,7 +54,9 @@ def test_tree_json_nests_subagents_and_forks(tmp_path: Path) -> None:
 
 def test_tree_nl_and_table(tmp_path: Path) -> None:
     path, fork = build(tmp_path)
-    lines = [json.loads(x) for x in invoke("--db", path, "list-sessions", "--tree", "--nl").stdout.splitlines()]
+    lines = [
+        json.loads(x) for x in invoke("--db", path, "list-sessions", "--tree", "--nl").stdout.splitlines()
+    ]
     assert [(x["session_id"], x["depth"], x["under"]) for x in lines] == [
         ("alone", 0, None),
         ("main", 0, None),
@@ -66,7 +68,9 @@ def test_tree_nl_and_table(tmp_path: Path) -> None:
     assert [line.split("  ")[0] for line in table[1:3]] == ["alone", "main"]
     assert table[3].startswith("  [explorer] explorer@main")
     assert table[4].startswith("  [fork] ")
-    assert invoke_json("--db", path, "list-sessions", "--tree", "-n", "1", "--json")[0]["session_id"] == "alone"
+    assert (
+        invoke_json("--db", path, "list-sessions", "--tree", "-n", "1", "--json")[0]["session_id"] == "alone"
+    )
 
 
 def test_export_children(tmp_path: Path) -> None:
@@ -97,7 +101,10 @@ def test_show_search_and_state(tmp_path: Path) -> None:
 def test_state_errors_are_one_line(tmp_path: Path) -> None:
     path, _ = build(tmp_path)
     missing = invoke("--db", path, "state", "alone", ok=False)
-    assert missing.exit_code == 1 and missing.stderr.strip() == "Error: no agent state is saved with session 'alone'"
+    assert (
+        missing.exit_code == 1
+        and missing.stderr.strip() == "Error: no agent state is saved with session 'alone'"
+    )
     unknown = invoke("--db", path, "state", "nope", ok=False)
     assert unknown.exit_code == 1 and "nope" in unknown.stderr and "Traceback" not in unknown.output
     pg = invoke("--db", "postgresql://nowhere/db", "list-sessions", "--tree", ok=False)

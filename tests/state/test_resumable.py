@@ -25,7 +25,9 @@ from axio_context.state import (
 
 REQUEST = {
     "kind": "request",
-    "parts": [{"part_kind": "user-prompt", "content": "find the config", "timestamp": "2025-01-01T00:00:00Z"}],
+    "parts": [
+        {"part_kind": "user-prompt", "content": "find the config", "timestamp": "2025-01-01T00:00:00Z"}
+    ],
 }
 RESPONSE = {
     "kind": "response",
@@ -52,7 +54,9 @@ class MyContext(AgentContext):
 
 
 def test_pai_subclassing_example_round_trips_through_json() -> None:
-    ctx = MyContext(custom_field="kept", user_prompts=["hi"], subagent_history={"explorer-a7b9": [REQUEST, RESPONSE]})
+    ctx = MyContext(
+        custom_field="kept", user_prompts=["hi"], subagent_history={"explorer-a7b9": [REQUEST, RESPONSE]}
+    )
     state = ctx.export_state()
     assert isinstance(state, MyState)
     text = state.model_dump_json(indent=2)
@@ -81,7 +85,9 @@ def test_restore_copies_so_the_state_and_context_do_not_share_lists() -> None:
 
 
 def test_export_state_follows_pais_defaults() -> None:
-    usage = ExtraUsageRecord(uuid="u1", agent="search", model_id="openai:gpt-4o", usage=RunUsage(input_tokens=5))
+    usage = ExtraUsageRecord(
+        uuid="u1", agent="search", model_id="openai:gpt-4o", usage=RunUsage(input_tokens=5)
+    )
     ctx = AgentContext(
         extra_usages=[usage],
         subagent_history={"s": [REQUEST]},
@@ -131,7 +137,12 @@ def test_a_state_written_by_pai_loads() -> None:
                 "uuid": "call-1",
                 "agent": "image_understanding",
                 "model_id": "openai:gpt-4o",
-                "usage": {"input_tokens": 10, "output_tokens": 3, "requests": 1, "details": {"reasoning_tokens": 2}},
+                "usage": {
+                    "input_tokens": 10,
+                    "output_tokens": 3,
+                    "requests": 1,
+                    "details": {"reasoning_tokens": 2},
+                },
             }
         ],
         "user_prompts": "summarise the repo",  # pai's `str | Sequence[UserContent] | None`

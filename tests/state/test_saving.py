@@ -33,7 +33,9 @@ class MyState(ResumableState):
 def history(n: int, start: int = 0) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i in range(start, start + n):
-        out.append({"kind": "request", "parts": [{"part_kind": "user-prompt", "content": f"look for item {i}"}]})
+        out.append(
+            {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": f"look for item {i}"}]}
+        )
         out.append({"kind": "response", "parts": [{"part_kind": "text", "content": f"item {i} found"}]})
     return out
 
@@ -65,7 +67,9 @@ async def test_round_trip_with_subagents_as_sessions(conn: Connection) -> None:
     assert "subagent_history" not in stored.state
 
 
-async def test_a_grown_history_is_appended_and_a_changed_one_rewritten(conn: Connection, db_path: Path) -> None:
+async def test_a_grown_history_is_appended_and_a_changed_one_rewritten(
+    conn: Connection, db_path: Path
+) -> None:
     store = SQLiteContextStore(conn, "main", project="p")
     await save_state(store, ResumableState(subagent_history={"explorer": history(2)}))
     before = rows(db_path, "SELECT id, created_at FROM messages ORDER BY id")
@@ -109,7 +113,11 @@ async def test_classes_load_each_others_states_and_unknown_fields_survive_saves(
     other = SQLiteContextStore(conn, "other", project="p")
     await save_state(other, ResumableState(user_prompts=["x"]))
     defaults = await load_state(other, MyState)
-    assert defaults is not None and (defaults.custom_field, defaults.turns, defaults.user_prompts) == ("", 0, ["x"])
+    assert defaults is not None and (defaults.custom_field, defaults.turns, defaults.user_prompts) == (
+        "",
+        0,
+        ["x"],
+    )
 
 
 async def test_a_future_versions_state_is_kept_whole(conn: Connection, db_path: Path) -> None:
@@ -133,7 +141,10 @@ async def test_no_state_loads_as_none(conn: Connection) -> None:
 @pytest.mark.parametrize(
     ("history_", "named"),
     [
-        ({"explorer": [{"kind": "request", "parts": [{"content": object()}]}]}, r"subagent_history\['explorer'\]\[0\]"),
+        (
+            {"explorer": [{"kind": "request", "parts": [{"content": object()}]}]},
+            r"subagent_history\['explorer'\]\[0\]",
+        ),
         ({"explorer": [{"kind": "request"}, "not a dict"]}, r"subagent_history\['explorer'\]\[1\]"),
         ({"": []}, "non-empty string"),
     ],
@@ -144,7 +155,10 @@ async def test_content_that_cannot_be_encoded_is_named_and_nothing_is_written(
     store = SQLiteContextStore(conn, "main", project="p")
     good = ResumableState(subagent_history={"explorer": history(1)}, handoff_message="good")
     await save_state(store, good)
-    before = rows(db_path, "SELECT * FROM messages ORDER BY id"), rows(db_path, "SELECT * FROM session_states")
+    before = (
+        rows(db_path, "SELECT * FROM messages ORDER BY id"),
+        rows(db_path, "SELECT * FROM session_states"),
+    )
     with pytest.raises(StateEncodeError, match=named):
         await save_state(store, ResumableState(subagent_history=history_, handoff_message="bad"))
     after = rows(db_path, "SELECT * FROM messages ORDER BY id"), rows(db_path, "SELECT * FROM session_states")
