@@ -51,14 +51,16 @@ _ESTIMATOR: Final = DefaultEstimator()
 
 
 class _Subagent(msgspec.Struct):
-    """One subagent's history, encoded before the transaction: rows, token estimates, and the
-    digest of its first ``k`` messages for every ``k`` (to compare with what is stored)."""
+    """One subagent's history, checked before the transaction: its message dicts, the digest of
+    its first ``k`` messages for every ``k`` (to compare with what is stored), and the rows of
+    the messages from ``first`` on, encoded ahead (those the stored history does not hold yet)."""
 
     name: str
+    items: list[Any]
+    digests: list[str]
+    first: int
     encoded: list[EncodedMessage]
     tokens: list[int]
-    digests: list[str]
-    preview: tuple[int, str] | None
 
 
 class StoredState(msgspec.Struct, frozen=True):
@@ -87,7 +89,24 @@ def _digests(raw: Sequence[bytes]) -> list[str]:
     return out
 
 
-def _prepare(name: str, history: Any, dicts: Any) -> _Subagent:
+def _encode(
+    name: str, items: Sequence[Any], first: int, dicts: Any
+) -> tuple[list[EncodedMessage], list[int]]:
+    """Rows and token estimates of ``items`` (their positions start at ``first``)."""
+    encoded, tokens = [], []
+    for i, item in enumerate(items, first):
+        message = message_of(item)
+        try:
+            encoded.append(encode_message(message, dicts=dicts, index=i))
+        except DecodeError as exc:
+            raise StateEncodeError(f"subagent_history[{name!r}][{i}] cannot be stored: {exc}") from None
+        tokens.append(_ESTIMATOR.count(message))
+    return encoded, tokens
+
+
+def _prepare(name: str, history: Any, dicts: Any, stored: tuple[int, str] | None) -> _Subagent:
+    """Check every message of one subagent (each must encode), digest them, and encode those
+    past what ``stored`` (the count and digest saved last time) says the session holds."""
     if not isinstance(name, str) or not name:
         raise StateEncodeError(
             f"subagent_history: a subagent's key must be a non-empty string, got {name!r:.80}"
@@ -95,25 +114,21 @@ def _prepare(name: str, history: Any, dicts: Any) -> _Subagent:
     if not isinstance(history, list):
         raise StateEncodeError(f"subagent_history[{name!r}] must be a list of message dicts")
     raw: list[bytes] = []
-    messages = []
     for i, item in enumerate(history):
-        where = f"subagent_history[{name!r}][{i}]"
+        if not isinstance(item, dict):
+            raise StateEncodeError(
+                f"subagent_history[{name!r}][{i}] must be a dict, got {type(item).__name__}"
+            )
         try:
             raw.append(_JSON.encode(item))
-            messages.append(message_of(item))
         except (TypeError, ValueError, OverflowError) as exc:
-            raise StateEncodeError(f"{where} cannot be encoded: {exc}") from None
-    try:
-        encoded = [encode_message(m, dicts=dicts, index=i) for i, m in enumerate(messages)]
-    except DecodeError as exc:
-        raise StateEncodeError(f"subagent_history[{name!r}]: {exc}") from None
-    return _Subagent(
-        name=name,
-        encoded=encoded,
-        tokens=[_ESTIMATOR.count(m) for m in messages],
-        digests=_digests(raw),
-        preview=appending.preview_for(messages),
-    )
+            raise StateEncodeError(f"subagent_history[{name!r}][{i}] cannot be encoded: {exc}") from None
+    digests = _digests(raw)
+    first = 0
+    if stored is not None and stored[0] <= len(history) and digests[stored[0]] == stored[1]:
+        first = stored[0]
+    encoded, tokens = _encode(name, history[first:], first, dicts)
+    return _Subagent(name, history, digests, first, encoded, tokens)
 
 
 def _child_id(c: Any, session_id: str, name: str, project: str | None, now: int) -> str:
@@ -131,11 +146,11 @@ def _child_id(c: Any, session_id: str, name: str, project: str | None, now: int)
 
 
 def _write_subagent(
-    c: Any, child: str, project: str | None, sub: _Subagent, stored: tuple[int, str] | None
+    c: Any, child: str, project: str | None, sub: _Subagent, stored: tuple[int, str] | None, dicts: Any
 ) -> None:
     row = session_row(c, child)
     assert row is not None
-    n = len(sub.encoded)
+    n = len(sub.items)
     start = 0
     if stored is not None:
         count, digest = stored
@@ -143,17 +158,32 @@ def _write_subagent(
             start = count  # the stored history is a prefix of this one: append the rest
     if start == 0 and row.next_position:
         sessions.clear(c, child)
-    if start < n:
-        preview = (
-            None
-            if sub.preview is None or sub.preview[0] < start
-            else (sub.preview[0] - start, sub.preview[1])
-        )
-        appending.append(c, child, project, sub.encoded[start:], sub.tokens[start:], preview)
+    if start >= n:
+        return
+    encoded, tokens = sub.encoded[start - sub.first :], sub.tokens[start - sub.first :]
+    if start < sub.first:  # the session holds less than the save expected: encode the difference
+        head, head_tokens = _encode(sub.name, sub.items[start : sub.first], start, dicts)
+        encoded, tokens = head + encoded, head_tokens + tokens
+    preview = appending.preview_for([message_of(item) for item in sub.items[start:]])
+    appending.append(c, child, project, encoded, tokens, preview)
+
+
+def _stored_counts(c: Any, session_id: str) -> dict[str, tuple[int, str]]:
+    r = c.execute(
+        "SELECT t.subagents FROM session_states t JOIN sessions s ON s.sid = t.sid WHERE s.id = ?",
+        (session_id,),
+    ).fetchone()
+    return {} if r is None else {name: (count, digest) for name, count, digest in _SUBAGENTS.decode(r[0])}
 
 
 def _save(
-    c: Any, session_id: str, project: str | None, type_name: str, state: dict[str, Any], subs: list[_Subagent]
+    c: Any,
+    session_id: str,
+    project: str | None,
+    type_name: str,
+    state: dict[str, Any],
+    subs: list[_Subagent],
+    dicts: Any,
 ) -> None:
     now = now_ms()
     with write_tx(c):
@@ -172,8 +202,8 @@ def _save(
         listed: list[tuple[str, int, str]] = []
         for sub in subs:
             child = _child_id(c, session_id, sub.name, project, now)
-            _write_subagent(c, child, project, sub, before.get(sub.name))
-            listed.append((sub.name, len(sub.encoded), sub.digests[-1]))
+            _write_subagent(c, child, project, sub, before.get(sub.name), dicts)
+            listed.append((sub.name, len(sub.items), sub.digests[-1]))
         c.execute(
             "INSERT INTO session_states (sid, type, state, subagents, saved_at) VALUES (?, ?, ?, ?, ?)"
             " ON CONFLICT (sid) DO UPDATE SET type = excluded.type, state = excluded.state,"
@@ -195,7 +225,10 @@ async def save_state(session: SQLiteContextStore, state: ResumableState) -> None
     history: Any = state.subagent_history
     if not isinstance(history, dict):
         raise StateEncodeError(f"subagent_history must be a dict, got {type(history).__name__}")
-    subs = [_prepare(name, items, dicts) for name, items in history.items()]
+    # What the last save stored, to encode only the messages past it (the transaction checks
+    # again: another writer in between costs an encoding there, never a wrong write).
+    stored = await run(session.connection, _stored_counts, session.session_id) if history else {}
+    subs = [_prepare(name, items, dicts, stored.get(name)) for name, items in history.items()]
     fields = state.to_dict(subagents=False)
     await run(
         session.connection,
@@ -205,6 +238,7 @@ async def save_state(session: SQLiteContextStore, state: ResumableState) -> None
         state_type_name(type(state)),
         fields,
         subs,
+        dicts,
     )
 
 
