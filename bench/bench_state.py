@@ -43,7 +43,7 @@ from axio_context.state import ExtraUsageRecord, ResumableState, RunUsage
 from axio_context_sqlite import SQLiteContextStore, connect
 from axio_context_sqlite.state import load_state, save_state
 
-WORDS = "the agent looked at the repository and found a configuration file for the service".split()
+WORDS = ("the", "agent", "looked", "at", "the", "repository", "and", "found", "a", "config", "file")
 
 
 def _text(i: int, size: int = 900) -> str:
@@ -61,7 +61,12 @@ def turn(name: str, i: int) -> list[dict[str, Any]]:
             "kind": "response",
             "parts": [
                 {"part_kind": "text", "content": _text(i + 1)},
-                {"part_kind": "tool-call", "tool_name": "grep", "args": {"q": f"q{i}"}, "tool_call_id": f"c{i}"},
+                {
+                    "part_kind": "tool-call",
+                    "tool_name": "grep",
+                    "args": {"q": f"q{i}"},
+                    "tool_call_id": f"c{i}",
+                },
             ],
             "model_name": "openai:gpt-4o",
         },
@@ -86,7 +91,9 @@ def make_state(subagents: int, messages: int, turns_more: int = 0) -> ResumableS
     )
 
 
-async def _median(runs: int, prepare: Callable[[int], Awaitable[Any]], call: Callable[[Any], Awaitable[Any]]) -> float:
+async def _median(
+    runs: int, prepare: Callable[[int], Awaitable[Any]], call: Callable[[Any], Awaitable[Any]]
+) -> float:
     times = []
     for r in range(runs):
         arg = await prepare(r)
@@ -100,7 +107,9 @@ def _raw_db(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = NORMAL")
-    db.execute("CREATE TABLE IF NOT EXISTS msgs (id INTEGER PRIMARY KEY, session TEXT, pos INTEGER, body TEXT)")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS msgs (id INTEGER PRIMARY KEY, session TEXT, pos INTEGER, body TEXT)"
+    )
     db.execute("CREATE TABLE IF NOT EXISTS st (session TEXT PRIMARY KEY, body TEXT)")
     return db
 
@@ -120,7 +129,9 @@ def _raw_rows_save(db: sqlite3.Connection, session: str, state: ResumableState, 
 def _raw_rows_load(db: sqlite3.Connection, session: str) -> dict[str, Any]:
     state = json.loads(db.execute("SELECT body FROM st WHERE session = ?", (session,)).fetchone()[0])
     history: dict[str, list[Any]] = {}
-    for name, body in db.execute("SELECT session, body FROM msgs WHERE session LIKE ? ORDER BY id", (f"%@{session}",)):
+    for name, body in db.execute(
+        "SELECT session, body FROM msgs WHERE session LIKE ? ORDER BY id", (f"%@{session}",)
+    ):
         history.setdefault(name, []).append(json.loads(body))
     state["subagent_history"] = history
     return state
@@ -128,6 +139,10 @@ def _raw_rows_load(db: sqlite3.Connection, session: str) -> dict[str, Any]:
 
 def _raw_blob_save(db: sqlite3.Connection, session: str, state: ResumableState) -> None:
     db.execute("INSERT OR REPLACE INTO st VALUES (?, ?)", (session, state.to_json()))
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
 
 
 def _file_save(path: Path, state: ResumableState) -> None:
@@ -193,7 +208,9 @@ async def bench(subagents: int, messages: int, runs: int) -> dict[str, Any]:
                 _raw_blob_save(db, s, grown)
 
             async def blob_load(s: str) -> None:
-                ResumableState.from_json(db.execute("SELECT body FROM st WHERE session = ?", (s,)).fetchone()[0])
+                ResumableState.from_json(
+                    db.execute("SELECT body FROM st WHERE session = ?", (s,)).fetchone()[0]
+                )
 
             async def first0(r: int) -> str:
                 return "first-0"
@@ -218,7 +235,7 @@ async def bench(subagents: int, messages: int, runs: int) -> dict[str, Any]:
             _file_save(p, grown)
 
         async def file_load(p: Path) -> None:
-            ResumableState.model_validate_json(p.read_text(encoding="utf-8"))
+            ResumableState.model_validate_json(_read(p))
 
         out["file_save_ms"] = await _median(runs, file_at, file_save)
         out["file_load_ms"] = await _median(runs, file_at, file_load)

@@ -160,7 +160,8 @@ def _write_subagent(
         sessions.clear(c, child)
     if start >= n:
         return
-    encoded, tokens = sub.encoded[start - sub.first :], sub.tokens[start - sub.first :]
+    skip = max(start - sub.first, 0)  # encoded ahead from `first`; the session may hold more
+    encoded, tokens = sub.encoded[skip:], sub.tokens[skip:]
     if start < sub.first:  # the session holds less than the save expected: encode the difference
         head, head_tokens = _encode(sub.name, sub.items[start : sub.first], start, dicts)
         encoded, tokens = head + encoded, head_tokens + tokens

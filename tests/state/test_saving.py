@@ -99,6 +99,21 @@ async def test_a_subagent_session_written_to_directly_is_rewritten_from_the_stat
     assert (await load_state(store)).subagent_history == {"explorer": history(2)}  # type: ignore[union-attr]
 
 
+async def test_a_save_racing_another_writer_still_writes_the_whole_history(
+    conn: Connection, db_path: Path
+) -> None:
+    """The messages past the last save are encoded before the transaction; when the session
+    turns out to hold fewer (another process cleared it in between), the rest is encoded then."""
+    store = SQLiteContextStore(conn, "main", project="p")
+    await save_state(store, ResumableState(subagent_history={"explorer": history(2)}))
+    with sqlean.connect(str(db_path)) as raw:  # what a second process's clear leaves: no rows
+        raw.execute("DELETE FROM messages")
+        raw.execute("UPDATE sessions SET next_position = 0, est_tokens = 0 WHERE id = 'explorer@main'")
+    await save_state(store, ResumableState(subagent_history={"explorer": history(5)}))
+    loaded = await load_state(store)
+    assert loaded is not None and loaded.subagent_history == {"explorer": history(5)}
+
+
 async def test_classes_load_each_others_states_and_unknown_fields_survive_saves(conn: Connection) -> None:
     store = SQLiteContextStore(conn, "main", project="p")
     await save_state(store, MyState(custom_field="mine", turns=4, user_prompts=["a"]))
