@@ -369,3 +369,38 @@ CREATE TABLE message_extras (
 -- Provider blocks (items only their protocol reads) became searchable by their text: index
 -- entries made before are replaced (a removal feeds the index the text it holds).
 -- python: reindex_provider_text
+
+-- version: 10 resumable_state
+
+-- Subagent sessions: a subagent's history is a session of its own, owned by the session of the
+-- agent that ran it. `owner_id` is that session's id and `agent_name` the subagent's key in the
+-- agent's state (pai's `subagent_history` key). Ownership is not lineage: a subagent session
+-- shares no messages with its owner (its `parent_id`/`base_sid` stay NULL), and a fork of either
+-- one keeps lineage in `parent_id` as always. A session can be both: a fork of a subagent
+-- session has `parent_id` set and no owner; deleting an owner leaves its subagent sessions
+-- (nothing is lost), listed as roots.
+ALTER TABLE sessions ADD COLUMN owner_id TEXT;
+ALTER TABLE sessions ADD COLUMN agent_name TEXT;
+CREATE UNIQUE INDEX sessions_by_owner ON sessions (owner_id, agent_name) WHERE owner_id IS NOT NULL;
+
+-- An agent's resumable state, one row per session, written in the same transaction as its
+-- subagent sessions. `state` is the state's JSON without `subagent_history` (those are the
+-- sessions above, listed in `subagents` with how many messages and a digest of them, so a save
+-- appends only what is new); fields this version does not know stay in the JSON as they came.
+CREATE TABLE session_states (
+    sid         INTEGER PRIMARY KEY,              -- sessions.sid
+    type        TEXT NOT NULL,                    -- module.qualname of the state class that saved it
+    state       TEXT NOT NULL,                    -- JSON object
+    subagents   TEXT NOT NULL DEFAULT '[]',       -- JSON [[agent_name, count, digest], ...], in order
+    saved_at    INTEGER NOT NULL
+);
+
+-- A deleted session takes its state with it; a renamed one keeps its subagent sessions.
+CREATE TRIGGER session_states_on_delete AFTER DELETE ON sessions
+BEGIN
+    DELETE FROM session_states WHERE sid = OLD.sid;
+END;
+CREATE TRIGGER sessions_owner_on_rename AFTER UPDATE OF id ON sessions
+BEGIN
+    UPDATE sessions SET owner_id = NEW.id WHERE owner_id = OLD.id;
+END;

@@ -36,6 +36,7 @@ from .output import (
     shown_for_infos,
     visible,
 )
+from .state import list_tree
 
 
 @cli.command("list-sessions")
@@ -49,6 +50,9 @@ from .output import (
     help="At most N (0: all).",
 )
 @click.option("--since", type=When(), help="Only sessions created since (a date, or an age like 7d).")
+@click.option(
+    "--tree", is_flag=True, help="Subagent sessions and forks under their parents (-n counts roots)."
+)
 @output_options
 @click.pass_context
 def list_sessions(
@@ -57,6 +61,7 @@ def list_sessions(
     here: bool,
     limit: int,
     since: datetime | None,
+    tree: bool,
     as_json: bool,
     nl: bool,
 ) -> None:
@@ -64,6 +69,9 @@ def list_sessions(
     settings = settings_of(ctx)
     scope = chosen_project(project, here)
     one_format(as_json, nl)
+    if tree:
+        list_tree(ctx, scope, limit or None, since, as_json, nl)
+        return
 
     async def go(db: Database) -> tuple[SessionPage, dict[str, str], bool] | None:
         page = await db.list_sessions(await stored_project(db, scope), limit=limit or None, since=since)

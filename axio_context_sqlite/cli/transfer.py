@@ -14,9 +14,11 @@ from axio_context.transcript import FORMATS, FormatName
 from ..admin.files import writing
 from ..admin.importing import STDIN
 from ..database import DamagedRow, Database
+from ..state import descendants
 from .app import Written, cli, one_line_errors, read_db, settings_of, writing_db
 from .options import output_options, session_argument
 from .output import Progress, echo_json, visible
+from .state import sqlite_only
 
 
 @cli.command()
@@ -32,13 +34,26 @@ from .output import Progress, echo_json, visible
 @click.option(
     "--strict", is_flag=True, help="Fail on a message that does not decode (default: leave it out, say so)."
 )
+@click.option(
+    "--children",
+    is_flag=True,
+    help="Also the sessions under them: subagent sessions and forks, at any depth.",
+)
 @click.pass_context
 def export(
-    ctx: click.Context, sessions: tuple[str, ...], all_: bool, fmt: str, output: str | None, strict: bool
+    ctx: click.Context,
+    sessions: tuple[str, ...],
+    all_: bool,
+    fmt: str,
+    output: str | None,
+    strict: bool,
+    children: bool,
 ) -> None:
     """Export sessions (default: the newest) as json, jsonl or markdown."""
     if all_ and sessions:
         raise click.UsageError("give SESSION arguments or --all, not both")
+    if children and not all_:
+        sqlite_only(ctx, "--children")
     format_ = cast(FormatName, fmt)
     progress = Progress()
 
@@ -50,6 +65,8 @@ def export(
             ids = [await db.resolve(s) for s in sessions]
         else:
             ids = [await db.latest()]
+        if children and ids is not None:
+            ids = list(dict.fromkeys(ids + await descendants(db.connection, ids)))
         result = await db.export(
             out.write, format=format_, session_ids=ids, progress=progress, skip_damaged=not strict
         )

@@ -94,7 +94,10 @@ def resolve(c: Any, prefix: str) -> str:
 
 def latest(c: Any) -> str:
     """The most recently created session's id (the first row of a listing)."""
-    r = c.execute("SELECT id FROM sessions ORDER BY created_at DESC, sid DESC LIMIT 1").fetchone()
+    # A subagent's session (owner_id set) is part of its owner's: "the newest" is never one.
+    r = c.execute(
+        "SELECT id FROM sessions WHERE owner_id IS NULL ORDER BY created_at DESC, sid DESC LIMIT 1"
+    ).fetchone()
     if r is None:
         raise SessionNotFoundError("the database holds no sessions yet")
     return str(r[0])
