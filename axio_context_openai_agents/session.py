@@ -205,8 +205,10 @@ class AxioContextSession(SessionABC):
     async def _session_store(self) -> ContextStore:
         if self._store is None:
             assert self._hub is not None
-            store = SQLiteContextStore(await self._hub.conn(), self.session_id, project=self._project)
-            self._store = self._wrap(store) if self._wrap is not None else store
+            conn = await self._hub.conn()
+            if self._store is None:  # checked again after the await: made once, even when raced
+                store = SQLiteContextStore(conn, self.session_id, project=self._project)
+                self._store = self._wrap(store) if self._wrap is not None else store
         return self._store
 
     async def _owner_checked(self, *, writing: bool) -> ContextStore:
