@@ -115,6 +115,11 @@ def every_item() -> list[dict[str, Any]]:
     ]
 
 
+def _session(*args: Any, **kwargs: Any) -> Any:
+    """A session typed loosely: these tests hand it items of every shape, not openai's TypedDicts."""
+    return AxioContextSession(*args, **kwargs)
+
+
 def _dumps(items: list[Any]) -> list[str]:
     return [json.dumps(i, sort_keys=True) for i in items]
 
@@ -122,12 +127,12 @@ def _dumps(items: list[Any]) -> list[str]:
 async def test_every_item_comes_back_exactly(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     items = every_item()
-    session = AxioContextSession("s", db, project="p")
+    session = _session("s", db, project="p")
     await session.add_items(items[:3])
     await session.add_items(items[3:])
     assert _dumps(await session.get_items()) == _dumps(items)
     session.close()
-    again = AxioContextSession("s", db, project="p")  # a new connection reads the same
+    again = _session("s", db, project="p")  # a new connection reads the same
     got = await again.get_items()
     assert _dumps(got) == _dumps(items)
     assert type(got[-1]["nested"]["n"]) is int and type(got[-1]["nested"]["f"]) is float
@@ -137,7 +142,7 @@ async def test_every_item_comes_back_exactly(tmp_path: Path) -> None:
 
 async def test_items_are_native_blocks_for_show_search_and_tokens(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
-    session = AxioContextSession("s", db, project="p")
+    session = _session("s", db, project="p")
     await session.add_items(every_item())
     session.close()
     async with connect(db) as conn:
@@ -161,7 +166,7 @@ async def test_items_are_native_blocks_for_show_search_and_tokens(tmp_path: Path
 
 async def test_compaction_works_on_a_session(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
-    session = AxioContextSession("s", db, project="p")
+    session = _session("s", db, project="p")
     turns = [
         {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} about otters"}
         for i in range(20)
@@ -180,7 +185,7 @@ async def test_compaction_works_on_a_session(tmp_path: Path) -> None:
 
 
 async def test_limit_semantics(tmp_path: Path) -> None:
-    session = AxioContextSession("s", tmp_path / "s.db", session_settings=SessionSettings(limit=3))
+    session = _session("s", tmp_path / "s.db", session_settings=SessionSettings(limit=3))
     items: list[Any] = [{"role": "user", "content": f"m{i}"} for i in range(10)]
     await session.add_items(items)
     assert await session.get_items() == items[-3:]  # session_settings.limit
@@ -199,7 +204,7 @@ async def test_limit_semantics(tmp_path: Path) -> None:
 
 async def test_sync_construction_run_sync_and_many_threads(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
-    session = AxioContextSession("shared", db)  # constructed inside this running loop
+    session = _session("shared", db)  # constructed inside this running loop
 
     def run_sync_in_thread() -> str:
         model = ScriptedModel()
@@ -217,7 +222,7 @@ async def test_sync_construction_run_sync_and_many_threads(tmp_path: Path) -> No
 
     def writer(n: int) -> None:
         async def write() -> None:
-            own = AxioContextSession(f"t{n}", db)
+            own = _session(f"t{n}", db)
             for k in range(5):
                 batch: list[Any] = [{"role": "user", "content": f"t{n}-{k}-{j}"} for j in range(4)]
                 await session.add_items(batch)
@@ -238,7 +243,7 @@ async def test_sync_construction_run_sync_and_many_threads(tmp_path: Path) -> No
         n, k = texts[start].split("-")[:2]
         assert texts[start : start + 4] == [f"{n}-{k}-{j}" for j in range(4)]
     for n in range(6):
-        own = AxioContextSession(f"t{n}", db)
+        own = _session(f"t{n}", db)
         assert len(await own.get_items()) == 20
         own.close()
     session.close()
@@ -255,7 +260,7 @@ def _text(content: str) -> ResponseOutputMessage:
 
 
 async def test_cancelled_pop_keeps_its_outcome(tmp_path: Path) -> None:
-    session = AxioContextSession("s", tmp_path / "s.db")
+    session = _session("s", tmp_path / "s.db")
     await session.add_items([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])
     task = asyncio.create_task(session.pop_item())
     await asyncio.sleep(0)  # submitted to the session's loop
@@ -276,7 +281,7 @@ async def test_cancelled_pop_keeps_its_outcome(tmp_path: Path) -> None:
     ],
 )
 async def test_bad_items_are_refused_whole(tmp_path: Path, bad: Any, message: str) -> None:
-    session = AxioContextSession("s", tmp_path / "s.db")
+    session = _session("s", tmp_path / "s.db")
     await session.add_items([{"role": "user", "content": "kept"}])
     with pytest.raises(ItemError, match=message):
         await session.add_items([{"role": "user", "content": "not kept"}, bad])
@@ -294,13 +299,13 @@ async def test_a_session_of_another_adapter_is_refused(tmp_path: Path) -> None:
         other = SQLiteContextStore(conn, "other", project="p")
         await other.set_metadata({"adapter": "pydantic-ai", "title": "x"})
     for sid, owner in (("native", "not written by"), ("other", "belongs to the 'pydantic-ai' adapter")):
-        session = AxioContextSession(sid, db)
+        session = _session(sid, db)
         with pytest.raises(SessionOwnerError, match=owner):
             await session.add_items([{"role": "user", "content": "mixed?"}])
         with pytest.raises(SessionOwnerError):
             await session.get_items()
         session.close()
-    mine = AxioContextSession("mine", db)
+    mine = _session("mine", db)
     await mine.add_items([{"role": "user", "content": "hi"}])
     mine.close()
     async with connect(db) as conn:
