@@ -13,6 +13,8 @@ input message ``{"role": ..., "content": text}``.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -20,6 +22,7 @@ from typing import Any, Final
 
 from axio_context.blocks import (
     ContentBlock,
+    ImageBlock,
     ProviderBlock,
     ReasoningBlock,
     TextBlock,
@@ -84,10 +87,28 @@ def _parts(content: Any) -> list[ContentBlock]:
                 if isinstance(text, str) and kind in (*_TEXT_PARTS, "refusal"):
                     out.append(TextBlock(text=text))
                     continue
+                image = _inline_image(part.get("image_url")) if kind == "input_image" else None
+                if image is not None:  # an image block: shown as one, counted as one, stored once
+                    out.append(image)
+                    continue
                 out.append(ProviderBlock(provider=PROVIDER, kind=str(kind or "part"), data=part))
             elif isinstance(part, str):
                 out.append(TextBlock(text=part))
     return out
+
+
+def _inline_image(url: Any) -> ImageBlock | None:
+    """The image of a ``data:<type>;base64,...`` URL, None for anything else."""
+    if not isinstance(url, str) or not url.startswith("data:"):
+        return None
+    head, sep, data = url.partition(",")
+    if not sep or not head.endswith(";base64"):
+        return None
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return ImageBlock(media_type=head[5:-7] or "application/octet-stream", data=raw)
 
 
 def _blocks(item: dict[str, Any], kind: str | None) -> list[ContentBlock]:
@@ -111,8 +132,8 @@ def _blocks(item: dict[str, Any], kind: str | None) -> list[ContentBlock]:
             content = output
         else:
             parts = _parts(output)
-            content = [b for b in parts if isinstance(b, TextBlock)]
-            extra = [b for b in parts if not isinstance(b, TextBlock)]
+            content = [b for b in parts if isinstance(b, TextBlock | ImageBlock)]
+            extra = [b for b in parts if not isinstance(b, TextBlock | ImageBlock)]
         return [ToolResultBlock(tool_use_id=str(item.get("call_id", "")), content=content), *extra]
     if kind == "reasoning":
         summary = item.get("summary")

@@ -16,7 +16,7 @@ from agents import Agent, Runner, SessionSettings
 from agents.testing import ScriptedModel
 from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 
-from axio_context import TextBlock, ToolUseBlock
+from axio_context import ImageBlock, ProviderBlock, TextBlock, ToolUseBlock
 from axio_context.compaction import AutoCompactStore
 from axio_context.compaction.summarizers.extractive import ExtractiveSummarizer
 from axio_context.errors import SessionOwnerError, StoreClosedError
@@ -149,6 +149,9 @@ async def test_items_are_native_blocks_for_show_search_and_tokens(tmp_path: Path
         store = SQLiteContextStore(conn, "s", project="p")
         history = await store.get_history()
         assert history[0].role == "system" and history[0].content == [TextBlock(text="Answer in French.")]
+        image = history[3].content[1]  # a data URL image: an image block, its bytes decoded
+        assert isinstance(image, ImageBlock) and image.data == bytes(range(256)) * 400
+        assert isinstance(history[3].content[2], ProviderBlock)  # a file: kept as provider data
         call = history[5].content[0]
         assert isinstance(call, ToolUseBlock) and call.name == "get_weather" and call.id == "call_1"
         assert (
