@@ -46,6 +46,18 @@ class CheckpointStoreContract:
         await store.append_many(sent)
         return store, sent
 
+    async def test_tail_read_reaches_into_the_summary(self, factory: StoreFactory) -> None:
+        store, sent = await self._filled(factory, 10)
+        summary = _summary("of m0-m5")
+        await _checkpoint_store(store).add_checkpoint(Checkpoint(position=6, summary=summary))
+        view = await store.get_history()
+        assert view == [*summary, *sent[6:]]
+        for n in range(len(view) + 3):
+            assert await store.get_tail(n) == (view[-n:] if n else []), n
+        await _checkpoint_store(store).add_checkpoint(Checkpoint(position=10, summary=summary))
+        assert await store.get_tail(1) == summary[-1:]  # nothing after the checkpoint yet
+        assert await store.get_tail(5) == summary
+
     async def test_new_store_has_no_checkpoints(self, factory: StoreFactory) -> None:
         store = _checkpoint_store(await factory.new())
         assert await store.list_checkpoints() == []

@@ -76,7 +76,7 @@ async def test_export_import_keeps_extras(tmp_path: Path) -> None:
             await SQLiteContextStore(conn, "s", project="p").append_many(sent)
         async with open_database(src) as db:
             with out.open("wb") as f:
-                await db.export(f.write, format=fmt)  # type: ignore[arg-type]
+                await db.export(f.write, format=fmt)
         exported = out.read_text()
         assert '"id":"msg_0"' in exported and '"metadata":{' in exported
         assert exported.count('"id":') == 3 if fmt == "jsonl" else True  # plain message: no id key

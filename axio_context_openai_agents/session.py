@@ -1,0 +1,278 @@
+"""An openai-agents ``Session`` kept in an axio-context database.
+
+openai-agents calls a session from wherever the agent runs: inside the application's event loop,
+from ``Runner.run_sync`` (a thread with a loop of its own), from several threads at once. An
+aiosqlite connection belongs to one loop, so every session on one database file shares a
+:class:`_Hub`: a daemon thread running an event loop of its own that owns the connection. A
+method submits its work there and awaits the outcome in the caller's loop, whichever it is;
+constructing a session awaits nothing, so it works anywhere, a running loop included.
+
+Writes (``add_items``, ``pop_item``, ``clear_session``) run to their end once submitted, even
+when the caller is cancelled meanwhile (as openai-agents' own SQLite session does): a popped
+item is never lost between the database and a cancelled caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+from agents.items import TResponseInputItem
+from agents.memory.session import SessionABC
+from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
+
+from axio_context.context import ContextStore
+from axio_context.errors import StoreClosedError
+from axio_context.owners import claim
+from axio_context_sqlite import Connection, SQLiteContextStore, connect, default_db_path
+
+from .items import item_of, message_of
+
+__all__ = ["ADAPTER", "AxioContextSession"]
+
+T = TypeVar("T")
+
+#: The name this adapter records in a session's metadata (see :mod:`axio_context.owners`).
+ADAPTER = "openai-agents"
+
+
+class _Hub:
+    """One database file's connection, on a thread and event loop of its own."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.refs = 0
+        self.loop = asyncio.new_event_loop()
+        self._conn: Connection | None = None
+        self._opening: asyncio.Lock | None = None
+        self._thread = threading.Thread(
+            target=self._run, name=f"axio-context session hub {path}", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    async def conn(self) -> Connection:
+        """The connection, opened on first use (on the hub's loop)."""
+        if self._conn is None:
+            if self._opening is None:
+                self._opening = asyncio.Lock()
+            async with self._opening:
+                if self._conn is None:
+                    self._conn = await connect(self.path)
+        return self._conn
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def stop(self) -> None:
+        """Close the connection and end the thread (from any thread but the hub's)."""
+
+        async def close() -> None:
+            if self._conn is not None:
+                await self._conn.close()
+                self._conn = None
+
+        try:
+            self.submit(close()).result()
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join()
+            self.loop.close()
+
+
+_hubs: dict[str, _Hub] = {}
+_hubs_lock = threading.Lock()
+
+
+def _acquire(path: str) -> _Hub:
+    with _hubs_lock:
+        hub = _hubs.get(path)
+        if hub is None:
+            hub = _hubs[path] = _Hub(path)
+        hub.refs += 1
+        return hub
+
+
+def _release(hub: _Hub) -> None:
+    with _hubs_lock:
+        hub.refs -= 1
+        if hub.refs > 0:
+            return
+        del _hubs[hub.path]
+    hub.stop()
+
+
+@atexit.register
+def _close_all() -> None:  # sessions never closed: their connections still close cleanly
+    with _hubs_lock:
+        hubs = list(_hubs.values())
+        _hubs.clear()
+    for hub in hubs:
+        hub.stop()
+
+
+class AxioContextSession(SessionABC):
+    """openai-agents' ``Session`` protocol over an axio-context SQLite database.
+
+    ``db_path``: the database file (None: the default one the ``axio-context`` command line
+    uses; ``":memory:"``: a private temporary file, removed on :meth:`close`). ``project``: the
+    session's project (None: the current directory, as :class:`SQLiteContextStore`).
+    ``session_settings``: openai-agents' settings (its ``limit`` is the default of
+    :meth:`get_items`). ``wrap``: wraps the session's store, e.g. ``lambda s:
+    AutoCompactStore(s, summarizer, max_tokens=...)`` so reads give the compacted view.
+
+    Items come back exactly as they were added (see :mod:`.items`); each is also stored as native
+    blocks. A session id another adapter (or plain axio code) writes is a
+    :class:`~axio_context.errors.SessionOwnerError`, never a mixed transcript.
+    """
+
+    session_settings: SessionSettings | None
+
+    def __init__(
+        self,
+        session_id: str,
+        db_path: str | Path | None = None,
+        *,
+        project: str | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+        wrap: Callable[[SQLiteContextStore], ContextStore] | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.session_settings = (
+            SessionSettings() if session_settings is None else coerce_session_settings(session_settings)
+        )
+        self._project = project
+        self._wrap = wrap
+        self._tmpdir: str | None = None
+        if str(db_path) == ":memory:":
+            self._tmpdir = tempfile.mkdtemp(prefix="axio-context-session-")
+            db_path = os.path.join(self._tmpdir, "session.db")
+        path = os.path.abspath(db_path if db_path is not None else default_db_path())
+        self._hub: _Hub | None = _acquire(path)
+        self._store: ContextStore | None = None  # made on the hub's loop
+        self._owned = False
+
+    # -- the Session protocol ------------------------------------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The history's items, oldest first; with a limit (``limit``, else
+        ``session_settings.limit``) its last ``limit`` items, reading only those rows. As
+        openai-agents' SQLite session: 0 gives none, a negative limit all."""
+        n = resolve_session_limit(limit, self.session_settings)
+        if n == 0:
+            self._live()
+            return []
+        return await self._call(self._get_items, None if n is None or n < 0 else n)
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Append ``items`` in one transaction: all of them, or (an item that cannot be stored:
+        :class:`~.items.ItemError` naming it) none."""
+        self._live()
+        messages = [message_of(item, i) for i, item in enumerate(items)]
+        if messages:
+            await self._mutate(self._add, messages)
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove and return the newest item; None when the session is empty."""
+        return await self._mutate(self._pop)
+
+    async def clear_session(self) -> None:
+        """Remove every item of this session."""
+        await self._mutate(self._clear)
+
+    def close(self) -> None:
+        """Release the database (closed when its last session is); later calls raise."""
+        hub, self._hub = self._hub, None
+        if hub is not None:
+            _release(hub)
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+
+    # -- what runs on the hub's loop ---------------------------------------------------------
+
+    async def _session_store(self) -> ContextStore:
+        if self._store is None:
+            assert self._hub is not None
+            conn = await self._hub.conn()
+            if self._store is None:  # checked again after the await: made once, even when raced
+                store = SQLiteContextStore(conn, self.session_id, project=self._project)
+                self._store = self._wrap(store) if self._wrap is not None else store
+        return self._store
+
+    async def _owner_checked(self, *, writing: bool) -> ContextStore:
+        store = await self._session_store()
+        if not self._owned:
+            sqlite = _sqlite_store(store)
+            wanted = claim(
+                self.session_id,
+                await sqlite.get_metadata(),
+                ADAPTER,
+                has_messages=bool(await sqlite.get_history(limit=1)),
+            )
+            if wanted is None:
+                self._owned = True
+            elif writing:
+                await sqlite.set_metadata(wanted)
+                self._owned = True
+        return store
+
+    async def _get_items(self, limit: int | None) -> list[TResponseInputItem]:
+        store = await self._owner_checked(writing=False)
+        history = await (store.get_history() if limit is None else store.get_tail(limit))
+        return [item_of(m) for m in history]  # type: ignore[misc]
+
+    async def _add(self, messages: list[Any]) -> None:
+        store = await self._owner_checked(writing=True)
+        await store.append_many(messages)
+
+    async def _pop(self) -> TResponseInputItem | None:
+        store = await self._owner_checked(writing=False)
+        pop = getattr(store, "pop", None) or _sqlite_store(store).pop
+        popped = await pop()
+        return None if popped is None else item_of(popped)  # type: ignore[return-value]
+
+    async def _clear(self) -> None:
+        store = await self._owner_checked(writing=False)
+        await store.clear()
+
+    # -- crossing to the hub ---------------------------------------------------------------------
+
+    def _live(self) -> _Hub:
+        if self._hub is None:
+            raise StoreClosedError(f"{type(self).__name__} is closed (session {self.session_id!r})")
+        return self._hub
+
+    async def _call(self, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
+        hub = self._live()
+        return await asyncio.wrap_future(hub.submit(fn(*args)))
+
+    async def _mutate(self, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
+        """Like :meth:`_call`, but the write goes on when the caller is cancelled, and the
+        cancellation is raised once it is done (its outcome known, never half-known)."""
+        hub = self._live()
+        future = asyncio.wrap_future(hub.submit(fn(*args)))
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            await asyncio.wait({future})
+            raise
+
+
+def _sqlite_store(store: ContextStore) -> SQLiteContextStore:
+    """The SQLite store under any wrappers (an AutoCompactStore's ``store``)."""
+    inner: Any = store
+    while not isinstance(inner, SQLiteContextStore):
+        inner = inner.store
+    return inner

@@ -1,0 +1,15 @@
+"""The bridges' tests: openai-agents without tracing exports or a real key (no network here)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_tracing_export() -> None:
+    from agents import set_tracing_disabled
+
+    set_tracing_disabled(True)
+    os.environ.setdefault("OPENAI_API_KEY", "test_key")  # clients built but never called

@@ -1,0 +1,110 @@
+"""openai-agents' own session tests, from the source distribution of the pinned version, made to
+run against :class:`~axio_context_openai_agents.AxioContextSession`.
+
+The sdist is fetched once (``pip download --no-binary :all: --no-deps``) into a cache directory
+(``$AXIO_CONTEXT_TEST_CACHE``, else ``~/.cache/axio-context-tests``); its
+``tests/memory/test_session.py``, ``tests/memory/test_session_limit.py`` and the helpers they
+import (``tests/test_responses.py``) are copied into a package ``oa_upstream`` there, with
+``SQLiteSession`` bound to :class:`SQLiteSession` below and the ``tests.`` imports pointed at the
+copies. Nothing else in them is changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from agents import SessionSettings
+
+from axio_context_openai_agents import AxioContextSession
+
+VERSION = "0.24.0"
+FILES = {
+    "tests/memory/test_session.py": "test_session.py",
+    "tests/memory/test_session_limit.py": "test_session_limit.py",
+    "tests/test_responses.py": "test_responses.py",
+}
+
+
+class SQLiteSession(AxioContextSession):
+    """openai-agents' ``SQLiteSession`` constructor over our session: ``db_path`` defaults to a
+    private database, as its ``":memory:"`` does; the table names have no meaning here."""
+
+    def __init__(
+        self,
+        session_id: str,
+        db_path: str | Path = ":memory:",
+        sessions_table: str = "agent_sessions",
+        messages_table: str = "agent_messages",
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+        **_: Any,
+    ) -> None:
+        super().__init__(session_id, db_path, session_settings=session_settings)
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("AXIO_CONTEXT_TEST_CACHE") or os.path.join(
+        Path.home(), ".cache", "axio-context-tests"
+    )
+    return Path(root) / f"openai-agents-{VERSION}"
+
+
+def _patch(text: str) -> str:
+    text = text.replace("from tests.test_responses import", "from oa_upstream.test_responses import")
+    text = text.replace("from tests.memory.test_session import", "from oa_upstream.test_session import")
+    # The session class under test: ours, in place of openai-agents' SQLiteSession.
+    text, _ = re.subn(r"^(from agents import [^\n]*\bSQLiteSession\b[^\n]*)$", _rebind, text, flags=re.M)
+    return text
+
+
+def _rebind(m: re.Match[str]) -> str:
+    return m.group(1) + "\nfrom tests.bridges.upstream import SQLiteSession  # axio-context's session"
+
+
+def ensure_upstream() -> Path:
+    """The directory holding the ``oa_upstream`` package (fetched and patched on first use)."""
+    base = cache_dir()
+    package = base / "oa_upstream"
+    if all((package / name).is_file() for name in FILES.values()):
+        return base
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-binary",
+                ":all:",
+                "--no-deps",
+                f"openai-agents=={VERSION}",
+                "-d",
+                tmp,
+            ],
+            check=True,
+            capture_output=True,
+        )
+        [sdist] = Path(tmp).glob("*.tar.gz")
+        with tarfile.open(sdist) as tar:
+            prefix = tar.getnames()[0].split("/")[0]
+            texts = {}
+            for src, dst in FILES.items():
+                member = tar.extractfile(f"{prefix}/{src}")
+                assert member is not None, f"{src} is missing from the openai-agents {VERSION} sdist"
+                texts[dst] = member.read().decode()
+    staging = base / f"oa_upstream.{os.getpid()}"
+    staging.mkdir(parents=True, exist_ok=True)
+    (staging / "__init__.py").write_text("")
+    for name, text in texts.items():
+        (staging / name).write_text(_patch(text))
+    with contextlib.suppress(OSError):  # another run got there first
+        staging.rename(package)  # atomic: a concurrent run sees all of it or none
+    return base
