@@ -10,6 +10,7 @@ live in :mod:`axio_context_sqlite.pools`; one contract suite (:mod:`.testing`) r
 from .errors import (
     ContentEncodeError,
     ContextPoolError,
+    PoolConfigError,
     PoolExistsError,
     PoolKindError,
     PoolNotFoundError,
@@ -32,6 +33,7 @@ __all__ = [
     "Hook",
     "HookRegistry",
     "HookType",
+    "PoolConfigError",
     "PoolExistsError",
     "PoolKindError",
     "PoolNotFoundError",

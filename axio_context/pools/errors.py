@@ -13,6 +13,7 @@ from axio_context.errors import AxioContextError
 __all__ = [
     "ContentEncodeError",
     "ContextPoolError",
+    "PoolConfigError",
     "PoolExistsError",
     "PoolKindError",
     "PoolNotFoundError",
@@ -50,3 +51,7 @@ class PoolExistsError(ContextPoolError, ValueError):
 
 class PoolKindError(ContextPoolError, ValueError):
     """A name that holds a queue opened as a pool, or a pool opened as a queue."""
+
+
+class PoolConfigError(ContextPoolError, ValueError):
+    """A stored queue or pool opened with a limit other than the one it was created with."""

@@ -1,0 +1,82 @@
+"""``select``'s SQL: the full-text ranking of pool descriptions, and their stored embeddings
+(one per entry and embedder model) ranked by cosine distance, with sqlite-vec when it is
+loaded and exactly in Python otherwise. Both are limited to the entries the pool shows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+import msgspec
+
+from axio_context.embeddings import vector_from_blob
+from axio_context.pools.selection import cosine
+
+from ..search.fts import match_expression
+from ..store.indexing import vec_available
+from ..store.transactions import read_tx, write_tx
+
+__all__ = ["keyword_ranking", "missing_vectors", "store_vectors", "vector_ranking"]
+
+_JSON: Final = msgspec.json.Encoder()
+
+
+def keyword_ranking(c: Any, query: str, visible: dict[int, str], depth: int) -> list[str]:
+    """Keys of visible entries whose description matches the query's words, best bm25 first."""
+    expr = match_expression(query, operator="OR")
+    if expr is None:
+        return []
+    out: list[str] = []
+    with read_tx(c):
+        for (seq,) in c.execute(
+            "SELECT rowid FROM context_pool_fts WHERE context_pool_fts MATCH ? ORDER BY rank", (expr,)
+        ):
+            key = visible.get(int(seq))
+            if key is not None:
+                out.append(key)
+                if len(out) >= depth:
+                    break
+    return out
+
+
+def missing_vectors(c: Any, model: str, seqs: Sequence[int]) -> list[int]:
+    """The entries among ``seqs`` with no embedding from ``model`` yet."""
+    with read_tx(c):
+        have = {
+            int(r[0])
+            for r in c.execute(
+                "SELECT seq FROM context_pool_vectors WHERE model = ? AND seq IN (SELECT value FROM json_each(?))",
+                (model, _JSON.encode(list(seqs)).decode()),
+            )
+        }
+    return [s for s in seqs if s not in have]
+
+
+def store_vectors(c: Any, model: str, vectors: Sequence[tuple[int, bytes]]) -> None:
+    """Keep embeddings of entries that still exist, in one transaction."""
+    with write_tx(c):
+        c.executemany(
+            "INSERT OR REPLACE INTO context_pool_vectors (seq, model, embedding)"
+            " SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM context_pool_entries WHERE seq = ?)",
+            [(seq, model, blob, seq) for seq, blob in vectors],
+        )
+
+
+def vector_ranking(c: Any, model: str, query: bytes, visible: dict[int, str], depth: int) -> list[str]:
+    """Keys of visible entries by cosine distance of their description's embedding to the query."""
+    seqs = _JSON.encode(list(visible)).decode()
+    with read_tx(c):
+        if vec_available(c):
+            found = c.execute(
+                "SELECT seq FROM context_pool_vectors WHERE model = ? AND seq IN (SELECT value FROM json_each(?))"
+                " ORDER BY vec_distance_cosine(embedding, ?), seq LIMIT ?",
+                (model, seqs, query, depth),
+            ).fetchall()
+            return [visible[int(r[0])] for r in found]
+        rows = c.execute(
+            "SELECT seq, embedding FROM context_pool_vectors WHERE model = ? AND seq IN (SELECT value FROM json_each(?))",
+            (model, seqs),
+        ).fetchall()
+    q = vector_from_blob(query)
+    scored = sorted(((-cosine(q, vector_from_blob(b)), int(s)) for s, b in rows))
+    return [visible[s] for _, s in scored[:depth]]
