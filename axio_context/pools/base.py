@@ -3,15 +3,19 @@ side (``items``, ``len``, ``iter``, ``bool``, ``catalogue``), checks and the dic
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, Generic, TypeVar
 
-from .hooks import ContextPoolHook, ContextQueueHook, Hook, HookRegistry, HookType, serialize_hooks
+from .hooks import ContextPoolHook, ContextQueueHook, Hook, HookFn, HookRegistry, HookType, serialize_hooks
 from .items import ContextItem
 
 __all__ = ["KNOWN_KEYS", "PoolBase", "QueueBase", "check_limit", "parse_dict", "tags_of"]
 
 T = TypeVar("T")
+
+#: What a hook decorator gives back: the Hook (``@q.on_evict``), or a decorator making one
+#: (``@q.on_evict(lock=True)``).
+Decorated = Hook | Callable[[HookFn], Hook]
 
 #: The keys of pygents' ``to_dict``; any other key (from a newer version) is kept as it came.
 KNOWN_KEYS: Final = frozenset({"limit", "items", "hooks", "tags"})
@@ -38,7 +42,9 @@ def tags_of(tags: Iterable[str] | None) -> frozenset[str]:
     return out
 
 
-def parse_dict(data: Mapping[str, Any]) -> tuple[Any, list[ContextItem[Any]], Mapping[str, Any], list[str], dict[str, Any]]:
+def parse_dict(
+    data: Mapping[str, Any],
+) -> tuple[Any, list[ContextItem[Any]], Mapping[str, Any], list[str], dict[str, Any]]:
     """A ``to_dict`` payload as (limit, items, hooks, tags, unknown keys kept whole)."""
     if not isinstance(data, Mapping):
         raise ValueError(f"expected a dict from to_dict(), got {type(data).__name__}")
@@ -49,7 +55,13 @@ def parse_dict(data: Mapping[str, Any]) -> tuple[Any, list[ContextItem[Any]], Ma
     if not isinstance(tags, list):
         raise ValueError("'tags' must be a list of strings")
     extra = {k: v for k, v in data.items() if k not in KNOWN_KEYS}
-    return data.get("limit"), [ContextItem.from_dict(r) for r in raw_items], data.get("hooks") or {}, tags, extra
+    return (
+        data.get("limit"),
+        [ContextItem.from_dict(r) for r in raw_items],
+        data.get("hooks") or {},
+        tags,
+        extra,
+    )
 
 
 class _Hooked:
@@ -59,7 +71,7 @@ class _Hooked:
     tags: frozenset[str]
     extra: dict[str, Any]
 
-    def _decorate(self, hook_type: HookType, fn: Any, lock: bool, fixed_kwargs: dict[str, Any]) -> Any:
+    def _decorate(self, hook_type: HookType, fn: Any, lock: bool, fixed_kwargs: dict[str, Any]) -> Decorated:
         def decorator(f: Any) -> Hook:
             wrapped = HookRegistry.wrap(f, hook_type, lock=lock, **fixed_kwargs)
             self.hooks.append(wrapped)
@@ -126,25 +138,27 @@ class QueueBase(_Hooked, Generic[T]):
     def _check_items(items: tuple[Any, ...]) -> None:
         for item in items:
             if not isinstance(item, ContextItem):
-                raise TypeError(f"ContextQueue only accepts ContextItem instances, got {type(item).__name__!r}")
+                raise TypeError(
+                    f"ContextQueue only accepts ContextItem instances, got {type(item).__name__!r}"
+                )
 
-    def before_append(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Any:
+    def before_append(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Decorated:
         """Hook ``(queue, incoming, current)`` before items are appended."""
         return self._decorate(ContextQueueHook.BEFORE_APPEND, fn, lock, fixed_kwargs)
 
-    def after_append(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Any:
+    def after_append(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Decorated:
         """Hook ``(queue, appended, current)`` after items are appended."""
         return self._decorate(ContextQueueHook.AFTER_APPEND, fn, lock, fixed_kwargs)
 
-    def before_clear(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Any:
+    def before_clear(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Decorated:
         """Hook ``(queue, items)`` before the queue is cleared."""
         return self._decorate(ContextQueueHook.BEFORE_CLEAR, fn, lock, fixed_kwargs)
 
-    def after_clear(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Any:
+    def after_clear(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Decorated:
         """Hook ``(queue)`` after the queue is cleared."""
         return self._decorate(ContextQueueHook.AFTER_CLEAR, fn, lock, fixed_kwargs)
 
-    def on_evict(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Any:
+    def on_evict(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Decorated:
         """Hook ``(queue, item)`` for each oldest item pushed out of a full window."""
         return self._decorate(ContextQueueHook.ON_EVICT, fn, lock, fixed_kwargs)
 
@@ -199,30 +213,30 @@ class PoolBase(_Hooked, Generic[T]):
         if item.id is None or item.description is None:
             raise ValueError("ContextPool requires a ContextItem with both 'id' and 'description' set")
 
-    def before_add(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Any:
+    def before_add(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Decorated:
         """Hook ``(pool, item)`` before an item is added (after any eviction)."""
         return self._decorate(ContextPoolHook.BEFORE_ADD, fn, lock, fixed_kwargs)
 
-    def after_add(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Any:
+    def after_add(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Decorated:
         """Hook ``(pool, item)`` after an item is added."""
         return self._decorate(ContextPoolHook.AFTER_ADD, fn, lock, fixed_kwargs)
 
-    def before_remove(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Any:
+    def before_remove(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Decorated:
         """Hook ``(pool, item)`` before an item is removed."""
         return self._decorate(ContextPoolHook.BEFORE_REMOVE, fn, lock, fixed_kwargs)
 
-    def after_remove(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Any:
+    def after_remove(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Decorated:
         """Hook ``(pool, item)`` after an item is removed."""
         return self._decorate(ContextPoolHook.AFTER_REMOVE, fn, lock, fixed_kwargs)
 
-    def before_clear(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Any:
+    def before_clear(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Decorated:
         """Hook ``(pool, snapshot)`` before the pool is cleared; snapshot is ``{id: item}``."""
         return self._decorate(ContextPoolHook.BEFORE_CLEAR, fn, lock, fixed_kwargs)
 
-    def after_clear(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Any:
+    def after_clear(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Decorated:
         """Hook ``(pool)`` after the pool is cleared."""
         return self._decorate(ContextPoolHook.AFTER_CLEAR, fn, lock, fixed_kwargs)
 
-    def on_evict(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Any:
+    def on_evict(self, fn: Any = None, *, lock: bool = False, **fixed_kwargs: Any) -> Decorated:
         """Hook ``(pool, item)`` for the oldest item pushed out of a full pool."""
         return self._decorate(ContextPoolHook.ON_EVICT, fn, lock, fixed_kwargs)

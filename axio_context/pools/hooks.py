@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Any, ClassVar
 
 from .errors import UnregisteredHookError, UnserializableHookError
@@ -32,7 +32,7 @@ __all__ = [
 HookFn = Callable[..., Awaitable[None]]
 
 
-class ContextQueueHook(str, Enum):
+class ContextQueueHook(StrEnum):
     """Events of a :class:`~axio_context.pools.ContextQueue`."""
 
     BEFORE_APPEND = "before_append"
@@ -42,7 +42,7 @@ class ContextQueueHook(str, Enum):
     ON_EVICT = "on_evict"
 
 
-class ContextPoolHook(str, Enum):
+class ContextPoolHook(StrEnum):
     """Events of a :class:`~axio_context.pools.ContextPool`."""
 
     BEFORE_ADD = "before_add"

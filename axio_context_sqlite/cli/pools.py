@@ -67,8 +67,12 @@ def pools(ctx: click.Context, kind: str | None, as_json: bool, nl: bool) -> None
         as_json,
         nl,
         lambda: [
-            {**_row(i), "limit": "-" if i.limit is None else i.limit, "parent": i.parent or "",
-             "updated": local_time(i.updated_at)}
+            {
+                **_row(i),
+                "limit": "-" if i.limit is None else i.limit,
+                "parent": i.parent or "",
+                "updated": local_time(i.updated_at),
+            }
             for i in infos
         ],
     )
@@ -86,7 +90,9 @@ def pools_show(ctx: click.Context, name: str, limit: int, as_json: bool) -> None
         echo_json(msgspec.to_builtins(view))
         return
     info = view.info
-    click.echo(f"{info.kind} {info.name}: {info.size:,} items, limit {'-' if info.limit is None else info.limit}")
+    click.echo(
+        f"{info.kind} {info.name}: {info.size:,} items, limit {'-' if info.limit is None else info.limit}"
+    )
     if info.parent:
         click.echo(f"branch of {info.parent}")
     if info.tags:
@@ -101,6 +107,7 @@ def pools_show(ctx: click.Context, name: str, limit: int, as_json: bool) -> None
         False,
         False,
         lambda: [
-            {"id": i.id or "", "description": i.description or "", "content": _preview(i.content)} for i in view.items
+            {"id": i.id or "", "description": i.description or "", "content": _preview(i.content)}
+            for i in view.items
         ],
     )

@@ -41,9 +41,15 @@ class SQLiteContextPool(Stored, PoolBase[T], Generic[T]):
 
     @classmethod
     async def open(
-        cls, conn: aiosqlite.Connection, name: str, limit: int | None = None,
-        tags: Iterable[str] | None = None, *, embedder: Embedder | None = None,
-        content_type: Any = Any, create: bool = True,
+        cls,
+        conn: aiosqlite.Connection,
+        name: str,
+        limit: int | None = None,
+        tags: Iterable[str] | None = None,
+        *,
+        embedder: Embedder | None = None,
+        content_type: Any = Any,
+        create: bool = True,
     ) -> SQLiteContextPool[Any]:
         """The pool ``name`` in the database of ``conn``, created with ``limit`` and ``tags``
         when missing. With an ``embedder``, each description is embedded as it is added and
@@ -51,7 +57,9 @@ class SQLiteContextPool(Stored, PoolBase[T], Generic[T]):
         checked = check_limit(limit, optional=True)
         if embedder is not None:
             check_embedder(embedder)
-        state = await open_state(conn, name, "pool", checked, None if tags is None else tags_of(tags), create=create)
+        state = await open_state(
+            conn, name, "pool", checked, None if tags is None else tags_of(tags), create=create
+        )
         pool: SQLiteContextPool[Any] = cls.__new__(cls)
         pool.embedder = embedder
         pool._setup(conn, state, content_type)
@@ -93,8 +101,15 @@ class SQLiteContextPool(Stored, PoolBase[T], Generic[T]):
             await self._fire(ContextPoolHook.ON_EVICT, self._items[oldest])
         await self._fire(ContextPoolHook.BEFORE_ADD, item)
         fresh, evicted, seq = await run(
-            self._conn, rows.pool_add, self._header.id, self._header.version, item.id, item.description,
-            packed, oldest, vector,
+            self._conn,
+            rows.pool_add,
+            self._header.id,
+            self._header.version,
+            item.id,
+            item.description,
+            packed,
+            oldest,
+            vector,
         )
         if fresh is not None:
             self._adopt(fresh)
@@ -138,8 +153,12 @@ class SQLiteContextPool(Stored, PoolBase[T], Generic[T]):
         ``limit`` writes one removal per item it drops). No hook fires."""
         child_limit = self.limit if limit is _INHERIT else check_limit(limit, optional=True)
         state, seen = await run(
-            self._conn, rows.branch, self._header.id, name or await run(self._conn, _free_name, self.name),
-            child_limit, self._hook_names(),
+            self._conn,
+            rows.branch,
+            self._header.id,
+            name or await run(self._conn, _free_name, self.name),
+            child_limit,
+            self._hook_names(),
         )
         child: SQLiteContextPool[T] = type(self).__new__(type(self))
         child._conn, child._content_type, child._decoder = self._conn, self._content_type, self._decoder
@@ -168,7 +187,9 @@ class SQLiteContextPool(Stored, PoolBase[T], Generic[T]):
             if missing:
                 vecs = await self.embedder.embed([self._items[visible[s]].description or "" for s in missing])
                 await run(
-                    self._conn, selecting.store_vectors, model,
+                    self._conn,
+                    selecting.store_vectors,
+                    model,
                     [(s, vector_to_blob(v)) for s, v in zip(missing, vecs, strict=True)],
                 )
             (q,) = await self.embedder.embed([query])
@@ -180,8 +201,13 @@ class SQLiteContextPool(Stored, PoolBase[T], Generic[T]):
 
     @classmethod
     async def from_dict(
-        cls, conn: aiosqlite.Connection, name: str, data: Mapping[str, Any], *,
-        embedder: Embedder | None = None, content_type: Any = Any,
+        cls,
+        conn: aiosqlite.Connection,
+        name: str,
+        data: Mapping[str, Any],
+        *,
+        embedder: Embedder | None = None,
+        content_type: Any = Any,
     ) -> SQLiteContextPool[Any]:
         """Store :meth:`to_dict`'s output as a new pool ``name`` in one transaction, without
         hooks or eviction; hooks resolved by name (UnregisteredHookError); unknown keys kept."""
@@ -193,7 +219,9 @@ class SQLiteContextPool(Stored, PoolBase[T], Generic[T]):
         hooks = rebuild_hooks(hook_data)
         packed = encode_items(items, "pool")
         tags_of(tags)
-        state = await run(conn, rows.create, name, "pool", limit, sorted(tags), serialize_hooks(hooks), extra, packed)
+        state = await run(
+            conn, rows.create, name, "pool", limit, sorted(tags), serialize_hooks(hooks), extra, packed
+        )
         pool: SQLiteContextPool[Any] = cls.__new__(cls)
         pool.embedder = embedder
         pool._setup(conn, state, content_type)

@@ -36,14 +36,22 @@ class SQLiteContextQueue(Stored, QueueBase[T], Generic[T]):
 
     @classmethod
     async def open(
-        cls, conn: aiosqlite.Connection, name: str, limit: int | None = None,
-        tags: Iterable[str] | None = None, *, content_type: Any = Any, create: bool = True,
+        cls,
+        conn: aiosqlite.Connection,
+        name: str,
+        limit: int | None = None,
+        tags: Iterable[str] | None = None,
+        *,
+        content_type: Any = Any,
+        create: bool = True,
     ) -> SQLiteContextQueue[Any]:
         """The queue ``name`` in the database of ``conn`` (from
         :func:`axio_context_sqlite.connect`), created with ``limit`` and ``tags`` when missing;
         its content is decoded as ``content_type`` (msgspec's conversion)."""
         checked = check_limit(limit, optional=True)
-        state = await open_state(conn, name, "queue", checked, None if tags is None else tags_of(tags), create=create)
+        state = await open_state(
+            conn, name, "queue", checked, None if tags is None else tags_of(tags), create=create
+        )
         queue: SQLiteContextQueue[Any] = cls.__new__(cls)
         queue._setup(conn, state, content_type)
         return queue
@@ -106,8 +114,12 @@ class SQLiteContextQueue(Stored, QueueBase[T], Generic[T]):
         child_limit = self.limit if limit is None else check_limit(limit, optional=False)
         child_hooks = list(self.hooks if hooks is _INHERIT else (hooks or []))
         state, seen = await run(
-            self._conn, rows.branch, self._header.id, name or await self._child_name(),
-            child_limit, _names_or_none(child_hooks),
+            self._conn,
+            rows.branch,
+            self._header.id,
+            name or await self._child_name(),
+            child_limit,
+            _names_or_none(child_hooks),
         )
         child: SQLiteContextQueue[T] = type(self).__new__(type(self))
         child._conn, child._content_type, child._decoder = self._conn, self._content_type, self._decoder
@@ -134,7 +146,9 @@ class SQLiteContextQueue(Stored, QueueBase[T], Generic[T]):
         hooks = rebuild_hooks(hook_data)
         packed = encode_items(items, "queue")
         tags_of(tags)
-        state = await run(conn, rows.create, name, "queue", limit, sorted(tags), serialize_hooks(hooks), extra, packed)
+        state = await run(
+            conn, rows.create, name, "queue", limit, sorted(tags), serialize_hooks(hooks), extra, packed
+        )
         queue: SQLiteContextQueue[Any] = cls.__new__(cls)
         queue._setup(conn, state, content_type)
         return queue

@@ -23,8 +23,11 @@ from ..store.transactions import read_tx, write_tx
 __all__ = ["Entry", "Header", "State"]
 
 _JSON: Final = msgspec.json.Encoder()
-_HEADER: Final = (
-    "id, name, kind, parent, fork_seq, base_seq, lim, tags, hooks, extra, size, version, created_at, updated_at"
+_HEADER: Final = ", ".join(
+    (
+        *("id", "name", "kind", "parent", "fork_seq", "base_seq", "lim", "tags", "hooks", "extra"),
+        *("size", "version", "created_at", "updated_at"),
+    )
 )
 
 
@@ -129,8 +132,14 @@ def version(c: Any, cid: int) -> int:
 
 
 def create(
-    c: Any, name: str, kind: str, lim: int | None, tags: list[str], hooks: dict[str, list[str]],
-    extra: dict[str, Any], items: list[tuple[str | None, str | None, bytes]],
+    c: Any,
+    name: str,
+    kind: str,
+    lim: int | None,
+    tags: list[str],
+    hooks: dict[str, list[str]],
+    extra: dict[str, Any],
+    items: list[tuple[str | None, str | None, bytes]],
 ) -> State:
     """A new container (or the existing one, left as it is, when ``items`` is empty and it is
     of this kind), with ``items`` written as they are: no eviction, in one transaction."""
@@ -146,8 +155,16 @@ def create(
         cid = c.execute(
             "INSERT INTO context_pools (name, kind, lim, tags, hooks, extra, created_at, updated_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            (name, kind, lim, _JSON.encode(tags).decode(), _JSON.encode(hooks).decode(),
-             _JSON.encode(extra).decode(), now, now),
+            (
+                name,
+                kind,
+                lim,
+                _JSON.encode(tags).decode(),
+                _JSON.encode(hooks).decode(),
+                _JSON.encode(extra).decode(),
+                now,
+                now,
+            ),
         ).fetchone()[0]
         ords: dict[str | None, int] = {}
         for key, desc, content in items:
@@ -198,7 +215,9 @@ def _fresh(c: Any, cid: int, seen: int) -> tuple[Header, list[Entry] | None]:
     return h, (None if h.version == seen else _entries(c, h))
 
 
-def queue_append(c: Any, cid: int, seen: int, items: list[tuple[str | None, str | None, bytes]]) -> tuple[State | None, list[int]]:
+def queue_append(
+    c: Any, cid: int, seen: int, items: list[tuple[str | None, str | None, bytes]]
+) -> tuple[State | None, list[int]]:
     """Append ``items`` in one transaction: (the fresh state when the cache was stale, seqs)."""
     with write_tx(c):
         h, stale = _fresh(c, cid, seen)
@@ -237,7 +256,8 @@ def _drop_key(c: Any, h: Header, key: str, ord_: int, below: int) -> None:
         (h.id, key, _max_fork(c, h.id), below),
     )
     left = c.execute(
-        "SELECT 1 FROM context_pool_entries WHERE owner = ? AND key = ? AND seq < ? LIMIT 1", (h.id, key, below)
+        "SELECT 1 FROM context_pool_entries WHERE owner = ? AND key = ? AND seq < ? LIMIT 1",
+        (h.id, key, below),
     ).fetchone()
     if h.parent is not None or left is not None:
         seq = _insert(c, h.id, key, ord_, None, b"")
@@ -245,7 +265,13 @@ def _drop_key(c: Any, h: Header, key: str, ord_: int, below: int) -> None:
 
 
 def pool_add(
-    c: Any, cid: int, seen: int, key: str, desc: str, content: bytes, oldest: str | None,
+    c: Any,
+    cid: int,
+    seen: int,
+    key: str,
+    desc: str,
+    content: bytes,
+    oldest: str | None,
     vector: tuple[str, bytes] | None,
 ) -> tuple[State | None, str | None, int]:
     """Add or replace ``key`` in one transaction, evicting the oldest key of a full pool first
@@ -268,7 +294,9 @@ def pool_add(
             (cid, key, _max_fork(c, cid), seq),
         )
         if vector is not None:
-            c.execute("INSERT INTO context_pool_vectors (seq, model, embedding) VALUES (?, ?, ?)", (seq, *vector))
+            c.execute(
+                "INSERT INTO context_pool_vectors (seq, model, embedding) VALUES (?, ?, ?)", (seq, *vector)
+            )
         h = _bump(c, cid, size + (found is None))
         return (None if stale is None else State(h, _entries(c, h))), evicted, seq
 
@@ -300,9 +328,20 @@ def branch(
         new = c.execute(
             "INSERT INTO context_pools (name, kind, parent, fork_seq, base_seq, lim, tags, hooks, extra,"
             " size, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            (name, p.kind, cid, _last_seq(c), p.base_seq, lim, p.tags,
-             p.hooks if hooks is None else _JSON.encode(hooks).decode(), p.extra,
-             p.size if lim is None else min(p.size, lim), now, now),
+            (
+                name,
+                p.kind,
+                cid,
+                _last_seq(c),
+                p.base_seq,
+                lim,
+                p.tags,
+                p.hooks if hooks is None else _JSON.encode(hooks).decode(),
+                p.extra,
+                p.size if lim is None else min(p.size, lim),
+                now,
+                now,
+            ),
         ).fetchone()[0]
         h = _by_id(c, new)
         if p.kind == "pool" and lim is not None and p.size > lim:

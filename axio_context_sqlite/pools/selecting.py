@@ -19,6 +19,9 @@ from ..store.transactions import read_tx, write_tx
 __all__ = ["keyword_ranking", "missing_vectors", "store_vectors", "vector_ranking"]
 
 _JSON: Final = msgspec.json.Encoder()
+_IN_VISIBLE: Final = (
+    "SELECT seq FROM context_pool_vectors WHERE model = ? AND seq IN (SELECT value FROM json_each(?))"
+)
 
 
 def keyword_ranking(c: Any, query: str, visible: dict[int, str], depth: int) -> list[str]:
@@ -45,7 +48,7 @@ def missing_vectors(c: Any, model: str, seqs: Sequence[int]) -> list[int]:
         have = {
             int(r[0])
             for r in c.execute(
-                "SELECT seq FROM context_pool_vectors WHERE model = ? AND seq IN (SELECT value FROM json_each(?))",
+                _IN_VISIBLE,
                 (model, _JSON.encode(list(seqs)).decode()),
             )
         }
@@ -68,13 +71,12 @@ def vector_ranking(c: Any, model: str, query: bytes, visible: dict[int, str], de
     with read_tx(c):
         if vec_available(c):
             found = c.execute(
-                "SELECT seq FROM context_pool_vectors WHERE model = ? AND seq IN (SELECT value FROM json_each(?))"
-                " ORDER BY vec_distance_cosine(embedding, ?), seq LIMIT ?",
+                _IN_VISIBLE + " ORDER BY vec_distance_cosine(embedding, ?), seq LIMIT ?",
                 (model, seqs, query, depth),
             ).fetchall()
             return [visible[int(r[0])] for r in found]
         rows = c.execute(
-            "SELECT seq, embedding FROM context_pool_vectors WHERE model = ? AND seq IN (SELECT value FROM json_each(?))",
+            _IN_VISIBLE.replace("SELECT seq", "SELECT seq, embedding"),
             (model, seqs),
         ).fetchall()
     q = vector_from_blob(query)

@@ -41,8 +41,13 @@ def encode_items(items: list[ContextItem[Any]], what: str) -> list[tuple[str | N
 
 
 async def open_state(
-    conn: aiosqlite.Connection, name: str, kind: str, limit: int | None, tags: frozenset[str] | None,
-    *, create: bool = True,
+    conn: aiosqlite.Connection,
+    name: str,
+    kind: str,
+    limit: int | None,
+    tags: frozenset[str] | None,
+    *,
+    create: bool = True,
 ) -> State:
     """The container ``name`` (created empty when missing and ``create``), checked to be a
     ``kind`` with this limit and these tags when they are given."""
@@ -63,7 +68,9 @@ async def open_state(
     if limit is not None and h.lim != limit:
         raise PoolConfigError(f"{kind} {name!r} has limit {h.lim}, opened with limit {limit}")
     if tags is not None and frozenset(_JSON_LIST.decode(h.tags)) != tags:
-        raise PoolConfigError(f"{kind} {name!r} has tags {sorted(_JSON_LIST.decode(h.tags))}, opened with {sorted(tags)}")
+        raise PoolConfigError(
+            f"{kind} {name!r} has tags {sorted(_JSON_LIST.decode(h.tags))}, opened with {sorted(tags)}"
+        )
     return state
 
 

@@ -63,7 +63,9 @@ class SQLitePools:
     async def pool(
         self, limit: int | None = None, tags: list[str] | None = None, embedder: Embedder | None = None
     ) -> SQLiteContextPool[Any]:
-        return await SQLiteContextPool.open(await self.conn(), next(self._names), limit, tags, embedder=embedder)
+        return await SQLiteContextPool.open(
+            await self.conn(), next(self._names), limit, tags, embedder=embedder
+        )
 
     async def branch(self, owner: Any, *args: Any, **kwargs: Any) -> Any:
         return await owner.branch(*args, **kwargs)

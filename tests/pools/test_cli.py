@@ -39,7 +39,10 @@ def test_list_and_show_as_json(tmp_path: Path) -> None:
     rows = {r["name"]: r for r in json.loads(out)}
     assert set(rows) == {"docs", "recent", "recent-sub"}
     assert (rows["docs"]["kind"], rows["docs"]["limit"], rows["docs"]["size"], rows["docs"]["tags"]) == (
-        "pool", 10, 2, ["work"],
+        "pool",
+        10,
+        2,
+        ["work"],
     )
     assert rows["recent-sub"]["parent"] == "recent" and rows["recent"]["size"] == 3
     code, out = _invoke(db, "pools", "--kind", "queue", "--json")
@@ -59,14 +62,23 @@ def test_tables_and_errors(tmp_path: Path) -> None:
     db = tmp_path / "cli.db"
     asyncio.run(_fill(db))
     code, out = _invoke(db, "pools")
-    assert code == 0 and out.splitlines()[0].split() == ["NAME", "KIND", "LIMIT", "ITEMS", "PARENT", "UPDATED"]
+    assert code == 0 and out.splitlines()[0].split() == [
+        "NAME",
+        "KIND",
+        "LIMIT",
+        "ITEMS",
+        "PARENT",
+        "UPDATED",
+    ]
     code, out = _invoke(db, "pools", "show", "docs")
     assert code == 0 and "pool docs: 2 items, limit 10" in out and "Q3 earnings report" in out
     code, out = _invoke(db, "pools", "show", "nope")
     assert code == 1 and out.strip() == "Error: no queue or pool named 'nope'"
     proc = subprocess.run(
         [sys.executable, "-m", "axio_context_sqlite", "--db", str(db), "pools", "show", "recent", "--json"],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     assert [i["content"] for i in json.loads(proc.stdout)["items"]] == ["m2", "m3", "m4"]

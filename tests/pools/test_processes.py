@@ -3,12 +3,14 @@ SIGKILL mid-stream reopens as its last committed append left it."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+from axio_context.pools import ContextItem
 from axio_context_sqlite import connect
 from axio_context_sqlite.pools import SQLiteContextPool, SQLiteContextQueue
 
@@ -18,14 +20,14 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 N = 30
 
 
-async def test_two_processes_on_one_pool_lose_no_update(tmp_path: Path) -> None:
-    db = tmp_path / "p.db"
-    async with connect(db) as conn:
-        mine = await SQLiteContextPool.open(conn, "shared", limit=1000)
+def _two_writers(db: Path) -> None:
     procs = [
         subprocess.Popen(
             [sys.executable, str(WORKER), "add", str(db), "shared", prefix, str(N)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=ENV,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=ENV,
         )
         for prefix in ("a", "b")
     ]
@@ -38,22 +40,30 @@ async def test_two_processes_on_one_pool_lose_no_update(tmp_path: Path) -> None:
     for p in procs:
         out, _ = p.communicate(timeout=120)
         assert p.returncode == 0 and out.strip() == "done"
+
+
+async def test_two_processes_on_one_pool_lose_no_update(tmp_path: Path) -> None:
+    db = tmp_path / "p.db"
+    async with connect(db) as conn:
+        mine = await SQLiteContextPool.open(conn, "shared", limit=1000)
+        await asyncio.to_thread(_two_writers, db)
+        assert len(mine) == 0
+        await mine.add(ContextItem(0, "mine", "m"))  # stale handle: computed from the stored state
+        assert len(mine) == 2 * N + 2
     async with connect(db) as conn:
         pool = await SQLiteContextPool.open(conn, "shared")
         ids = {i.id for i in pool.items}
-        assert ids == {f"{x}-{i}" for x in "ab" for i in range(N)} | {"shared"}
-        assert len(pool) == 2 * N + 1
-    # The first handle, stale since the workers wrote, catches up on its next change.
-    async with connect(db) as conn:
-        mine = await SQLiteContextPool.open(conn, "shared")
-        assert len(mine) == 2 * N + 1
+        assert ids == {f"{x}-{i}" for x in "ab" for i in range(N)} | {"shared", "m"}
+        assert len(pool) == 2 * N + 2 and ids >= {"m", "shared"}
 
 
-async def test_queue_after_sigkill_is_its_last_commit(tmp_path: Path) -> None:
-    db = tmp_path / "q.db"
+def _killed_writer(db: Path) -> int:
+    """Start an appending process, SIGKILL it after its 40th reported append: the last one."""
     proc = subprocess.Popen(
         [sys.executable, str(WORKER), "append", str(db), "log", "1000000"],
-        stdout=subprocess.PIPE, text=True, env=ENV,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=ENV,
     )
     assert proc.stdout is not None
     last = -1
@@ -64,6 +74,12 @@ async def test_queue_after_sigkill_is_its_last_commit(tmp_path: Path) -> None:
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     proc.stdout.close()
+    return last
+
+
+async def test_queue_after_sigkill_is_its_last_commit(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    last = await asyncio.to_thread(_killed_writer, db)
     async with connect(db) as conn:
         queue = await SQLiteContextQueue.open(conn, "log")
         contents = [i.content for i in queue.items]

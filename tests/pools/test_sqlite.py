@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from axio_context.memory.testing.factory import TinyEmbedder
-from axio_context.pools import ContentEncodeError, ContextItem, PoolConfigError, PoolExistsError, PoolKindError
+from axio_context.pools import (
+    ContentEncodeError,
+    ContextItem,
+    PoolConfigError,
+    PoolExistsError,
+    PoolKindError,
+)
 from axio_context.pools.errors import PoolNotFoundError
 from axio_context_sqlite import connect
 from axio_context_sqlite.pools import SQLiteContextPool, SQLiteContextQueue, list_pools, show_pool
@@ -24,7 +30,9 @@ async def test_unencodable_content_names_the_item_and_writes_nothing(tmp_path: P
     async with connect(tmp_path / "a.db") as conn:
         q = await SQLiteContextQueue.open(conn, "q", limit=5)
         await q.append(ContextItem(1))
-        with pytest.raises(ContentEncodeError, match=r"item 1 \(id 'bad'\) of the append: its content \(object\)"):
+        with pytest.raises(
+            ContentEncodeError, match=r"item 1 \(id 'bad'\) of the append: its content \(object\)"
+        ):
             await q.append(ContextItem(2), ContextItem(object(), id="bad"))
         p = await SQLiteContextPool.open(conn, "p")
         with pytest.raises(ContentEncodeError, match="id 'x'"):
@@ -116,4 +124,4 @@ async def test_select_reads_descriptions_with_fts_and_embeddings(tmp_path: Path)
         child = await emb.branch()
         await child.remove("parse")
         assert "parse" not in [i.id for i in await child.select("parser")]  # removed in the branch only
-        assert [i.id for i in await emb.select("parser")][0] == "parse"
+        assert next(i.id for i in await emb.select("parser")) == "parse"

@@ -87,7 +87,11 @@ class ContextPoolContract:
         for i in "abc":
             await p.add(_item(i))
         assert _ids(p) == ["b", "c"]
-        assert rec.calls[-3:] == [("evict", (p, _item("a"))), ("before", (p, _item("c"))), ("after", (p, _item("c")))]
+        assert rec.calls[-3:] == [
+            ("evict", (p, _item("a"))),
+            ("before", (p, _item("c"))),
+            ("after", (p, _item("c"))),
+        ]
         await p.add(_item("b", "B2"))  # replacing keeps b the oldest
         await p.add(_item("d"))
         assert _ids(p) == ["c", "d"]
@@ -159,9 +163,10 @@ class ContextPoolContract:
     async def test_dict_round_trip_restores_without_hooks_or_eviction(self, pools: PoolFactory) -> None:
         p = await pools.pool(limit=3, tags=["k"])
 
-        @p.after_add
         async def on_item_added(pool: Any, item: Any) -> None:
             raise AssertionError("no hook fires while restoring")
+
+        p.after_add(on_item_added)
 
         data_items = [{"id": i, "description": f"d{i}", "content": {"v": i}} for i in "abcde"]
         data = {"limit": 3, "items": data_items, "hooks": {"after_add": ["on_item_added"]}, "tags": ["k"]}

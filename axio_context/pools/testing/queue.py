@@ -171,9 +171,10 @@ class ContextQueueContract:
     async def test_dict_round_trip_with_hooks_by_name(self, pools: PoolFactory) -> None:
         q = await pools.queue(3, tags=["b", "a"])
 
-        @q.before_append
         async def keep_recent(queue: Any, incoming: Any, current: Any) -> None:
             return None
+
+        q.before_append(keep_recent)
 
         await q.append(ContextItem({"text": "hi", "n": [1, 2]}, "greeting", "g1"), ContextItem("x"))
         data = q.to_dict()
@@ -211,8 +212,14 @@ class ContextQueueContract:
             q.to_dict()
 
     async def test_unknown_keys_of_a_newer_version_are_kept(self, pools: PoolFactory) -> None:
-        data = {"limit": 2, "items": [{"content": 1, "id": None, "description": None}], "hooks": {},
-                "tags": [], "format": 7, "window": {"policy": "lru", "extra": [1, 2, 3]}}
+        data = {
+            "limit": 2,
+            "items": [{"content": 1, "id": None, "description": None}],
+            "hooks": {},
+            "tags": [],
+            "format": 7,
+            "window": {"policy": "lru", "extra": [1, 2, 3]},
+        }
         restored = await pools.queue_from_dict(data)
         assert restored.to_dict() == data
         assert (await pools.reopen(restored)).to_dict() == data
