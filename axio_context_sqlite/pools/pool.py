@@ -21,7 +21,6 @@ from axio_context.pools.selection import check_k, fuse
 
 from ..store.calls import run
 from . import rows, selecting
-from .queue import _free_name
 from .rows import Entry
 from .stored import Stored, encode_items, open_state
 
@@ -66,6 +65,7 @@ class SQLiteContextPool(Stored, PoolBase[T], Generic[T]):
         return pool
 
     def _load(self, entries: list[Entry]) -> None:
+        self._embedded: set[int] = set()  # entries known to have an embedding from the embedder
         self._items = {str(e.key): self._item(e) for e in entries}
         self._seqs = {str(e.key): e.seq for e in entries}
 
@@ -111,6 +111,8 @@ class SQLiteContextPool(Stored, PoolBase[T], Generic[T]):
             oldest,
             vector,
         )
+        if vector is not None:
+            self._embedded.add(seq)
         if fresh is not None:
             self._adopt(fresh)
         else:
@@ -152,23 +154,32 @@ class SQLiteContextPool(Stored, PoolBase[T], Generic[T]):
         and tags, changing independently. One row is written and no item copied (a smaller
         ``limit`` writes one removal per item it drops). No hook fires."""
         child_limit = self.limit if limit is _INHERIT else check_limit(limit, optional=True)
-        state, seen = await run(
+        over = 0 if child_limit is None else max(0, len(self._items) - child_limit)
+        h, stale = await run(
             self._conn,
             rows.branch,
             self._header.id,
-            name or await run(self._conn, _free_name, self.name),
+            name,
             child_limit,
             self._hook_names(),
+            self._header.version,
+            list(self._items)[:over],
         )
         child: SQLiteContextPool[T] = type(self).__new__(type(self))
         child._conn, child._content_type, child._decoder = self._conn, self._content_type, self._decoder
-        child._header, child.tags, child.extra = state.header, self.tags, dict(self.extra)
+        child._header, child.tags, child.extra = h, self.tags, dict(self.extra)
         child.hooks, child.embedder = list(self.hooks), self.embedder
-        if seen == self._header.version and state.header.size == len(self._items):
+        child._embedded = set(self._embedded)
+        if stale is not None:
+            child._shared = False
+            child._load(stale)
+        elif over == 0:  # the same items: share the copy until one side changes
             child._items, child._seqs, child._shared, self._shared = self._items, self._seqs, True, True
         else:
             child._shared = False
-            child._load(state.entries)
+            keep = list(self._items)[over:]
+            child._items = {k: self._items[k] for k in keep}
+            child._seqs = {k: self._seqs[k] for k in keep}
         return child
 
     async def select(self, query: str, k: int = 5) -> list[ContextItem[T]]:
@@ -183,7 +194,8 @@ class SQLiteContextPool(Stored, PoolBase[T], Generic[T]):
         rankings = [await run(self._conn, selecting.keyword_ranking, query, visible, depth)]
         if self.embedder is not None and visible:
             model = self.embedder.model
-            missing = await run(self._conn, selecting.missing_vectors, model, list(visible))
+            unknown = [s for s in visible if s not in self._embedded]
+            missing = await run(self._conn, selecting.missing_vectors, model, unknown) if unknown else []
             if missing:
                 vecs = await self.embedder.embed([self._items[visible[s]].description or "" for s in missing])
                 await run(
@@ -192,6 +204,7 @@ class SQLiteContextPool(Stored, PoolBase[T], Generic[T]):
                     model,
                     [(s, vector_to_blob(v)) for s, v in zip(missing, vecs, strict=True)],
                 )
+            self._embedded.update(unknown)
             (q,) = await self.embedder.embed([query])
             if any(q):
                 rankings.append(

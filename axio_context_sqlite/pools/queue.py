@@ -112,28 +112,31 @@ class SQLiteContextQueue(Stored, QueueBase[T], Generic[T]):
         items (the newest ``limit`` when smaller) and changes independently. One row is
         written, no item is copied; hooks are inherited unless ``hooks`` is given."""
         child_limit = self.limit if limit is None else check_limit(limit, optional=False)
+        assert child_limit is not None
         child_hooks = list(self.hooks if hooks is _INHERIT else (hooks or []))
-        state, seen = await run(
+        h, stale = await run(
             self._conn,
             rows.branch,
             self._header.id,
-            name or await self._child_name(),
+            name,
             child_limit,
             _names_or_none(child_hooks),
+            self._header.version,
+            [],
         )
         child: SQLiteContextQueue[T] = type(self).__new__(type(self))
         child._conn, child._content_type, child._decoder = self._conn, self._content_type, self._decoder
-        child._header, child.tags, child.extra = state.header, self.tags, dict(self.extra)
+        child._header, child.tags, child.extra = h, self.tags, dict(self.extra)
         child.hooks = child_hooks
-        if seen == self._header.version and child_limit == self.limit:
+        if stale is not None:
+            child._shared = False
+            child._load(stale)
+        elif child_limit == self.limit:  # the same items: share the copy until one side changes
             child._items, child._shared, self._shared = self._items, True, True
         else:
             child._shared = False
-            child._load(state.entries)
+            child._items = deque(list(self._items)[-child_limit:], maxlen=child_limit)
         return child
-
-    async def _child_name(self) -> str:
-        return await run(self._conn, _free_name, self._header.name)
 
     @classmethod
     async def from_dict(
@@ -159,11 +162,3 @@ def _names_or_none(hooks: list[Hook]) -> dict[str, list[str]]:
         return serialize_hooks(hooks)
     except ValueError:
         return {}
-
-
-def _free_name(c: Any, base: str) -> str:
-    """``base/1``, ``base/2``, ...: the first name not taken."""
-    n = 1
-    while c.execute("SELECT 1 FROM context_pools WHERE name = ?", (f"{base}/{n}",)).fetchone():
-        n += 1
-    return f"{base}/{n}"

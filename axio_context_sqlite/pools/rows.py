@@ -177,15 +177,16 @@ def create(
 
 
 def _insert(c: Any, cid: int, key: str | None, ord_: int | None, desc: str | None, content: bytes) -> int:
-    seq = int(
+    # A new key's order is one past the newest entry: later than every entry so far, and (the
+    # next seq being at least that) never later than a key inserted after it.
+    return int(
         c.execute(
-            "INSERT INTO context_pool_entries (owner, key, ord, description, content) VALUES (?, ?, 0, ?, ?)"
+            "INSERT INTO context_pool_entries (owner, key, ord, description, content) VALUES"
+            " (?, ?, COALESCE(?, (SELECT IFNULL(MAX(seq), 0) + 1 FROM context_pool_entries)), ?, ?)"
             " RETURNING seq",
-            (cid, key, desc, content),
+            (cid, key, ord_, desc, content),
         ).fetchone()[0]
     )
-    c.execute("UPDATE context_pool_entries SET ord = ? WHERE seq = ?", (seq if ord_ is None else ord_, seq))
-    return seq
 
 
 def _max_fork(c: Any, cid: int) -> int:
@@ -202,11 +203,12 @@ def _last_seq(c: Any) -> int:
 
 
 def _bump(c: Any, cid: int, size: int) -> Header:
-    c.execute(
-        "UPDATE context_pools SET size = ?, version = version + 1, updated_at = ? WHERE id = ?",
+    row = c.execute(
+        "UPDATE context_pools SET size = ?, version = version + 1, updated_at = ? WHERE id = ?"
+        f" RETURNING {_HEADER}",
         (size, now_ms(), cid),
-    )
-    return _by_id(c, cid)
+    ).fetchone()
+    return Header(*row)
 
 
 def _fresh(c: Any, cid: int, seen: int) -> tuple[Header, list[Entry] | None]:
@@ -248,20 +250,21 @@ def _latest(c: Any, h: Header, key: str) -> tuple[int, int, int] | None:
     return None if row is None or row[2] else (int(row[0]), int(row[1]), int(row[2]))
 
 
-def _drop_key(c: Any, h: Header, key: str, ord_: int, below: int) -> None:
+def _drop_key(c: Any, h: Header, key: str, ord_: int) -> None:
     """Hide ``key``: delete its own older entries no branch sees, and write a removal entry
     unless nothing of the key is left to hide (a root container's common case)."""
     c.execute(
-        "DELETE FROM context_pool_entries WHERE owner = ? AND key = ? AND seq > ? AND seq < ?",
-        (h.id, key, _max_fork(c, h.id), below),
+        "DELETE FROM context_pool_entries WHERE owner = ? AND key = ? AND seq > ?",
+        (h.id, key, _max_fork(c, h.id)),
     )
     left = c.execute(
-        "SELECT 1 FROM context_pool_entries WHERE owner = ? AND key = ? AND seq < ? LIMIT 1",
-        (h.id, key, below),
+        "SELECT 1 FROM context_pool_entries WHERE owner = ? AND key = ? LIMIT 1", (h.id, key)
     ).fetchone()
     if h.parent is not None or left is not None:
-        seq = _insert(c, h.id, key, ord_, None, b"")
-        c.execute("UPDATE context_pool_entries SET removed = 1 WHERE seq = ?", (seq,))
+        c.execute(
+            "INSERT INTO context_pool_entries (owner, key, ord, removed, content) VALUES (?, ?, ?, 1, x'')",
+            (h.id, key, ord_),
+        )
 
 
 def pool_add(
@@ -286,7 +289,7 @@ def pool_add(
         if found is None and h.lim is not None and size >= h.lim and oldest is not None:
             old = _latest(c, h, oldest)
             if old is not None:
-                _drop_key(c, h, oldest, old[1], _last_seq(c) + 1)
+                _drop_key(c, h, oldest, old[1])
                 size, evicted = size - 1, oldest
         seq = _insert(c, cid, key, None if found is None else found[1], desc, content)
         c.execute(
@@ -308,22 +311,31 @@ def pool_remove(c: Any, cid: int, key: str) -> Header | None:
         found = _latest(c, h, key)
         if found is None:
             return None
-        _drop_key(c, h, key, found[1], _last_seq(c) + 1)
+        _drop_key(c, h, key, found[1])
         return _bump(c, cid, h.size - 1)
 
 
 def branch(
-    c: Any, cid: int, name: str, lim: int | None, hooks: dict[str, list[str]] | None
-) -> tuple[State, int]:
-    """A new container seeing this one's entries so far: one row (a pool branched with a
-    smaller limit also writes one removal entry per item it drops, oldest first), and the
-    parent's version it branched from."""
+    c: Any,
+    cid: int,
+    name: str | None,
+    lim: int | None,
+    hooks: dict[str, list[str]] | None,
+    seen: int,
+    drop: list[str],
+) -> tuple[Header, list[Entry] | None]:
+    """A new container seeing this one's entries so far: one row, no entry copied. A pool
+    branched with a smaller limit also writes one removal entry per item it drops, oldest
+    first: ``drop``, the caller's view of them when its ``seen`` version is current. Returns
+    the new header, and the child's entries only when the caller's view was stale."""
     from axio_context.pools.errors import PoolExistsError
 
     with write_tx(c):
-        if header(c, name) is not None:
-            raise PoolExistsError(f"a queue or pool named {name!r} already exists")
         p = _by_id(c, cid)
+        if name is None:
+            name = free_name(c, p.name)
+        elif header(c, name) is not None:
+            raise PoolExistsError(f"a queue or pool named {name!r} already exists")
         now = now_ms()
         new = c.execute(
             "INSERT INTO context_pools (name, kind, parent, fork_seq, base_seq, lim, tags, hooks, extra,"
@@ -345,10 +357,19 @@ def branch(
         ).fetchone()[0]
         h = _by_id(c, new)
         if p.kind == "pool" and lim is not None and p.size > lim:
-            for e in _entries(c, h)[: p.size - lim]:
-                assert e.key is not None
-                _drop_key(c, h, e.key, e.ord, _last_seq(c) + 1)
-        return State(h, _entries(c, h)), p.version
+            if p.version != seen:
+                drop = [str(e.key) for e in _entries(c, h)[: p.size - lim]]
+            for key in drop:
+                _drop_key(c, h, key, 0)
+        return h, (None if p.version == seen else _entries(c, h))
+
+
+def free_name(c: Any, base: str) -> str:
+    """``base/1``, ``base/2``, ...: the first name not taken (the default name of a branch)."""
+    n = 1
+    while c.execute("SELECT 1 FROM context_pools WHERE name = ?", (f"{base}/{n}",)).fetchone():
+        n += 1
+    return f"{base}/{n}"
 
 
 def listing(c: Any, kind: str | None) -> list[Header]:
