@@ -36,7 +36,20 @@ from axio_context.pools import ContextItem, ContextPool, ContextQueue
 from axio_context_sqlite import connect
 from axio_context_sqlite.pools import SQLiteContextPool, SQLiteContextQueue
 
-WORDS = ["parser", "database", "release", "weather", "report", "margin", "revenue", "token", "cache", "index", "query", "branch"]
+WORDS = [
+    "parser",
+    "database",
+    "release",
+    "weather",
+    "report",
+    "margin",
+    "revenue",
+    "token",
+    "cache",
+    "index",
+    "query",
+    "branch",
+]
 
 
 def _description(i: int) -> str:
