@@ -86,6 +86,9 @@ class SQLiteContextQueue(Stored, QueueBase[T], Generic[T]):
             over = len(self._items) + len(items) - self.limit
             for old in (list(self._items) + list(items))[: max(0, over)]:
                 await self._fire(ContextQueueHook.ON_EVICT, old)
+        if not items:  # nothing to write; the hooks still fire, as in memory
+            await self._fire(ContextQueueHook.AFTER_APPEND, [], list(self._items))
+            return
         fresh, _ = await run(self._conn, rows.queue_append, self._header.id, self._header.version, packed)
         if fresh is not None:
             self._adopt(fresh)

@@ -82,3 +82,17 @@ def test_tables_and_errors(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert [i["content"] for i in json.loads(proc.stdout)["items"]] == ["m2", "m3", "m4"]
+
+
+def test_reading_creates_nothing_and_changes_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "not" / "here.db"
+    code, out = _invoke(missing, "pools")
+    assert (code, out.strip()) == (1, f"Error: no database at {missing}")
+    assert not (tmp_path / "not").exists()
+    db = tmp_path / "cli.db"
+    asyncio.run(_fill(db))
+    _invoke(db, "vacuum")
+    before = db.read_bytes()
+    for args in (["pools"], ["pools", "show", "docs"], ["pools", "--kind", "pool", "--nl"]):
+        assert _invoke(db, *args)[0] == 0
+    assert db.read_bytes() == before

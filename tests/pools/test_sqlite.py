@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from axio_context.memory.testing.factory import TinyEmbedder
@@ -125,3 +126,44 @@ async def test_select_reads_descriptions_with_fts_and_embeddings(tmp_path: Path)
         await child.remove("parse")
         assert "parse" not in [i.id for i in await child.select("parser")]  # removed in the branch only
         assert next(i.id for i in await emb.select("parser")) == "parse"
+
+
+class Note(msgspec.Struct):
+    """A typed content, decoded back as itself with ``content_type``."""
+
+    title: str
+    tags: list[str] = []
+
+
+async def test_content_type_decodes_structs_and_dicts_stay_plain(tmp_path: Path) -> None:
+    async with connect(tmp_path / "t.db") as conn:
+        typed = await SQLiteContextPool.open(conn, "notes", content_type=Note)
+        await typed.add(ContextItem(Note("parser", ["bug"]), "a note", "n1"))
+        again = await SQLiteContextPool.open(conn, "notes", content_type=Note)
+        assert again.get("n1").content == Note("parser", ["bug"])
+        plain = await SQLiteContextPool.open(conn, "notes")
+        assert plain.get("n1").content == {"title": "parser", "tags": ["bug"]}
+        q = await SQLiteContextQueue.open(conn, "raw", limit=4)
+        await q.append(ContextItem(b"\x00\xff"), ContextItem([1, {"a": None}]), ContextItem(2**40))
+        assert [i.content for i in (await SQLiteContextQueue.open(conn, "raw")).items] == [
+            b"\x00\xff",
+            [1, {"a": None}],
+            2**40,
+        ]
+
+
+async def test_from_dict_with_unencodable_content_writes_nothing(tmp_path: Path) -> None:
+    async with connect(tmp_path / "u.db") as conn:
+        data = {
+            "limit": 2,
+            "items": [{"id": "a", "description": "d", "content": {"z": 1j}}],
+            "hooks": {},
+            "tags": [],
+        }
+        with pytest.raises(ContentEncodeError, match="id 'a'"):
+            await SQLiteContextPool.from_dict(conn, "p", data)
+        assert await list_pools(conn) == []
+        ok = {**data, "items": [{"id": "a", "description": "d", "content": [1, 2]}]}
+        await SQLiteContextPool.from_dict(conn, "p", ok)
+        with pytest.raises(PoolExistsError):
+            await SQLiteContextPool.from_dict(conn, "p", ok)
