@@ -401,17 +401,22 @@ CREATE TABLE context_pool_vectors (
     embedding  BLOB NOT NULL
 );
 
--- Descriptions for `select`, kept by triggers in the same transaction as the entry.
+-- Pool descriptions for `select`, kept by triggers in the same transaction as the entry (a
+-- queue's are not searched: they are not indexed).
 CREATE VIRTUAL TABLE context_pool_fts USING fts5(
     description, content = 'context_pool_entries', content_rowid = 'seq',
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
 CREATE TRIGGER context_pool_entries_ai AFTER INSERT ON context_pool_entries
-WHEN NEW.description IS NOT NULL AND NEW.removed = 0 BEGIN
+WHEN NEW.description IS NOT NULL AND NEW.removed = 0
+    AND (SELECT kind FROM context_pools WHERE id = NEW.owner) = 'pool'
+BEGIN
     INSERT INTO context_pool_fts (rowid, description) VALUES (NEW.seq, NEW.description);
 END;
 CREATE TRIGGER context_pool_entries_ad AFTER DELETE ON context_pool_entries
-WHEN OLD.description IS NOT NULL AND OLD.removed = 0 BEGIN
+WHEN OLD.description IS NOT NULL AND OLD.removed = 0
+    AND (SELECT kind FROM context_pools WHERE id = OLD.owner) = 'pool'
+BEGIN
     INSERT INTO context_pool_fts (context_pool_fts, rowid, description)
     VALUES ('delete', OLD.seq, OLD.description);
     DELETE FROM context_pool_vectors WHERE seq = OLD.seq;

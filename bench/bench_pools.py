@@ -13,6 +13,11 @@ Figures, each a median per operation over one run, and each a ratio to its refer
   of the two is the cost's growth (1.0 = flat, like a session fork), beside the in-memory
   (pygents-style) branch, which copies every item.
 
+The peer is pygents 0.7 itself (in memory, no persistence), run in its own venv
+(``.bench-venv-pygents``, Python 3.12, made on first use; ``--no-peer`` skips it): the same
+operations, each figure of ours also given as a ratio to pygents' (``*_vs_pygents``), and
+pygents' branch growth from 100 to ``--items`` items beside ours.
+
 Run: ``python -m bench.bench_pools`` (``--quick`` for a smoke run). ``--json FILE`` writes the
 figures.
 """
@@ -22,7 +27,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
+import subprocess
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -35,6 +42,11 @@ from axio_context.embeddings import HashingEmbedder
 from axio_context.pools import ContextItem, ContextPool, ContextQueue
 from axio_context_sqlite import connect
 from axio_context_sqlite.pools import SQLiteContextPool, SQLiteContextQueue
+
+ROOT = Path(__file__).resolve().parents[1]
+PEER_VENV = ROOT / ".bench-venv-pygents"
+PEER_REQUIREMENT = "pygents==0.7.0"
+PEER_PYTHON_VERSION = "3.12.1"  # pygents needs Python >= 3.12: pyenv's on this machine
 
 WORDS = [
     "parser",
@@ -190,15 +202,54 @@ async def run(items: int, ops: int) -> dict[str, Any]:
     return out
 
 
+def _peer_python() -> Path:
+    """The pygents venv's Python, made and filled on first use."""
+    python = PEER_VENV / "bin" / "python"
+    if not python.exists():
+        # pyenv's interpreter itself: a bare `python3` may be the active venv's (3.11).
+        pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions" / PEER_PYTHON_VERSION
+        base = pyenv / "bin" / "python3" if pyenv.exists() else Path("python3")
+        env = {**os.environ, "PYENV_VERSION": PEER_PYTHON_VERSION}
+        subprocess.run([str(base), "-m", "venv", str(PEER_VENV)], check=True, env=env)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", PEER_REQUIREMENT], check=True)
+    return python
+
+
+def peer(items: int, ops: int) -> dict[str, Any]:
+    """pygents' figures for the same operations (a JSON object from bench/worker_pygents.py)."""
+    done = subprocess.run(
+        [str(_peer_python()), str(ROOT / "bench" / "worker_pygents.py"), str(items), str(ops)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    figures: dict[str, Any] = json.loads(done.stdout)
+    return figures
+
+
+def compare(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
+    """Our figures as ratios to pygents', and pygents' branch growth."""
+    out = {f"pygents_{k}": v for k, v in theirs.items()}
+    for key in ("queue_append_us", "pool_add_us_at_items", "pool_get_us"):
+        out[f"{key.removesuffix('_us').removesuffix('_us_at_items')}_vs_pygents"] = ours[key] / theirs[key]
+    out["pygents_branch_pool_growth"] = theirs["branch_pool_items_us"] / theirs["branch_pool_100_us"]
+    out["pygents_branch_queue_growth"] = theirs["branch_queue_items_us"] / theirs["branch_queue_100_us"]
+    out["branch_pool_items_vs_pygents"] = ours["branch_pool_items_us"] / theirs["branch_pool_items_us"]
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--ops", type=int, default=500)
     parser.add_argument("--quick", action="store_true", help="1,000 items, 100 operations")
     parser.add_argument("--json", type=Path, help="write the figures to this file")
+    parser.add_argument("--no-peer", action="store_true", help="skip pygents (no venv is made)")
     args = parser.parse_args()
     items, ops = (1_000, 100) if args.quick else (args.items, args.ops)
     figures = asyncio.run(run(items, ops))
+    if not args.no_peer:
+        figures.update(compare(figures, peer(items, ops)))
     width = max(map(len, figures))
     for key, value in figures.items():
         print(f"{key:<{width}}  {value:,.2f}" if isinstance(value, float) else f"{key:<{width}}  {value:,}")
