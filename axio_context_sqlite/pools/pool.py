@@ -207,8 +207,11 @@ class SQLiteContextPool(Stored, PoolBase[T], Generic[T]):
             self._embedded.update(unknown)
             (q,) = await self.embedder.embed([query])
             if any(q):
+                owners = await run(self._conn, rows.chain_owners, self._header.id)
                 rankings.append(
-                    await run(self._conn, selecting.vector_ranking, model, vector_to_blob(q), visible, depth)
+                    await run(
+                        self._conn, selecting.vector_ranking, model, vector_to_blob(q), owners, visible, depth
+                    )
                 )
         return [self._items[key] for key in fuse(rankings, k) if key in self._items]
 

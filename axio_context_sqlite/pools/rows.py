@@ -88,6 +88,12 @@ def _chain(c: Any, h: Header) -> list[tuple[int, int | None]]:
     return links
 
 
+def chain_owners(c: Any, cid: int) -> list[int]:
+    """The container and its ancestors: every owner whose entries it may show."""
+    with read_tx(c):
+        return [owner for owner, _ in _chain(c, _by_id(c, cid))]
+
+
 def _union(c: Any, h: Header, columns: str, key: str | None = None) -> tuple[str, list[Any]]:
     parts, params = [], []
     for owner, cut in _chain(c, h):

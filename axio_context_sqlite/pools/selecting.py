@@ -24,22 +24,33 @@ _IN_VISIBLE: Final = (
 )
 
 
+def _visible_first(
+    c: Any, sql: str, params: tuple[Any, ...], visible: dict[int, str], depth: int
+) -> list[str]:
+    """Run ``sql`` (seqs, best first, ending in ``LIMIT ?``) and keep the visible ones: first
+    with a limit a little past ``depth`` (most entries are visible), else without one."""
+    out: list[str] = []
+    for limit in (depth * 4, -1):
+        rows = c.execute(sql, (*params, limit)).fetchall()
+        out = [visible[int(r[0])] for r in rows if int(r[0]) in visible][:depth]
+        if len(out) >= depth or len(rows) < limit or limit < 0:
+            break
+    return out
+
+
 def keyword_ranking(c: Any, query: str, visible: dict[int, str], depth: int) -> list[str]:
     """Keys of visible entries whose description matches the query's words, best bm25 first."""
     expr = match_expression(query, operator="OR")
     if expr is None:
         return []
-    out: list[str] = []
     with read_tx(c):
-        for (seq,) in c.execute(
-            "SELECT rowid FROM context_pool_fts WHERE context_pool_fts MATCH ? ORDER BY rank", (expr,)
-        ):
-            key = visible.get(int(seq))
-            if key is not None:
-                out.append(key)
-                if len(out) >= depth:
-                    break
-    return out
+        return _visible_first(
+            c,
+            "SELECT rowid FROM context_pool_fts WHERE context_pool_fts MATCH ? ORDER BY rank LIMIT ?",
+            (expr,),
+            visible,
+            depth,
+        )
 
 
 def missing_vectors(c: Any, model: str, seqs: Sequence[int]) -> list[int]:
@@ -65,20 +76,28 @@ def store_vectors(c: Any, model: str, vectors: Sequence[tuple[int, bytes]]) -> N
         )
 
 
-def vector_ranking(c: Any, model: str, query: bytes, visible: dict[int, str], depth: int) -> list[str]:
-    """Keys of visible entries by cosine distance of their description's embedding to the query."""
-    seqs = _JSON.encode(list(visible)).decode()
+def vector_ranking(
+    c: Any, model: str, query: bytes, owners: Sequence[int], visible: dict[int, str], depth: int
+) -> list[str]:
+    """Keys of visible entries by cosine distance of their description's embedding to the
+    query, nearest first; ``owners`` are the containers of the pool's chain (a zero vector,
+    whose distance is undefined, is left out)."""
+    marks = ", ".join("?" * len(owners))
     with read_tx(c):
         if vec_available(c):
-            found = c.execute(
-                _IN_VISIBLE + " ORDER BY vec_distance_cosine(embedding, ?), seq LIMIT ?",
-                (model, seqs, query, depth),
-            ).fetchall()
-            return [visible[int(r[0])] for r in found]
+            return _visible_first(
+                c,
+                "SELECT seq FROM (SELECT v.seq AS seq, vec_distance_cosine(v.embedding, ?) AS d"
+                " FROM context_pool_vectors v JOIN context_pool_entries e ON e.seq = v.seq"
+                f" WHERE v.model = ? AND e.owner IN ({marks})) WHERE d IS NOT NULL ORDER BY d, seq LIMIT ?",
+                (query, model, *owners),
+                visible,
+                depth,
+            )
         rows = c.execute(
             _IN_VISIBLE.replace("SELECT seq", "SELECT seq, embedding"),
-            (model, seqs),
+            (model, _JSON.encode(list(visible)).decode()),
         ).fetchall()
     q = vector_from_blob(query)
-    scored = sorted(((-cosine(q, vector_from_blob(b)), int(s)) for s, b in rows))
+    scored = sorted((-cosine(q, v), int(s)) for s, b in rows if any(v := vector_from_blob(b)))
     return [visible[s] for _, s in scored[:depth]]
