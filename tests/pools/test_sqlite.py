@@ -120,8 +120,9 @@ async def test_select_reads_descriptions_with_fts_and_embeddings(tmp_path: Path)
         assert [i.id for i in await p.select('NEAR ( "')] == ["syntax"]  # never an FTS5 syntax error
         assert await p.select("") == []
         emb = await SQLiteContextPool.open(conn, "docs", embedder=TinyEmbedder())
+        await emb.add(ContextItem("z", "xyz", "zero"))  # no letter a-d: a zero embedding
         found = await emb.select("abba", k=2)  # embeds the stored descriptions on first use
-        assert len(found) == 2
+        assert len(found) == 2 and "zero" not in [i.id for i in found]
         child = await emb.branch()
         await child.remove("parse")
         assert "parse" not in [i.id for i in await child.select("parser")]  # removed in the branch only
