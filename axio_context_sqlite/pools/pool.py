@@ -161,7 +161,7 @@ class SQLiteContextPool(Stored, PoolBase[T], Generic[T]):
             self._header.id,
             name,
             child_limit,
-            self._hook_names(),
+            None,  # the hook names stored with the parent (from_dict's), not this process's hooks
             self._header.version,
             list(self._items)[:over],
         )

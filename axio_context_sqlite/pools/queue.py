@@ -123,7 +123,7 @@ class SQLiteContextQueue(Stored, QueueBase[T], Generic[T]):
             self._header.id,
             name,
             child_limit,
-            _names_or_none(child_hooks),
+            None if hooks is _INHERIT else _names_or_none(child_hooks),
             self._header.version,
             [],
         )

@@ -9,7 +9,7 @@ import aiosqlite
 import msgspec
 
 from axio_context.pools.errors import ContentEncodeError, PoolConfigError, PoolKindError
-from axio_context.pools.hooks import Hook, rebuild_hooks, serialize_hooks
+from axio_context.pools.hooks import Hook, rebuild_hooks
 from axio_context.pools.items import ContextItem
 
 from ..store.calls import run
@@ -128,9 +128,3 @@ class Stored:
             raise PoolNotFoundError(f"{self._header.name!r} is no longer in the database")
         self._adopt(state)
         return True
-
-    def _hook_names(self) -> dict[str, list[str]] | None:
-        try:
-            return serialize_hooks(self.hooks)
-        except ValueError:  # a closure: it fires here but cannot be stored by name
-            return None

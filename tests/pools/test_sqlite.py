@@ -16,7 +16,8 @@ from axio_context.pools import (
     PoolExistsError,
     PoolKindError,
 )
-from axio_context.pools.errors import PoolNotFoundError
+from axio_context.pools.errors import PoolNotFoundError, UnregisteredHookError
+from axio_context.pools.hooks import ContextPoolHook, Hook, HookRegistry
 from axio_context_sqlite import connect
 from axio_context_sqlite.pools import SQLiteContextPool, SQLiteContextQueue, list_pools, show_pool
 
@@ -168,3 +169,37 @@ async def test_from_dict_with_unencodable_content_writes_nothing(tmp_path: Path)
         await SQLiteContextPool.from_dict(conn, "p", ok)
         with pytest.raises(PoolExistsError):
             await SQLiteContextPool.from_dict(conn, "p", ok)
+
+
+async def _noted(pool: object, item: object) -> None:
+    return None
+
+
+async def test_stored_hook_names_come_back_on_open_and_branches_keep_them(tmp_path: Path) -> None:
+    saved = dict(HookRegistry._registry), list(HookRegistry._global_hooks)
+    HookRegistry.clear()
+    try:
+        stored = Hook(_noted, ContextPoolHook.AFTER_ADD)
+        HookRegistry.register(stored)
+        data = {"limit": None, "items": [], "hooks": {"after_add": ["_noted"]}, "tags": []}
+        async with connect(tmp_path / "h.db") as conn, connect(tmp_path / "h.db") as other:
+            p = await SQLiteContextPool.from_dict(conn, "p", data)
+
+            @p.before_add
+            async def local_only(pool: object, item: object) -> None:
+                return None
+
+            child = await p.branch(name="c")
+            assert child.hooks == [stored, HookRegistry.get("local_only")]  # inherited in this process
+            HookRegistry.unregister("local_only")  # another process: only the stored names matter
+            assert (await SQLiteContextPool.open(other, "p")).hooks == [stored]
+            assert (await SQLiteContextPool.open(other, "c")).hooks == [stored]
+            assert {i.name: i.hooks for i in await list_pools(other)} == {
+                "p": {"after_add": ["_noted"]},
+                "c": {"after_add": ["_noted"]},
+            }
+            HookRegistry.unregister("_noted")
+            with pytest.raises(UnregisteredHookError, match="_noted"):
+                await SQLiteContextPool.open(other, "c")
+    finally:
+        HookRegistry._registry, HookRegistry._global_hooks = saved
