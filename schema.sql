@@ -389,7 +389,8 @@ CREATE TABLE context_pool_entries (
     ord          INTEGER NOT NULL,                -- a pool key's insertion order (kept on replace)
     removed      INTEGER NOT NULL DEFAULT 0,
     description  TEXT,
-    content      BLOB NOT NULL                    -- MessagePack
+    content      BLOB NOT NULL,                   -- MessagePack
+    extra        BLOB                             -- MessagePack map: item keys of a newer version
 );
 CREATE INDEX context_pool_entries_by_owner ON context_pool_entries (owner, seq);
 CREATE INDEX context_pool_entries_by_key ON context_pool_entries (owner, key, seq);

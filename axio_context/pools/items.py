@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 import msgspec
 
@@ -11,19 +11,22 @@ __all__ = ["ContextItem"]
 
 T = TypeVar("T")
 
+_KNOWN: Final = frozenset({"id", "description", "content"})
+
 
 class ContextItem(msgspec.Struct, Generic[T], frozen=True):
     """An immutable piece of context: the ``content`` itself, an optional one-line
     ``description`` a selector reads instead of the content, and an optional ``id`` (the key
-    in a pool)."""
+    in a pool). ``extra`` holds the keys of an item dict from a newer version, kept whole."""
 
     content: T
     description: str | None = None
     id: str | None = None
+    extra: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """pygents' dict shape: ``{"id", "description", "content"}``."""
-        return {"id": self.id, "description": self.description, "content": self.content}
+        """pygents' dict shape: ``{"id", "description", "content"}`` (and any ``extra`` keys)."""
+        return {**(self.extra or {}), "id": self.id, "description": self.description, "content": self.content}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ContextItem[Any]:
@@ -35,4 +38,5 @@ class ContextItem(msgspec.Struct, Generic[T], frozen=True):
             raise ValueError(f"a context item's description must be a string, got {description!r:.80}")
         if item_id is not None and not isinstance(item_id, str):
             raise ValueError(f"a context item's id must be a string, got {item_id!r:.80}")
-        return ContextItem(content=data["content"], description=description, id=item_id)
+        extra = {k: v for k, v in data.items() if k not in _KNOWN}
+        return ContextItem(content=data["content"], description=description, id=item_id, extra=extra or None)

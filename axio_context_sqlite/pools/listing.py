@@ -39,12 +39,14 @@ class PoolInfo(msgspec.Struct, frozen=True):
     updated_at: str
 
 
-class PoolItem(msgspec.Struct, frozen=True):
-    """One item as stored: id, description, content decoded from MessagePack."""
+class PoolItem(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One item as stored: id, description, content decoded from MessagePack, and the item
+    keys of a newer version (only when there are any)."""
 
     id: str | None
     description: str | None
     content: Any
+    extra: dict[str, Any] | None = None
 
 
 class PoolView(msgspec.Struct, frozen=True):
@@ -83,7 +85,15 @@ def _show(c: Any, name: str, limit: int | None) -> PoolView | None:
         entries = state.entries if limit is None else state.entries[:limit]
         return PoolView(
             info=_info(c, state.header),
-            items=[PoolItem(e.key, e.description, _ANY.decode(e.content)) for e in entries],
+            items=[
+                PoolItem(
+                    e.key,
+                    e.description,
+                    _ANY.decode(e.content),
+                    None if e.extra is None else _ANY.decode(e.extra),
+                )
+                for e in entries
+            ],
             extra=_DICT.decode(state.header.extra),
         )
 

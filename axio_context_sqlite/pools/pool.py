@@ -88,7 +88,7 @@ class SQLiteContextPool(Stored, PoolBase[T], Generic[T]):
         (ValueError without id or description; ContentEncodeError: nothing written)."""
         self._check_item(item)
         assert item.id is not None and item.description is not None
-        ((_, _, packed),) = encode_items([item], "add")
+        ((_, _, packed, extra),) = encode_items([item], "add")
         vector = None
         if self.embedder is not None:
             (vec,) = await self.embedder.embed([item.description])
@@ -108,6 +108,7 @@ class SQLiteContextPool(Stored, PoolBase[T], Generic[T]):
             item.id,
             item.description,
             packed,
+            extra,
             oldest,
             vector,
         )
@@ -236,7 +237,7 @@ class SQLiteContextPool(Stored, PoolBase[T], Generic[T]):
         packed = encode_items(items, "pool")
         tags_of(tags)
         state = await run(
-            conn, rows.create, name, "pool", limit, sorted(tags), serialize_hooks(hooks), extra, packed
+            conn, rows.create, name, "pool", limit, sorted(tags), serialize_hooks(hooks), extra, packed, True
         )
         pool: SQLiteContextPool[Any] = cls.__new__(cls)
         pool.embedder = embedder

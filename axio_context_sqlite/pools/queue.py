@@ -153,7 +153,7 @@ class SQLiteContextQueue(Stored, QueueBase[T], Generic[T]):
         packed = encode_items(items, "queue")
         tags_of(tags)
         state = await run(
-            conn, rows.create, name, "queue", limit, sorted(tags), serialize_hooks(hooks), extra, packed
+            conn, rows.create, name, "queue", limit, sorted(tags), serialize_hooks(hooks), extra, packed, True
         )
         queue: SQLiteContextQueue[Any] = cls.__new__(cls)
         queue._setup(conn, state, content_type)

@@ -51,13 +51,19 @@ class Header(NamedTuple):
 
 
 class Entry(NamedTuple):
-    """One visible item: its log position, key, insertion order, description, packed content."""
+    """One visible item: its log position, key, insertion order, description, packed content
+    and packed extra keys (None: none)."""
 
     seq: int
     key: str | None
     ord: int
     description: str | None
     content: bytes
+    extra: bytes | None
+
+
+#: An item ready to store: (id, description, packed content, packed extra keys or None).
+Packed = tuple[str | None, str | None, bytes, bytes | None]
 
 
 class State(NamedTuple):
@@ -112,16 +118,16 @@ def _union(c: Any, h: Header, columns: str, key: str | None = None) -> tuple[str
 
 def _entries(c: Any, h: Header) -> list[Entry]:
     if h.kind == "queue":
-        sql, ps = _union(c, h, "seq, key, ord, description, content")
+        sql, ps = _union(c, h, "seq, key, ord, description, content, extra")
         rows = c.execute(f"SELECT * FROM ({sql}) ORDER BY seq DESC LIMIT ?", (*ps, h.lim)).fetchall()
         return [Entry(*r) for r in reversed(rows)]
-    sql, ps = _union(c, h, "seq, key, ord, removed, description, content")
+    sql, ps = _union(c, h, "seq, key, ord, removed, description, content, extra")
     live: dict[str, Entry] = {}
-    for seq, key, ord_, removed, desc, content in c.execute(f"SELECT * FROM ({sql}) ORDER BY seq", ps):
+    for seq, key, ord_, removed, desc, content, extra in c.execute(f"SELECT * FROM ({sql}) ORDER BY seq", ps):
         if removed:
             live.pop(key, None)
         else:
-            live[key] = Entry(seq, key, ord_, desc, content)
+            live[key] = Entry(seq, key, ord_, desc, content, extra)
     return sorted(live.values(), key=lambda e: e.ord)
 
 
@@ -145,16 +151,17 @@ def create(
     tags: list[str],
     hooks: dict[str, list[str]],
     extra: dict[str, Any],
-    items: list[tuple[str | None, str | None, bytes]],
+    items: list[Packed],
+    new: bool = False,
 ) -> State:
-    """A new container (or the existing one, left as it is, when ``items`` is empty and it is
-    of this kind), with ``items`` written as they are: no eviction, in one transaction."""
+    """A new container with ``items`` written as they are (no eviction), in one transaction;
+    or, unless ``new``, the existing one of that name, left as it is."""
     from axio_context.pools.errors import PoolExistsError
 
     with write_tx(c):
         h = header(c, name)
         if h is not None:
-            if items or extra or hooks:
+            if new:
                 raise PoolExistsError(f"a {h.kind} named {name!r} already exists")
             return State(h, _entries(c, h))
         now = now_ms()
@@ -173,24 +180,26 @@ def create(
             ),
         ).fetchone()[0]
         ords: dict[str | None, int] = {}
-        for key, desc, content in items:
-            seq = _insert(c, cid, key, ords.get(key) if kind == "pool" else None, desc, content)
+        for key, desc, content, item_extra in items:
+            seq = _insert(c, cid, key, ords.get(key) if kind == "pool" else None, desc, content, item_extra)
             ords.setdefault(key, seq)
-        size = len({k for k, _, _ in items}) if kind == "pool" else min(len(items), lim or len(items))
+        size = len({item[0] for item in items}) if kind == "pool" else min(len(items), lim or len(items))
         c.execute("UPDATE context_pools SET size = ? WHERE id = ?", (size, cid))
         h = _by_id(c, cid)
         return State(h, _entries(c, h))
 
 
-def _insert(c: Any, cid: int, key: str | None, ord_: int | None, desc: str | None, content: bytes) -> int:
+def _insert(
+    c: Any, cid: int, key: str | None, ord_: int | None, desc: str | None, content: bytes, extra: bytes | None
+) -> int:
     # A new key's order is one past the newest entry: later than every entry so far, and (the
     # next seq being at least that) never later than a key inserted after it.
     return int(
         c.execute(
-            "INSERT INTO context_pool_entries (owner, key, ord, description, content) VALUES"
-            " (?, ?, COALESCE(?, (SELECT IFNULL(MAX(seq), 0) + 1 FROM context_pool_entries)), ?, ?)"
+            "INSERT INTO context_pool_entries (owner, key, ord, description, content, extra) VALUES"
+            " (?, ?, COALESCE(?, (SELECT IFNULL(MAX(seq), 0) + 1 FROM context_pool_entries)), ?, ?, ?)"
             " RETURNING seq",
-            (cid, key, ord_, desc, content),
+            (cid, key, ord_, desc, content, extra),
         ).fetchone()[0]
     )
 
@@ -223,13 +232,11 @@ def _fresh(c: Any, cid: int, seen: int) -> tuple[Header, list[Entry] | None]:
     return h, (None if h.version == seen else _entries(c, h))
 
 
-def queue_append(
-    c: Any, cid: int, seen: int, items: list[tuple[str | None, str | None, bytes]]
-) -> tuple[State | None, list[int]]:
+def queue_append(c: Any, cid: int, seen: int, items: list[Packed]) -> tuple[State | None, list[int]]:
     """Append ``items`` in one transaction: (the fresh state when the cache was stale, seqs)."""
     with write_tx(c):
         h, stale = _fresh(c, cid, seen)
-        seqs = [_insert(c, cid, key, None, desc, content) for key, desc, content in items]
+        seqs = [_insert(c, cid, key, None, desc, content, extra) for key, desc, content, extra in items]
         assert h.lim is not None
         # Own entries older than the newest `lim` are out of the window for good.
         c.execute(
@@ -280,6 +287,7 @@ def pool_add(
     key: str,
     desc: str,
     content: bytes,
+    extra: bytes | None,
     oldest: str | None,
     vector: tuple[str, bytes] | None,
 ) -> tuple[State | None, str | None, int]:
@@ -297,7 +305,7 @@ def pool_add(
             if old is not None:
                 _drop_key(c, h, oldest, old[1])
                 size, evicted = size - 1, oldest
-        seq = _insert(c, cid, key, None if found is None else found[1], desc, content)
+        seq = _insert(c, cid, key, None if found is None else found[1], desc, content, extra)
         c.execute(
             "DELETE FROM context_pool_entries WHERE owner = ? AND key = ? AND seq > ? AND seq < ?",
             (cid, key, _max_fork(c, cid), seq),

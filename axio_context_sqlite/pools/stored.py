@@ -14,7 +14,7 @@ from axio_context.pools.items import ContextItem
 
 from ..store.calls import run
 from . import rows
-from .rows import Entry, Header, State
+from .rows import Entry, Header, Packed, State
 
 __all__ = ["Stored", "encode_items", "open_state"]
 
@@ -22,21 +22,23 @@ _PACK: Final = msgspec.msgpack.Encoder()
 _JSON_LIST: Final = msgspec.json.Decoder(list[str])
 _JSON_HOOKS: Final = msgspec.json.Decoder(dict[str, list[str]])
 _JSON_DICT: Final = msgspec.json.Decoder(dict[str, Any])
+_EXTRA: Final = msgspec.msgpack.Decoder(dict[str, Any])
 
 
-def encode_items(items: list[ContextItem[Any]], what: str) -> list[tuple[str | None, str | None, bytes]]:
-    """Each item as (id, description, MessagePack content); ContentEncodeError names the first
-    item that cannot be encoded, before anything is written."""
+def encode_items(items: list[ContextItem[Any]], what: str) -> list[Packed]:
+    """Each item as (id, description, MessagePack content, MessagePack extra keys or None);
+    ContentEncodeError names the first item that cannot be encoded, before anything is written."""
     out = []
     for n, item in enumerate(items):
         try:
             packed = _PACK.encode(item.content)
+            extra = None if not item.extra else _PACK.encode(item.extra)
         except (TypeError, ValueError, OverflowError) as exc:
             label = f"item {n}" + ("" if item.id is None else f" (id {item.id!r})")
             raise ContentEncodeError(
                 f"{label} of the {what}: its content ({type(item.content).__name__}) cannot be encoded: {exc}"
             ) from None
-        out.append((item.id, item.description, packed))
+        out.append((item.id, item.description, packed, extra))
     return out
 
 
@@ -96,7 +98,8 @@ class Stored:
         raise NotImplementedError
 
     def _item(self, e: Entry) -> ContextItem[Any]:
-        return ContextItem(self._decoder.decode(e.content), e.description, e.key)
+        extra = None if e.extra is None else _EXTRA.decode(e.extra)
+        return ContextItem(self._decoder.decode(e.content), e.description, e.key, extra)
 
     def _adopt(self, state: State | None, h: Header | None = None) -> None:
         """Take a fresh state (after another writer's change) or just the new header."""

@@ -169,6 +169,8 @@ async def test_from_dict_with_unencodable_content_writes_nothing(tmp_path: Path)
         await SQLiteContextPool.from_dict(conn, "p", ok)
         with pytest.raises(PoolExistsError):
             await SQLiteContextPool.from_dict(conn, "p", ok)
+        with pytest.raises(PoolExistsError):  # even with nothing in it
+            await SQLiteContextPool.from_dict(conn, "p", {"limit": None, "items": []})
 
 
 async def _noted(pool: object, item: object) -> None:

@@ -169,6 +169,10 @@ class ContextPoolContract:
         p.after_add(on_item_added)
 
         data_items = [{"id": i, "description": f"d{i}", "content": {"v": i}} for i in "abcde"]
+        data_items[1]["source"] = {
+            "url": "https://example.org",
+            "fetched": [2026, 11],
+        }  # a newer version's key
         data = {"limit": 3, "items": data_items, "hooks": {"after_add": ["on_item_added"]}, "tags": ["k"]}
         restored = await pools.pool_from_dict(data)
         assert _ids(restored) == list("abcde")  # as stored: no eviction on restore

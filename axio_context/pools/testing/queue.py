@@ -214,7 +214,7 @@ class ContextQueueContract:
     async def test_unknown_keys_of_a_newer_version_are_kept(self, pools: PoolFactory) -> None:
         data = {
             "limit": 2,
-            "items": [{"content": 1, "id": None, "description": None}],
+            "items": [{"content": 1, "id": None, "description": None, "priority": {"level": 3}}],
             "hooks": {},
             "tags": [],
             "format": 7,
