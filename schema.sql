@@ -404,3 +404,70 @@ CREATE TRIGGER sessions_owner_on_rename AFTER UPDATE OF id ON sessions
 BEGIN
     UPDATE sessions SET owner_id = NEW.id WHERE owner_id = OLD.id;
 END;
+
+-- version: 11 context_pools
+
+-- Context queues and pools by name (axio_context_sqlite/pools). Entries are an append-only log
+-- (`seq` never reused, so a branch's cut-off stays meaningful): a queue shows its newest `lim`
+-- entries, a pool the latest entry of each key (a `removed` entry hides the key). A branch is a
+-- row pointing at its parent and the last `seq` it sees there: no entry is copied. A clear
+-- moves `base_seq`, hiding every entry at or before it. `version` grows with each change, so a
+-- process sees in one read whether its cached state is still current.
+CREATE TABLE context_pools (
+    id          INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL UNIQUE,
+    kind        TEXT NOT NULL CHECK (kind IN ('queue', 'pool')),
+    parent      INTEGER,                          -- context_pools.id of the branch's parent
+    fork_seq    INTEGER,                          -- last parent-chain entry the branch sees
+    base_seq    INTEGER NOT NULL DEFAULT 0,
+    lim         INTEGER,
+    tags        TEXT NOT NULL DEFAULT '[]',       -- JSON array
+    hooks       TEXT NOT NULL DEFAULT '{}',       -- JSON {event: [hook names]}
+    extra       TEXT NOT NULL DEFAULT '{}',       -- JSON: to_dict keys of a newer version
+    size        INTEGER NOT NULL DEFAULT 0,
+    version     INTEGER NOT NULL DEFAULT 0,
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL
+);
+CREATE INDEX context_pools_by_parent ON context_pools (parent);
+
+CREATE TABLE context_pool_entries (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    owner        INTEGER NOT NULL,                -- context_pools.id
+    key          TEXT,                            -- the item's id (a pool's key)
+    ord          INTEGER NOT NULL,                -- a pool key's insertion order (kept on replace)
+    removed      INTEGER NOT NULL DEFAULT 0,
+    description  TEXT,
+    content      BLOB NOT NULL,                   -- MessagePack
+    extra        BLOB                             -- MessagePack map: item keys of a newer version
+);
+CREATE INDEX context_pool_entries_by_owner ON context_pool_entries (owner, seq);
+CREATE INDEX context_pool_entries_by_key ON context_pool_entries (owner, key, seq);
+
+-- Description embeddings (float32 BLOBs) by entry, with the embedder that made them.
+CREATE TABLE context_pool_vectors (
+    seq        INTEGER PRIMARY KEY,               -- context_pool_entries.seq
+    model      TEXT NOT NULL,
+    embedding  BLOB NOT NULL
+);
+
+-- Pool descriptions for `select`, kept by triggers in the same transaction as the entry (a
+-- queue's are not searched: they are not indexed).
+CREATE VIRTUAL TABLE context_pool_fts USING fts5(
+    description, content = 'context_pool_entries', content_rowid = 'seq',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER context_pool_entries_ai AFTER INSERT ON context_pool_entries
+WHEN NEW.description IS NOT NULL AND NEW.removed = 0
+    AND (SELECT kind FROM context_pools WHERE id = NEW.owner) = 'pool'
+BEGIN
+    INSERT INTO context_pool_fts (rowid, description) VALUES (NEW.seq, NEW.description);
+END;
+CREATE TRIGGER context_pool_entries_ad AFTER DELETE ON context_pool_entries
+WHEN OLD.description IS NOT NULL AND OLD.removed = 0
+    AND (SELECT kind FROM context_pools WHERE id = OLD.owner) = 'pool'
+BEGIN
+    INSERT INTO context_pool_fts (context_pool_fts, rowid, description)
+    VALUES ('delete', OLD.seq, OLD.description);
+    DELETE FROM context_pool_vectors WHERE seq = OLD.seq;
+END;

@@ -1,0 +1,133 @@
+"""What the persisted queue and pool share: the connection, the container's header, the codec
+of item content, the in-process cache of what the container holds, and opening by name."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import aiosqlite
+import msgspec
+
+from axio_context.pools.errors import ContentEncodeError, PoolConfigError, PoolKindError
+from axio_context.pools.hooks import Hook, rebuild_hooks
+from axio_context.pools.items import ContextItem
+
+from ..store.calls import run
+from . import rows
+from .rows import Entry, Header, Packed, State
+
+__all__ = ["Stored", "encode_items", "open_state"]
+
+_PACK: Final = msgspec.msgpack.Encoder()
+_JSON_LIST: Final = msgspec.json.Decoder(list[str])
+_JSON_HOOKS: Final = msgspec.json.Decoder(dict[str, list[str]])
+_JSON_DICT: Final = msgspec.json.Decoder(dict[str, Any])
+_EXTRA: Final = msgspec.msgpack.Decoder(dict[str, Any])
+
+
+def encode_items(items: list[ContextItem[Any]], what: str) -> list[Packed]:
+    """Each item as (id, description, MessagePack content, MessagePack extra keys or None);
+    ContentEncodeError names the first item that cannot be encoded, before anything is written."""
+    out = []
+    for n, item in enumerate(items):
+        try:
+            packed = _PACK.encode(item.content)
+            extra = None if not item.extra else _PACK.encode(item.extra)
+        except (TypeError, ValueError, OverflowError) as exc:
+            label = f"item {n}" + ("" if item.id is None else f" (id {item.id!r})")
+            raise ContentEncodeError(
+                f"{label} of the {what}: its content ({type(item.content).__name__}) cannot be encoded: {exc}"
+            ) from None
+        out.append((item.id, item.description, packed, extra))
+    return out
+
+
+async def open_state(
+    conn: aiosqlite.Connection,
+    name: str,
+    kind: str,
+    limit: int | None,
+    tags: frozenset[str] | None,
+    *,
+    create: bool = True,
+) -> State:
+    """The container ``name`` (created empty when missing and ``create``), checked to be a
+    ``kind`` with this limit and these tags when they are given."""
+    from axio_context.pools.errors import PoolNotFoundError
+
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"a {kind} needs a non-empty name, got {name!r}")
+    state = await run(conn, rows.load, name)
+    if state is None:
+        if not create:
+            raise PoolNotFoundError(f"no queue or pool named {name!r}")
+        if kind == "queue" and limit is None:
+            raise ValueError(f"queue {name!r} does not exist yet: creating it needs a limit")
+        state = await run(conn, rows.create, name, kind, limit, sorted(tags or ()), {}, {}, [])
+    h = state.header
+    if h.kind != kind:
+        raise PoolKindError(f"{name!r} is a {h.kind}, not a {kind}")
+    if limit is not None and h.lim != limit:
+        raise PoolConfigError(f"{kind} {name!r} has limit {h.lim}, opened with limit {limit}")
+    if tags is not None and frozenset(_JSON_LIST.decode(h.tags)) != tags:
+        raise PoolConfigError(
+            f"{kind} {name!r} has tags {sorted(_JSON_LIST.decode(h.tags))}, opened with {sorted(tags)}"
+        )
+    return state
+
+
+class Stored:
+    """The state a persisted container keeps in the process."""
+
+    hooks: list[Hook]
+    tags: frozenset[str]
+    extra: dict[str, Any]
+
+    def _setup(self, conn: aiosqlite.Connection, state: State, content_type: Any) -> None:
+        self._conn = conn
+        self._content_type = content_type
+        self._decoder: msgspec.msgpack.Decoder[Any] = msgspec.msgpack.Decoder(content_type)
+        self._header = state.header
+        self.tags = frozenset(_JSON_LIST.decode(state.header.tags))
+        self.extra = _JSON_DICT.decode(state.header.extra)
+        self.hooks = rebuild_hooks(_JSON_HOOKS.decode(state.header.hooks))
+        self._shared = False
+        self._load(state.entries)
+
+    def _load(self, entries: list[Entry]) -> None:
+        raise NotImplementedError
+
+    def _item(self, e: Entry) -> ContextItem[Any]:
+        extra = None if e.extra is None else _EXTRA.decode(e.extra)
+        return ContextItem(self._decoder.decode(e.content), e.description, e.key, extra)
+
+    def _adopt(self, state: State | None, h: Header | None = None) -> None:
+        """Take a fresh state (after another writer's change) or just the new header."""
+        if state is not None:
+            self._header = state.header
+            self._shared = False
+            self._load(state.entries)
+        elif h is not None:
+            self._header = h
+
+    @property
+    def name(self) -> str:
+        """The container's name in the database."""
+        return self._header.name
+
+    @property
+    def connection(self) -> aiosqlite.Connection:
+        """The connection it works on (the caller's, who closes it)."""
+        return self._conn
+
+    async def refresh(self) -> bool:
+        """Reload when another process or connection changed the container; True if it did."""
+        if await run(self._conn, rows.version, self._header.id) == self._header.version:
+            return False
+        state = await run(self._conn, rows.load, self._header.name)
+        if state is None:
+            from axio_context.pools.errors import PoolNotFoundError
+
+            raise PoolNotFoundError(f"{self._header.name!r} is no longer in the database")
+        self._adopt(state)
+        return True
