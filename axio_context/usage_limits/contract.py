@@ -161,7 +161,7 @@ class UsageRecorderContract:
         await recorder.record(RequestUsage(input_tokens=3, output_tokens=1), session_id="chat")
         totals = await recorder.totals(session_id="chat")
         assert await store.get_context_tokens() == (totals.input_tokens, totals.output_tokens) == (15, 6)
-        info = [s for s in await store.list_sessions() if s.session_id == "chat"][0]
+        info = next(s for s in await store.list_sessions() if s.session_id == "chat")
         assert (info.input_tokens, info.output_tokens) == (15, 6)
 
     async def test_run_reused_in_another_session_is_refused_and_nothing_written(
@@ -171,11 +171,15 @@ class UsageRecorderContract:
         store = await factory.store(recorder, "other")
         await recorder.record(RequestUsage(input_tokens=1), session_id="first", run="run-1")
         with pytest.raises(UsageError, match="run-1"):
-            await recorder.record(RequestUsage(input_tokens=9), session_id="other", run="run-1", message=_reply("x"))
+            await recorder.record(
+                RequestUsage(input_tokens=9), session_id="other", run="run-1", message=_reply("x")
+            )
         assert await store.get_history() == []
         assert await store.get_context_tokens() == (0, 0)
         assert (await recorder.totals(run="run-1")).input_tokens == 1
-        await recorder.record(RequestUsage(input_tokens=1), session_id="first", run="run-1")  # same session: fine
+        await recorder.record(
+            RequestUsage(input_tokens=1), session_id="first", run="run-1"
+        )  # same session: fine
 
     @pytest.mark.parametrize(
         ("fields", "named"),
@@ -224,7 +228,7 @@ class UsageRecorderContract:
         await recorder.record(RequestUsage(input_tokens=40, output_tokens=10), session_id="s")
         await guard.check_after_response()
         await recorder.record(RequestUsage(input_tokens=40, output_tokens=20), session_id="s")
-        with pytest.raises(UsageLimitExceeded, match="request_limit of 2.*session 's'") as info:
+        with pytest.raises(UsageLimitExceeded, match=r"request_limit of 2.*session 's'") as info:
             await guard.check_before_request()
         assert (info.value.limit_name, info.value.limit, info.value.value) == ("request_limit", 2, 2)
         with pytest.raises(UsageLimitExceeded, match="total_tokens_limit"):

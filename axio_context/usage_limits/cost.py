@@ -24,7 +24,7 @@ def price_request(
     except ImportError as exc:  # pragma: no cover - the extra is part of the dev install
         raise ImportError("pricing needs the extra: pip install 'axio-context[cost]'") from exc
     try:
-        result = calc_price(usage, model, provider_id=provider, genai_request_timestamp=at)  # type: ignore[arg-type]
+        result = calc_price(usage, model, provider_id=provider, genai_request_timestamp=at)
     except LookupError:
         return None
     return Decimal(result.total_price)

@@ -63,7 +63,12 @@ def check_count(name: str, value: object) -> int:
 
 
 def _check_number(name: str, value: object) -> float | int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+    ):
         raise UsageError(f"{name} must be a finite number >= 0, not {value!r}")
     return value
 
@@ -230,5 +235,7 @@ class RunUsage(_Usage, kw_only=True, omit_defaults=True):
         new._add(other, -1)
         new.requests = self.requests - other.requests
         new.tool_calls = self.tool_calls - other.tool_calls
-        new.cost = self.cost - (other.cost or 0) if self.cost is not None and self.cost != other.cost else None
+        new.cost = (
+            self.cost - (other.cost or 0) if self.cost is not None and self.cost != other.cost else None
+        )
         return new

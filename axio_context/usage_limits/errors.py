@@ -16,12 +16,18 @@ class UsageError(AxioContextError, ValueError):
     """Usage figures, limits or a record refused; the text names the field. Nothing was written."""
 
 
-class UsageLimitExceeded(AxioContextError):  # noqa: N818 (pydantic-ai's name)
+class UsageLimitExceeded(AxioContextError):
     """A usage limit refused the next request or tool call; ``limit_name``, ``limit`` and
     ``value`` say which limit and the figure that crossed it, ``scope`` whose usage it was."""
 
     def __init__(
-        self, message: str, *, limit_name: str = "", limit: object = None, value: object = None, scope: str = ""
+        self,
+        message: str,
+        *,
+        limit_name: str = "",
+        limit: object = None,
+        value: object = None,
+        scope: str = "",
     ) -> None:
         super().__init__(message)
         self.limit_name = limit_name

@@ -55,7 +55,13 @@ class UsageGuard:
             raise UsageError("a UsageGuard needs a scope: session_id, agent, run or project")
         self._recorder = recorder
         self.limits = limits
-        self._filters = {"session_id": session_id, "agent": agent, "run": run, "project": project, "since": since}
+        self._filters = {
+            "session_id": session_id,
+            "agent": agent,
+            "run": run,
+            "project": project,
+            "since": since,
+        }
         self.scope = ", ".join(f"{k} {v!r}" for k, v in scope.items() if v is not None)
         self._counter = counter
 
@@ -67,8 +73,8 @@ class UsageGuard:
         """The prompt's tokens, by the guard's counter (the default estimator without one)."""
         counter = self._counter
         if counter is None or hasattr(counter, "count"):
-            return estimate_tokens(prompt, counter)  # type: ignore[arg-type]
-        counted = counter(prompt)
+            return estimate_tokens(prompt, counter)
+        counted: object = counter(prompt)
         if inspect.isawaitable(counted):
             counted = await counted
         return check_count("prompt_tokens", counted)

@@ -60,10 +60,14 @@ class UsageLimits(msgspec.Struct, kw_only=True, omit_defaults=True):
             if isinstance(cost, (int, float)) and not isinstance(cost, bool):
                 cost = Decimal(str(cost))
             if not isinstance(cost, Decimal) or not cost.is_finite() or cost <= 0:
-                raise UsageError(f"cost_limit must be a Decimal above 0 (None for no limit), not {self.cost_limit!r}")
+                raise UsageError(
+                    f"cost_limit must be a Decimal above 0 (None for no limit), not {self.cost_limit!r}"
+                )
             self.cost_limit = cost
         if not isinstance(self.count_tokens_before_request, bool):
-            raise UsageError(f"count_tokens_before_request must be a bool, not {self.count_tokens_before_request!r}")
+            raise UsageError(
+                f"count_tokens_before_request must be a bool, not {self.count_tokens_before_request!r}"
+            )
 
     def has_token_limits(self) -> bool:
         """Whether any token limit is set (else ``check_tokens`` and
@@ -83,12 +87,16 @@ class UsageLimits(msgspec.Struct, kw_only=True, omit_defaults=True):
         limit = self.request_limit
         if limit is not None and usage.requests >= limit:
             raise _exceeded(
-                f"The next request would exceed the request_limit of {limit}", "request_limit", limit, usage.requests
+                f"The next request would exceed the request_limit of {limit}",
+                "request_limit",
+                limit,
+                usage.requests,
             )
         input_tokens = usage.input_tokens
         if self.input_tokens_limit is not None and input_tokens > self.input_tokens_limit:
             raise _exceeded(
-                f"The next request would exceed the input_tokens_limit of {self.input_tokens_limit} ({input_tokens=})",
+                f"The next request would exceed the input_tokens_limit of {self.input_tokens_limit} "
+                f"({input_tokens=})",
                 "input_tokens_limit",
                 self.input_tokens_limit,
                 input_tokens,
@@ -96,7 +104,8 @@ class UsageLimits(msgspec.Struct, kw_only=True, omit_defaults=True):
         total_tokens = usage.total_tokens
         if self.total_tokens_limit is not None and total_tokens > self.total_tokens_limit:
             raise _exceeded(
-                f"The next request would exceed the total_tokens_limit of {self.total_tokens_limit} ({total_tokens=})",
+                f"The next request would exceed the total_tokens_limit of {self.total_tokens_limit} "
+                f"({total_tokens=})",
                 "total_tokens_limit",
                 self.total_tokens_limit,
                 total_tokens,
@@ -113,13 +122,13 @@ class UsageLimits(msgspec.Struct, kw_only=True, omit_defaults=True):
     def check_cost(self, usage: RunUsage, *, warn_if_cost_unavailable: bool = True) -> None:
         """Raise if the usage's cost exceeds ``cost_limit``; warn (as pydantic-ai) when a cost
         limit is set and no cost is known."""
-        if warn_if_cost_unavailable and self.cost_limit is not None and usage.cost is None:
-            if not usage.unmeasured_requests:
-                warnings.warn(
-                    "A `cost_limit` is set but cannot be enforced because no cost was recorded for this usage",
-                    UserWarning,
-                    stacklevel=2,
-                )
+        unknown = self.cost_limit is not None and usage.cost is None and not usage.unmeasured_requests
+        if warn_if_cost_unavailable and unknown:
+            warnings.warn(
+                "A `cost_limit` is set but cannot be enforced because no cost was recorded for this usage",
+                UserWarning,
+                stacklevel=2,
+            )
         if usage.cost is not None and self.cost_limit is not None and usage.cost > self.cost_limit:
             raise _exceeded(
                 f"Exceeded the `cost_limit` of {self.cost_limit} (`usage.cost`={usage.cost!r})",
@@ -137,7 +146,9 @@ class UsageLimits(msgspec.Struct, kw_only=True, omit_defaults=True):
         ):
             limit = getattr(self, name + "_limit")
             if limit is not None and value > limit:
-                raise _exceeded(f"Exceeded the {name}_limit of {limit} ({name}={value})", name + "_limit", limit, value)
+                raise _exceeded(
+                    f"Exceeded the {name}_limit of {limit} ({name}={value})", name + "_limit", limit, value
+                )
 
     def check_before_tool_call(self, projected_usage: RunUsage) -> None:
         """Raise if the tool calls of ``projected_usage`` (the usage with the next calls counted)

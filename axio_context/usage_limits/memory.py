@@ -17,13 +17,13 @@ from ..usage import token_totals_after_add
 from .counts import RequestUsage, RunUsage
 from .errors import UsageError
 from .records import (
+    DAY_MS,
     GroupBy,
     UsageRecord,
     UsageRecorder,
     UsageTotals,
     check_group,
     day_key,
-    DAY_MS,
     ms_of,
     run_usage_of,
     sort_totals,
@@ -80,7 +80,9 @@ class MemoryUsageRecorder(UsageRecorder):
         position = None
         if store is not None:
             # Checked before anything changes: the totals must take these tokens.
-            token_totals_after_add(await store.get_context_tokens(), figures.input_tokens, figures.output_tokens)
+            token_totals_after_add(
+                await store.get_context_tokens(), figures.input_tokens, figures.output_tokens
+            )
             if message is not None:
                 await store.append(message)
                 position = len(await _full(store)) - 1

@@ -24,7 +24,9 @@ def _pai() -> Any:
     try:
         from pydantic_ai import usage
     except ImportError as exc:  # pragma: no cover - the extra is part of the dev install
-        raise ImportError("converting pydantic-ai usage needs the extra: pip install 'axio-context[pydantic-ai]'") from exc
+        raise ImportError(
+            "converting pydantic-ai usage needs the extra: pip install 'axio-context[pydantic-ai]'"
+        ) from exc
     return usage
 
 

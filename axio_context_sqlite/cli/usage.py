@@ -49,7 +49,9 @@ def _row(by: str, t: UsageTotals) -> dict[str, Any]:
     show_default=True,
     help="Group the totals by this.",
 )
-@click.option("--since", type=When(), help="Only usage recorded since: 2025-06-01, 2025-06-01T14:30, 7d, 12h.")
+@click.option(
+    "--since", type=When(), help="Only usage recorded since: 2025-06-01, 2025-06-01T14:30, 7d, 12h."
+)
 @output_options
 @click.pass_context
 def usage(ctx: click.Context, by: str, since: datetime | None, as_json: bool, nl: bool) -> None:
@@ -71,7 +73,10 @@ def usage(ctx: click.Context, by: str, since: datetime | None, as_json: bool, nl
             shown.append(
                 {
                     by: "TOTAL",
-                    **{k: sum(r[k] for r in rows) for k in ("requests", "tool_calls", "input_tokens", "output_tokens")},
+                    **{
+                        k: sum(r[k] for r in rows)
+                        for k in ("requests", "tool_calls", "input_tokens", "output_tokens")
+                    },
                     "total_tokens": sum(r["total_tokens"] for r in rows),
                     "cost": str(sum(t.usage.cost for t in totals if t.usage.cost is not None) or ""),
                 }

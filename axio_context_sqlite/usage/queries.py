@@ -69,7 +69,8 @@ def _collect(c: Any, dim: str, key: str | None, since: int | None) -> _Groups:
     args: list[Any] = [dim, _boundary(since)] + ([] if key is None else [key])
     with read_tx(c):
         for row in c.execute(
-            f"SELECT {_SUMS}, min(first_at), max(last_at), {group} FROM usage_rollups WHERE {where} GROUP BY {group}",
+            f"SELECT {_SUMS}, min(first_at), max(last_at), {group} FROM usage_rollups"
+            f" WHERE {where} GROUP BY {group}",
             args,
         ):
             _add(groups, _label(dim, row[-1]), row, row[-3], row[-2])
@@ -84,7 +85,8 @@ def _collect(c: Any, dim: str, key: str | None, since: int | None) -> _Groups:
             raw_where = "at >= ? AND at < ?" + ("" if key is None else f" AND {column} = ?")
             raw_args: list[Any] = [since, _boundary(since) * DAY_MS] + ([] if key is None else [key])
             for row in c.execute(
-                f"SELECT {_SUMS}, min(at), max(at), {column} FROM usage_records WHERE {raw_where} GROUP BY {column}",
+                f"SELECT {_SUMS}, min(at), max(at), {column} FROM usage_records"
+                f" WHERE {raw_where} GROUP BY {column}",
                 raw_args,
             ):
                 _add(groups, _label(dim, row[-1]), row, row[-3], row[-2])
@@ -131,7 +133,8 @@ def totals(c: Any, filters: dict[str, str], since: int | None) -> RunUsage:
             return RunUsage()
         _add(groups, "", row, row[-2], row[-1])
         for cost, blob in c.execute(
-            f"SELECT cost, details FROM usage_records WHERE {where} AND (cost IS NOT NULL OR details IS NOT NULL)",
+            f"SELECT cost, details FROM usage_records WHERE {where}"
+            " AND (cost IS NOT NULL OR details IS NOT NULL)",
             args,
         ):
             _add_exact(groups, "", cost, blob)

@@ -49,7 +49,11 @@ class SQLiteUsageRecorder(UsageRecorder):
     """
 
     def __init__(
-        self, conn: aiosqlite.Connection, project: str | None = None, *, token_counter: TokenCounter | None = None
+        self,
+        conn: aiosqlite.Connection,
+        project: str | None = None,
+        *,
+        token_counter: TokenCounter | None = None,
     ) -> None:
         self._conn = conn
         self._project = project if project is not None else str(Path.cwd().resolve())

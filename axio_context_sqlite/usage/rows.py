@@ -65,7 +65,9 @@ def decode_extras(blob: bytes | None) -> Extras:
 def usage_of(counts: Sequence[Any], audio: float, cost: Decimal | None, extras: Extras) -> RunUsage:
     """A RunUsage from stored figures."""
     fields: dict[str, Any] = {name: int(value or 0) for name, value in zip(COLUMNS, counts, strict=True)}
-    return RunUsage(**fields, audio_seconds=audio or 0, cost=cost, details=dict(extras.d), extra=dict(extras.x))
+    return RunUsage(
+        **fields, audio_seconds=audio or 0, cost=cost, details=dict(extras.d), extra=dict(extras.x)
+    )
 
 
 def _merge(a: Extras, b: Extras) -> Extras:
@@ -110,7 +112,9 @@ def record(
                 "SELECT session FROM usage_records WHERE run = ? AND session <> ? LIMIT 1", (run, session_id)
             ).fetchone()
             if owner is not None:
-                raise UsageError(f"run {run!r} belongs to session {owner[0]!r}, not {session_id!r}; nothing recorded")
+                raise UsageError(
+                    f"run {run!r} belongs to session {owner[0]!r}, not {session_id!r}; nothing recorded"
+                )
         if message is not None:
             appending.append(c, session_id, project, *message)
         sessions.add_tokens(c, session_id, project, usage.input_tokens, usage.output_tokens)
@@ -124,7 +128,19 @@ def record(
         message_id = None if position is None else key(sid, position)
         row = c.execute(
             _INSERT + " RETURNING id",
-            (at, session_id, agent, run, model, session_project, message_id, *counts, usage.audio_seconds, cost, extras),
+            (
+                at,
+                session_id,
+                agent,
+                run,
+                model,
+                session_project,
+                message_id,
+                *counts,
+                usage.audio_seconds,
+                cost,
+                extras,
+            ),
         ).fetchone()
         day = at // DAY_MS
         keys = {
@@ -135,7 +151,9 @@ def record(
             "project": session_project or "",
             "day": "",
         }
-        c.executemany(_UPSERT, [(dim, k, day, *counts, usage.audio_seconds, at, at) for dim, k in keys.items()])
+        c.executemany(
+            _UPSERT, [(dim, k, day, *counts, usage.audio_seconds, at, at) for dim, k in keys.items()]
+        )
         if cost is not None or extras is not None:
             _merge_exact(c, keys, day, usage)
     return int(row[0]), session_project, position
