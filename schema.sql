@@ -391,9 +391,10 @@ CREATE INDEX usage_records_by_session ON usage_records (session, at);
 CREATE INDEX usage_records_by_run ON usage_records (run, session) WHERE run <> '';
 CREATE INDEX usage_records_by_at ON usage_records (at);
 
--- Running totals of usage_records per (dimension, key, UTC day), kept in the same transaction as
--- each row: dim is 'session', 'agent', 'run', 'model', 'project' or 'day' (key ''). An aggregate
--- or a scope's total reads these (an index range), never the 1M rows behind them.
+-- Running totals of usage_records per (dimension, key, UTC day) and per (dimension, key) for all
+-- time (day -1), kept in the same transaction as each row: dim is 'session', 'agent', 'run',
+-- 'model', 'project' or 'day' (key ''). An aggregate or a scope's total reads these (an index
+-- range), never the 1M rows behind them.
 CREATE TABLE usage_rollups (
     dim                      TEXT NOT NULL,
     key                      TEXT NOT NULL,

@@ -103,14 +103,20 @@ class _Usage(msgspec.Struct, kw_only=True, omit_defaults=True):
         Runs when built; a store runs it again before writing, since fields can be assigned.
         """
         for name in self._COUNTS:
-            setattr(self, name, check_count(name, getattr(self, name)))
-        self.audio_seconds = _check_number("audio_seconds", self.audio_seconds)
+            value = getattr(self, name)
+            if type(value) is not int or not 0 <= value <= MAX_TOKENS:  # else as it is: the usual case
+                setattr(self, name, check_count(name, value))
+        audio = self.audio_seconds
+        if audio or type(audio) not in (int, float):
+            self.audio_seconds = _check_number("audio_seconds", audio)
         if not isinstance(self.details, dict):
             raise UsageError(f"details must be a dict of str to int, not {self.details!r}")
-        self.details = {str(k): check_count(f"details[{k!r}]", v) for k, v in self.details.items()}
+        if self.details:
+            self.details = {str(k): check_count(f"details[{k!r}]", v) for k, v in self.details.items()}
         if not isinstance(self.extra, dict):
             raise UsageError(f"extra must be a dict of str to numbers, not {self.extra!r}")
-        self.extra = {str(k): _check_number(f"extra[{k!r}]", v) for k, v in self.extra.items()}
+        if self.extra:
+            self.extra = {str(k): _check_number(f"extra[{k!r}]", v) for k, v in self.extra.items()}
         if self.cost is not None:
             cost = self.cost if isinstance(self.cost, Decimal) else _decimal(self.cost)
             if not cost.is_finite() or cost < 0:

@@ -1,9 +1,10 @@
 """Writing usage: a row, its rollups, the session's token totals and (when given) the message it
 belongs to, in one transaction.
 
-Each row also adds to ``usage_rollups``: running totals per (dimension, key, UTC day) for the
-session, agent, run, model, project and the day itself, so aggregates and limit checks read a
-few rollup rows instead of every usage row. Integer counts are summed by the upsert itself; the
+Each row also adds to ``usage_rollups``: running totals per (dimension, key, UTC day) and per
+(dimension, key) for all time (day :data:`ALL_TIME`), for the session, agent, run, model,
+project and the day itself, so aggregates and limit checks read one rollup row per group (per
+group and day with ``since``) instead of every usage row. Integer counts are summed by the upsert itself; the
 exact decimal cost and the details maps are merged in Python, still inside the transaction.
 """
 
@@ -24,10 +25,22 @@ from ..store.keys import key
 from ..store.message_rows import EncodedMessage
 from ..store.transactions import write_tx
 
-__all__ = ["COLUMNS", "DIMENSIONS", "Extras", "decode_extras", "encode_extras", "record", "usage_of"]
+__all__ = [
+    "ALL_TIME",
+    "COLUMNS",
+    "DIMENSIONS",
+    "Extras",
+    "decode_extras",
+    "encode_extras",
+    "record",
+    "usage_of",
+]
 
 #: The integer columns of usage_records and usage_rollups, in order (audio_seconds follows).
 COLUMNS: Final = ("requests", "tool_calls", *COUNT_FIELDS)
+
+#: The ``day`` of the rollup rows that total all time (days are 0 and up).
+ALL_TIME: Final = -1
 
 #: The rollup dimensions and the usage_records column each is keyed by (day: key '').
 DIMENSIONS: Final = {
@@ -142,7 +155,7 @@ def record(
                 extras,
             ),
         ).fetchone()
-        day = at // DAY_MS
+        days = (at // DAY_MS, ALL_TIME)
         keys = {
             "session": session_id,
             "agent": agent,
@@ -152,10 +165,12 @@ def record(
             "day": "",
         }
         c.executemany(
-            _UPSERT, [(dim, k, day, *counts, usage.audio_seconds, at, at) for dim, k in keys.items()]
+            _UPSERT,
+            [(dim, k, d, *counts, usage.audio_seconds, at, at) for dim, k in keys.items() for d in days],
         )
         if cost is not None or extras is not None:
-            _merge_exact(c, keys, day, usage)
+            for d in days:
+                _merge_exact(c, keys, d, usage)
     return int(row[0]), session_project, position
 
 

@@ -29,7 +29,9 @@ def _fill(db: Path) -> None:
             ]
             for sid, agent, run, model, at, tokens, cost in rows:
                 await recorder.record(
-                    RequestUsage(input_tokens=tokens, output_tokens=tokens // 10, cost=cost and Decimal(cost)),
+                    RequestUsage(
+                        input_tokens=tokens, output_tokens=tokens // 10, cost=cost and Decimal(cost)
+                    ),
                     session_id=sid,
                     agent=agent,
                     run=run,
@@ -60,7 +62,9 @@ def test_usage_json_by_every_group(tmp_path: Path) -> None:
         assert {r[by] for r in rows} == keys, by
         assert sum(r["requests"] for r in rows) == 3
     days = invoke_json("--db", db, "usage", "--by", "day", "--json")
-    assert [d["day"] for d in days] == sorted(d["day"] for d in days) and sum(d["requests"] for d in days) == 3
+    assert [d["day"] for d in days] == sorted(d["day"] for d in days) and sum(
+        d["requests"] for d in days
+    ) == 3
 
 
 def test_usage_since_and_the_table(tmp_path: Path) -> None:
@@ -84,7 +88,9 @@ def test_usage_bad_input_is_one_line(tmp_path: Path) -> None:
     bad = invoke("--db", db, "usage", "--since", "yesterday-ish", ok=False)
     assert bad.exit_code == 2 and "is not a date" in bad.stderr
     missing = invoke("--db", tmp_path / "none.db", "usage", ok=False)
-    assert missing.exit_code == 1 and missing.stderr.startswith("Error:") and "Traceback" not in missing.output
+    assert (
+        missing.exit_code == 1 and missing.stderr.startswith("Error:") and "Traceback" not in missing.output
+    )
 
 
 def test_usage_as_a_real_process(tmp_path: Path) -> None:

@@ -48,7 +48,9 @@ async def test_preflight_with_an_async_counter_and_recorded_usage() -> None:
     await recorder.record(RequestUsage(input_tokens=400), session_id="b", agent="other")  # not this agent's
     await guard.check_before_request(prompt=PROMPT)  # 400 + 500 <= 1000
     await recorder.record(RequestUsage(input_tokens=101), session_id="b2", agent="coder")
-    with pytest.raises(UsageLimitExceeded, match=r"input_tokens=501 \+ prompt_tokens=500\) for agent 'coder'"):
+    with pytest.raises(
+        UsageLimitExceeded, match=r"input_tokens=501 \+ prompt_tokens=500\) for agent 'coder'"
+    ):
         await guard.check_before_request(prompt=PROMPT)
     assert calls == [1, 1, 1]
 
@@ -67,7 +69,7 @@ async def test_tool_calls_are_projected_before_the_call() -> None:
     guard = UsageGuard(recorder, UsageLimits(tool_calls_limit=3), session_id="s")
     await recorder.record(RequestUsage(), session_id="s", tool_calls=2)
     await guard.check_before_tool_call()
-    with pytest.raises(UsageLimitExceeded, match="tool_calls_limit of 3 .tool_calls=4"):
+    with pytest.raises(UsageLimitExceeded, match=r"tool_calls_limit of 3 \(tool_calls=4"):
         await guard.check_before_tool_call(2)
 
 
