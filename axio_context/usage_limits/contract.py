@@ -15,6 +15,7 @@ import pytest
 
 from ..blocks import TextBlock
 from ..context import ContextStore
+from ..errors import DecodeError
 from ..messages import Message
 from .counts import RequestUsage, RunUsage
 from .errors import UsageError, UsageLimitExceeded
@@ -180,6 +181,15 @@ class UsageRecorderContract:
         await recorder.record(
             RequestUsage(input_tokens=1), session_id="first", run="run-1"
         )  # same session: fine
+
+    async def test_a_bad_message_leaves_the_usage_out_too(self, factory: RecorderFactory) -> None:
+        recorder = await factory.new()
+        store = await factory.store(recorder, "s")
+        bad = Message(role="wizard", content=[TextBlock(text="x")])  # type: ignore[arg-type]
+        with pytest.raises(DecodeError, match="role"):
+            await recorder.record(RequestUsage(input_tokens=5), session_id="s", message=bad)
+        assert await store.get_history() == [] and await store.get_context_tokens() == (0, 0)
+        assert await recorder.totals() == RunUsage() and await recorder.records() == []
 
     @pytest.mark.parametrize(
         ("fields", "named"),

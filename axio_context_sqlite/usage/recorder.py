@@ -60,9 +60,12 @@ class SQLiteUsageRecorder(UsageRecorder):
         self._counter: TokenCounter = token_counter or DefaultEstimator()
 
     @classmethod
-    def of(cls, store: SQLiteContextStore) -> SQLiteUsageRecorder:
-        """A recorder on the store's connection, project and token counter."""
-        return cls(store.connection, store.project, token_counter=getattr(store, "_counter", None))
+    def of(
+        cls, store: SQLiteContextStore, *, token_counter: TokenCounter | None = None
+    ) -> SQLiteUsageRecorder:
+        """A recorder on the store's connection and project (pass the store's ``token_counter``
+        too if it has its own: recorded messages' estimates then match its appends)."""
+        return cls(store.connection, store.project, token_counter=token_counter)
 
     async def record(
         self,
