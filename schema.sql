@@ -471,3 +471,66 @@ BEGIN
     VALUES ('delete', OLD.seq, OLD.description);
     DELETE FROM context_pool_vectors WHERE seq = OLD.seq;
 END;
+
+-- version: 12 usage_records
+
+-- Per-request usage (axio_context/usage_limits, axio_context_sqlite/usage): one row per recorded
+-- request, a ledger that clearing or deleting a session does not change. `message` is the
+-- messages.id of the message recorded with it. Counts are pydantic-ai's; `cost` is a decimal
+-- as text (NULL: unknown); `details` MessagePack of {details, extra} (NULL: none).
+CREATE TABLE usage_records (
+    id                       INTEGER PRIMARY KEY,
+    at                       INTEGER NOT NULL,
+    session                  TEXT NOT NULL,
+    agent                    TEXT NOT NULL DEFAULT '',
+    run                      TEXT NOT NULL DEFAULT '',
+    model                    TEXT NOT NULL DEFAULT '',
+    project                  TEXT,
+    message                  INTEGER,
+    requests                 INTEGER NOT NULL DEFAULT 0,
+    tool_calls               INTEGER NOT NULL DEFAULT 0,
+    input_tokens             INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens       INTEGER NOT NULL DEFAULT 0,
+    cache_write_1h_tokens    INTEGER NOT NULL DEFAULT 0,
+    cache_read_tokens        INTEGER NOT NULL DEFAULT 0,
+    output_tokens            INTEGER NOT NULL DEFAULT 0,
+    unmeasured_requests      INTEGER NOT NULL DEFAULT 0,
+    output_reasoning_tokens  INTEGER NOT NULL DEFAULT 0,
+    input_audio_tokens       INTEGER NOT NULL DEFAULT 0,
+    cache_audio_read_tokens  INTEGER NOT NULL DEFAULT 0,
+    output_audio_tokens      INTEGER NOT NULL DEFAULT 0,
+    audio_seconds            REAL NOT NULL DEFAULT 0,
+    cost                     TEXT,
+    details                  BLOB
+);
+CREATE INDEX usage_records_by_session ON usage_records (session, at);
+CREATE INDEX usage_records_by_run ON usage_records (run, session) WHERE run <> '';
+CREATE INDEX usage_records_by_at ON usage_records (at);
+
+-- Running totals of usage_records per (dimension, key, UTC day) and per (dimension, key) for all
+-- time (day -1), kept in the same transaction as each row: dim is 'session', 'agent', 'run',
+-- 'model', 'project' or 'day' (key ''). An aggregate or a scope's total reads these (an index
+-- range), never the 1M rows behind them.
+CREATE TABLE usage_rollups (
+    dim                      TEXT NOT NULL,
+    key                      TEXT NOT NULL,
+    day                      INTEGER NOT NULL,
+    requests                 INTEGER NOT NULL DEFAULT 0,
+    tool_calls               INTEGER NOT NULL DEFAULT 0,
+    input_tokens             INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens       INTEGER NOT NULL DEFAULT 0,
+    cache_write_1h_tokens    INTEGER NOT NULL DEFAULT 0,
+    cache_read_tokens        INTEGER NOT NULL DEFAULT 0,
+    output_tokens            INTEGER NOT NULL DEFAULT 0,
+    unmeasured_requests      INTEGER NOT NULL DEFAULT 0,
+    output_reasoning_tokens  INTEGER NOT NULL DEFAULT 0,
+    input_audio_tokens       INTEGER NOT NULL DEFAULT 0,
+    cache_audio_read_tokens  INTEGER NOT NULL DEFAULT 0,
+    output_audio_tokens      INTEGER NOT NULL DEFAULT 0,
+    audio_seconds            REAL NOT NULL DEFAULT 0,
+    cost                     TEXT,
+    details                  BLOB,
+    first_at                 INTEGER NOT NULL,
+    last_at                  INTEGER NOT NULL,
+    PRIMARY KEY (dim, key, day)
+) WITHOUT ROWID;

@@ -6,7 +6,7 @@ library's named errors become one-line messages and exit code 1; usage errors ar
 :mod:`.app` holds the group; importing the command modules registers their commands on it.
 """
 
-from . import copying, info, maintenance, memory, pools, searching, sessions, state, transfer
+from . import copying, info, maintenance, memory, pools, searching, sessions, state, transfer, usage
 from .app import cli, default_db_path, main
 
 __all__ = [
@@ -22,4 +22,5 @@ __all__ = [
     "sessions",
     "state",
     "transfer",
+    "usage",
 ]

@@ -181,7 +181,18 @@ def test_read_only_commands_do_not_change_an_existing_database(tmp_path: Path) -
 #: second way to say -f json).
 _NO_JSON = {"export"}
 #: Commands that print a list (an array with --json, a line per object with --nl).
-_LISTINGS = {"list-sessions", "search", "similar", "prune", "rm", "collections", "blobs", "tasks", "pools"}
+_LISTINGS = {
+    "list-sessions",
+    "search",
+    "similar",
+    "prune",
+    "rm",
+    "collections",
+    "blobs",
+    "tasks",
+    "pools",
+    "usage",
+}
 
 
 def _flags(command: click.Command) -> dict[str, click.Option]:

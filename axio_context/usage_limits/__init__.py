@@ -1,0 +1,33 @@
+"""Usage and limits with pydantic-ai's names, recorded per request and checked across restarts.
+
+:class:`RequestUsage`, :class:`RunUsage`, :class:`UsageLimits` and :class:`UsageLimitExceeded`
+are pydantic-ai 2.x's, field for field (``pydantic_bridge`` converts both ways). A
+:class:`UsageRecorder` keeps per-request rows against session, agent, run and model
+(:class:`MemoryUsageRecorder` here, ``axio_context_sqlite.usage.SQLiteUsageRecorder`` on disk);
+a :class:`UsageGuard` checks limits against a scope's recorded usage before each request.
+"""
+
+from __future__ import annotations
+
+from .counts import RequestUsage, RunUsage
+from .errors import UsageError, UsageLimitExceeded
+from .guard import PromptCounter, UsageGuard
+from .limits import UsageLimits
+from .memory import MemoryUsageRecorder
+from .records import GROUPS, GroupBy, UsageRecord, UsageRecorder, UsageTotals
+
+__all__ = [
+    "GROUPS",
+    "GroupBy",
+    "MemoryUsageRecorder",
+    "PromptCounter",
+    "RequestUsage",
+    "RunUsage",
+    "UsageError",
+    "UsageGuard",
+    "UsageLimitExceeded",
+    "UsageLimits",
+    "UsageRecord",
+    "UsageRecorder",
+    "UsageTotals",
+]

@@ -1,0 +1,191 @@
+"""Writing usage: a row, its rollups, the session's token totals and (when given) the message it
+belongs to, in one transaction.
+
+Each row also adds to ``usage_rollups``: running totals per (dimension, key, UTC day) and per
+(dimension, key) for all time (day :data:`ALL_TIME`), for the session, agent, run, model,
+project and the day itself, so aggregates and limit checks read one rollup row per group (per
+group and day with ``since``) instead of every usage row. Integer counts are summed by the upsert itself; the
+exact decimal cost and the details maps are merged in Python, still inside the transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any, Final
+
+import msgspec
+
+from axio_context.usage_limits.counts import COUNT_FIELDS, RunUsage
+from axio_context.usage_limits.errors import UsageError
+from axio_context.usage_limits.records import DAY_MS
+
+from ..store import appending, sessions
+from ..store.keys import key
+from ..store.message_rows import EncodedMessage
+from ..store.transactions import write_tx
+
+__all__ = [
+    "ALL_TIME",
+    "COLUMNS",
+    "DIMENSIONS",
+    "Extras",
+    "decode_extras",
+    "encode_extras",
+    "record",
+    "usage_of",
+]
+
+#: The integer columns of usage_records and usage_rollups, in order (audio_seconds follows).
+COLUMNS: Final = ("requests", "tool_calls", *COUNT_FIELDS)
+
+#: The ``day`` of the rollup rows that total all time (days are 0 and up).
+ALL_TIME: Final = -1
+
+#: The rollup dimensions and the usage_records column each is keyed by (day: key '').
+DIMENSIONS: Final = {
+    "session": "session",
+    "agent": "agent",
+    "run": "run",
+    "model": "model",
+    "project": "ifnull(project, '')",
+    "day": "''",
+}
+
+
+class Extras(msgspec.Struct, omit_defaults=True):
+    """The maps of a usage, stored together: ``details`` and the provider ``extra`` counters."""
+
+    d: dict[str, int] = {}
+    x: dict[str, int | float] = {}
+
+
+_ENCODE: Final = msgspec.msgpack.Encoder()
+_DECODE: Final = msgspec.msgpack.Decoder(Extras)
+
+
+def encode_extras(usage: RunUsage) -> bytes | None:
+    """The usage's details and extra counters as MessagePack, or None when both are empty."""
+    if not usage.details and not usage.extra:
+        return None
+    return _ENCODE.encode(Extras(usage.details, usage.extra))
+
+
+def decode_extras(blob: bytes | None) -> Extras:
+    return Extras() if blob is None else _DECODE.decode(blob)
+
+
+def usage_of(counts: Sequence[Any], audio: float, cost: Decimal | None, extras: Extras) -> RunUsage:
+    """A RunUsage from stored figures."""
+    fields: dict[str, Any] = {name: int(value or 0) for name, value in zip(COLUMNS, counts, strict=True)}
+    return RunUsage(
+        **fields, audio_seconds=audio or 0, cost=cost, details=dict(extras.d), extra=dict(extras.x)
+    )
+
+
+def _merge(a: Extras, b: Extras) -> Extras:
+    d = dict(a.d)
+    for k, v in b.d.items():
+        d[k] = d.get(k, 0) + v
+    x = dict(a.x)
+    for k, n in b.x.items():
+        x[k] = x.get(k, 0) + n
+    return Extras(d, x)
+
+
+_COLS: Final = ", ".join(COLUMNS)
+_INSERT: Final = (
+    f"INSERT INTO usage_records (at, session, agent, run, model, project, message, {_COLS},"
+    f" audio_seconds, cost, details) VALUES ({', '.join('?' * (len(COLUMNS) + 10))})"
+)
+_UPSERT: Final = (
+    f"INSERT INTO usage_rollups (dim, key, day, {_COLS}, audio_seconds, first_at, last_at)"
+    f" VALUES ({', '.join('?' * (len(COLUMNS) + 6))}) ON CONFLICT (dim, key, day) DO UPDATE SET "
+    + ", ".join(f"{c} = {c} + excluded.{c}" for c in (*COLUMNS, "audio_seconds"))
+    + ", first_at = min(first_at, excluded.first_at), last_at = max(last_at, excluded.last_at)"
+)
+
+
+def record(
+    c: Any,
+    session_id: str,
+    project: str | None,
+    agent: str,
+    run: str,
+    model: str,
+    at: int,
+    usage: RunUsage,
+    message: tuple[Sequence[EncodedMessage], Sequence[int], tuple[int, str] | None] | None,
+) -> tuple[int, str | None, int | None]:
+    """Record ``usage`` (and append ``message``'s encoded batch) in one transaction; returns
+    the row id, the session's project and the message's position."""
+    with write_tx(c):
+        if run:
+            owner = c.execute(
+                "SELECT session FROM usage_records WHERE run = ? AND session <> ? LIMIT 1", (run, session_id)
+            ).fetchone()
+            if owner is not None:
+                raise UsageError(
+                    f"run {run!r} belongs to session {owner[0]!r}, not {session_id!r}; nothing recorded"
+                )
+        if message is not None:
+            appending.append(c, session_id, project, *message)
+        sessions.add_tokens(c, session_id, project, usage.input_tokens, usage.output_tokens)
+        sid, next_position, session_project = c.execute(
+            "SELECT sid, next_position, project FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        position = next_position - 1 if message is not None else None
+        counts = [getattr(usage, name) for name in COLUMNS]
+        cost = None if usage.cost is None else str(usage.cost)
+        extras = encode_extras(usage)
+        message_id = None if position is None else key(sid, position)
+        row = c.execute(
+            _INSERT + " RETURNING id",
+            (
+                at,
+                session_id,
+                agent,
+                run,
+                model,
+                session_project,
+                message_id,
+                *counts,
+                usage.audio_seconds,
+                cost,
+                extras,
+            ),
+        ).fetchone()
+        days = (at // DAY_MS, ALL_TIME)
+        keys = {
+            "session": session_id,
+            "agent": agent,
+            "run": run,
+            "model": model,
+            "project": session_project or "",
+            "day": "",
+        }
+        c.executemany(
+            _UPSERT,
+            [(dim, k, d, *counts, usage.audio_seconds, at, at) for dim, k in keys.items() for d in days],
+        )
+        if cost is not None or extras is not None:
+            for d in days:
+                _merge_exact(c, keys, d, usage)
+    return int(row[0]), session_project, position
+
+
+def _merge_exact(c: Any, keys: dict[str, str], day: int, usage: RunUsage) -> None:
+    """Add the cost and the details maps to each rollup row (exact decimals, merged maps)."""
+    mine = Extras(usage.details, usage.extra)
+    for dim, k in keys.items():
+        cost, blob = c.execute(
+            "SELECT cost, details FROM usage_rollups WHERE dim = ? AND key = ? AND day = ?", (dim, k, day)
+        ).fetchone()
+        if usage.cost is not None:
+            cost = str(Decimal(cost) + usage.cost) if cost is not None else str(usage.cost)
+        if mine.d or mine.x:
+            blob = _ENCODE.encode(_merge(decode_extras(blob), mine))
+        c.execute(
+            "UPDATE usage_rollups SET cost = ?, details = ? WHERE dim = ? AND key = ? AND day = ?",
+            (cost, blob, dim, k, day),
+        )
