@@ -355,3 +355,49 @@ CREATE TABLE tasks (
     note         TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (list_id, id)
 ) WITHOUT ROWID;
+
+-- version: 9 agent_runtime
+
+-- The agent runtime layer (see axio_context/agents and axio_context_sqlite/agents): which agent
+-- a session belongs to, which run wrote each message, and the messages `clear_run` took out.
+
+-- An agent's conversation in a thread (ravi: (agent_id, thread_id)) is one ordinary session, so
+-- listing, show, search and export see it; this row says whose it is.
+CREATE TABLE agent_sessions (
+    sid        INTEGER PRIMARY KEY,                 -- sessions.sid
+    agent_id   TEXT NOT NULL,
+    thread_id  TEXT NOT NULL,                       -- the caller's session_id
+    UNIQUE (agent_id, thread_id)
+);
+
+-- Runs: a run id names one run of one thread, whatever agents take part in it.
+CREATE TABLE agent_runs (
+    id          INTEGER PRIMARY KEY,
+    run_id      TEXT NOT NULL UNIQUE,
+    thread_id   TEXT NOT NULL,
+    created_at  INTEGER NOT NULL
+);
+
+-- The run that wrote a message (id = messages.id); messages written outside a run have none.
+-- A side table, so messages rows stay as they were and an untagged append writes nothing here.
+CREATE TABLE message_runs (
+    id   INTEGER PRIMARY KEY,
+    run  INTEGER NOT NULL                           -- agent_runs.id
+);
+CREATE INDEX message_runs_by_run ON message_runs (run);
+
+-- Positions `clear_run` took out of a session's reads. Positions are immutable and sealed chunks
+-- hold 64 messages in one row, so a cleared message stays where it is and is hidden here, per
+-- (session, position): a fork made earlier still sees it, a fork made later inherits the mark.
+-- `vacuum`/`prune` drop hidden rows for good once nothing reads them.
+CREATE TABLE hidden_messages (
+    sid       INTEGER NOT NULL,                     -- sessions.sid of the session reading
+    position  INTEGER NOT NULL,
+    PRIMARY KEY (sid, position)
+) WITHOUT ROWID;
+
+-- A deleted session takes its agent row and marks with it (its sid may be given out again).
+CREATE TRIGGER agent_sessions_free AFTER DELETE ON sessions BEGIN
+    DELETE FROM agent_sessions WHERE sid = OLD.sid;
+    DELETE FROM hidden_messages WHERE sid = OLD.sid;
+END;

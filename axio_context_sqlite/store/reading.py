@@ -14,7 +14,7 @@ from axio_context.codec import (
 from axio_context.errors import CorruptDataError, DecodeError
 from axio_context.messages import Message
 
-from . import chunks, packing
+from . import chunks, hiding, packing
 from .chunks import chunk_of
 from .keys import POSITION_MASK, key
 from .message_rows import ROLE_NAMES, decode_row, media_digests, restore_media
@@ -248,16 +248,18 @@ def get_view(c: Any, session_id: str) -> list[Message]:
         if row is None:
             return []
         cp = latest_checkpoint(c, row.sid)
-        if cp is None:
-            return read_messages(c, session_id, row)
-        return [*decode_summary(session_id, cp[1]), *read_messages(c, session_id, row, cp[0])]
+        start = 0 if cp is None else cp[0]
+        tail = hiding.drop_hidden(c, row.sid, start, read_messages(c, session_id, row, start))
+        return tail if cp is None else [*decode_summary(session_id, cp[1]), *tail]
 
 
 def get_full(c: Any, session_id: str) -> list[Message]:
-    """Every message of the session, checkpoints ignored."""
+    """Every message of the session, checkpoints ignored (positions ``clear_run`` hid left out)."""
     with read_tx(c):
         row = session_row(c, session_id)
-        return [] if row is None else read_messages(c, session_id, row)
+        if row is None:
+            return []
+        return hiding.drop_hidden(c, row.sid, 0, read_messages(c, session_id, row))
 
 
 def view_tokens(c: Any, session_id: str) -> int:

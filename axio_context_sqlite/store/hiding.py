@@ -1,0 +1,70 @@
+"""Hidden positions: the messages ``clear_run`` took out of a session's reads.
+
+Positions are immutable (forks and checkpoints point at them) and up to 64 messages share one
+sealed chunk row, so clearing a run does not delete its rows: it records ``(sid, position)`` in
+``hidden_messages`` for the session that cleared it, and every read of that session (history,
+view, show, export, search, the history provider's pages and counts) leaves those positions out.
+A fork made before the clear keeps seeing them; a fork made after inherits the marks. The space
+comes back when ``prune``/``vacuum`` purges the rows nothing can read any more
+(:func:`axio_context_sqlite.agents.purging.purge_hidden`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+__all__ = ["copy_marks", "drop_hidden", "forget_marks", "hidden_count", "hidden_in", "is_hidden"]
+
+T = TypeVar("T")
+
+
+def hidden_in(c: Any, sid: int, start: int = 0, end: int | None = None) -> list[int]:
+    """The hidden positions of session ``sid`` in ``[start, end)``, ascending (one index range)."""
+    if end is None:
+        rows = c.execute(
+            "SELECT position FROM hidden_messages WHERE sid = ? AND position >= ? ORDER BY position",
+            (sid, start),
+        )
+    else:
+        rows = c.execute(
+            "SELECT position FROM hidden_messages WHERE sid = ? AND position >= ? AND position < ?"
+            " ORDER BY position",
+            (sid, start, end),
+        )
+    return [int(r[0]) for r in rows]
+
+
+def hidden_count(c: Any, sid: int) -> int:
+    """How many positions of session ``sid`` are hidden."""
+    return int(c.execute("SELECT count(*) FROM hidden_messages WHERE sid = ?", (sid,)).fetchone()[0])
+
+
+def is_hidden(c: Any, sid: int, position: int) -> bool:
+    return (
+        c.execute("SELECT 1 FROM hidden_messages WHERE sid = ? AND position = ?", (sid, position)).fetchone()
+        is not None
+    )
+
+
+def drop_hidden(c: Any, sid: int, start: int, items: Sequence[T]) -> list[T]:
+    """``items`` (positions ``start, start + 1, ...`` of session ``sid``) without the hidden ones."""
+    hidden = hidden_in(c, sid, start, start + len(items))
+    if not hidden:
+        return list(items)
+    gone = {p - start for p in hidden}
+    return [item for i, item in enumerate(items) if i not in gone]
+
+
+def copy_marks(c: Any, parent_sid: int, child_sid: int, below: int) -> None:
+    """A fork inherits its parent's marks on the positions it shares (``< below``)."""
+    c.execute(
+        "INSERT OR IGNORE INTO hidden_messages (sid, position)"
+        " SELECT ?, position FROM hidden_messages WHERE sid = ? AND position < ?",
+        (child_sid, parent_sid, below),
+    )
+
+
+def forget_marks(c: Any, sid: int, from_position: int = 0) -> None:
+    """Drop marks at ``from_position`` and after (a clear or pop frees those positions)."""
+    c.execute("DELETE FROM hidden_messages WHERE sid = ? AND position >= ?", (sid, from_position))
