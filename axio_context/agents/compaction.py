@@ -59,11 +59,23 @@ class CompactionPipeline(base.CompactionPipeline, CompactionStrategy):
 
 
 class SlidingWindowCompaction(base.SlidingWindow, CompactionStrategy):
-    """The last ``max_messages`` messages (system head kept, no call cut from its result)."""
+    """At most ``max_messages`` messages: the system head, then the most recent ones (no call
+    cut from its result)."""
 
     def __init__(self, max_messages: int = 100) -> None:
+        if max_messages < 1:
+            raise ValueError(f"max_messages must be >= 1, got {max_messages}")
         super().__init__(max_messages)
         self.max_messages = max_messages
+
+    async def apply(self, messages: list[Message], context: base.CompactionContext) -> list[Message]:
+        head = base.head_length(messages)
+        # ravi counts the whole window; the head is part of it.
+        window = base.SlidingWindow(max(self.max_messages - head, 0), keep_head=True)
+        return await window.apply(messages, context)
+
+    def __repr__(self) -> str:
+        return f"SlidingWindowCompaction(max_messages={self.max_messages})"
 
 
 class ToolResultCompactionStrategy(base.TruncateToolResults, CompactionStrategy):
