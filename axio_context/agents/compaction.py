@@ -184,7 +184,7 @@ class TokenBudgetComposedStrategy(base.TokenBudget, CompactionStrategy):
         self.token_budget = token_budget
 
     @classmethod
-    def from_model(  # type: ignore[override]
+    def from_model(
         cls,
         model_name: str,
         strategies: Sequence[base.Step],

@@ -82,6 +82,5 @@ class ContextConfig:
         await self.close()
 
     def __repr__(self) -> str:
-        return (
-            f"ContextConfig({type(self.history).__name__}, {self.pipeline!r}, retention={self.retention.name})"
-        )
+        name = type(self.history).__name__
+        return f"ContextConfig({name}, {self.pipeline!r}, retention={self.retention.name})"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 __all__ = ["HistoryRetention"]
 
 
-class HistoryRetention(str, Enum):
+class HistoryRetention(StrEnum):
     """``PERMANENT`` keeps a run's messages, ``RUN`` clears them when the run ends (however it
     ends), ``NONE`` never writes them."""
 

@@ -105,7 +105,7 @@ class HistoryProviderContract:
         self, provider: HistoryProvider, limit: object, offset: object
     ) -> None:
         await provider.append("a", text("user", "x"), session_id="s")
-        with pytest.raises(ValueError, match="limit|offset"):
+        with pytest.raises(ValueError, match=r"limit|offset"):
             await provider.get_messages("a", session_id="s", limit=limit, offset=offset)  # type: ignore[arg-type]
 
     # -- bad input ------------------------------------------------------------------------------
@@ -114,7 +114,7 @@ class HistoryProviderContract:
         await provider.append("a", text("user", "before"), session_id="s")
         bad = [text("user", "ok"), {"role": "user", "content": []}]
         with pytest.raises(TypeError, match=r"messages\[1\]"):
-            await provider.append_many("a", bad, session_id="s")  # type: ignore[list-item]
+            await provider.append_many("a", bad, session_id="s")  # type: ignore[arg-type]
         assert _texts(await provider.get_messages("a", session_id="s")) == ["before"]
 
     async def test_bad_ids_are_refused_naming_the_field(self, provider: HistoryProvider) -> None:
@@ -182,7 +182,9 @@ class HistoryProviderContract:
         return AgentContext(ContextConfig(provider, retention=retention), "agent", agent_label="Agent")
 
     @pytest.mark.parametrize("retention", list(HistoryRetention))
-    async def test_a_run_that_ends_normally(self, provider: HistoryProvider, retention: HistoryRetention) -> None:
+    async def test_a_run_that_ends_normally(
+        self, provider: HistoryProvider, retention: HistoryRetention
+    ) -> None:
         ctx = await self._context(provider, retention)
         await provider.append("agent", text("user", "before"), session_id="s")
         async with ctx.run("s", run_id="r") as run:
@@ -198,11 +200,15 @@ class HistoryProviderContract:
     async def test_run_retention_clears_after_an_exception(self, provider: HistoryProvider) -> None:
         ctx = await self._context(provider, HistoryRetention.RUN)
         await provider.append("agent", text("user", "kept"), session_id="s")
-        with pytest.raises(_Boom):
+
+        async def failing_run() -> None:
             async with ctx.run("s") as run:
                 await run.append_many(_turns("m", 3))
                 assert await run.get_messages() != []
                 raise _Boom
+
+        with pytest.raises(_Boom):
+            await failing_run()
         assert _texts(await provider.get_messages("agent", session_id="s")) == ["kept"]
 
     async def test_run_retention_clears_after_cancellation(self, provider: HistoryProvider) -> None:
@@ -225,10 +231,14 @@ class HistoryProviderContract:
 
     async def test_permanent_run_keeps_messages_after_an_exception(self, provider: HistoryProvider) -> None:
         ctx = await self._context(provider, HistoryRetention.PERMANENT)
-        with pytest.raises(_Boom):
+
+        async def failing_run() -> None:
             async with ctx.run("s") as run:
                 await run.append(text("user", "q"))
                 raise _Boom
+
+        with pytest.raises(_Boom):
+            await failing_run()
         assert _texts(await provider.get_messages("agent", session_id="s")) == ["q"]
 
     async def test_run_sets_and_restores_the_context_variables(self, provider: HistoryProvider) -> None:

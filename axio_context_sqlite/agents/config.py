@@ -18,7 +18,11 @@ class _Opening:
     """What :func:`sqlite_config` returns: await it, or ``async with`` it (closed on the way out)."""
 
     def __init__(
-        self, path: str | Path | None, pipeline: Pipeline | None, retention: HistoryRetention, project: str | None
+        self,
+        path: str | Path | None,
+        pipeline: Pipeline | None,
+        retention: HistoryRetention,
+        project: str | None,
     ) -> None:
         self._args = (path, pipeline, retention, project)
         self._config: ContextConfig | None = None

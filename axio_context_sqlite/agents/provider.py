@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-
 import aiosqlite
 
 from axio_context.agents.history import check_ids, check_messages, check_page
@@ -54,7 +53,9 @@ class SQLiteHistoryProvider:
         self._installed = False
 
     @classmethod
-    async def open(cls, path: str | Path | None = None, *, project: str | None = None) -> SQLiteHistoryProvider:
+    async def open(
+        cls, path: str | Path | None = None, *, project: str | None = None
+    ) -> SQLiteHistoryProvider:
         """A provider on its own connection to ``path`` (default: the default database file)."""
         provider = cls(await connect(path), project=project)
         provider._owns = True
@@ -118,7 +119,9 @@ class SQLiteHistoryProvider:
         if run_key is None:
             await run(self._conn, appending.append, name, self._project, encoded, tokens, preview)
         else:
-            await run(self._conn, threads.append_tagged, name, self._project, encoded, tokens, preview, run_key)
+            await run(
+                self._conn, threads.append_tagged, name, self._project, encoded, tokens, preview, run_key
+            )
 
     async def get_messages(
         self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0
@@ -149,5 +152,3 @@ class SQLiteHistoryProvider:
 
     def __repr__(self) -> str:
         return f"SQLiteHistoryProvider(project={self._project!r})"
-
-

@@ -57,7 +57,8 @@ def _name(c: Any, agent_id: str, thread_id: str) -> str:
     plain = f"{thread_id}:{agent_id}" if agent_id else thread_id
     if len(plain) <= _MAX_ID:
         r = c.execute(
-            "SELECT a.agent_id, a.thread_id FROM sessions s JOIN agent_sessions a ON a.sid = s.sid WHERE s.id = ?",
+            "SELECT a.agent_id, a.thread_id FROM sessions s JOIN agent_sessions a ON a.sid = s.sid"
+            " WHERE s.id = ?",
             (plain,),
         ).fetchone()
         if r is None:  # free, or a plain session of that name: the agent adopts it

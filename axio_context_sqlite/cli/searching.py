@@ -18,6 +18,7 @@ from axio_context.embeddings import BUNDLED_MINILM
 
 from ..database import HASHING_MODEL, Database
 from ..search.engine import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit, SearchResults
+from .agent_filters import agent_options, tag_filters
 from .app import cli, read_db, with_db
 from .options import (
     Count,
@@ -148,6 +149,7 @@ class QueryCommand(click.Command):
     help="Embedder for semantic/hybrid: hashing, minilm, or a model directory "
     "(default: the one the database was embedded with).",
 )
+@agent_options("messages")
 @output_options
 @click.pass_context
 def search_(
@@ -162,6 +164,8 @@ def search_(
     since: datetime | None,
     raw: bool,
     model: str | None,
+    agent_id: str | None,
+    run_id: str | None,
     as_json: bool,
     nl: bool,
 ) -> None:
@@ -190,6 +194,7 @@ def search_(
             since=since,
             raw=raw,
             model=model,
+            **tag_filters(db, agent_id, run_id),
         )
         shown = {} if as_json or nl else await shown_ids(db, [h.session_id for h in hits])
         return hits, shown
