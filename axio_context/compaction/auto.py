@@ -28,6 +28,7 @@ crashed turn does not break every later request. The stored transcript is not ch
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import weakref
@@ -41,6 +42,7 @@ from ..messages import Message, SessionInfo
 from ..tokens import estimate_tokens
 from .aliases import UNSET, Unset, resolve_alias
 from .compact import leading_system_count, one_line, plan_split, run_summarizer
+from .forking import fork_with_checkpoint
 from .pairs import repair_tool_pairs
 from .summarizers import (
     DEFAULT_COMPACTION_PROMPT,
@@ -119,7 +121,8 @@ class AutoCompactStore(ContextStore):
 
     A failed compaction never raises out of ``add_context_tokens``: it is logged as one line at
     WARNING (traceback at DEBUG), kept in :attr:`last_compaction_error`, and passed to
-    ``on_error`` when given.
+    ``on_error`` when given. ``into_fork=True`` compacts into a fork instead (see :mod:`.forking`):
+    the wrapper follows it, :attr:`session_chain` lists it, ``on_fork(old_id, new_id)`` hears of it.
     """
 
     #: The exception of the latest failed compaction attempt; None until one fails and again
@@ -138,6 +141,8 @@ class AutoCompactStore(ContextStore):
         repair_view: bool = True,
         on_error: Callable[[BaseException], None] | None = None,
         transport: Summarizer | Unset | None = UNSET,
+        into_fork: bool = False,
+        on_fork: Callable[[str, str], None] | None = None,
     ) -> None:
         if keep_recent < 0:
             raise ValueError(f"keep_recent must be >= 0, got {keep_recent}")
@@ -161,6 +166,11 @@ class AutoCompactStore(ContextStore):
         self._own_lock = asyncio.Lock()
         self._on_error = on_error
         self.last_compaction_error = None
+        if into_fork and not supports_checkpoints(store):
+            raise CheckpointsUnsupportedError(f"into_fork needs checkpoints; {type(store).__name__} has none")
+        self._into_fork, self._on_fork = into_fork, on_fork
+        self._gate = asyncio.Lock()  # held while the wrapper swaps to a fork: appends wait
+        self.session_chain: list[str] = [store.session_id]  # oldest first; each fork is added
 
     def _failed(self, exc: BaseException) -> None:
         self.last_compaction_error = exc
@@ -206,10 +216,12 @@ class AutoCompactStore(ContextStore):
         return self._store.session_id
 
     async def append(self, message: Message) -> None:
-        await self._store.append(message)
+        async with self._gate:
+            await self._store.append(message)
 
     async def append_many(self, messages: Iterable[Message]) -> None:
-        await self._store.append_many(messages)
+        async with self._gate:
+            await self._store.append_many(messages)
 
     async def get_history(self) -> list[Message]:
         """The model's view: the latest summary and what follows it, interrupted calls repaired."""
@@ -245,6 +257,8 @@ class AutoCompactStore(ContextStore):
             system_prompt=self._system_prompt,
             repair_view=self._repair_view,
             on_error=self._on_error,
+            into_fork=self._into_fork,
+            on_fork=self._on_fork,
         )
 
     async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
@@ -363,7 +377,15 @@ class AutoCompactStore(ContextStore):
             # Only if what was summarized is still the start of the view: a clear or a pop while
             # the summarizer ran, even followed by new appends, must not put an old summary over
             # new messages. Appends alone leave the prefix as it was.
-            await add_checkpoint_if_view(store, checkpoint, view[:split])
+            if not self._into_fork:
+                await add_checkpoint_if_view(store, checkpoint, view[:split])
+            else:
+                write = functools.partial(add_checkpoint_if_view, checkpoint=checkpoint, prefix=view[:split])
+                async with self._gate:
+                    self._store = await fork_with_checkpoint(self._store, write)
+                    self.session_chain.append(self._store.session_id)
+                if self._on_fork is not None:
+                    self._on_fork(*self.session_chain[-2:])
         except CheckpointError as exc:
             logger.warning("Context compaction abandoned, the history changed meanwhile: %s", one_line(exc))
             return False
