@@ -167,15 +167,19 @@ async def test_a_cancelled_run_clears_on_sqlite_from_another_task(tmp_path: Path
         config = ContextConfig(SQLiteHistoryProvider(conn, project="p"), retention=HistoryRetention.RUN)
         ctx = AgentContext(config, "bot")
 
+        five = asyncio.Event()
+
         async def loop() -> None:
             async with ctx.run("t") as run:
-                while True:
+                for i in range(1_000_000):
                     await run.append(text("user", "tick"))
+                    if i == 4:
+                        five.set()
                     await asyncio.sleep(0)
 
         task = asyncio.create_task(loop())
-        while await ctx.config.history.count_messages("bot", session_id="t") < 5:
-            await asyncio.sleep(0)
+        await five.wait()
+        assert await ctx.config.history.count_messages("bot", session_id="t") >= 5
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
