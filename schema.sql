@@ -389,10 +389,12 @@ CREATE INDEX message_runs_by_run ON message_runs (run);
 -- Positions `clear_run` took out of a session's reads. Positions are immutable and sealed chunks
 -- hold 64 messages in one row, so a cleared message stays where it is and is hidden here, per
 -- (session, position): a fork made earlier still sees it, a fork made later inherits the mark.
--- `vacuum`/`prune` drop hidden rows for good once nothing reads them.
+-- `vacuum` purges a hidden row that only its session reads: its payload becomes an empty
+-- message (the row stays, positions stay dense), its index entries and media references go.
 CREATE TABLE hidden_messages (
     sid       INTEGER NOT NULL,                     -- sessions.sid of the session reading
     position  INTEGER NOT NULL,
+    purged    INTEGER NOT NULL DEFAULT 0,           -- 1 once vacuum emptied the row
     PRIMARY KEY (sid, position)
 ) WITHOUT ROWID;
 

@@ -18,7 +18,7 @@ from axio_context.errors import (
 )
 from axio_context.messages import SessionInfo
 
-from ..store import chunks, listing, packing, transactions
+from ..store import chunks, hiding, listing, packing, transactions
 from ..store.checkpointer import truncate_wal
 from .files import SIDE_SUFFIXES, descriptor, output_target, temporary_beside
 from .sessions import delete_sessions
@@ -221,7 +221,8 @@ def prune(
 
 
 def vacuum(c: Any, path: Path, full: bool = False, checkpointer: Checkpointer | None = None) -> VacuumReport:
-    """Seal older messages into chunks, reclaim free pages, then truncate the WAL.
+    """Empty the rows clear_run hid (:func:`.hiding.purge_hidden`), seal older messages into
+    chunks, reclaim free pages, then truncate the WAL.
 
     Sealing (:func:`.chunks.seal_all`) reaches what the keyword index's folds did not, such as a
     database from before schema version 5; the pages it frees are reclaimed with the rest.
@@ -235,6 +236,8 @@ def vacuum(c: Any, path: Path, full: bool = False, checkpointer: Checkpointer | 
     :func:`.checkpointer.truncate_wal`).
     """
     on_disk = file_size(path) + file_size(wal_path(path))
+    with transactions.write_tx(c):
+        hiding.purge_hidden(c)  # rows clear_run hid that no other session reads
     sealed = chunks.seal_all(c)
     mode = int(c.execute("PRAGMA auto_vacuum").fetchone()[0])
     page_size = int(c.execute("PRAGMA page_size").fetchone()[0])

@@ -5,16 +5,31 @@ sealed chunk row, so clearing a run does not delete its rows: it records ``(sid,
 ``hidden_messages`` for the session that cleared it, and every read of that session (history,
 view, show, export, search, the history provider's pages and counts) leaves those positions out.
 A fork made before the clear keeps seeing them; a fork made after inherits the marks. The space
-comes back when ``prune``/``vacuum`` purges the rows nothing can read any more
-(:func:`axio_context_sqlite.agents.purging.purge_hidden`).
+comes back with the next ``vacuum`` (:func:`purge_hidden`), which empties every hidden row no
+other session reads (or with ``prune``, which deletes whole sessions).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
-__all__ = ["copy_marks", "drop_hidden", "forget_marks", "hidden_count", "hidden_in", "is_hidden"]
+from axio_context.messages import Message
+
+from . import chunks, indexing
+from .blob_refs import digests_in_range, drop_blob_refs
+from .keys import key
+from .message_rows import encode_message
+
+__all__ = [
+    "copy_marks",
+    "drop_hidden",
+    "forget_marks",
+    "hidden_count",
+    "hidden_in",
+    "is_hidden",
+    "purge_hidden",
+]
 
 T = TypeVar("T")
 
@@ -68,3 +83,35 @@ def copy_marks(c: Any, parent_sid: int, child_sid: int, below: int) -> None:
 def forget_marks(c: Any, sid: int, from_position: int = 0) -> None:
     """Drop marks at ``from_position`` and after (a clear or pop frees those positions)."""
     c.execute("DELETE FROM hidden_messages WHERE sid = ? AND position >= ?", (sid, from_position))
+
+
+#: A purged row's payload: a message with no content (its role is kept in the row).
+_EMPTY: Final = encode_message(Message(role="user", content=[]))
+
+#: Hidden rows not purged yet that their own session owns (position past the inherited part)
+#: and no fork reads (no child inherits that position).
+_PURGEABLE: Final = """
+SELECT h.sid, h.position FROM hidden_messages h JOIN sessions s ON s.sid = h.sid
+WHERE h.purged = 0 AND h.position >= s.base_len AND h.position < s.next_position
+    AND NOT EXISTS (SELECT 1 FROM sessions f WHERE f.base_sid = h.sid AND f.base_len > h.position)
+"""
+
+
+def purge_hidden(c: Any) -> int:
+    """Empty the payload of every hidden row nothing else reads (run by ``vacuum`` in its
+    transaction): its index entries, embedding and media references go, the row and its mark
+    stay. Returns how many rows were emptied."""
+    rows = c.execute(_PURGEABLE).fetchall()
+    for sid, position in rows:
+        lo, hi = key(sid, position), key(sid, position) + 1
+        chunks.cut(c, lo, hi)  # a sealed row gets its own payload back first
+        digests = digests_in_range(c, lo, hi)
+        indexing.delete_index(c, lo, hi)
+        c.execute(
+            "UPDATE messages SET flags = ?, payload = ?, tokens = 0 WHERE id = ?",
+            (_EMPTY.flags, _EMPTY.payload, lo),
+        )
+        drop_blob_refs(c, digests)
+        c.execute("DELETE FROM message_runs WHERE id = ?", (lo,))
+        c.execute("UPDATE hidden_messages SET purged = 1 WHERE sid = ? AND position = ?", (sid, position))
+    return len(rows)

@@ -4,6 +4,7 @@ pages that read only their rows, clear_run's marks across forks, reopen and sear
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import pytest
@@ -184,3 +185,33 @@ async def test_a_cancelled_run_clears_on_sqlite_from_another_task(tmp_path: Path
         with pytest.raises(asyncio.CancelledError):
             await task
         assert await ctx.get_messages("t") == []
+
+
+async def test_vacuum_gives_back_the_space_of_cleared_runs(tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    async with connect(db) as conn:
+        provider = SQLiteHistoryProvider(conn, project="p")
+        await provider.append("a", text("user", "keep"), session_id="t")
+        for _ in range(80):  # past a sealed chunk's 64; random text does not compress
+            await provider.append(
+                "a", text("user", f"walrus {os.urandom(8_000).hex()}"), session_id="t", run_id="r"
+            )
+        await provider.append("a", text("user", "after"), session_id="t")
+        await provider.append_many("a", _turns("f", 2), session_id="u", run_id="q")
+        forked = await (await provider.store("a", "u")).fork()  # reads u's rows: they stay
+        await provider.clear_run("a", session_id="t", run_id="r")
+        await provider.clear_run("a", session_id="u", run_id="q")
+    async with open_database(db) as database:
+        await database.vacuum(full=True)
+        cleared = 80 * 8_000  # bytes of the cleared run, compressed
+        assert db.stat().st_size < cleared // 2
+        assert list(await database.search("walrus", mode="keyword", k=5)) == []
+    async with connect(db) as conn:
+        provider = SQLiteHistoryProvider(conn, project="p")
+        assert _texts(await provider.get_messages("a", session_id="t")) == ["keep", "after"]
+        assert (await (await provider.store("a", "t")).info()).message_count == 82  # still dense
+        stored = await conn.execute_fetchall(
+            "SELECT (SELECT sum(length(payload)) FROM messages) + (SELECT coalesce(sum(length(payload)), 0) FROM chunks)"
+        )
+        assert stored[0][0] < 10_000
+        assert _texts(await SQLiteContextStore(conn, forked.session_id, "p").get_history()) == ["f0", "f1"]
