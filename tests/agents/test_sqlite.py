@@ -211,7 +211,8 @@ async def test_vacuum_gives_back_the_space_of_cleared_runs(tmp_path: Path) -> No
         assert _texts(await provider.get_messages("a", session_id="t")) == ["keep", "after"]
         assert (await (await provider.store("a", "t")).info()).message_count == 82  # still dense
         stored = await conn.execute_fetchall(
-            "SELECT (SELECT sum(length(payload)) FROM messages) + (SELECT coalesce(sum(length(payload)), 0) FROM chunks)"
+            "SELECT (SELECT sum(length(payload)) FROM messages)"
+            " + (SELECT coalesce(sum(length(payload)), 0) FROM chunks)"
         )
         assert stored[0][0] < 10_000
         assert _texts(await SQLiteContextStore(conn, forked.session_id, "p").get_history()) == ["f0", "f1"]
