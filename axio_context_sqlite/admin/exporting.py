@@ -23,7 +23,7 @@ from axio_context.transcript import (
     format_time,
 )
 
-from ..store import keys, session_rows, transactions
+from ..store import hiding, keys, session_rows, transactions
 from .checking import DamagedRow, placeholder
 from .sessions import FULL_COLUMNS, FullRow, full_row, records, session_header
 
@@ -158,7 +158,8 @@ def export(
                 hi = min(lo + BATCH, s.next_position)
                 batch = _readable(c, s, lo, hi, skipped) if skip_damaged else records(c, s, lo, hi)
                 sink(writer.messages(header, lo, batch))
-                messages += max(0, hi - max(lo, shared))
+                own = max(lo, shared)  # clear_run's hidden messages are not written
+                messages += max(0, hi - own) - len(hiding.hidden_in(c, s.sid, own, hi))
                 done += hi - lo
                 if progress is not None:
                     progress(done, total)

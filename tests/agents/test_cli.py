@@ -9,12 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
 from axio_context.testing import text
 from axio_context_sqlite import SQLiteContextStore, connect
 from axio_context_sqlite.agents import SQLiteHistoryProvider
+from axio_context_sqlite.cli.agent_filters import tag_filters
 from axio_context_sqlite.cli.app import cli
 
 
@@ -88,7 +90,8 @@ def test_search_by_agent_and_run(db: Path) -> None:
 
 def test_export_by_agent_leaves_cleared_runs_out(db: Path, tmp_path: Path) -> None:
     out = tmp_path / "bot.json"
-    _run(db, "export", "--agent", "bot", "-o", str(out))
+    result = CliRunner().invoke(cli, ["--db", str(db), "export", "--agent", "bot", "-o", str(out)])
+    assert result.exit_code == 0 and "exported 1 session(s), 3 message(s)" in result.output
     doc = json.loads(out.read_text())
     sessions = doc["sessions"] if isinstance(doc, dict) else doc
     assert [s["id"] for s in sessions] == ["t1:bot"]
@@ -96,6 +99,12 @@ def test_export_by_agent_leaves_cleared_runs_out(db: Path, tmp_path: Path) -> No
     assert exported == ["hello walrus", "walrus run one", "walrus run two"]
     result = CliRunner().invoke(cli, ["--db", str(db), "export", "plain", "--agent", "bot"])
     assert result.exit_code == 2 and "not both" in result.output
+
+
+def test_a_backend_without_agent_tags_refuses_the_filters() -> None:
+    assert tag_filters(object(), None, None) == {}
+    with pytest.raises(click.UsageError, match="--agent and --run need an SQLite database"):
+        tag_filters(object(), "bot", None)
 
 
 def test_the_installed_command(db: Path) -> None:
