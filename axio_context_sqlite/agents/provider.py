@@ -48,7 +48,7 @@ class SQLiteHistoryProvider:
         self._project = project if project is not None else str(Path.cwd().resolve())
         self._counter: TokenCounter = token_counter or DefaultEstimator()
         self._owns = False
-        self._threads: dict[tuple[str, str], threads.Thread] = {}
+        self._known: set[tuple[str, str]] = set()  # (agent, thread) pairs whose session was made
         self._runs: dict[tuple[str, str], int] = {}  # (run_id, thread) -> agent_runs.id
         self._installed = False
 
@@ -71,19 +71,9 @@ class SQLiteHistoryProvider:
             self._owns = False
             await self._conn.close()
 
-    async def _thread(self, agent_id: str, session_id: str) -> threads.Thread:
-        found = self._threads.get((agent_id, session_id))
-        if found is None:
-            found = await run(self._conn, threads.ensure_thread, agent_id, session_id, self._project)
-            self._threads[(agent_id, session_id)] = found
-        return found
-
     async def _run(self, run_id: str, session_id: str) -> int:
         found = self._runs.get((run_id, session_id))
         if found is None:
-            if not self._installed:
-                await run(self._conn, threads.install_run_append)
-                self._installed = True
             found = await run(self._conn, threads.claim_run, run_id, session_id)
             self._runs[(run_id, session_id)] = found
         return found
@@ -91,7 +81,7 @@ class SQLiteHistoryProvider:
     async def session_key(self, agent_id: str, session_id: str) -> str:
         """The id of the session holding this agent's history in ``session_id`` (created if new)."""
         check_ids(agent_id, session_id)
-        return (await self._thread(agent_id, session_id))[1]
+        return (await run(self._conn, threads.ensure_thread, agent_id, session_id, self._project))[1]
 
     async def store(self, agent_id: str, session_id: str) -> SQLiteContextStore:
         """The same conversation as a :class:`SQLiteContextStore` on this provider's connection."""
@@ -114,14 +104,15 @@ class SQLiteHistoryProvider:
         encoded = [encode_message(m, dicts=dicts, index=i) for i, m in enumerate(batch)]
         tokens = [self._counter.count(m) for m in batch]
         run_key = await self._run(run_id, session_id) if run_id else None
-        _, name = await self._thread(agent_id, session_id)
+        if not self._installed:
+            await run(self._conn, threads.install_agent_append)
+            self._installed = True
+        if (agent_id, session_id) not in self._known:  # made once here; the append re-checks
+            await run(self._conn, threads.ensure_thread, agent_id, session_id, self._project)
+            self._known.add((agent_id, session_id))
         preview = appending.preview_for(batch)
-        if run_key is None:
-            await run(self._conn, appending.append, name, self._project, encoded, tokens, preview)
-        else:
-            await run(
-                self._conn, threads.append_tagged, name, self._project, encoded, tokens, preview, run_key
-            )
+        args = (agent_id, session_id, self._project, encoded, tokens, preview, run_key)
+        await run(self._conn, threads.append_agent, *args)
 
     async def get_messages(
         self, agent_id: str, *, session_id: str, limit: int | None = None, offset: int = 0

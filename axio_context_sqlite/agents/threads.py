@@ -25,14 +25,14 @@ from ..store.transactions import read_tx, write_tx
 
 __all__ = [
     "Thread",
-    "append_tagged",
+    "append_agent",
     "claim_run",
     "clear_run",
     "clear_thread",
     "count",
     "ensure_thread",
     "find_thread",
-    "install_run_append",
+    "install_agent_append",
     "page",
     "run_ids",
 ]
@@ -102,66 +102,85 @@ def claim_run(c: Any, run_id: str, thread_id: str) -> int:
     return int(r[0])
 
 
-#: One tagged message in one statement: the store's append view does the append, then the tag
-#: goes in beside it, in the same implicit transaction.
-_RUN_VIEW: Final = """
-CREATE TEMP VIEW IF NOT EXISTS axio_append_run
-    (session_id, project, role, flags, created_at, tokens, payload, preview, run)
-    AS SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+#: One message of an agent in one statement: the agent's session is looked up inside it (so a
+#: session deleted or renamed meanwhile is never written under a stale name), the store's append
+#: view does the append, and the run tag (when ``run`` is not NULL) goes in beside it, all in
+#: the same implicit transaction.
+_AGENT_VIEW: Final = """
+CREATE TEMP VIEW IF NOT EXISTS axio_append_agent
+    (agent_id, thread_id, project, role, flags, created_at, tokens, payload, preview, run)
+    AS SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 """
-_RUN_TRIGGER: Final = f"""
-CREATE TEMP TRIGGER IF NOT EXISTS axio_append_run_row INSTEAD OF INSERT ON axio_append_run BEGIN
-    INSERT INTO axio_append VALUES (NEW.session_id, NEW.project, NEW.role, NEW.flags,
-        NEW.created_at, NEW.tokens, NEW.payload, NEW.preview);
+_AGENT_TRIGGER: Final = f"""
+CREATE TEMP TRIGGER IF NOT EXISTS axio_append_agent_row INSTEAD OF INSERT ON axio_append_agent BEGIN
+    SELECT RAISE(ABORT, 'axio: agent session gone') WHERE NOT EXISTS
+        (SELECT 1 FROM agent_sessions WHERE agent_id = NEW.agent_id AND thread_id = NEW.thread_id);
+    INSERT INTO axio_append
+        SELECT s.id, NEW.project, NEW.role, NEW.flags, NEW.created_at, NEW.tokens, NEW.payload, NEW.preview
+        FROM agent_sessions a JOIN sessions s ON s.sid = a.sid
+        WHERE a.agent_id = NEW.agent_id AND a.thread_id = NEW.thread_id;
     INSERT INTO message_runs (id, run)
-        SELECT (sid << {SHIFT}) | (next_position - 1), NEW.run FROM sessions WHERE id = NEW.session_id;
+        SELECT (s.sid << {SHIFT}) | (s.next_position - 1), NEW.run
+        FROM agent_sessions a JOIN sessions s ON s.sid = a.sid
+        WHERE NEW.run IS NOT NULL AND a.agent_id = NEW.agent_id AND a.thread_id = NEW.thread_id;
 END
 """
 
+#: What the append trigger raises when the agent's session is gone (deleted since it was made).
+_GONE: Final = "axio: agent session gone"
 
-def install_run_append(c: Any) -> None:
-    """Create this connection's tagged-append view (idempotent)."""
-    c.execute(_RUN_VIEW)
-    c.execute(_RUN_TRIGGER)
+
+def install_agent_append(c: Any) -> None:
+    """Create this connection's agent-append view (idempotent)."""
+    c.execute(_AGENT_VIEW)
+    c.execute(_AGENT_TRIGGER)
 
 
 #: What the store's append trigger raises for a payload whose compression dictionary is gone.
 _DICT_GONE: Final = "axio: compression dictionary gone"
 
 
-def append_tagged(
+def append_agent(
     c: Any,
-    session_id: str,
+    agent_id: str,
+    thread_id: str,
     project: str | None,
     encoded: Sequence[EncodedMessage],
     tokens: Sequence[int],
     preview: tuple[int, str] | None,
-    run: int,
+    run: int | None,
 ) -> None:
-    """Append a batch tagged with run key ``run``: all of it and its tags, or nothing."""
+    """Append a batch to the agent's session in the thread (made if missing), tagged with run
+    key ``run`` (None: untagged): all of it and its tags, or nothing."""
     if len(encoded) == 1 and not encoded[0].blobs and not c.in_transaction:
         e, text = encoded[0], None if preview is None else preview[1]
-        args = (session_id, project, e.role, e.flags, now_ms(), tokens[0], e.payload, text, run)
-        try:
-            c.execute("INSERT INTO temp.axio_append_run VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", args)
-        except Exception as exc:
-            if _DICT_GONE not in str(exc):
-                raise
-            e = appending.ensure_dictionaries(c, encoded)[0]
-            c.execute(
-                "INSERT INTO temp.axio_append_run VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (*args[:3], e.flags, *args[4:6], e.payload, *args[7:]),
-            )
+        sql = "INSERT INTO temp.axio_append_agent VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        args = [agent_id, thread_id, project, e.role, e.flags, now_ms(), tokens[0], e.payload, text, run]
+        for _ in range(2):
+            try:
+                c.execute(sql, args)
+                return
+            except Exception as exc:
+                if _GONE in str(exc):
+                    ensure_thread(c, agent_id, thread_id, project)
+                elif _DICT_GONE in str(exc):
+                    e = appending.ensure_dictionaries(c, encoded)[0]
+                    args[4], args[7] = e.flags, e.payload
+                else:
+                    raise
+        c.execute(sql, args)  # a third cause after both were fixed: let it raise
         return
     with write_tx(c):
-        appending.append(c, session_id, project, encoded, tokens, preview)
-        row = session_row(c, session_id)
-        assert row is not None
-        first = row.next_position - len(encoded)
-        c.executemany(
-            "INSERT INTO message_runs (id, run) VALUES (?, ?)",
-            [(key(row.sid, p), run) for p in range(first, row.next_position)],
-        )
+        sid, name = ensure_thread(c, agent_id, thread_id, project)
+        appending.append(c, name, project, encoded, tokens, preview)
+        if run is not None:
+            row = session_row(c, name)
+            assert row is not None
+            first = row.next_position - len(encoded)
+            c.executemany(
+                "INSERT INTO message_runs (id, run) VALUES (?, ?)",
+                [(key(sid, p), run) for p in range(first, row.next_position)],
+            )
 
 
 def _window(hidden: list[int], offset: int, limit: int | None, length: int) -> tuple[int, int]:

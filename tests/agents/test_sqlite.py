@@ -216,3 +216,20 @@ async def test_vacuum_gives_back_the_space_of_cleared_runs(tmp_path: Path) -> No
         )
         assert stored[0][0] < 10_000
         assert _texts(await SQLiteContextStore(conn, forked.session_id, "p").get_history()) == ["f0", "f1"]
+
+
+async def test_a_session_deleted_or_renamed_under_a_live_provider(tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    async with connect(db) as conn:
+        provider = SQLiteHistoryProvider(conn, project="p")
+        await provider.append("a", text("user", "one"), session_id="t")
+        async with open_database(db) as database:  # another connection, as the CLI would be
+            await database.rename("t:a", "renamed")
+        await provider.append("a", text("user", "two"), session_id="t")
+        assert _texts(await SQLiteContextStore(conn, "renamed", "p").get_history()) == ["one", "two"]
+        async with open_database(db) as database:
+            await database.delete(["renamed"])
+        await provider.append("a", text("user", "three"), session_id="t", run_id="r")
+        await provider.append("a", text("user", "four"), session_id="t")
+        assert _texts(await provider.get_messages("a", session_id="t")) == ["three", "four"]
+        assert await provider.get_run_ids("a", session_id="t") == ["r", ""]
