@@ -5,9 +5,9 @@
   through the provider, and against the raw limit: the same 50 rows and the sealed chunks that
   hold their payloads, read with plain ``sqlite3`` (bytes only: no decompression, no decoding,
   no thread hop). A page must cost a constant, not a share of the session.
-- **append**: single-message ``append`` with a run tag against the same without one
-  (``--appends`` each, default 3,000, alternated in rounds of 100 so drift hits both alike);
-  the issue's bound is ~10% slower.
+- **append**: single-message ``append`` with a run tag against the same without one, and both
+  against ``SQLiteContextStore.append`` of a plain session (``--appends`` each, default 3,000,
+  alternated in rounds of 100 so drift hits all alike); the issue's bound for the tag is ~10%.
 
 Run: ``python -m bench.bench_agents`` (``--quick`` for a smoke run); ``--json FILE`` writes the
 figures.
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from axio_context import Message, TextBlock
-from axio_context_sqlite import connect
+from axio_context_sqlite import SQLiteContextStore, connect
 from axio_context_sqlite.agents import SQLiteHistoryProvider
 from axio_context_sqlite.store.keys import key
 from axio_context_sqlite.store.packing import CHUNK
@@ -99,23 +99,31 @@ async def _append(db: Path, n: int) -> dict[str, Any]:
         provider = SQLiteHistoryProvider(conn, project="bench")
         await provider.append("plain", _message(0), session_id="s")
         await provider.append("tagged", _message(0), session_id="s", run_id="r")
+        store = SQLiteContextStore(conn, "store", "bench")
+        await store.append(_message(0))
         plain: list[float] = []
         tagged: list[float] = []
+        direct: list[float] = []
         for r in range(n // 100):
-            order = [("plain", "", plain), ("tagged", "r", tagged)]
+            order = [("plain", "", plain), ("tagged", "r", tagged), (None, "", direct)]
             if r % 2:
                 order.reverse()
             for agent, run_id, samples in order:
                 for i in range(100):
                     m = _message(i)
                     t = time.perf_counter()
-                    await provider.append(agent, m, session_id="s", run_id=run_id)
+                    if agent is None:
+                        await store.append(m)
+                    else:
+                        await provider.append(agent, m, session_id="s", run_id=run_id)
                     samples.append(time.perf_counter() - t)
     return {
         "appends_each": n,
+        "store_append_us": _median_us(direct),
         "untagged_us": _median_us(plain),
         "tagged_us": _median_us(tagged),
         "tagged_vs_untagged": round(statistics.median(tagged) / statistics.median(plain), 3),
+        "untagged_vs_store": round(statistics.median(plain) / statistics.median(direct), 3),
     }
 
 

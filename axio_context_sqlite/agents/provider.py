@@ -20,9 +20,9 @@ from axio_context.messages import Message
 from axio_context.tokens import DefaultEstimator, TokenCounter
 
 from ..store import appending
-from ..store.calls import run
+from ..store.calls import NOT_RUN, checkpoint_due, run, run_inline
 from ..store.connection import connect
-from ..store.context_store import SQLiteContextStore
+from ..store.context_store import INLINE_BYTES, INLINE_MESSAGES, SQLiteContextStore
 from ..store.message_rows import encode_message
 from . import threads
 
@@ -112,6 +112,16 @@ class SQLiteHistoryProvider:
             self._known.add((agent_id, session_id))
         preview = appending.preview_for(batch)
         args = (agent_id, session_id, self._project, encoded, tokens, preview, run_key)
+        stored = sum(len(e.payload) + sum(len(d) for _, d in e.blobs) for e in encoded)
+        if len(batch) <= INLINE_MESSAGES and stored <= INLINE_BYTES:
+            # As SQLiteContextStore.append: on the event loop's thread when the worker is idle.
+            long_queue = run_inline(self._conn, threads.append_agent, *args, inline=True)
+            if long_queue is not NOT_RUN:
+                fold = appending.fold_due() or long_queue is True
+                train = dicts is not None and dicts.count(e.flags for e in encoded)
+                if fold or train or checkpoint_due(self._conn):
+                    await run(self._conn, appending.after_inline_append, fold)
+                return
         await run(self._conn, threads.append_agent, *args)
 
     async def get_messages(

@@ -149,9 +149,15 @@ def append_agent(
     tokens: Sequence[int],
     preview: tuple[int, str] | None,
     run: int | None,
-) -> None:
+    *,
+    inline: bool = False,
+) -> bool:
     """Append a batch to the agent's session in the thread (made if missing), tagged with run
-    key ``run`` (None: untagged): all of it and its tags, or nothing."""
+    key ``run`` (None: untagged): all of it and its tags, or nothing.
+
+    ``inline`` as :func:`..store.appending.append` (on the event loop's thread: no second try
+    with a dictionary that is gone); returns whether the keyword-index queue is long.
+    """
     if len(encoded) == 1 and not encoded[0].blobs and not c.in_transaction:
         e, text = encoded[0], None if preview is None else preview[1]
         sql = "INSERT INTO temp.axio_append_agent VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -159,20 +165,20 @@ def append_agent(
         for _ in range(2):
             try:
                 c.execute(sql, args)
-                return
+                return False
             except Exception as exc:
                 if _GONE in str(exc):
                     ensure_thread(c, agent_id, thread_id, project)
-                elif _DICT_GONE in str(exc):
+                elif _DICT_GONE in str(exc) and not inline:
                     e = appending.ensure_dictionaries(c, encoded)[0]
                     args[4], args[7] = e.flags, e.payload
                 else:
                     raise
         c.execute(sql, args)  # a third cause after both were fixed: let it raise
-        return
+        return False
     with write_tx(c):
         sid, name = ensure_thread(c, agent_id, thread_id, project)
-        appending.append(c, name, project, encoded, tokens, preview)
+        long_queue = appending.append(c, name, project, encoded, tokens, preview, inline=inline)
         if run is not None:
             row = session_row(c, name)
             assert row is not None
@@ -181,6 +187,7 @@ def append_agent(
                 "INSERT INTO message_runs (id, run) VALUES (?, ?)",
                 [(key(sid, p), run) for p in range(first, row.next_position)],
             )
+    return long_queue
 
 
 def _window(hidden: list[int], offset: int, limit: int | None, length: int) -> tuple[int, int]:

@@ -41,8 +41,8 @@ def keep_visible(c: Any, q: Query, ranked: list[tuple[int, float]]) -> list[tupl
         args.append(q.agent_id)
     if q.run_id is not None:
         where.append(
-            "j.value IN (SELECT m.id FROM message_runs m JOIN agent_runs r ON r.id = m.run"
-            " WHERE r.run_id = ?)"
+            "EXISTS (SELECT 1 FROM message_runs m WHERE m.id = j.value"
+            " AND m.run = (SELECT id FROM agent_runs WHERE run_id = ?))"
         )
         args.append(q.run_id)
     if not where:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .keys import key, position_of
+from .keys import SHIFT, key, position_of
 from .session_rows import SessionRow, segments
 
 __all__ = ["agent_of", "agents_of", "run_filter", "runs_at"]
@@ -47,17 +47,19 @@ def runs_at(c: Any, row: SessionRow, start: int, end: int) -> dict[int, str]:
 
 
 def run_filter(agent_id: str | None, run_id: str | None) -> tuple[list[str], list[Any]]:
-    """SQL conditions on ``sessions.sid``: the sessions of one agent, and those holding one run's
-    messages (an index range per run)."""
+    """SQL conditions on ``sessions.sid``: the sessions of one agent, and the agent sessions
+    holding one run's messages."""
     where: list[str] = []
     args: list[Any] = []
     if agent_id is not None:
         where.append("sid IN (SELECT sid FROM agent_sessions WHERE agent_id = ?)")
         args.append(agent_id)
     if run_id is not None:
+        # The agent sessions of the run's thread that hold one of its tags (a key range each).
         where.append(
-            "sid IN (SELECT m.id >> 32 FROM message_runs m JOIN agent_runs r ON r.id = m.run"
-            " WHERE r.run_id = ?)"
+            "sid IN (SELECT a.sid FROM agent_sessions a JOIN agent_runs r ON r.run_id = ?"
+            " AND a.thread_id = r.thread_id WHERE EXISTS (SELECT 1 FROM message_runs m"
+            f" WHERE m.id >= (a.sid << {SHIFT}) AND m.id < ((a.sid + 1) << {SHIFT}) AND m.run = r.id))"
         )
         args.append(run_id)
     return where, args
