@@ -534,3 +534,53 @@ CREATE TABLE usage_rollups (
     last_at                  INTEGER NOT NULL,
     PRIMARY KEY (dim, key, day)
 ) WITHOUT ROWID;
+
+-- version: 13 agent_runtime
+
+-- The agent runtime layer (see axio_context/agents and axio_context_sqlite/agents): which agent
+-- a session belongs to, which run wrote each message, and the messages `clear_run` took out.
+
+-- An agent's conversation in a thread (ravi: (agent_id, thread_id)) is one ordinary session, so
+-- listing, show, search and export see it; this row says whose it is.
+CREATE TABLE agent_sessions (
+    sid        INTEGER PRIMARY KEY,                 -- sessions.sid
+    agent_id   TEXT NOT NULL,
+    thread_id  TEXT NOT NULL,                       -- the caller's session_id
+    UNIQUE (agent_id, thread_id)
+);
+
+-- Runs: a run id names one run of one thread, whatever agents take part in it.
+CREATE TABLE agent_runs (
+    id          INTEGER PRIMARY KEY,
+    run_id      TEXT NOT NULL UNIQUE,
+    thread_id   TEXT NOT NULL,
+    created_at  INTEGER NOT NULL
+);
+
+-- The run that wrote a message (id = messages.id); messages written outside a run have none.
+-- A side table, so messages rows stay as they were and an untagged append writes nothing here.
+-- No index by run: a tag then costs one small b-tree page in the append's commit (an index
+-- was a second, +8% of an append), and a run's messages are found in its session's key range,
+-- whose tags are tiny rows (clear_run on a 100,000-message session reads ~1,000 pages).
+CREATE TABLE message_runs (
+    id   INTEGER PRIMARY KEY,
+    run  INTEGER NOT NULL                           -- agent_runs.id
+);
+
+-- Positions `clear_run` took out of a session's reads. Positions are immutable and sealed chunks
+-- hold 64 messages in one row, so a cleared message stays where it is and is hidden here, per
+-- (session, position): a fork made earlier still sees it, a fork made later inherits the mark.
+-- `vacuum` purges a hidden row that only its session reads: its payload becomes an empty
+-- message (the row stays, positions stay dense), its index entries and media references go.
+CREATE TABLE hidden_messages (
+    sid       INTEGER NOT NULL,                     -- sessions.sid of the session reading
+    position  INTEGER NOT NULL,
+    purged    INTEGER NOT NULL DEFAULT 0,           -- 1 once vacuum emptied the row
+    PRIMARY KEY (sid, position)
+) WITHOUT ROWID;
+
+-- A deleted session takes its agent row and marks with it (its sid may be given out again).
+CREATE TRIGGER agent_sessions_free AFTER DELETE ON sessions BEGIN
+    DELETE FROM agent_sessions WHERE sid = OLD.sid;
+    DELETE FROM hidden_messages WHERE sid = OLD.sid;
+END;

@@ -16,7 +16,7 @@ from uuid import uuid4
 
 from axio_context.checkpoints import Checkpoint
 from axio_context.codec import check_message
-from axio_context.compaction.auto import starts_with
+from axio_context.compaction.guarded import starts_with
 from axio_context.context import ContextStore, check_limit, tail_of_view
 from axio_context.errors import CheckpointError, DecodeError, SessionNotFoundError
 from axio_context.messages import Message, SessionInfo

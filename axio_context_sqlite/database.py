@@ -127,6 +127,8 @@ class Database(DatabaseJobs):
         raw: bool = False,
         embedder: Embedder | None = None,
         model: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
     ) -> SearchResults:
         """The ``k`` messages across every session that best match ``query``, best first.
 
@@ -134,7 +136,8 @@ class Database(DatabaseJobs):
         ``semantic`` (nearest embeddings; needs the database's embedder, by default the one its
         model name says), or ``hybrid`` (both, fused by reciprocal rank). Filters: ``project``
         (of the session owning the message), ``session_id`` (that session's whole transcript,
-        inherited messages included), ``role``, ``since`` (message time). A person's words never
+        inherited messages included), ``role``, ``since`` (message time), ``agent_id`` and
+        ``run_id`` (see :mod:`.search.runs`; ``clear_run``'s messages are never hits). A person's words never
         raise a syntax error; a raw query FTS5 rejects raises SearchQueryError. Messages the
         keyword index has not taken in yet (the database is read-only here, or another process
         held the write lock) are counted in the result's ``unindexed``, with ``why``.
@@ -202,6 +205,8 @@ class Database(DatabaseJobs):
             session_id=session_id,
             role=role_code,
             since_ms=ms(since),
+            agent_id=agent_id,
+            run_id=run_id,
         )
         results = await run(self._conn, search.search, q)
         results.fallback = fallback

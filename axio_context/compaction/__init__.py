@@ -9,8 +9,9 @@
 """
 
 from ..checkpoints import Checkpoint, CheckpointStore
-from .auto import AutoCompactStore, add_checkpoint_if_view, supports_checkpoints
+from .auto import AutoCompactStore
 from .compact import compact_context, plan_split
+from .guarded import add_checkpoint_if_view, supports_checkpoints
 from .models import DEFAULT_CONTEXT_WINDOW, MODEL_CONTEXT_WINDOWS, context_window_for
 from .openai import OpenAICompatibleSummarizer
 from .pairs import (

@@ -28,19 +28,20 @@ crashed turn does not break every later request. The stored transcript is not ch
 from __future__ import annotations
 
 import asyncio
-import inspect
+import functools
 import logging
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 
 from ..checkpoints import Checkpoint, CheckpointStore
-from ..codec import encode_messages_msgpack
 from ..context import ContextStore, check_limit
 from ..errors import CheckpointError, CheckpointsUnsupportedError
 from ..messages import Message, SessionInfo
 from ..tokens import estimate_tokens
 from .aliases import UNSET, Unset, resolve_alias
 from .compact import leading_system_count, one_line, plan_split, run_summarizer
+from .forking import fork_with_checkpoint
+from .guarded import add_checkpoint_if_view, starts_with, supports_checkpoints
 from .pairs import repair_tool_pairs
 from .summarizers import (
     DEFAULT_COMPACTION_PROMPT,
@@ -59,53 +60,6 @@ logger = logging.getLogger("axio_context.compaction")
 _locks: weakref.WeakKeyDictionary[object, asyncio.Lock] = weakref.WeakKeyDictionary()
 
 
-def supports_checkpoints(store: object) -> bool:
-    """True when ``store`` keeps checkpoints (implements :class:`CheckpointStore` for real)."""
-    flag = getattr(store, "supports_checkpoints", None)
-    if isinstance(flag, bool):
-        return flag
-    return isinstance(store, CheckpointStore)
-
-
-def starts_with(view: Sequence[Message], prefix: Sequence[Message]) -> bool:
-    """Whether ``view`` starts with exactly ``prefix``, compared as stored (MessagePack): a NaN
-    in a tool input equals itself there, as it never does as a float."""
-    if len(view) < len(prefix):
-        return False
-    head = list(view[: len(prefix)])
-    try:
-        return encode_messages_msgpack(head) == encode_messages_msgpack(list(prefix))
-    except Exception:  # a value a memory store keeps that the codec refuses: compare as objects
-        return head == list(prefix)
-
-
-async def add_checkpoint_if_view(
-    store: CheckpointStore, checkpoint: Checkpoint, prefix: Sequence[Message]
-) -> Checkpoint:
-    """Add ``checkpoint`` only if ``store``'s view still starts with ``prefix``, else
-    :class:`CheckpointError`.
-
-    Stores whose ``add_checkpoint`` takes ``if_view_starts_with`` (SQLite, AutoCompactStore)
-    check in the same transaction. Others are re-read just before the write: with no await in
-    between on an in-memory store that is atomic too; on a third-party store doing I/O a
-    rewrite landing between the read and the write can still slip through.
-    """
-    add = store.add_checkpoint
-    try:
-        checks = "if_view_starts_with" in inspect.signature(add).parameters
-    except (TypeError, ValueError):
-        checks = False
-    if checks:
-        stored: Checkpoint = await add(checkpoint, if_view_starts_with=prefix)  # type: ignore[call-arg]
-        return stored
-    if not isinstance(store, ContextStore):
-        raise TypeError(f"{type(store).__name__} is not a ContextStore")
-    now = await store.get_history()
-    if not starts_with(now, prefix):
-        raise CheckpointError("the view changed since the compaction read it; checkpoint not written")
-    return await store.add_checkpoint(checkpoint)
-
-
 class AutoCompactStore(ContextStore):
     """Wraps any ContextStore and compacts it when a model call's input passes the threshold.
 
@@ -119,7 +73,8 @@ class AutoCompactStore(ContextStore):
 
     A failed compaction never raises out of ``add_context_tokens``: it is logged as one line at
     WARNING (traceback at DEBUG), kept in :attr:`last_compaction_error`, and passed to
-    ``on_error`` when given.
+    ``on_error`` when given. ``into_fork=True`` compacts into a fork instead (see :mod:`.forking`):
+    the wrapper follows it, :attr:`session_chain` lists it, ``on_fork(old_id, new_id)`` hears of it.
     """
 
     #: The exception of the latest failed compaction attempt; None until one fails and again
@@ -138,6 +93,8 @@ class AutoCompactStore(ContextStore):
         repair_view: bool = True,
         on_error: Callable[[BaseException], None] | None = None,
         transport: Summarizer | Unset | None = UNSET,
+        into_fork: bool = False,
+        on_fork: Callable[[str, str], None] | None = None,
     ) -> None:
         if keep_recent < 0:
             raise ValueError(f"keep_recent must be >= 0, got {keep_recent}")
@@ -161,6 +118,11 @@ class AutoCompactStore(ContextStore):
         self._own_lock = asyncio.Lock()
         self._on_error = on_error
         self.last_compaction_error = None
+        if into_fork and not supports_checkpoints(store):
+            raise CheckpointsUnsupportedError(f"into_fork needs checkpoints; {type(store).__name__} has none")
+        self._into_fork, self._on_fork = into_fork, on_fork
+        self._gate = asyncio.Lock()  # held while the wrapper swaps to a fork: appends wait
+        self.session_chain: list[str] = [store.session_id]  # oldest first; each fork is added
 
     def _failed(self, exc: BaseException) -> None:
         self.last_compaction_error = exc
@@ -206,10 +168,12 @@ class AutoCompactStore(ContextStore):
         return self._store.session_id
 
     async def append(self, message: Message) -> None:
-        await self._store.append(message)
+        async with self._gate:
+            await self._store.append(message)
 
     async def append_many(self, messages: Iterable[Message]) -> None:
-        await self._store.append_many(messages)
+        async with self._gate:
+            await self._store.append_many(messages)
 
     async def get_history(self, limit: int | None = None) -> list[Message]:
         """The model's view: the latest summary and what follows it, interrupted calls repaired;
@@ -252,6 +216,8 @@ class AutoCompactStore(ContextStore):
             system_prompt=self._system_prompt,
             repair_view=self._repair_view,
             on_error=self._on_error,
+            into_fork=self._into_fork,
+            on_fork=self._on_fork,
         )
 
     async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
@@ -370,7 +336,15 @@ class AutoCompactStore(ContextStore):
             # Only if what was summarized is still the start of the view: a clear or a pop while
             # the summarizer ran, even followed by new appends, must not put an old summary over
             # new messages. Appends alone leave the prefix as it was.
-            await add_checkpoint_if_view(store, checkpoint, view[:split])
+            if not self._into_fork:
+                await add_checkpoint_if_view(store, checkpoint, view[:split])
+            else:
+                write = functools.partial(add_checkpoint_if_view, checkpoint=checkpoint, prefix=view[:split])
+                async with self._gate:
+                    self._store = await fork_with_checkpoint(self._store, write)
+                    self.session_chain.append(self._store.session_id)
+                if self._on_fork is not None:
+                    self._on_fork(*self.session_chain[-2:])
         except CheckpointError as exc:
             logger.warning("Context compaction abandoned, the history changed meanwhile: %s", one_line(exc))
             return False

@@ -23,7 +23,7 @@ from axio_context.transcript import (
     format_time,
 )
 
-from ..store import transactions
+from ..store import hiding, transactions
 from ..store.catalog import (
     FullRow,
     all_full_rows,
@@ -125,7 +125,8 @@ def export(
                 hi = min(lo + BATCH, s.next_position)
                 batch = _readable(c, s, lo, hi, skipped) if skip_damaged else records(c, s, lo, hi)
                 sink(writer.messages(header, lo, batch))
-                messages += max(0, hi - max(lo, shared))
+                own = max(lo, shared)  # clear_run's hidden messages are not written
+                messages += max(0, hi - own) - len(hiding.hidden_in(c, s.sid, own, hi))
                 done += hi - lo
                 if progress is not None:
                     progress(done, total)

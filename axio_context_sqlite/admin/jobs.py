@@ -22,7 +22,7 @@ from axio_context.errors import (
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FormatName, TranscriptWriter, writer_for
 
-from ..store import catalog, checking, listing, naming, recompressing, upkeep
+from ..store import catalog, checking, listing, naming, recompressing, runs, upkeep
 from ..store.calls import run
 from ..store.catalog import SessionView
 from ..store.checking import CheckReport, DamagedRow, QuarantinedRow
@@ -60,9 +60,14 @@ class DatabaseJobs:
         limit: int | None = None,
         cursor: str | None = None,
         since: datetime | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
     ) -> SessionPage:
-        """Sessions newest first (all projects unless ``project``), one keyset page at a time."""
-        return await run(self._conn, catalog.list_sessions, project, limit, cursor, ms(since))
+        """Sessions newest first (all projects unless ``project``), one keyset page at a time;
+        ``agent_id`` keeps one agent's sessions, ``run_id`` those holding that run's messages."""
+        return await run(
+            self._conn, catalog.list_sessions, project, limit, cursor, ms(since), agent_id, run_id
+        )
 
     async def resolve(self, prefix: str) -> str:
         """The session id equal to ``prefix``, or the only one starting with it (like git)."""
@@ -92,9 +97,18 @@ class DatabaseJobs:
 
     # -- reading ---------------------------------------------------------------------------------
 
-    async def show(self, session_id: str, *, full: bool = False) -> SessionView:
-        """A session's fields and its model view, or with ``full`` its whole transcript."""
-        return await run(self._conn, catalog.show, session_id, full)
+    async def show(self, session_id: str, *, full: bool = False, run_id: str | None = None) -> SessionView:
+        """A session's fields and its model view, or with ``full`` its whole transcript
+        (``run_id``: only that run's messages)."""
+        return await run(self._conn, catalog.show, session_id, full, run_id)
+
+    async def agents_of(self, session_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """``session id -> (agent_id, thread_id)`` for the agent sessions among ``session_ids``."""
+        return await run(self._conn, runs.agents_of, list(session_ids))
+
+    async def agent_session(self, agent_id: str, thread_id: str) -> str:
+        """The id of ``agent_id``'s session in thread ``thread_id`` (SessionNotFoundError if none)."""
+        return await run(self._conn, catalog.agent_session, agent_id, thread_id)
 
     async def export(
         self,

@@ -156,6 +156,15 @@ SESSION_COLUMNS = [
 ]
 
 
+#: The column list-sessions adds when an agent's session is listed (docs/agents.md).
+AGENT_COLUMN = Column("agent_id", "AGENT")
+
+
+def with_agent(row: dict[str, Any], agent: tuple[str, str] | None) -> dict[str, Any]:
+    """``row`` with the agent and thread of an agent's session (unchanged for any other)."""
+    return row if agent is None else {**row, "agent_id": agent[0], "thread_id": agent[1]}
+
+
 def human_size(n: int) -> str:
     value = float(n)
     for unit in ("B", "KiB", "MiB", "GiB"):

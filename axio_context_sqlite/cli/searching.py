@@ -19,6 +19,7 @@ from axio_context.onnx_minilm import ONNX_MINILM
 
 from ..database import HASHING_MODEL, Database
 from ..search.engine import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit, SearchResults
+from .agent_filters import agent_options, tag_filters
 from .app import cli, read_db, with_db
 from .options import (
     Count,
@@ -149,6 +150,7 @@ class QueryCommand(click.Command):
     help="Embedder for semantic/hybrid: hashing, minilm, minilm-onnx, or a model directory "
     "(default: the one the database was embedded with).",
 )
+@agent_options("messages")
 @output_options
 @click.pass_context
 def search_(
@@ -163,6 +165,8 @@ def search_(
     since: datetime | None,
     raw: bool,
     model: str | None,
+    agent_id: str | None,
+    run_id: str | None,
     as_json: bool,
     nl: bool,
 ) -> None:
@@ -191,6 +195,7 @@ def search_(
             since=since,
             raw=raw,
             model=model,
+            **tag_filters(db, agent_id, run_id),
         )
         shown = {} if as_json or nl else await shown_ids(db, [h.session_id for h in hits])
         return hits, shown

@@ -14,6 +14,7 @@ from axio_context.transcript import message_range, render_blocks, render_header
 
 from ..database import Database
 from ..store.listing import SessionPage
+from .agent_filters import agent_options, tag_filters
 from .app import cli, read_db, settings_of, with_db
 from .options import (
     Count,
@@ -26,6 +27,7 @@ from .options import (
     stored_project,
 )
 from .output import (
+    AGENT_COLUMN,
     SESSION_COLUMNS,
     echo_json,
     emit,
@@ -35,6 +37,7 @@ from .output import (
     page,
     shown_for_infos,
     visible,
+    with_agent,
 )
 from .state import list_tree
 
@@ -53,6 +56,7 @@ from .state import list_tree
 @click.option(
     "--tree", is_flag=True, help="Subagent sessions and forks under their parents (-n counts roots)."
 )
+@agent_options("sessions")
 @output_options
 @click.pass_context
 def list_sessions(
@@ -62,20 +66,28 @@ def list_sessions(
     limit: int,
     since: datetime | None,
     tree: bool,
+    agent_id: str | None,
+    run_id: str | None,
     as_json: bool,
     nl: bool,
 ) -> None:
-    """List sessions, newest first."""
+    """List sessions, newest first (an agent's sessions with their agent and thread)."""
     settings = settings_of(ctx)
     scope = chosen_project(project, here)
     one_format(as_json, nl)
     if tree:
         list_tree(ctx, scope, limit or None, since, as_json, nl)
         return
+    agents: dict[str, tuple[str, str]] = {}
 
     async def go(db: Database) -> tuple[SessionPage, dict[str, str], bool] | None:
-        page = await db.list_sessions(await stored_project(db, scope), limit=limit or None, since=since)
-        filtered = (scope is not None or since is not None) and not page.sessions
+        tags = tag_filters(db, agent_id, run_id)
+        page = await db.list_sessions(
+            await stored_project(db, scope), limit=limit or None, since=since, **tags
+        )
+        if isinstance(db, Database):
+            agents.update(await db.agents_of([i.session_id for i in page.sessions]))
+        filtered = (scope is not None or since is not None or bool(tags)) and not page.sessions
         others = filtered and bool((await db.list_sessions(limit=1)).sessions)
         return page, {} if as_json or nl else await shown_for_infos(db, page.sessions), others
 
@@ -94,8 +106,15 @@ def list_sessions(
         what = "no session matches the filters" if others else "no sessions yet"
         click.echo(f"{what} (database: {settings.path})")
         return
-    rows = [info_dict(i) for i in infos]
-    emit(rows, SESSION_COLUMNS, as_json, nl, lambda: [info_row(i, shown) for i in infos])
+    rows = [with_agent(info_dict(i), agents.get(i.session_id)) for i in infos]
+    columns = [*SESSION_COLUMNS, AGENT_COLUMN] if agents else SESSION_COLUMNS
+    emit(
+        rows,
+        columns,
+        as_json,
+        nl,
+        lambda: [with_agent(info_row(i, shown), agents.get(i.session_id)) for i in infos],
+    )
     if page.next_cursor is not None:  # on stderr, so --json and --nl output stays as it is
         click.echo(f"(the newest {limit}; -n 0 lists all)", err=True)
 
@@ -116,6 +135,10 @@ async def _pick(db: Database, session: str | None) -> str:
 )
 @click.option("--last", "--tail", "last", type=Count(1), help="Only the last N messages.")
 @click.option("--no-pager", is_flag=True, help="Never page the output (it is paged only on a terminal).")
+@click.option(
+    "--agent", "agent_id", metavar="ID", help="SESSION is a thread id: show this agent's conversation in it."
+)
+@click.option("--run", "run_id", metavar="ID", help="Only the messages of this agent run.")
 @output_options(listing=False)
 @click.pass_context
 def show(
@@ -125,23 +148,43 @@ def show(
     fold: int,
     last: int | None,
     no_pager: bool,
+    agent_id: str | None,
+    run_id: str | None,
     as_json: bool,
 ) -> None:
     """Show a conversation (default: the newest session)."""
+    if agent_id is not None and session is None:
+        raise click.UsageError("--agent needs the SESSION (thread id) the agent worked in")
 
     async def go(db: Database) -> Any:
-        return await db.show(await _pick(db, session), full=full)
+        tags = tag_filters(db, agent_id, run_id)
+        if agent_id is not None and session is not None:
+            picked = await db.agent_session(agent_id, session)
+        else:
+            picked = await _pick(db, session)
+        return await db.show(picked, full=full, **({"run_id": run_id} if "run_id" in tags else {}))
 
     view = read_db(ctx, go)
     messages, start, summary = view.messages, view.start, view.summary
+    positions = getattr(view, "positions", None) or list(range(start, start + len(messages)))
+    runs: list[str] = getattr(view, "runs", None) or [""] * len(messages)
     if last is not None and last < len(messages):
         # Only the tail: the summary stands before the first message shown, so it goes too.
-        start, messages, summary = start + len(messages) - last, messages[-last:], None
+        start, messages, summary = positions[-last], messages[-last:], None
+        positions, runs = positions[-last:], runs[-last:]
     if as_json:
-        rows = [{"position": start + i, **msgspec.structs.asdict(m)} for i, m in enumerate(messages)]
-        echo_json({"session": view.header, "summary": summary, "start": start, "messages": rows})
+        rows = [
+            {"position": p, **({"run_id": r} if r else {}), **msgspec.structs.asdict(m)}
+            for p, r, m in zip(positions, runs, messages, strict=True)
+        ]
+        doc = {"session": view.header, "summary": summary, "start": start, "messages": rows}
+        if getattr(view, "agent_id", None) is not None:
+            doc.update(agent_id=view.agent_id, thread_id=view.thread_id)
+        echo_json(doc)
         return
     out = [render_header(view.header)]
+    if getattr(view, "agent_id", None) is not None:
+        out.append(f"agent {view.agent_id!r} · thread {view.thread_id!r}\n")
     if summary is not None:
         out.append(
             f"*Compacted: {message_range(view.start)} replaced by this summary in the model's view "
@@ -149,9 +192,9 @@ def show(
         )
         for m in summary:
             out.append(f"## summary · {m.role}\n\n{render_blocks(m.content, fold)}")
-    for i, r in enumerate(messages):
-        when = local_time(r.created_at)
-        out.append(f"## {start + i} · {r.role} · {when}\n\n{render_blocks(r.content, fold)}")
+    for p, run, r in zip(positions, runs, messages, strict=True):
+        when = local_time(r.created_at) + (f" · run {run}" if run else "")
+        out.append(f"## {p} · {r.role} · {when}\n\n{render_blocks(r.content, fold)}")
     page(visible("\n".join(out)), no_pager)
 
 

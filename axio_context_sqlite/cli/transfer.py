@@ -15,6 +15,7 @@ from ..admin.files import writing
 from ..admin.importing import STDIN
 from ..database import DamagedRow, Database
 from ..state import descendants
+from .agent_filters import agent_options, tag_filters
 from .app import Written, cli, one_line_errors, read_db, settings_of, writing_db
 from .options import output_options, session_argument
 from .output import Progress, echo_json, visible
@@ -39,6 +40,7 @@ from .state import sqlite_only
     is_flag=True,
     help="Also the sessions under them: subagent sessions and forks, at any depth.",
 )
+@agent_options("sessions")
 @click.pass_context
 def export(
     ctx: click.Context,
@@ -48,18 +50,28 @@ def export(
     output: str | None,
     strict: bool,
     children: bool,
+    agent_id: str | None,
+    run_id: str | None,
 ) -> None:
     """Export sessions (default: the newest) as json, jsonl or markdown."""
     if all_ and sessions:
         raise click.UsageError("give SESSION arguments or --all, not both")
     if children and not all_:
         sqlite_only(ctx, "--children")
+    tagged = agent_id is not None or run_id is not None
+    if tagged and sessions:
+        raise click.UsageError("give SESSION arguments or --agent/--run, not both")
     format_ = cast(FormatName, fmt)
     progress = Progress()
 
     async def go(db: Database, out: Written) -> Any:
         ids: list[str] | None
-        if all_:
+        if tagged:
+            page = await db.list_sessions(**tag_filters(db, agent_id, run_id))
+            ids = [i.session_id for i in reversed(page.sessions)]
+            if not ids:
+                raise click.UsageError("no session matches --agent/--run")
+        elif all_:
             ids = None
         elif sessions:
             ids = [await db.resolve(s) for s in sessions]

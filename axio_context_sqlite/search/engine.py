@@ -67,6 +67,7 @@ from ..store import indexing, session_rows
 from ..store.keys import key
 from ..store.transactions import read_tx, write_tx
 from ..store.vec import unit_vector
+from . import runs
 from .fts import fts_errors, match_terms
 from .hits import SearchHit, SearchResults, build_hits, rank
 from .keyword import keyword_ranking, term_coverage
@@ -152,7 +153,10 @@ def _search(c: Any, q: Query, results: SearchResults) -> SearchResults:
     if scope is not None and q.project is not None and scope.project != q.project:
         return results
     depth = max(DEPTH, q.k) if q.mode == "hybrid" else q.k
+    if runs.narrowed(q):
+        depth *= runs.DEEPER
     kw = keyword_ranking(c, q, scope, depth) if q.match is not None and q.mode != "semantic" else []
+    kw = runs.keep_visible(c, q, kw)
     sem: list[tuple[int, float]] = []
     if q.vector is not None and q.mode != "keyword":
         if q.mode == "semantic" and "embedding_model" not in read_settings(c):
@@ -160,7 +164,7 @@ def _search(c: Any, q: Query, results: SearchResults) -> SearchResults:
                 "no message of this database is embedded yet, so there is nothing to search by "
                 "meaning; `reindex` embeds them"
             )
-        sem = semantic_ranking(c, q, scope, depth)
+        sem = runs.keep_visible(c, q, semantic_ranking(c, q, scope, depth))
         if q.mode == "semantic":
             results.not_embedded = not_embedded(c, q, scope)
     if q.mode == "hybrid" and q.match is not None and not kw and not results.unindexed and _weak(q, sem):

@@ -129,3 +129,5 @@ class Query(msgspec.Struct, frozen=True):
     session_id: str | None = None
     role: int | None = None
     since_ms: int | None = None
+    agent_id: str | None = None  # messages of this agent's sessions only (agent runtime layer)
+    run_id: str | None = None  # messages of this run only

@@ -27,7 +27,7 @@ from axio_context.transcript import (
     format_time,
 )
 
-from . import keys, listing, reading, session_rows, sessions, transactions
+from . import hiding, keys, listing, reading, runs, session_rows, sessions, transactions
 from .listing import SessionPage
 
 
@@ -42,6 +42,12 @@ class SessionView(msgspec.Struct, frozen=True):
     summary: list[Message] | None
     start: int
     messages: list[MessageRecord]
+    #: The position of each message (``start + i`` unless ``clear_run`` hid some, or ``run_id``
+    #: kept one run's), the run that wrote it (``""``: none), and whose session it is.
+    positions: list[int] = msgspec.field(default_factory=list)
+    runs: list[str] = msgspec.field(default_factory=list)
+    agent_id: str | None = None
+    thread_id: str | None = None
 
 
 # --- resolving ids -------------------------------------------------------------------------------
@@ -104,12 +110,19 @@ def latest(c: Any) -> str:
 
 
 def list_sessions(
-    c: Any, project: str | None, limit: int | None, cursor: str | None, since_ms: int | None
+    c: Any,
+    project: str | None,
+    limit: int | None,
+    cursor: str | None,
+    since_ms: int | None,
+    agent_id: str | None = None,
+    run_id: str | None = None,
 ) -> SessionPage:
     """:func:`..store.listing.list_sessions` over every project (``project=None``) or one."""
+    tags = {"agent_id": agent_id, "run_id": run_id}
     if project is None:
-        return listing.list_sessions(c, limit=limit, cursor=cursor, since_ms=since_ms)
-    return listing.list_sessions(c, project, limit=limit, cursor=cursor, since_ms=since_ms)
+        return listing.list_sessions(c, limit=limit, cursor=cursor, since_ms=since_ms, **tags)
+    return listing.list_sessions(c, project, limit=limit, cursor=cursor, since_ms=since_ms, **tags)
 
 
 # --- reading sessions ----------------------------------------------------------------------------
@@ -184,22 +197,41 @@ def session_header(c: Any, s: FullRow, inherited: int) -> SessionHeader:
 
 
 def records(c: Any, s: FullRow, start: int, end: int) -> list[MessageRecord]:
-    """Positions ``[start, end)`` with their created times."""
+    """Positions ``[start, end)`` with their created times (those ``clear_run`` hid left out)."""
     times: list[int] = []
     messages = reading.read_messages(c, s.id, s, start, end, times=times)
-    return [MessageRecord.of(m, format_time(t)) for m, t in zip(messages, times, strict=True)]
+    return hiding.drop_hidden(
+        c, s.sid, start, [MessageRecord.of(m, format_time(t)) for m, t in zip(messages, times, strict=True)]
+    )
 
 
-def show(c: Any, session_id: str, full: bool) -> SessionView:
-    """A session's fields and its model view (or, with ``full``, every message): one snapshot."""
+def show(c: Any, session_id: str, full: bool, run_id: str | None = None) -> SessionView:
+    """A session's fields and its model view (or, with ``full``, every message): one snapshot.
+    ``run_id`` keeps only that run's messages."""
     with transactions.read_tx(c):
         s = full_row(c, session_id)
         header = session_header(c, s, 0)
-        if full or not header.checkpoints:
-            return SessionView(header, None, 0, records(c, s, 0, s.next_position))
-        latest_cp = header.checkpoints[-1]
+        summary, start = None, 0
+        if not full and header.checkpoints:
+            summary, start = header.checkpoints[-1].summary, header.checkpoints[-1].position
+        messages = records(c, s, start, s.next_position)
+        positions = hiding.drop_hidden(c, s.sid, start, range(start, s.next_position))
+        tags = runs.runs_at(c, s, start, s.next_position)
+        run_ids = [tags.get(p, "") for p in positions]
+        if run_id is not None:
+            kept = [i for i, r in enumerate(run_ids) if r == run_id]
+            messages, positions = [messages[i] for i in kept], [positions[i] for i in kept]
+            run_ids = [run_id] * len(kept)
+        agent = runs.agent_of(c, s.sid)
         return SessionView(
-            header, latest_cp.summary, latest_cp.position, records(c, s, latest_cp.position, s.next_position)
+            header,
+            summary,
+            start,
+            messages,
+            positions=positions,
+            runs=run_ids,
+            agent_id=None if agent is None else agent[0],
+            thread_id=None if agent is None else agent[1],
         )
 
 
@@ -292,3 +324,15 @@ def all_full_rows(c: Any) -> tuple[int, Iterator[FullRow]]:
     """Every session, oldest first, and their messages in all (for an export's progress)."""
     total = int(c.execute("SELECT COALESCE(SUM(next_position), 0) FROM sessions").fetchone()[0])
     return total, (FullRow(*r) for r in c.execute(f"SELECT {FULL_COLUMNS} FROM sessions ORDER BY sid"))
+
+
+def agent_session(c: Any, agent_id: str, thread_id: str) -> str:
+    """The id of the session holding ``agent_id``'s history in thread ``thread_id``."""
+    r = c.execute(
+        "SELECT s.id FROM agent_sessions a JOIN sessions s ON s.sid = a.sid"
+        " WHERE a.agent_id = ? AND a.thread_id = ?",
+        (agent_id, thread_id),
+    ).fetchone()
+    if r is None:
+        raise SessionNotFoundError(f"agent {agent_id!r} has no session in thread {thread_id!r}")
+    return str(r[0])

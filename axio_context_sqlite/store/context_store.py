@@ -19,7 +19,7 @@ from uuid import uuid4
 import aiosqlite
 
 from axio_context.checkpoints import Checkpoint
-from axio_context.compaction.auto import starts_with
+from axio_context.compaction.guarded import starts_with
 from axio_context.context import ContextStore, check_limit
 from axio_context.embeddings import Embedder, check_embedder
 from axio_context.errors import CheckpointError, EmbeddingMismatchError

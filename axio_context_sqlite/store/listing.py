@@ -11,6 +11,8 @@ import msgspec
 from axio_context.errors import SessionNotFoundError
 from axio_context.messages import SessionInfo
 
+from . import runs
+
 __all__ = [
     "INFO_COLUMNS",
     "SessionPage",
@@ -54,10 +56,12 @@ def list_sessions(
     limit: int | None = None,
     cursor: str | None = None,
     since_ms: int | None = None,
+    agent_id: str | None = None,
+    run_id: str | None = None,
 ) -> SessionPage:
-    """Sessions newest first (by creation), optionally one project's, in keyset-paginated pages."""
-    where: list[str] = []
-    args: list[Any] = []
+    """Sessions newest first (by creation), optionally one project's, in keyset-paginated pages;
+    ``agent_id`` / ``run_id`` keep one agent's sessions / those holding one run's messages."""
+    where, args = runs.run_filter(agent_id, run_id)
     if project is not _ALL:
         if project is None:
             where.append("project IS NULL")

@@ -15,7 +15,7 @@ from axio_context.context import tail_of_view
 from axio_context.errors import CorruptDataError, DecodeError
 from axio_context.messages import Message
 
-from . import chunks, packing
+from . import chunks, hiding, packing
 from .chunks import chunk_of
 from .keys import POSITION_MASK, key
 from .message_rows import ROLE_NAMES, decode_row, media_digests, restore_media, with_extras
@@ -264,7 +264,7 @@ def get_view(c: Any, session_id: str, limit: int | None = None) -> list[Message]
         start = 0 if cp is None else cp[0]
         if limit is not None:
             start = max(start, row.next_position - limit)
-        own = read_messages(c, session_id, row, start)
+        own = hiding.drop_hidden(c, row.sid, start, read_messages(c, session_id, row, start))
         if cp is None:
             return own
         summary = decode_summary(session_id, cp[1])
@@ -272,10 +272,12 @@ def get_view(c: Any, session_id: str, limit: int | None = None) -> list[Message]
 
 
 def get_full(c: Any, session_id: str) -> list[Message]:
-    """Every message of the session, checkpoints ignored."""
+    """Every message of the session, checkpoints ignored (positions ``clear_run`` hid left out)."""
     with read_tx(c):
         row = session_row(c, session_id)
-        return [] if row is None else read_messages(c, session_id, row)
+        if row is None:
+            return []
+        return hiding.drop_hidden(c, row.sid, 0, read_messages(c, session_id, row))
 
 
 def view_tokens(c: Any, session_id: str) -> int:

@@ -23,7 +23,7 @@ from axio_context.errors import CorruptDataError
 from axio_context.messages import Message
 
 from ..errors import TokenTotalError
-from . import chunks, indexing, packing
+from . import chunks, hiding, indexing, packing
 from .blob_refs import digests_in_range, drop_blob_refs
 from .keys import POSITION_MASK, key, now_ms
 from .packing import FLAG_BLOBS, FLAG_SEALED
@@ -138,6 +138,7 @@ def fork(c: Any, session_id: str, project: str | None, new_id: str) -> None:
             " tokens_after, summarizer, created_at, summary_tokens, tokens_at FROM checkpoints WHERE sid = ?",
             (child_sid, parent.sid),
         )
+        hiding.copy_marks(c, parent.sid, child_sid, parent.next_position)
 
 
 def _detach_children(c: Any, row: SessionRow, from_position: int | None) -> None:
@@ -229,6 +230,7 @@ def _delete_own_rows(c: Any, row: SessionRow, from_position: int) -> None:
     indexing.delete_index(c, lo_key, hi_key)
     c.execute("DELETE FROM messages WHERE id >= ? AND id < ?", (lo_key, hi_key))
     c.execute("DELETE FROM message_extras WHERE id >= ? AND id < ?", (lo_key, hi_key))
+    c.execute("DELETE FROM message_runs WHERE id >= ? AND id < ?", (lo_key, hi_key))
     chunks.drop(c, lo_key, hi_key)
     drop_blob_refs(c, digests)
 
@@ -241,6 +243,7 @@ def clear(c: Any, session_id: str) -> None:
             return
         _detach_children(c, row, None)
         _delete_own_rows(c, row, 0)
+        hiding.forget_marks(c, row.sid)
         c.execute("DELETE FROM checkpoints WHERE sid = ?", (row.sid,))
         c.execute(
             "UPDATE sessions SET base_sid = NULL, base_len = 0, next_position = 0, est_tokens = 0,"
@@ -277,6 +280,7 @@ def pop(c: Any, session_id: str) -> Message | None:
             )
             base_len = last
         c.execute("DELETE FROM checkpoints WHERE sid = ? AND position > ?", (row.sid, last))
+        hiding.forget_marks(c, row.sid, last)
         c.execute(
             "UPDATE sessions SET next_position = ?, base_len = ?,"
             " base_sid = CASE WHEN ? > 0 THEN base_sid END,"

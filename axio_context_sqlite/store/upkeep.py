@@ -13,7 +13,7 @@ import msgspec
 
 from axio_context.messages import SessionInfo
 
-from . import chunks, listing, packing, transactions
+from . import chunks, hiding, listing, packing, transactions
 from .catalog import delete_sessions
 from .wal import truncate_wal
 
@@ -212,7 +212,8 @@ def prune(
 
 
 def vacuum(c: Any, path: Path, full: bool = False) -> VacuumReport:
-    """Seal older messages into chunks, reclaim free pages, then truncate the WAL.
+    """Empty the rows clear_run hid (:func:`.hiding.purge_hidden`), seal older messages into
+    chunks, reclaim free pages, then truncate the WAL.
 
     Sealing (:func:`.chunks.seal_all`) reaches what the keyword index's folds did not, such as a
     database from before schema version 5; the pages it frees are reclaimed with the rest.
@@ -224,6 +225,8 @@ def vacuum(c: Any, path: Path, full: bool = False) -> VacuumReport:
     pages that rows shrank on (after :func:`recompress`), which the incremental way cannot.
     """
     on_disk = file_size(path) + file_size(wal_path(path))
+    with transactions.write_tx(c):
+        hiding.purge_hidden(c)  # rows clear_run hid that no other session reads
     sealed = chunks.seal_all(c)
     mode = int(c.execute("PRAGMA auto_vacuum").fetchone()[0])
     page_size = int(c.execute("PRAGMA page_size").fetchone()[0])
