@@ -38,6 +38,7 @@ from .admin.checking import CheckReport, DamagedRow, QuarantinedRow
 from .admin.exporting import ExportSummary
 from .admin.importing import ImportReport
 from .admin.jobs import DatabaseJobs, ms
+from .admin.live import DatabaseLive, FollowUpdate
 from .admin.maintenance import Stats, VacuumReport
 from .admin.recompressing import RecompressReport
 from .admin.sessions import SessionView
@@ -61,6 +62,7 @@ __all__ = [
     "DamagedRow",
     "Database",
     "ExportSummary",
+    "FollowUpdate",
     "ImportReport",
     "IndexStatus",
     "QuarantinedRow",
@@ -93,7 +95,7 @@ async def _query_vector(emb: Embedder, query: str) -> bytes | None:
     return vector_to_blob(vec) if any(vec) else None
 
 
-class Database(DatabaseJobs):
+class Database(DatabaseJobs, DatabaseLive):
     """Every session of one database file: list, show, export, import, migrate, maintain."""
 
     def __init__(self, conn: aiosqlite.Connection, path: str | Path) -> None:

@@ -15,6 +15,7 @@ from axio_context.transcript import message_range, render_blocks, render_header
 from ..database import Database
 from ..store.listing import SessionPage
 from .app import cli, read_db, settings_of, with_db
+from .browsing import follow as following
 from .options import (
     Count,
     When,
@@ -108,6 +109,19 @@ async def _pick(db: Database, session: str | None) -> str:
 )
 @click.option("--last", "--tail", "last", type=Count(1), help="Only the last N messages.")
 @click.option("--no-pager", is_flag=True, help="Never page the output (it is paged only on a terminal).")
+@click.option(
+    "-F",
+    "--follow",
+    is_flag=True,
+    help="Keep printing new messages as they are appended, like tail -f (--json: one per line).",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.01, max=3600),
+    default=0.5,
+    show_default=True,
+    help="With --follow: seconds between checks for new messages.",
+)
 @output_options(listing=False)
 @click.pass_context
 def show(
@@ -117,9 +131,14 @@ def show(
     fold: int,
     last: int | None,
     no_pager: bool,
+    follow: bool,
+    interval: float,
     as_json: bool,
 ) -> None:
-    """Show a conversation (default: the newest session)."""
+    """Show a conversation (default: the newest session); --follow keeps printing new messages."""
+    if follow:
+        following(ctx, session, None if full else (10 if last is None else last), fold, interval, as_json)
+        return
 
     async def go(db: Database) -> Any:
         return await db.show(await _pick(db, session), full=full)
