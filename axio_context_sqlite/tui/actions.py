@@ -4,7 +4,8 @@ list and on an open transcript. Each is one library call through :meth:`.app.Bro
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Final, cast
+from collections.abc import Coroutine
+from typing import Any, Final, cast
 
 from textual.binding import Binding
 from textual.screen import Screen
@@ -53,28 +54,38 @@ class SessionActions(Screen[None]):
     async def session_changed(self, old: str, new: str | None) -> None:
         """After a fork (``new`` is the fork), rename (the new id) or delete (None)."""
 
-    async def action_fork(self) -> None:
+    def in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run a database call off the message loop: while the database is locked it is retried,
+        and the screen keeps answering keys meanwhile."""
+        self.run_worker(work, group="actions", exit_on_error=False)
+
+    def action_fork(self) -> None:
         sid = self.current_session()
         if sid is None:
             return
-        new = await self.browser.call(lambda db: db.fork(sid), f"fork {sid}")
-        if isinstance(new, Failed):
-            return
-        self.notify(f"forked {sid} as {new}")
-        await self.session_changed(sid, new)
+
+        async def fork() -> None:
+            new = await self.browser.call(lambda db: db.fork(sid), f"fork {sid}")
+            if not isinstance(new, Failed):
+                self.notify(f"forked {sid} as {new}")
+                await self.session_changed(sid, new)
+
+        self.in_background(fork())
 
     def action_rename(self) -> None:
         sid = self.current_session()
         if sid is None:
             return
 
-        async def renamed(new: str | None) -> None:
-            if not new or new == sid:
-                return
+        async def rename(new: str) -> None:
             done = await self.browser.call(lambda db: db.rename(sid, new), f"rename {sid}")
             if not isinstance(done, Failed):
                 self.notify(f"renamed {sid} to {new}")
                 await self.session_changed(sid, new)
+
+        def renamed(new: str | None) -> None:
+            if new and new != sid:
+                self.in_background(rename(new))
 
         self.app.push_screen(AskScreen(f"New id for session {sid}:", sid), renamed)
 
@@ -83,14 +94,17 @@ class SessionActions(Screen[None]):
         if sid is None:
             return
 
-        async def confirmed(yes: bool | None) -> None:
-            if not yes:
-                self.notify("nothing deleted")
-                return
+        async def delete() -> None:
             gone = await self.browser.call(lambda db: db.delete([sid]), f"delete {sid}")
             if not isinstance(gone, Failed):
                 self.notify(f"deleted {sid}" if gone else f"{sid} was already gone")
                 await self.session_changed(sid, None)
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                self.in_background(delete())
+            else:
+                self.notify("nothing deleted")
 
         question = f"Delete session {sid}? Its forks keep their messages. (y/n)"
         self.app.push_screen(ConfirmScreen(question), confirmed)
@@ -100,9 +114,7 @@ class SessionActions(Screen[None]):
         if sid is None:
             return
 
-        async def chosen(name: str | None) -> None:
-            if not name:
-                return
+        async def export(name: str) -> None:
             dest = Path(name).expanduser()
             fmt = export_format(name)
 
@@ -115,5 +127,9 @@ class SessionActions(Screen[None]):
             done = await self.browser.call(export_to, f"export {sid}")
             if not isinstance(done, Failed):
                 self.notify(f"exported {sid} ({done} messages, {fmt}) to {dest}")
+
+        def chosen(name: str | None) -> None:
+            if name:
+                self.in_background(export(name))
 
         self.app.push_screen(AskScreen(f"Export {sid} to (.json, .jsonl or .md):", f"{sid[:12]}.json"), chosen)

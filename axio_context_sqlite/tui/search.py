@@ -87,12 +87,13 @@ class SearchScreen(SessionActions):
         results = await self.browser.call(run, "search")
         if isinstance(results, Failed):
             return
-        table.clear()
         if isinstance(results, str):
+            table.clear()
             found.update(results)
             return
-        self.query_text, self.results = query, results
         shown = await self.browser.call(lambda db: db.short_ids([h.session_id for h in results.hits]), "search")
+        self.query_text, self.results = query, results
+        table.clear()
         for n, hit in enumerate(results.hits):
             label = shown.get(hit.session_id, hit.session_id) if isinstance(shown, dict) else hit.session_id
             table.add_row(label, str(hit.position), hit.role, one_line(hit.marked(), 100), key=str(n))

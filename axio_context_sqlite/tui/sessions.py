@@ -11,7 +11,7 @@ from textual.containers import Horizontal
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
-from ..admin.browsing import TreeRow
+from ..admin.browsing import MAX_PAGE, TreeRow
 from .actions import SessionActions
 from .app import Failed
 from .rendering import one_line
@@ -51,6 +51,8 @@ class SessionsScreen(SessionActions):
         self.heads = 0
         self.version: int | None = None
         self._filter_timer: Timer | None = None
+        #: Where the cursor goes after the next reload (a fork just made, a new id).
+        self.wanted: str | None = None
         self._loading = False
 
     def compose(self) -> ComposeResult:
@@ -70,7 +72,7 @@ class SessionsScreen(SessionActions):
         table.add_column("project", key="project")
         table.add_column("updated", key="updated")
         table.focus()
-        self.run_worker(self.reload(), group="load", exclusive=True)
+        self.start_reload()
         self.set_interval(self.browser.poll_interval, self.check_changes)
 
     # -- reading -----------------------------------------------------------------------------------
@@ -83,24 +85,34 @@ class SessionsScreen(SessionActions):
             project = project if isinstance(stored, Failed) else stored
         return text, project
 
+    def start_reload(self, keep: int | None = None) -> None:
+        """Read the list again in the one loading worker (a newer reload replaces an older one)."""
+        self.run_worker(self.reload(keep), group="load", exclusive=True)
+
     async def reload(self, keep: int | None = None) -> None:
-        """Read the list again from the top (``keep`` heads at least: what was shown before)."""
+        """Read the list again from the top (``keep`` heads at least: what was shown before).
+
+        Everything is read first and the table replaced in one step with no await in between,
+        so a reload cancelled by a newer one never leaves the table half-filled.
+        """
         self._loading = True
         try:
             text, project = await self._filters()
-            limit = max(self.browser.page_size, keep or 0)
+            limit = min(max(self.browser.page_size, keep or 0), MAX_PAGE)
             page = await self.browser.call(
-                lambda db: db.session_tree(project, text=text, limit=min(limit, 10_000)), "list the sessions"
+                lambda db: db.session_tree(project, text=text, limit=limit), "list the sessions"
             )
             if isinstance(page, Failed):
                 return
             version = await self.browser.call(lambda db: db.data_version(), "check for changes")
+            shown = await self._shown(page.rows)
             self.version = None if isinstance(version, Failed) else version
             table = self.query_one(DataTable)
-            current = self.current_session()
+            current = self.wanted or self.current_session()
+            self.wanted = None
             table.clear()
             self.rows, self.heads, self.next_cursor = [], 0, None
-            await self._add(page.rows, page.next_cursor)
+            self._add(page.rows, page.next_cursor, shown)
             if current is not None and current in table.rows:
                 table.move_cursor(row=table.get_row_index(current))
         finally:
@@ -118,21 +130,28 @@ class SessionsScreen(SessionActions):
                 lambda db: db.session_tree(project, text=text, limit=self.browser.page_size, cursor=cursor),
                 "list more sessions",
             )
-            if not isinstance(page, Failed) and cursor == self.next_cursor:
-                await self._add(page.rows, page.next_cursor)
+            if isinstance(page, Failed):
+                return
+            shown = await self._shown(page.rows)
+            if cursor == self.next_cursor:
+                self._add(page.rows, page.next_cursor, shown)
         finally:
             self._loading = False
 
-    async def _add(self, rows: list[TreeRow], next_cursor: str | None) -> None:
-        table = self.query_one(DataTable)
+    async def _shown(self, rows: list[TreeRow]) -> dict[str, str]:
         shown = await self.browser.call(
             lambda db: db.short_ids([r.info.session_id for r in rows]), "shorten the ids"
         )
+        return {} if isinstance(shown, Failed) else shown
+
+    def _add(self, rows: list[TreeRow], next_cursor: str | None, shown: dict[str, str]) -> None:
+        table = self.query_one(DataTable)
         for r in rows:
             i = r.info
-            label = shown.get(i.session_id, i.session_id) if isinstance(shown, dict) else i.session_id
+            if i.session_id in table.rows:  # moved down a page by sessions created meanwhile
+                continue
             table.add_row(
-                row_label(r, label),
+                row_label(r, shown.get(i.session_id, i.session_id)),
                 one_line(i.title or i.preview, 70),
                 str(i.message_count),
                 one_line(i.project or "", 30),
@@ -143,13 +162,13 @@ class SessionsScreen(SessionActions):
         self.heads += sum(1 for r in rows if r.depth == 0)
         self.next_cursor = next_cursor
         more = ", more below" if next_cursor else ""
-        self.query_one("#count", Static).update(f"{len(self.rows)} sessions shown{more}")
+        self.query_one("#count", Static).update(f"{table.row_count} sessions shown{more}")
 
     async def on_screen_resume(self) -> None:
         # back from a transcript or the search, where this connection may have written: its own
         # commits do not change data_version, so read again.
-        if self.browser.ready.is_set() and not self._loading:
-            self.run_worker(self.reload(keep=self.heads), group="load", exclusive=True)
+        if self.browser.ready.is_set():
+            self.start_reload(keep=self.heads)
 
     async def check_changes(self) -> None:
         """Read the list again when another process committed since it was read."""
@@ -157,7 +176,7 @@ class SessionsScreen(SessionActions):
             return
         version = await self.browser.call(lambda db: db.data_version(), "check for changes")
         if not isinstance(version, Failed) and version != self.version:
-            await self.reload(keep=self.heads)
+            self.start_reload(keep=self.heads)
 
     # -- events --------------------------------------------------------------------------------------
 
@@ -172,9 +191,7 @@ class SessionsScreen(SessionActions):
     def on_input_changed(self, event: Input.Changed) -> None:
         if self._filter_timer is not None:
             self._filter_timer.stop()
-        self._filter_timer = self.set_timer(
-            DEBOUNCE, lambda: self.run_worker(self.reload(), group="load", exclusive=True)
-        )
+        self._filter_timer = self.set_timer(DEBOUNCE, self.start_reload)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.query_one(DataTable).focus()
@@ -189,10 +206,8 @@ class SessionsScreen(SessionActions):
         return key
 
     async def session_changed(self, old: str, new: str | None) -> None:
-        await self.reload(keep=self.heads)
-        table = self.query_one(DataTable)
-        if new is not None and new in table.rows:
-            table.move_cursor(row=table.get_row_index(new))
+        self.wanted = new  # the cursor goes to the fork, or the renamed session
+        self.start_reload(keep=self.heads)
 
     def action_open(self) -> None:
         from .transcript import TranscriptScreen
@@ -212,5 +227,5 @@ class SessionsScreen(SessionActions):
     def action_leave_filter(self) -> None:
         self.query_one(DataTable).focus()
 
-    async def action_reload(self) -> None:
-        await self.reload(keep=self.heads)
+    def action_reload(self) -> None:
+        self.start_reload(keep=self.heads)

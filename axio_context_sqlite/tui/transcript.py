@@ -76,9 +76,13 @@ class TranscriptScreen(SessionActions):
         yield VerticalScroll(id="transcript")
         yield Footer()
 
-    async def on_mount(self) -> None:
+    def on_mount(self) -> None:
         self.sub_title = self.session_id
-        await self.load()
+        self.reload()
+
+    def reload(self) -> None:
+        """Read the transcript again in a worker (so a locked database never stalls the keys)."""
+        self.run_worker(self.load(), group="load", exclusive=True)
 
     @property
     def body(self) -> VerticalScroll:
@@ -173,7 +177,7 @@ class TranscriptScreen(SessionActions):
                 self.browser.clear_locked()
                 if update.reset:
                     self.notify("the session was rewritten by another process: read again")
-                    self.run_worker(self.load(), group="load", exclusive=True)
+                    self.reload()
                     return
                 at_end = self.body.is_vertical_scroll_end
                 await self.body.mount_all(self._views(update.start, update.messages))
@@ -187,7 +191,11 @@ class TranscriptScreen(SessionActions):
         finally:
             await stream.aclose()
 
-    async def action_earlier(self) -> None:
+    def action_earlier(self) -> None:
+        self.run_worker(self.earlier(), group="earlier", exclusive=True)
+
+    async def earlier(self) -> None:
+        """Read the ``WINDOW`` messages before the first one shown."""
         if self.start <= self.first:
             return
         start = max(self.first, self.start - WINDOW)
@@ -203,9 +211,9 @@ class TranscriptScreen(SessionActions):
         self.start = start
         self._update_earlier()
 
-    async def action_toggle_full(self) -> None:
+    def action_toggle_full(self) -> None:
         self.full = not self.full
-        await self.load()
+        self.reload()
 
     def action_unfold(self) -> None:
         folds = list(self.query(Collapsible))
@@ -224,4 +232,4 @@ class TranscriptScreen(SessionActions):
             # a rename keeps this transcript, under its new id; a fork opens the fork
             self.session_id = new
             self.sub_title = new
-            await self.load()
+            self.reload()
