@@ -15,9 +15,11 @@ from axio_context.transcript import MessageRecord, render_blocks
 from ..database import Database
 from .app import cli, read_db, settings_of
 from .options import chosen_project, project_option, session_argument
-from .output import echo_json, local_time, visible
+from .output import local_time, visible
 
 __all__ = ["browse", "follow"]
+
+_one_line_json = msgspec.json.Encoder()
 
 
 def message_text(position: int, record: MessageRecord, fold: int) -> str:
@@ -34,7 +36,7 @@ def message_json(position: int, record: MessageRecord) -> dict[str, Any]:
 def _emit(start: int, records: list[MessageRecord], fold: int, as_json: bool) -> None:
     for i, r in enumerate(records):
         if as_json:
-            echo_json(message_json(start + i, r))
+            click.echo(_one_line_json.encode(message_json(start + i, r)).decode())
         else:
             click.echo(visible(message_text(start + i, r, fold)))
     sys.stdout.flush()  # a pipe is block-buffered: each message is seen as it arrives
