@@ -17,10 +17,10 @@ import asyncio
 import os
 import sys
 import urllib.request
-from uuid import uuid4
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, ClassVar
+from uuid import uuid4
 
 import msgspec
 
@@ -66,7 +66,9 @@ class EchoModel:
     async def reply(self, history: list[Message]) -> Answer:
         last = history[-1].text if history else ""
         text = f"echo: {last}"
-        return Answer(text, estimate_tokens(history), estimate_tokens([Message("assistant", [TextBlock(text)])]))
+        return Answer(
+            text, estimate_tokens(history), estimate_tokens([Message("assistant", [TextBlock(text)])])
+        )
 
 
 class OpenAICompatibleModel:
@@ -128,7 +130,9 @@ async def open_chat(args: argparse.Namespace) -> AsyncIterator[Chat]:
     model = choose_model(args.base_url, args.model)
     summarizer = None  # the offline extractive summary for the echo model
     if isinstance(model, OpenAICompatibleModel):
-        summarizer = OpenAICompatibleSummarizer(model.name, base_url=args.base_url or "https://api.openai.com/v1")
+        summarizer = OpenAICompatibleSummarizer(
+            model.name, base_url=args.base_url or "https://api.openai.com/v1"
+        )
     async with connect(args.db) as conn:
         store = SQLiteContextStore(conn, args.session or uuid4().hex, project=args.project)
         yield Chat(AutoCompactStore(store, summarizer, max_tokens=args.max_tokens), model)
@@ -164,7 +168,7 @@ def chat_app(args: argparse.Namespace) -> Any:
     class ChatApp(App[None]):
         TITLE = "axio-context chat"
         CSS = "#log { height: 1fr; } .user { color: $primary; } .assistant { margin-bottom: 1; }"
-        BINDINGS = [("ctrl+q", "quit", "Quit")]
+        BINDINGS: ClassVar[list[Any]] = [("ctrl+q", "quit", "Quit")]
 
         def __init__(self) -> None:
             super().__init__()

@@ -8,7 +8,7 @@ its new messages are read only after another connection committed (see :mod:`.br
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 
 import aiosqlite
@@ -78,7 +78,7 @@ class DatabaseLive:
         *,
         interval: float = 0.25,
         on_locked: Callable[[DatabaseLockedError], object] | None = None,
-    ) -> AsyncIterator[FollowUpdate]:
+    ) -> AsyncGenerator[FollowUpdate, None]:
         """Yield each batch of messages appended to a session from position ``start`` on, as
         other connections commit them, until the caller stops iterating.
 

@@ -104,9 +104,7 @@ def browse(ctx: click.Context, session: str | None, project: str | None, here: b
     try:
         from ..tui import BrowserApp
     except ImportError as exc:
-        raise click.ClickException(
-            f"browse needs Textual ({exc}): pip install 'axio-context[tui]'"
-        ) from None
+        raise click.ClickException(f"browse needs Textual ({exc}): pip install 'axio-context[tui]'") from None
     # a missing or empty file is the usual one-line error, before the screen is taken over
     read_db(ctx, lambda db: db.data_version())
     BrowserApp(settings.path, project=scope, session=session, full=full).run()

@@ -1,20 +1,20 @@
 """Fork, rename, delete (with confirmation) and export of one session: the same keys on the session
-list and on an open transcript. Each is one library call through :meth:`.app.BrowserApp.call`."""
+list and on an open transcript. Each is one library call through :meth:`.core.DatabaseApp.call`."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Coroutine
-from typing import Any, Final, cast
+from pathlib import Path
+from typing import Any, ClassVar, Final, cast
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from axio_context.transcript import FormatName
 
 from ..admin.files import writing
 from ..database import Database
-from .app import BrowserApp, Failed
+from .core import DatabaseApp, Failed
 from .dialogs import AskScreen, ConfirmScreen
 
 __all__ = ["EXPORT_FORMATS", "SessionActions", "export_format"]
@@ -36,7 +36,7 @@ def export_format(path: str) -> FormatName:
 class SessionActions(Screen[None]):
     """A screen with a current session that can be forked, renamed, deleted and exported."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f", "fork", "Fork"),
         Binding("r", "rename", "Rename"),
         Binding("d", "delete", "Delete"),
@@ -44,8 +44,8 @@ class SessionActions(Screen[None]):
     ]
 
     @property
-    def browser(self) -> BrowserApp:
-        return cast(BrowserApp, self.app)
+    def browser(self) -> DatabaseApp:
+        return cast(DatabaseApp, self.app)
 
     def current_session(self) -> str | None:
         """The session the keys act on (None: there is none)."""
@@ -114,9 +114,7 @@ class SessionActions(Screen[None]):
         if sid is None:
             return
 
-        async def export(name: str) -> None:
-            dest = Path(name).expanduser()
-            fmt = export_format(name)
+        async def export(dest: Path, fmt: FormatName) -> None:
 
             async def export_to(db: Database) -> int:
                 # a temporary file renamed over ``dest`` when complete: never half an export
@@ -130,6 +128,8 @@ class SessionActions(Screen[None]):
 
         def chosen(name: str | None) -> None:
             if name:
-                self.in_background(export(name))
+                self.in_background(export(Path(name).expanduser(), export_format(name)))
 
-        self.app.push_screen(AskScreen(f"Export {sid} to (.json, .jsonl or .md):", f"{sid[:12]}.json"), chosen)
+        self.app.push_screen(
+            AskScreen(f"Export {sid} to (.json, .jsonl or .md):", f"{sid[:12]}.json"), chosen
+        )

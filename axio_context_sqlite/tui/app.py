@@ -1,147 +1,24 @@
-"""The browser application: owns the open database and the one way every screen calls it.
-
-Every database call goes through :meth:`BrowserApp.call`: a locked database (another process
-holds the lock past the busy timeout) is said in the header and tried again every
-``retry_interval`` seconds, never a traceback; any other error of the library is one
-notification line, and the screen goes on.
-"""
+"""``axio-context browse``: the session list first, or straight into one session's transcript."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import TypeVar
-
-from textual.app import App
-from textual.binding import Binding
 from textual.screen import Screen
 
-from axio_context.errors import AxioContextError, DatabaseLockedError
+from .core import DatabaseApp, Failed
+from .sessions import SessionsScreen
+from .transcript import TranscriptScreen
 
-from ..database import Database, open_database
-
-__all__ = ["FAILED", "BrowserApp", "Failed"]
-
-T = TypeVar("T")
-
-#: What the header says while the database is locked.
-LOCKED = "the database is locked by another process; retrying"
+__all__ = ["BrowserApp"]
 
 
-class Failed:
-    """The type of :data:`FAILED`: a call that failed and was already reported."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "FAILED"
-
-
-#: Returned by :meth:`BrowserApp.call` when the call failed (the person has been told why).
-FAILED = Failed()
-
-
-class BrowserApp(App[None]):
-    """``axio-context browse``: sessions, transcripts, search, fork/rename/delete/export."""
-
-    TITLE = "axio-context"
-    CSS_PATH = Path(__file__).with_name("browser.tcss")
-    BINDINGS = [Binding("ctrl+q", "quit", "Quit", priority=True)]
-
-    def __init__(
-        self,
-        path: str | Path,
-        *,
-        project: str | None = None,
-        session: str | None = None,
-        full: bool = False,
-        busy_timeout: float = 5.0,
-        retry_interval: float = 1.0,
-        poll_interval: float = 0.5,
-        page_size: int = 100,
-    ) -> None:
-        super().__init__()
-        self.path = Path(path)
-        self.project = project
-        self.session = session
-        self.full = full
-        self.busy_timeout = busy_timeout
-        self.retry_interval = retry_interval
-        self.poll_interval = poll_interval
-        self.page_size = page_size
-        #: The open database, once :attr:`ready` is set.
-        self.db: Database | None = None
-        self.ready = asyncio.Event()
-        #: True while a call waits for another process to release the database.
-        self.locked = False
-        self._db_stack = contextlib.AsyncExitStack()
+class BrowserApp(DatabaseApp):
+    """Sessions, transcripts, search, fork/rename/delete/export, live updates."""
 
     def get_default_screen(self) -> Screen[None]:
-        from .sessions import SessionsScreen  # the screens import this module
-
         return SessionsScreen()
 
-    def on_mount(self) -> None:
-        self.sub_title = str(self.path)
-        self.run_worker(self._open(), group="open", exit_on_error=False)
-
-    async def _open(self) -> None:
-        while True:
-            try:
-                opened = open_database(self.path, create=False, busy_timeout=self.busy_timeout)
-                self.db = await self._db_stack.enter_async_context(opened)
-            except DatabaseLockedError:
-                self.show_locked()
-                await asyncio.sleep(self.retry_interval)
-                continue
-            except (AxioContextError, OSError) as exc:
-                self.sub_title = f"cannot open {self.path}: {exc}"
-                self.notify(str(exc), title="cannot open the database", severity="error", timeout=30)
-                return
-            break
-        self.clear_locked()
-        self.ready.set()
+    async def opened(self) -> None:
         if self.session is not None:
-            from .transcript import TranscriptScreen
-
             sid = await self.call(lambda db: db.resolve(self.session or ""), "open the session")
             if not isinstance(sid, Failed):
                 await self.push_screen(TranscriptScreen(sid, full=self.full))
-
-    async def on_unmount(self) -> None:
-        await self._db_stack.aclose()
-
-    def show_locked(self, exc: BaseException | None = None) -> None:
-        """Say (once per stretch) that the database is locked and calls are being retried."""
-        self.sub_title = f"{LOCKED}…"
-        if not self.locked:
-            self.locked = True
-            self.notify(f"{LOCKED} every {self.retry_interval:g} s", severity="warning")
-
-    def clear_locked(self) -> None:
-        """The database answered again: take the notice down."""
-        if self.locked:
-            self.locked = False
-            self.notify("the database is available again")
-        self.sub_title = str(self.path)
-
-    async def call(self, make: Callable[[Database], Awaitable[T]], what: str) -> T | Failed:
-        """``make(db)``, retried while the database is locked; any other error of the library
-        (or a refused value) becomes one notification naming ``what`` failed, and FAILED."""
-        await self.ready.wait()
-        assert self.db is not None
-        while True:
-            try:
-                result = await make(self.db)
-            except DatabaseLockedError as exc:
-                self.show_locked(exc)
-                await asyncio.sleep(self.retry_interval)
-                continue
-            except (AxioContextError, ValueError, OSError) as exc:
-                self.clear_locked()
-                self.notify(f"cannot {what}: {exc}", severity="error", timeout=10)
-                return FAILED
-            self.clear_locked()
-            return result

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
@@ -14,7 +16,7 @@ __all__ = ["AskScreen", "ConfirmScreen"]
 class AskScreen(ModalScreen[str | None]):
     """Ask for one line (a new id, a file name); Enter gives it, Escape gives None."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, prompt: str, value: str = "") -> None:
         super().__init__()
@@ -36,7 +38,7 @@ class AskScreen(ModalScreen[str | None]):
 class ConfirmScreen(ModalScreen[bool]):
     """Ask yes or no: ``y``/Enter on Yes confirms; ``n``, Escape or No does not."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer(True)", "Yes"),
         Binding("n", "answer(False)", "No"),
         Binding("escape", "answer(False)", "No"),

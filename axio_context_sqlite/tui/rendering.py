@@ -38,11 +38,11 @@ def size(n: int) -> str:
     """A byte count for people: ``812 B``, ``12.3 KB``, ``4.0 MB``."""
     if n < 1000:
         return f"{n} B"
-    value = float(n)
-    for unit in ("KB", "MB", "GB"):
-        value /= 1000
+    value, unit = n / 1000, "KB"
+    for bigger in ("MB", "GB"):
         if value < 1000:
             break
+        value, unit = value / 1000, bigger
     return f"{value:.1f} {unit}"
 
 

@@ -3,8 +3,10 @@ its session at that message."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
@@ -13,7 +15,7 @@ from axio_context.errors import SearchQueryError
 from ..database import Database
 from ..search.engine import SearchResults
 from .actions import SessionActions
-from .app import Failed
+from .core import Failed
 from .rendering import one_line
 
 __all__ = ["HITS", "SearchScreen"]
@@ -27,7 +29,7 @@ DEBOUNCE = 0.2
 class SearchScreen(SessionActions):
     """A query line and its hits, best first; Down goes to the hits, Enter opens one."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("down", "to_hits", show=False),
     ]
@@ -91,7 +93,9 @@ class SearchScreen(SessionActions):
             table.clear()
             found.update(results)
             return
-        shown = await self.browser.call(lambda db: db.short_ids([h.session_id for h in results.hits]), "search")
+        shown = await self.browser.call(
+            lambda db: db.short_ids([h.session_id for h in results.hits]), "search"
+        )
         self.query_text, self.results = query, results
         table.clear()
         for n, hit in enumerate(results.hits):

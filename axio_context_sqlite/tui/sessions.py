@@ -5,15 +5,17 @@ current: when another process commits (``data_version`` changed) the pages shown
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from ..admin.browsing import MAX_PAGE, TreeRow
 from .actions import SessionActions
-from .app import Failed
+from .core import Failed
 from .rendering import one_line
 
 __all__ = ["SessionsScreen", "row_label"]
@@ -34,7 +36,7 @@ def row_label(row: TreeRow, shown: str) -> str:
 class SessionsScreen(SessionActions):
     """Every session; Enter opens one, ``/`` searches them all."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Open", show=True),
         Binding("slash", "search", "Search"),
         Binding("t", "focus_filter('text')", "Filter"),

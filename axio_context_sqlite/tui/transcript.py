@@ -7,9 +7,11 @@ Only a window of the last messages is read (``[`` reads earlier ones), and a fol
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Collapsible, Footer, Header, Static
@@ -20,7 +22,7 @@ from axio_context.transcript import CheckpointRecord, MessageRecord
 
 from ..admin.browsing import MAX_PAGE
 from .actions import SessionActions
-from .app import Failed
+from .core import Failed
 from .rendering import checkpoint_line, parts
 
 __all__ = ["WINDOW", "MessageView", "TranscriptScreen"]
@@ -54,7 +56,7 @@ class MessageView(Vertical):
 class TranscriptScreen(SessionActions):
     """A session's messages; Escape goes back."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("v", "toggle_full", "Full/model view"),
         Binding("left_square_bracket", "earlier", "Earlier"),
@@ -122,7 +124,9 @@ class TranscriptScreen(SessionActions):
         widgets: list[Widget] = [Static(Text(head), id="header")]
         if view.summary is not None:
             latest = h.checkpoints[-1]
-            widgets.append(Static(Text(checkpoint_line(latest) + "  (v: every message)"), classes="checkpoint"))
+            widgets.append(
+                Static(Text(checkpoint_line(latest) + "  (v: every message)"), classes="checkpoint")
+            )
             widgets += [MessageView(None, m) for m in view.summary]
         widgets.append(Static("", id="earlier"))
         widgets += self._views(view.start, view.messages)

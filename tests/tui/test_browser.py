@@ -29,13 +29,24 @@ async def _db(path: Path) -> None:
         chat = SQLiteContextStore(conn, "chat", project="/work/alpha")
         await chat.append_many(
             [
-                Message(role="user", content=[TextBlock(text="look at this"), ImageBlock("image/png", b"\x89PNG" * 3000)]),
-                Message(role="assistant", content=[ToolUseBlock(id="c1", name="read_file", input={"path": "zebra.txt"})]),
-                Message(role="user", content=[ToolResultBlock(tool_use_id="c1", content="stripes all the way down")]),
+                Message(
+                    role="user",
+                    content=[TextBlock(text="look at this"), ImageBlock("image/png", b"\x89PNG" * 3000)],
+                ),
+                Message(
+                    role="assistant",
+                    content=[ToolUseBlock(id="c1", name="read_file", input={"path": "zebra.txt"})],
+                ),
+                Message(
+                    role="user",
+                    content=[ToolResultBlock(tool_use_id="c1", content="stripes all the way down")],
+                ),
                 text("assistant", "it is about zebras"),
             ]
         )
-        await chat.add_checkpoint(Checkpoint(position=2, summary=[text("user", "earlier: an image and a read")]))
+        await chat.add_checkpoint(
+            Checkpoint(position=2, summary=[text("user", "earlier: an image and a read")])
+        )
         fork = await chat.fork()
         await fork.append(text("user", "a question on the fork"))
         other = SQLiteContextStore(conn, "beta-1", project="/work/beta")
@@ -82,7 +93,9 @@ async def test_the_list_is_newest_first_with_forks_under_their_parent(db_path: P
         await _until(pilot, lambda: [r.key.value for r in _table(app).ordered_rows] == ["s"], "one match")
         # filter by project instead
         await pilot.press(*["backspace"] * 6, "escape", "p", *"/work/beta")
-        await _until(pilot, lambda: [r.key.value for r in _table(app).ordered_rows] == ["beta-1"], "beta only")
+        await _until(
+            pilot, lambda: [r.key.value for r in _table(app).ordered_rows] == ["beta-1"], "beta only"
+        )
 
 
 async def test_pages_are_read_as_the_cursor_nears_the_end(db_path: Path) -> None:
@@ -121,7 +134,9 @@ async def test_a_transcript_shows_roles_folded_tools_images_and_checkpoints(db_p
         shown = _texts(app.screen)
         assert "[image image/png, 12.0 KB]" in shown and "PNG" not in shown
         assert any("tool call read_file (c1)" in c.title for c in app.screen.query(Collapsible))
-        assert shown.index("#1 · assistant") < shown.index("compaction checkpoint 1") < shown.index("#2 · user")
+        assert (
+            shown.index("#1 · assistant") < shown.index("compaction checkpoint 1") < shown.index("#2 · user")
+        )
         await pilot.press("o")  # unfold every tool call
         assert not any(c.collapsed for c in app.screen.query(Collapsible))
         await pilot.press("escape")

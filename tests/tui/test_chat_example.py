@@ -4,6 +4,7 @@ chat (Pilot); every turn lands in the database through AutoCompactStore, compact
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib.util
 import subprocess
 import sys
@@ -12,9 +13,14 @@ from types import ModuleType
 
 from textual.widgets import Input, Static
 
-from axio_context_sqlite.database import open_database
+from axio_context_sqlite.database import SessionView, open_database
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "chat_tui.py"
+
+
+async def _show(path: Path, session: str) -> SessionView:
+    async with open_database(path) as database:
+        return await database.show(session, full=True)
 
 
 def _example() -> ModuleType:
@@ -25,7 +31,7 @@ def _example() -> ModuleType:
     return module
 
 
-async def test_piped_lines_are_answered_stored_and_compacted(tmp_path: Path) -> None:
+def test_piped_lines_are_answered_stored_and_compacted(tmp_path: Path) -> None:
     db = tmp_path / "chat.db"
     lines = "".join(f"message number {i} with a few words\n" for i in range(6))
     done = subprocess.run(
@@ -39,12 +45,11 @@ async def test_piped_lines_are_answered_stored_and_compacted(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     assert "(model: echo)" in done.stdout
     assert "assistant: echo: message number 5 with a few words" in done.stdout
-    async with open_database(db) as database:
-        full = await database.show("c1", full=True)
-        assert len(full.messages) == 12  # nothing lost to compaction
-        assert [m.role for m in full.messages[:2]] == ["user", "assistant"]
-        assert full.header.checkpoints, "the token threshold compacted the chat"
-        assert full.header.input_tokens > 0
+    full = asyncio.run(_show(db, "c1"))
+    assert len(full.messages) == 12  # nothing lost to compaction
+    assert [m.role for m in full.messages[:2]] == ["user", "assistant"]
+    assert full.header.checkpoints, "the token threshold compacted the chat"
+    assert full.header.input_tokens > 0
 
 
 async def test_the_textual_chat_answers_with_the_echo_model(tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 from axio_context.testing import text
-from axio_context_sqlite import SQLiteContextStore, connect
 from tests.support.cli_helpers import invoke, make_sessions
 
 #: Appends one message to session ``s`` from its own process.
@@ -48,13 +47,21 @@ def _read_until(proc: subprocess.Popen[bytes], wanted: bytes, seen: bytearray) -
     raise AssertionError(f"{wanted!r} never printed; got {bytes(seen)!r}")
 
 
-async def test_show_follow_prints_another_processes_appends_and_stops_on_ctrl_c(db_path: Path) -> None:
-    async with connect(db_path) as conn:
-        await SQLiteContextStore(conn, "s", project="p").append_many(
-            [text("user", f"old {i}") for i in range(12)]
-        )
+def test_show_follow_prints_another_processes_appends_and_stops_on_ctrl_c(db_path: Path) -> None:
+    make_sessions(db_path, {"s": [text("user", f"old {i}") for i in range(12)]})
     follower = subprocess.Popen(
-        [_console_script(), "--db", str(db_path), "show", "s", "--follow", "--interval", "0.05", "--last", "2"],
+        [
+            _console_script(),
+            "--db",
+            str(db_path),
+            "show",
+            "s",
+            "--follow",
+            "--interval",
+            "0.05",
+            "--last",
+            "2",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -76,9 +83,8 @@ async def test_show_follow_prints_another_processes_appends_and_stops_on_ctrl_c(
     assert b"Traceback" not in err and b"KeyboardInterrupt" not in err
 
 
-async def test_show_follow_json_prints_one_message_a_line(db_path: Path) -> None:
-    async with connect(db_path) as conn:
-        await SQLiteContextStore(conn, "s", project="p").append(text("user", "hello"))
+def test_show_follow_json_prints_one_message_a_line(db_path: Path) -> None:
+    make_sessions(db_path, {"s": [text("user", "hello")]})
     follower = subprocess.Popen(
         [_console_script(), "--db", str(db_path), "show", "--follow", "--json", "--interval", "0.05", "s"],
         stdout=subprocess.PIPE,
