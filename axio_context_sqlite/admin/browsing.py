@@ -121,28 +121,51 @@ def session_tree(
         if len(heads) > limit:
             heads = heads[:limit]
             next_cursor = f"{heads[-1][-2]}.{heads[-1][-1]}"
-        rows: list[TreeRow] = []
-        for head in heads:
-            info = listing.info_from_row(head)
-            rows.append(TreeRow(info, 0))
-            if not flat:
-                _forks(c, info.session_id, project, 1, rows)
-    return SessionTreePage(rows, next_cursor)
+        infos = [listing.info_from_row(h) for h in heads]
+        if flat:
+            return SessionTreePage([TreeRow(i, 0) for i in infos], next_cursor)
+        return SessionTreePage(_with_forks(c, infos, project), next_cursor)
 
 
-def _forks(c: Any, parent: str, project: str | None, depth: int, rows: list[TreeRow]) -> None:
-    """Append ``parent``'s forks, each followed by its own, newest first (the parent_id index)."""
-    if depth > MAX_DEPTH:
-        return
-    sql = f"SELECT {listing.INFO_COLUMNS} FROM sessions WHERE parent_id = ?"
-    args: list[Any] = [parent]
+def _with_forks(c: Any, heads: list[SessionInfo], project: str | None) -> list[TreeRow]:
+    """The heads, each followed depth first by its forks (newest first): one recursive query
+    for the whole page over the parent_id index, not one per session."""
+    if not heads:
+        return []
+    marks = ", ".join("?" * len(heads))
+    same = " AND s.project = ?" if project is not None else ""
+    args: list[Any] = [h.session_id for h in heads]
     if project is not None:
-        sql += " AND project = ?"
         args.append(project)
-    for r in c.execute(sql + " ORDER BY created_at DESC, sid DESC", args).fetchall():
+    args.append(MAX_DEPTH)
+    if project is not None:
+        args.append(project)
+    sql = (
+        "WITH RECURSIVE tree(tid, tdepth) AS ("
+        f" SELECT s.id, 1 FROM sessions s WHERE s.parent_id IN ({marks}){same}"
+        " UNION ALL SELECT s.id, t.tdepth + 1 FROM sessions s JOIN tree t ON s.parent_id = t.tid"
+        f" WHERE t.tdepth < ?{same})"
+        f" SELECT {listing.INFO_COLUMNS} FROM tree JOIN sessions ON sessions.id = tree.tid"
+        " ORDER BY created_at DESC, sid DESC"
+    )
+    children: dict[str, list[SessionInfo]] = {}
+    for r in c.execute(sql, args).fetchall():
         info = listing.info_from_row(r)
+        children.setdefault(info.parent_id or "", []).append(info)
+    rows: list[TreeRow] = []
+    placed: set[str] = set()
+
+    def place(info: SessionInfo, depth: int) -> None:
+        if info.session_id in placed:  # a parent_id cycle: each session once
+            return
+        placed.add(info.session_id)
         rows.append(TreeRow(info, depth))
-        _forks(c, info.session_id, project, depth + 1, rows)
+        for child in children.get(info.session_id, []):
+            place(child, depth + 1)
+
+    for head in heads:
+        place(head, 0)
+    return rows
 
 
 def transcript(c: Any, session_id: str, full: bool, limit: int) -> SessionView:
