@@ -145,7 +145,9 @@ def _with_forks(c: Any, heads: list[SessionInfo], project: str | None) -> list[T
         f" SELECT s.id, 1 FROM sessions s WHERE s.parent_id IN ({marks}){same}"
         " UNION ALL SELECT s.id, t.tdepth + 1 FROM sessions s JOIN tree t ON s.parent_id = t.tid"
         f" WHERE t.tdepth < ?{same})"
-        f" SELECT {listing.INFO_COLUMNS} FROM tree JOIN sessions ON sessions.id = tree.tid"
+        # CROSS JOIN keeps the forks found first: SQLite 3.50 would otherwise scan every session
+        # by the time index and probe the tree (a page then costs more with every session)
+        f" SELECT {listing.INFO_COLUMNS} FROM tree CROSS JOIN sessions ON sessions.id = tree.tid"
         " ORDER BY created_at DESC, sid DESC"
     )
     children: dict[str, list[SessionInfo]] = {}
