@@ -89,10 +89,11 @@ async def test_the_list_is_newest_first_with_forks_under_their_parent(db_path: P
         # filter by text: typed into the filter line, the list narrows (flat)
         await pilot.press("t", *"zebra")
         await _until(pilot, lambda: _table(app).row_count == 0, "no session titled zebra")
-        await pilot.press(*["backspace"] * 5, *"oldest")
+        app.screen.query_one("#text", Input).value = "oldest"
         await _until(pilot, lambda: [r.key.value for r in _table(app).ordered_rows] == ["s"], "one match")
-        # filter by project instead
-        await pilot.press(*["backspace"] * 6, "escape", "p", *"/work/beta")
+        # filter by project instead (a path, as --project takes it)
+        app.screen.query_one("#text", Input).value = ""
+        app.screen.query_one("#project", Input).value = "/work/beta"
         await _until(
             pilot, lambda: [r.key.value for r in _table(app).ordered_rows] == ["beta-1"], "beta only"
         )
@@ -165,6 +166,14 @@ async def test_search_as_you_type_jumps_to_the_message(db_path: Path) -> None:
         app.screen.query_one("#query", Input).value = "qqqzzz"
         await _until(pilot, lambda: "no match" in _texts(app.screen), "no hits for a word no message holds")
         assert hits.row_count == 0
+        # a hit the model's view summarised away opens the session with every message
+        app.screen.query_one("#query", Input).value = "look"
+        await _until(pilot, lambda: hits.row_count == 1, "the hit at position 0")
+        hits.focus()
+        await pilot.press("enter")
+        await _until(pilot, lambda: bool(app.screen.query(".target")), "the summarised message marked")
+        assert app.screen.query_one(".target", MessageView).position == 0
+        assert isinstance(app.screen, TranscriptScreen) and app.screen.full
 
 
 async def test_fork_rename_delete_with_confirmation_and_export(db_path: Path, tmp_path: Path) -> None:
