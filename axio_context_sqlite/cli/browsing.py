@@ -107,4 +107,6 @@ def browse(ctx: click.Context, session: str | None, project: str | None, here: b
         raise click.ClickException(f"browse needs Textual ({exc}): pip install 'axio-context[tui]'") from None
     # a missing or empty file is the usual one-line error, before the screen is taken over
     read_db(ctx, lambda db: db.data_version())
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise click.ClickException("browse is a full-screen app: run it on a terminal, not with a pipe")
     BrowserApp(settings.path, project=scope, session=session, full=full).run()

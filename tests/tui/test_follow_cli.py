@@ -120,5 +120,7 @@ def test_browse_refuses_a_missing_file_and_a_server_in_one_line(tmp_path: Path, 
     server = invoke("--db", "postgresql://localhost/x", "browse", ok=False)
     assert server.exit_code == 1 and "not a server" in server.output
     make_sessions(db_path, {"s": [text("user", "hello")]})
+    piped = invoke("--db", db_path, "browse", ok=False)  # CliRunner's streams are no terminal
+    assert piped.exit_code == 1 and "run it on a terminal" in piped.output
     follow_unknown = invoke("--db", db_path, "show", "--follow", "zzz", ok=False)
     assert follow_unknown.exit_code == 1 and "no session id starts with 'zzz'" in follow_unknown.output
