@@ -38,6 +38,7 @@ from .admin.axio_migration import AxioImportReport
 from .admin.exporting import ExportSummary
 from .admin.importing import ImportReport
 from .admin.jobs import DatabaseJobs, ms
+from .admin.live import DatabaseLive, FollowUpdate
 from .errors import EmptyDatabaseError
 from .paths import db_path as db_location
 from .search import engine as search
@@ -62,6 +63,7 @@ __all__ = [
     "DamagedRow",
     "Database",
     "ExportSummary",
+    "FollowUpdate",
     "ImportReport",
     "IndexStatus",
     "QuarantinedRow",
@@ -94,7 +96,7 @@ async def _query_vector(emb: Embedder, query: str) -> bytes | None:
     return vector_to_blob(vec) if any(vec) else None
 
 
-class Database(DatabaseJobs):
+class Database(DatabaseJobs, DatabaseLive):
     """Every session of one database file: list, show, export, import, migrate, maintain."""
 
     def __init__(self, conn: aiosqlite.Connection, path: str | Path) -> None:

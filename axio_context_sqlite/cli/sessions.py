@@ -16,6 +16,7 @@ from ..database import Database
 from ..store.listing import SessionPage
 from .agent_filters import agent_options, tag_filters
 from .app import cli, read_db, settings_of, with_db
+from .browsing import follow as following
 from .options import (
     Count,
     When,
@@ -139,6 +140,19 @@ async def _pick(db: Database, session: str | None) -> str:
     "--agent", "agent_id", metavar="ID", help="SESSION is a thread id: show this agent's conversation in it."
 )
 @click.option("--run", "run_id", metavar="ID", help="Only the messages of this agent run.")
+@click.option(
+    "-F",
+    "--follow",
+    is_flag=True,
+    help="Keep printing new messages as they are appended, like tail -f (--json: one per line).",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.01, max=3600),
+    default=0.5,
+    show_default=True,
+    help="With --follow: seconds between checks for new messages.",
+)
 @output_options(listing=False)
 @click.pass_context
 def show(
@@ -150,11 +164,18 @@ def show(
     no_pager: bool,
     agent_id: str | None,
     run_id: str | None,
+    follow: bool,
+    interval: float,
     as_json: bool,
 ) -> None:
-    """Show a conversation (default: the newest session)."""
+    """Show a conversation (default: the newest session); --follow keeps printing new messages."""
     if agent_id is not None and session is None:
         raise click.UsageError("--agent needs the SESSION (thread id) the agent worked in")
+    if follow:
+        if agent_id is not None or run_id is not None:
+            raise click.UsageError("--follow takes a SESSION, not --agent/--run")
+        following(ctx, session, None if full else (10 if last is None else last), fold, interval, as_json)
+        return
 
     async def go(db: Database) -> Any:
         tags = tag_filters(db, agent_id, run_id)

@@ -1,0 +1,113 @@
+"""The browsing half of :class:`~axio_context_sqlite.database.Database`: session trees, transcript
+windows, and following a session as other processes append to it (``show --follow``, the TUI).
+
+Following costs one ``PRAGMA data_version`` per tick while nothing changes: the session row and
+its new messages are read only after another connection committed (see :mod:`.browsing`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Callable
+from pathlib import Path
+
+import aiosqlite
+import msgspec
+
+from axio_context.errors import DatabaseLockedError
+from axio_context.transcript import MessageRecord
+
+from ..store import browsing
+from ..store.browsing import SessionTreePage
+from ..store.calls import run
+from ..store.catalog import SessionView
+
+__all__ = ["DatabaseLive", "FollowUpdate"]
+
+
+class FollowUpdate(msgspec.Struct, frozen=True):
+    """Messages a follower has not seen yet, from position ``start`` on.
+
+    ``reset`` is True when the session was rewritten below what was seen (cleared, popped or
+    rolled back): ``messages`` then are its whole history from ``start`` (0) again.
+    """
+
+    start: int
+    messages: list[MessageRecord]
+    reset: bool = False
+
+
+class DatabaseLive:
+    """Reads for a live browser over one connection (see :class:`.database.Database`)."""
+
+    _conn: aiosqlite.Connection
+    _path: Path
+
+    async def data_version(self) -> int:
+        """A number that changes whenever another connection (or process) commits to the file:
+        the cheap check before re-reading anything."""
+        return await run(self._conn, browsing.data_version)
+
+    async def session_tree(
+        self,
+        project: str | None = None,
+        *,
+        text: str | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> SessionTreePage:
+        """A page of sessions newest first with their forks under them, or with ``text`` the
+        sessions whose id, title, preview or project holds it (flat); see :func:`.browsing.session_tree`."""
+        return await run(self._conn, browsing.session_tree, project, text or None, limit, cursor)
+
+    async def transcript(self, session_id: str, *, full: bool = False, limit: int = 200) -> SessionView:
+        """The last ``limit`` messages of a session's model view (every message with ``full``),
+        without reading the rest: ``start`` says where the window begins."""
+        return await run(self._conn, browsing.transcript, session_id, full, limit)
+
+    async def messages(
+        self, session_id: str, start: int, end: int | None = None
+    ) -> tuple[int, list[MessageRecord]]:
+        """The session's message count and its messages at positions ``[start, end)``."""
+        return await run(self._conn, browsing.message_window, session_id, start, end)
+
+    async def follow(
+        self,
+        session_id: str,
+        start: int,
+        *,
+        interval: float = 0.25,
+        on_locked: Callable[[DatabaseLockedError], object] | None = None,
+    ) -> AsyncGenerator[FollowUpdate, None]:
+        """Yield each batch of messages appended to a session from position ``start`` on, as
+        other connections commit them, until the caller stops iterating.
+
+        Every ``interval`` seconds one ``data_version`` check; the session is read only when it
+        changed. A locked database is passed to ``on_locked`` and tried again next tick (without
+        ``on_locked`` it raises); a deleted session raises SessionNotFoundError.
+        """
+        if interval <= 0:
+            raise ValueError(f"interval must be positive, not {interval}")
+        seen = start
+        version: int | None = None
+        while True:
+            try:
+                now = await self.data_version()
+                if now != version:
+                    count, fresh = await self.messages(session_id, seen)
+                    version = now
+                    if count < seen:
+                        _, fresh = await self.messages(session_id, 0)
+                        seen = len(fresh)
+                        yield FollowUpdate(0, fresh, reset=True)
+                    elif fresh:
+                        first, seen = seen, seen + len(fresh)
+                        yield FollowUpdate(first, fresh)
+                        if seen < count:
+                            version = None  # more than one window arrived: read on at once
+                            continue
+            except DatabaseLockedError as exc:
+                if on_locked is None:
+                    raise
+                on_locked(exc)
+            await asyncio.sleep(interval)

@@ -1,0 +1,139 @@
+"""The browser's core: the open database and the one way every screen calls it.
+
+Every database call goes through :meth:`DatabaseApp.call`: a locked database (another process
+holds the lock past the busy timeout) is said in the header and tried again every
+``retry_interval`` seconds, never a traceback; any other error of the library is one
+notification line, and the screen goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import ClassVar, TypeVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+
+from axio_context.errors import AxioContextError, DatabaseLockedError
+
+from ..database import Database, open_database
+
+__all__ = ["FAILED", "DatabaseApp", "Failed"]
+
+T = TypeVar("T")
+
+#: What the header says while the database is locked.
+LOCKED = "the database is locked by another process; retrying"
+
+
+class Failed:
+    """The type of :data:`FAILED`: a call that failed and was already reported."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "FAILED"
+
+
+#: Returned by :meth:`DatabaseApp.call` when the call failed (the person has been told why).
+FAILED = Failed()
+
+
+class DatabaseApp(App[None]):
+    """An app over one database file that its screens reach through :meth:`call`."""
+
+    TITLE = "axio-context"
+    CSS_PATH = Path(__file__).with_name("browser.tcss")
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+q", "quit", "Quit", priority=True)]
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        project: str | None = None,
+        session: str | None = None,
+        full: bool = False,
+        busy_timeout: float = 5.0,
+        retry_interval: float = 1.0,
+        poll_interval: float = 0.5,
+        page_size: int = 100,
+    ) -> None:
+        super().__init__()
+        self.path = Path(path)
+        self.project = project
+        self.session = session
+        self.full = full
+        self.busy_timeout = busy_timeout
+        self.retry_interval = retry_interval
+        self.poll_interval = poll_interval
+        self.page_size = page_size
+        #: The open database, once :attr:`ready` is set.
+        self.db: Database | None = None
+        self.ready = asyncio.Event()
+        #: True while a call waits for another process to release the database.
+        self.locked = False
+        self._db_stack = contextlib.AsyncExitStack()
+
+    def on_mount(self) -> None:
+        self.sub_title = str(self.path)
+        self.run_worker(self._open(), group="open", exit_on_error=False)
+
+    async def _open(self) -> None:
+        while True:
+            try:
+                opened = open_database(self.path, create=False, busy_timeout=self.busy_timeout)
+                self.db = await self._db_stack.enter_async_context(opened)
+            except DatabaseLockedError:
+                self.show_locked()
+                await asyncio.sleep(self.retry_interval)
+                continue
+            except (AxioContextError, OSError) as exc:
+                self.sub_title = f"cannot open {self.path}: {exc}"
+                self.notify(str(exc), title="cannot open the database", severity="error", timeout=30)
+                return
+            break
+        self.clear_locked()
+        self.ready.set()
+        await self.opened()
+
+    async def opened(self) -> None:
+        """Called once the database is open."""
+
+    async def on_unmount(self) -> None:
+        await self._db_stack.aclose()
+
+    def show_locked(self, exc: BaseException | None = None) -> None:
+        """Say (once per stretch) that the database is locked and calls are being retried."""
+        self.sub_title = f"{LOCKED}…"
+        if not self.locked:
+            self.locked = True
+            self.notify(f"{LOCKED} every {self.retry_interval:g} s", severity="warning")
+
+    def clear_locked(self) -> None:
+        """The database answered again: take the notice down."""
+        if self.locked:
+            self.locked = False
+            self.notify("the database is available again")
+        self.sub_title = str(self.path)
+
+    async def call(self, make: Callable[[Database], Awaitable[T]], what: str) -> T | Failed:
+        """``make(db)``, retried while the database is locked; any other error of the library
+        (or a refused value) becomes one notification naming ``what`` failed, and FAILED."""
+        await self.ready.wait()
+        assert self.db is not None
+        while True:
+            try:
+                result = await make(self.db)
+            except DatabaseLockedError as exc:
+                self.show_locked(exc)
+                await asyncio.sleep(self.retry_interval)
+                continue
+            except (AxioContextError, ValueError, OSError) as exc:
+                self.clear_locked()
+                self.notify(f"cannot {what}: {exc}", severity="error", timeout=10)
+                return FAILED
+            self.clear_locked()
+            return result

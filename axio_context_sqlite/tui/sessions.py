@@ -1,0 +1,233 @@
+"""The session list: newest first, forks under their parent, filtered by text and project, read one
+page at a time as the cursor nears the end (so 10,000 sessions open as fast as ten), and kept
+current: when another process commits (``data_version`` changed) the pages shown are read again.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.timer import Timer
+from textual.widgets import DataTable, Footer, Header, Input, Static
+
+from ..store.browsing import MAX_PAGE, TreeRow
+from .actions import SessionActions
+from .core import Failed
+from .rendering import one_line
+
+__all__ = ["SessionsScreen", "row_label"]
+
+#: Load the next page when the cursor comes this close to the last row.
+NEAR_END = 5
+#: Wait this long after the last key in a filter before reading again.
+DEBOUNCE = 0.25
+
+
+def row_label(row: TreeRow, shown: str) -> str:
+    """The session column: the id as shown, a fork indented under its parent (flat: marked)."""
+    if row.depth:
+        return "  " * (row.depth - 1) + "└ " + shown
+    return ("↳ " + shown) if row.info.parent_id else shown
+
+
+class SessionsScreen(SessionActions):
+    """Every session; Enter opens one, ``/`` searches them all."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open", "Open", show=True),
+        Binding("slash", "search", "Search"),
+        Binding("t", "focus_filter('text')", "Filter"),
+        Binding("p", "focus_filter('project')", "Project"),
+        Binding("q", "app.quit", "Quit"),
+        Binding("ctrl+r", "reload", "Reload"),
+        Binding("escape", "leave_filter", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[TreeRow] = []
+        self.next_cursor: str | None = None
+        self.heads = 0
+        self.version: int | None = None
+        self._filter_timer: Timer | None = None
+        #: Where the cursor goes after the next reload (a fork just made, a new id).
+        self.wanted: str | None = None
+        self._loading = False
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="filters"):
+            yield Input(placeholder="filter: id, title, preview (t)", id="text")
+            yield Input(placeholder="project (p)", id="project", value=self.browser.project or "")
+        yield DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
+        yield Static("opening the database…", id="count")
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_column("session", key="session")
+        table.add_column("title / first message", key="preview")
+        table.add_column("msgs", key="msgs")
+        table.add_column("project", key="project")
+        table.add_column("updated", key="updated")
+        table.focus()
+        self.start_reload()
+        self.set_interval(self.browser.poll_interval, self.check_changes)
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    async def _filters(self) -> tuple[str | None, str | None]:
+        text = self.query_one("#text", Input).value.strip() or None
+        project = self.query_one("#project", Input).value.strip() or None
+        if project is not None:
+            stored = await self.browser.call(lambda db: db.stored_project(project), "read the project")
+            project = project if isinstance(stored, Failed) else stored
+        return text, project
+
+    def start_reload(self, keep: int | None = None) -> None:
+        """Read the list again in the one loading worker (a newer reload replaces an older one)."""
+        self.run_worker(self.reload(keep), group="load", exclusive=True)
+
+    async def reload(self, keep: int | None = None) -> None:
+        """Read the list again from the top (``keep`` heads at least: what was shown before).
+
+        Everything is read first and the table replaced in one step with no await in between,
+        so a reload cancelled by a newer one never leaves the table half-filled.
+        """
+        self._loading = True
+        try:
+            text, project = await self._filters()
+            limit = min(max(self.browser.page_size, keep or 0), MAX_PAGE)
+            page = await self.browser.call(
+                lambda db: db.session_tree(project, text=text, limit=limit), "list the sessions"
+            )
+            if isinstance(page, Failed):
+                return
+            version = await self.browser.call(lambda db: db.data_version(), "check for changes")
+            shown = await self._shown(page.rows)
+            self.version = None if isinstance(version, Failed) else version
+            table = self.query_one(DataTable)
+            current = self.wanted or self.current_session()
+            self.wanted = None
+            table.clear()
+            self.rows, self.heads, self.next_cursor = [], 0, None
+            self._add(page.rows, page.next_cursor, shown)
+            if current is not None and current in table.rows:
+                table.move_cursor(row=table.get_row_index(current))
+        finally:
+            self._loading = False
+
+    async def more(self) -> None:
+        """The next page, after the rows shown."""
+        if self.next_cursor is None or self._loading:
+            return
+        self._loading = True
+        try:
+            text, project = await self._filters()
+            cursor = self.next_cursor
+            page = await self.browser.call(
+                lambda db: db.session_tree(project, text=text, limit=self.browser.page_size, cursor=cursor),
+                "list more sessions",
+            )
+            if isinstance(page, Failed):
+                return
+            shown = await self._shown(page.rows)
+            if cursor == self.next_cursor:
+                self._add(page.rows, page.next_cursor, shown)
+        finally:
+            self._loading = False
+
+    async def _shown(self, rows: list[TreeRow]) -> dict[str, str]:
+        shown = await self.browser.call(
+            lambda db: db.short_ids([r.info.session_id for r in rows]), "shorten the ids"
+        )
+        return {} if isinstance(shown, Failed) else shown
+
+    def _add(self, rows: list[TreeRow], next_cursor: str | None, shown: dict[str, str]) -> None:
+        table = self.query_one(DataTable)
+        for r in rows:
+            i = r.info
+            if i.session_id in table.rows:  # moved down a page by sessions created meanwhile
+                continue
+            table.add_row(
+                row_label(r, shown.get(i.session_id, i.session_id)),
+                one_line(i.title or i.preview, 70),
+                str(i.message_count),
+                one_line(i.project or "", 30),
+                (i.updated_at or i.created_at)[:19].replace("T", " "),
+                key=i.session_id,
+            )
+        self.rows += rows
+        self.heads += sum(1 for r in rows if r.depth == 0)
+        self.next_cursor = next_cursor
+        more = ", more below" if next_cursor else ""
+        self.query_one("#count", Static).update(f"{table.row_count} sessions shown{more}")
+
+    async def on_screen_resume(self) -> None:
+        # back from a transcript or the search, where this connection may have written: its own
+        # commits do not change data_version, so read again.
+        if self.browser.ready.is_set():
+            self.start_reload(keep=self.heads)
+
+    async def check_changes(self) -> None:
+        """Read the list again when another process committed since it was read."""
+        if self._loading or not self.browser.ready.is_set() or self.browser.locked:
+            return
+        version = await self.browser.call(lambda db: db.data_version(), "check for changes")
+        if not isinstance(version, Failed) and version != self.version:
+            self.start_reload(keep=self.heads)
+
+    # -- events --------------------------------------------------------------------------------------
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.cursor_row >= event.data_table.row_count - NEAR_END and self.next_cursor is not None:
+            self.run_worker(self.more(), group="more", exclusive=True)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+        self._filter_timer = self.set_timer(DEBOUNCE, self.start_reload)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.query_one(DataTable).focus()
+
+    # -- actions -------------------------------------------------------------------------------------
+
+    def current_session(self) -> str | None:
+        table = self.query_one(DataTable)
+        if not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return key
+
+    async def session_changed(self, old: str, new: str | None) -> None:
+        self.wanted = new  # the cursor goes to the fork, or the renamed session
+        self.start_reload(keep=self.heads)
+
+    def action_open(self) -> None:
+        from .transcript import TranscriptScreen
+
+        sid = self.current_session()
+        if sid is not None:
+            self.app.push_screen(TranscriptScreen(sid, full=self.browser.full))
+
+    def action_search(self) -> None:
+        from .search import SearchScreen
+
+        self.app.push_screen(SearchScreen())
+
+    def action_focus_filter(self, which: str) -> None:
+        self.query_one(f"#{which}", Input).focus()
+
+    def action_leave_filter(self) -> None:
+        self.query_one(DataTable).focus()
+
+    def action_reload(self) -> None:
+        self.start_reload(keep=self.heads)
