@@ -268,14 +268,6 @@ class PostgresDatabase(SearchCalls):
     async def import_axio(self, path: Any, *, replace: bool = False) -> NoReturn:
         self._unsupported("import-axio")
 
-    async def similar(self, session_id: str, position: int, k: int = 10) -> NoReturn:
-        raise UnsupportedOnPostgresError(
-            "similar is not supported on PostgreSQL yet; use search --mode semantic"
-        )
-
-    async def index_status(self) -> NoReturn:
-        raise UnsupportedOnPostgresError("index status is not supported on PostgreSQL yet")
-
 
 @asynccontextmanager
 async def open_database(url: str, **_: Any) -> AsyncIterator[PostgresDatabase]:
