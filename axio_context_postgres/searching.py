@@ -17,9 +17,16 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
-from axio_context.embeddings import Embedder, HashingEmbedder, check_embedder
+from axio_context.embeddings import (
+    BUNDLED_MINILM,
+    Embedder,
+    HashingEmbedder,
+    SentenceTransformerEmbedder,
+    check_embedder,
+)
 from axio_context.errors import (
     EmbedderUnavailableError,
+    EmbeddingMismatchError,
     MessageNotFoundError,
     NoEmbeddingsError,
     SearchQueryError,
@@ -28,6 +35,7 @@ from axio_context.errors import (
 from axio_context.messages import SessionInfo
 from axio_context.transcript import format_time
 from axio_context_sqlite.admin.jobs import ms
+from axio_context_sqlite.database import DEFAULT_DIMENSION, HASHING_MODEL
 from axio_context_sqlite.search.fts import raw_words
 from axio_context_sqlite.search.hits import SearchHit, SearchResults
 from axio_context_sqlite.search.query import MAX_K, MODES, check_bounds
@@ -46,6 +54,16 @@ __all__ = ["SearchCalls"]
 _NO_VECTORS = "no message is embedded yet, so this was a keyword search; `axio-context reindex` embeds them"
 
 
+async def _check_width(conn: Any, emb: Embedder) -> None:
+    """Refuse a query embedder whose vectors are not as wide as the stored ones."""
+    dim = await conn.fetchval("SELECT value FROM axio_settings WHERE key = 'embedding_dimension'")
+    if dim is not None and int(dim) != emb.dimension:
+        raise EmbeddingMismatchError(
+            f"this database's embeddings have {dim} dimensions; the query embedder"
+            f" {emb.model!r} gives {emb.dimension}"
+        )
+
+
 def _check_k(k: int) -> None:
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
         raise ValueError(f"k must be between 1 and {MAX_K}, not {k!r}")
@@ -57,6 +75,7 @@ class SearchCalls:
     def __init__(self, pool: Pool, where: str) -> None:
         self._pool = pool
         self._where = where
+        self._models: dict[str, Embedder] = {}
 
     @asynccontextmanager
     async def _tx(self, readonly: bool = False) -> AsyncIterator[Any]:
@@ -84,16 +103,30 @@ class SearchCalls:
         return None if model is None or dim is None else (model, int(dim))
 
     async def embedder(self, model: str | None = None, *, dimension: int | None = None) -> Embedder:
-        """The hashing embedder (offline), as wide as the database's embeddings; other models
-        are loaded as the SQLite backend loads them."""
+        """The embedder for ``model``, by default the one this database's embeddings come from,
+        as the SQLite ``Database.embedder`` picks it: ``hashing`` (offline, as wide as the
+        database's embeddings, else ``dimension``, else 384), ``minilm`` (the ``minilm`` extra's
+        bundled all-MiniLM-L6-v2), or a sentence-transformers model directory or cached name.
+        Loaded once per database object."""
         recorded = await self.embedding_model()
         name = model or (recorded[0] if recorded else "hashing")
-        if name in ("hashing", HashingEmbedder().model):
-            return HashingEmbedder(dimension or (recorded[1] if recorded else 384))
-        raise EmbedderUnavailableError(
-            f"embedder {name!r} is not available for PostgreSQL from the command line;"
-            " pass one to the library"
-        )
+        if name in ("hashing", HASHING_MODEL):
+            if dimension is None:
+                dimension = recorded[1] if recorded and recorded[0] == HASHING_MODEL else DEFAULT_DIMENSION
+            return HashingEmbedder(dimension)
+        name = BUNDLED_MINILM if name == "minilm" else name
+        if name not in self._models:
+            try:
+                self._models[name] = await SentenceTransformerEmbedder.load(
+                    None if name == BUNDLED_MINILM else name
+                )
+            except EmbedderUnavailableError as exc:
+                if model is not None:
+                    raise
+                raise EmbedderUnavailableError(
+                    f"this database's embeddings come from {name!r}, which cannot be loaded here: {exc}"
+                ) from exc
+        return self._models[name]
 
     async def index_status(self) -> PostgresIndexStatus:
         """The embedder recorded, how many messages are embedded, pgvector and its HNSW index."""
@@ -228,8 +261,17 @@ class SearchCalls:
                 if not ready and mode == "semantic":
                     await pgsearch.require_vector(conn)
                     raise EmbedderUnavailableError("no message is embedded yet; `reindex` embeds them")
-                if ready:
-                    emb = embedder or await self.embedder(model)
+                emb, fallback = (embedder, None) if ready else (None, _NO_VECTORS)
+                if ready and emb is None:
+                    try:
+                        emb = await self.embedder(model)
+                    except EmbedderUnavailableError as exc:
+                        if mode != "hybrid" or model is not None:
+                            raise
+                        fallback = f"{exc}; this was a keyword search"
+                if emb is not None:
+                    check_embedder(emb)
+                    await _check_width(conn, emb)
                     wanted = raw_words(query) if raw else query
                     vec = (await emb.embed([wanted]))[0] if wanted.strip() else None
                     if vec is not None and any(vec):
@@ -238,8 +280,6 @@ class SearchCalls:
                         sem = await pgsearch.semantic(conn, np.asarray(vec, dtype=np.float32), depth, scope)
                     if mode == "semantic":
                         uncounted = await pgsearch.not_embedded(conn)
-                else:
-                    fallback = _NO_VECTORS
         return await self._hits(mode, k, kw, sem, session_id, fallback, uncounted)
 
     async def _hits(

@@ -3,7 +3,10 @@ messages are far from the query (pgvector's iterative scan), and a raw query fil
 
 from __future__ import annotations
 
+import pytest
+
 from axio_context.embeddings import HashingEmbedder
+from axio_context.errors import EmbeddingMismatchError, SearchQueryError
 from axio_context.testing import text
 from axio_context_postgres import PostgresContextStore, connect
 from axio_context_postgres.database import PostgresDatabase
@@ -50,5 +53,23 @@ async def test_a_filter_far_from_the_query_still_gets_k_hits(fresh_pg_url: str) 
         assert {h.session_id for h in unfiltered} == {"near"}
         raw = await db.search("tomato NOT w3", mode="semantic", raw=True, embedder=emb, k=20)
         assert {h.session_id for h in raw} == {"far"} and len(raw) == 14
+    finally:
+        await pool.close()
+
+
+async def test_a_query_embedder_of_another_width_is_refused(fresh_pg_url: str) -> None:
+    pool = await connect(fresh_pg_url)
+    try:
+        await PostgresContextStore(pool, "s").append(text("user", "parser"))
+        db = PostgresDatabase(pool, fresh_pg_url)
+        await db.reindex(HashingEmbedder(64))
+        for mode in ("semantic", "hybrid"):
+            with pytest.raises(EmbeddingMismatchError, match="64"):
+                await db.search("parser", mode=mode, embedder=HashingEmbedder(32))
+        assert await db.search("parser", mode="keyword", embedder=HashingEmbedder(32))
+        with pytest.raises(SearchQueryError, match="invalid FTS5 query"):
+            await db.search("parser AND", raw=True)
+        with pytest.raises(ValueError, match="k must be"):
+            await db.search("parser", k=0)
     finally:
         await pool.close()
