@@ -3,9 +3,10 @@
 - **keyword**: ``websearch_to_tsquery('simple', words)``, which accepts anything a person
   types (quotes, ``-word``, ``or``) and never raises a syntax error; ranked by ``ts_rank_cd``
   with the body weighted above tool traffic (weights A and D of the generated ``tsv``).
-- **semantic**: ``ORDER BY embedding <=> query`` (cosine distance) over an HNSW index, with
-  ``hnsw.ef_search`` raised to :data:`EF_SEARCH` so the approximate top hits match an exact scan
-  (the bench measures the recall against exact); no hit at a cosine similarity of zero or less.
+- **semantic**: ``ORDER BY embedding <=> query`` (cosine distance) over an HNSW index built
+  with :data:`HNSW_M` / :data:`HNSW_EF_CONSTRUCTION` and searched with ``hnsw.ef_search`` at
+  :data:`EF_SEARCH` (recall@10 against exact measured by ``bench.bench_postgres_recall``), and
+  under a filter pgvector 0.8's iterative scan; no hit at a cosine similarity of zero or less.
 - **hybrid**: reciprocal rank fusion of the top :data:`DEPTH` of each, the SQLite backend's very
   function (:func:`axio_context_sqlite.search.ranking.reciprocal_rank_fusion`), so both rank alike.
 
@@ -27,8 +28,14 @@ from .errors import VectorExtensionMissingError
 
 #: Candidates taken from each ranking before fusing (as many as the SQLite backend's).
 DEPTH: Final = 50
-#: HNSW's candidate list during a search (pgvector's default 40 can miss exact matches).
-EF_SEARCH: Final = 200
+#: HNSW's graph degree and build-time candidate list, and its search-time candidate list: chosen
+#: by ``bench.bench_postgres_recall`` (docs/postgres.md has the table) for recall@10 >= 0.95
+#: against exact on agent-transcript embeddings (pgvector's defaults 16/64/40 give 0.71).
+HNSW_M: Final = 16
+HNSW_EF_CONSTRUCTION: Final = 128
+EF_SEARCH: Final = 400
+#: ``maintenance_work_mem`` while building the index (a graph that does not fit builds slowly).
+BUILD_MEMORY: Final = "512MB"
 
 MARK_START: Final = "\x01"
 MARK_END: Final = "\x02"
@@ -129,6 +136,11 @@ async def keyword(conn: Any, words: str, k: int, scope: Scope) -> list[Any]:
 
 async def not_embedded(conn: Any) -> int:
     """Messages with text and no embedding (what semantic search cannot see)."""
+    stored = int(await conn.fetchval("SELECT COUNT(*) FROM messages"))
+    if int(await conn.fetchval("SELECT COUNT(*) FROM embeddings")) >= stored:
+        # every row has an embedding (the common case after a reindex): two index-only counts
+        # instead of an anti-join over every message
+        return 0
     return int(
         await conn.fetchval(
             "SELECT COUNT(*) FROM messages m WHERE (m.body <> '' OR m.tool <> '')"
@@ -170,8 +182,18 @@ async def ensure_embeddings(conn: Any, model: str, dimension: int) -> None:
         f"CREATE TABLE IF NOT EXISTS embeddings (seg bigint NOT NULL, position integer NOT NULL,"
         f" embedding vector({int(dimension)}) NOT NULL, PRIMARY KEY (seg, position))"
     )
+    await create_index(conn)
+
+
+async def create_index(conn: Any) -> None:
+    """The HNSW index over the embeddings (a no-op if it is there), built with
+    :data:`HNSW_M` and :data:`HNSW_EF_CONSTRUCTION` and memory enough to build it in RAM."""
+    if await conn.fetchval("SELECT to_regclass('embeddings_hnsw') IS NOT NULL"):
+        return
+    await conn.execute(f"SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'")
     await conn.execute(
         "CREATE INDEX IF NOT EXISTS embeddings_hnsw ON embeddings USING hnsw (embedding vector_cosine_ops)"
+        f" WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
     )
 
 

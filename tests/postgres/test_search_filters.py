@@ -73,3 +73,23 @@ async def test_a_query_embedder_of_another_width_is_refused(fresh_pg_url: str) -
             await db.search("parser", k=0)
     finally:
         await pool.close()
+
+
+async def test_a_large_backlog_is_embedded_then_indexed_in_bulk(fresh_pg_url: str) -> None:
+    from axio_context_postgres.searching import BULK_BUILD
+
+    pool = await connect(fresh_pg_url)
+    try:
+        store = PostgresContextStore(pool, "big")
+        await store.append_many([text("user", f"note {i} on topic t{i % 97}") for i in range(BULK_BUILD)])
+        db = PostgresDatabase(pool, fresh_pg_url)
+        emb = HashingEmbedder(32)
+        assert (await db.reindex(emb)).embedded == BULK_BUILD
+        status = await db.index_status()
+        assert (status.embedded, status.hnsw_index, status.semantic) == (BULK_BUILD, True, "hnsw")
+        await store.append(text("user", "a late note on topic t5"))  # a small backlog: inserted
+        assert (await db.reindex(emb)).embedded == 1
+        hits = await db.search("topic t5", mode="semantic", embedder=emb, k=3)
+        assert len(hits) == 3 and hits[0].score > 0.5
+    finally:
+        await pool.close()
