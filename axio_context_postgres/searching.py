@@ -52,7 +52,7 @@ from .status import PostgresIndexStatus
 __all__ = ["SearchCalls"]
 
 #: Messages to embed from which reindex rebuilds the HNSW index rather than insert into it.
-BULK_BUILD = 5000
+BULK_BUILD = 2000
 
 _NO_VECTORS = "no message is embedded yet, so this was a keyword search; `axio-context reindex` embeds them"
 
