@@ -343,7 +343,7 @@ async def amain(args: argparse.Namespace) -> None:
         tmp = Path(d)
         print(f"# bench_postgres: {args.messages} messages x {args.dim}, python {sys.version.split()[0]}")
         for title, figures in [
-            ("drivers (median seconds)", await bench_drivers(url, args.appends)),
+            ("drivers (median, us)", await bench_drivers(url, args.appends)),
         ]:
             print(f"\n## {title}")
             for k, v in figures.items():
