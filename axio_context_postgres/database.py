@@ -35,6 +35,7 @@ from . import sessions, writes
 from .connection import Pool, connect, redacted, translated
 from .errors import UnsupportedOnPostgresError
 from .listing import SessionPage, list_page
+from .memory import PostgresMemoryStores
 from .searching import SearchCalls
 
 __all__ = ["PostgresDatabase", "open_database"]
@@ -229,6 +230,10 @@ class PostgresDatabase(SearchCalls):
         async with self._tx() as conn:
             await sessions.full_row(conn, session_id)
             await conn.execute("UPDATE sessions SET title = $2 WHERE id = $1", session_id, title)
+
+    def memory_stores(self) -> PostgresMemoryStores:
+        """The memory stores (vectors, blobs, graph, tasks) in this database, on its pool."""
+        return PostgresMemoryStores(self._pool)
 
     # -- what only SQLite files have -------------------------------------------------------------
 
