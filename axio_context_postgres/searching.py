@@ -98,6 +98,16 @@ class SearchCalls:
             raise SessionNotFoundError(f"no session {session_id!r}")
         return info_of(r)
 
+    async def _infos(self, session_ids: set[str]) -> dict[str, SessionInfo]:
+        """The listing entries of these sessions (those that exist), in one query."""
+        if not session_ids:
+            return {}
+        async with self._tx(readonly=True) as conn:
+            rows = await conn.fetch(
+                f"SELECT {INFO_COLUMNS} FROM sessions WHERE id = ANY($1::text[])", sorted(session_ids)
+            )
+        return {info.session_id: info for info in map(info_of, rows)}
+
     async def embedding_model(self) -> tuple[str, int] | None:
         """The (model, dimension) this database's embeddings come from; None before the first."""
         async with self._tx(readonly=True) as conn:
@@ -217,6 +227,11 @@ class SearchCalls:
                 without_text += len(rows) - len(keep)
         async with self._tx() as conn:
             await pgsearch.create_index(conn)
+        if bulk:
+            # The visibility map and statistics of a freshly filled table: without them the
+            # counts semantic search makes read every heap page, and the planner guesses.
+            async with translated(self._where), self._pool.acquire() as conn:
+                await conn.execute("VACUUM (ANALYZE) embeddings")
         return ReindexReport(
             model=embedder.model,
             dimension=embedder.dimension,
@@ -317,15 +332,12 @@ class SearchCalls:
             fused = reciprocal_rank_fusion([[(r[0], r[1]) for r in kw], [(r[0], r[1]) for r in sem]], limit=k)
             order = [(f.key, f.score, f.ranks[0], f.ranks[1]) for f in fused]
         hits: list[SearchHit] = []
-        infos: dict[str, SessionInfo] = {}
+        infos = await self._infos({session_id or owner for (owner, _), *_ in order})
         for i, ((owner, pos), score, kr, sr) in enumerate(order):
             r = by_key[(owner, pos)]
             sid = session_id or owner
-            if sid not in infos:
-                try:
-                    infos[sid] = await self.info(sid)
-                except SessionNotFoundError:
-                    continue
+            if sid not in infos:  # deleted since the search read it
+                continue
             snippet, spans = pgsearch.highlights(r["snippet"])
             info = infos[sid]
             hits.append(
