@@ -32,16 +32,14 @@ from axio_context.memory.vectors import (
 )
 
 from ..connection import Pool
-from ..search import require_vector
+from ..search import EF_SEARCH, HNSW_EF_CONSTRUCTION, HNSW_M, require_vector
 from .common import decode_json, encode_json, now_ms, transaction
 from .filters import filter_sql
 
-__all__ = ["DEFAULT_CANDIDATES", "EF_SEARCH", "PostgresVectorStore"]
+__all__ = ["DEFAULT_CANDIDATES", "PostgresVectorStore"]
 
 #: Candidates the index pass keeps for exact re-ranking, at least.
 DEFAULT_CANDIDATES: Final = 100
-#: HNSW's candidate list during a search (as the message search's).
-EF_SEARCH: Final = 200
 #: Taken while creating the documents table or a collection's index: one creator at a time.
 _CREATE_LOCK: Final = 0x6178696D  # "axim"
 
@@ -87,7 +85,8 @@ async def _ensure(conn: Any, name: str, dimension: int, embedder: str) -> tuple[
         cid, dim = found[0], found[1]
         await conn.execute(
             f"CREATE INDEX IF NOT EXISTS memory_documents_hnsw_{cid} ON memory_documents"
-            f" USING hnsw ((embedding::vector({dim})) vector_cosine_ops) WHERE collection = {cid}"
+            f" USING hnsw ((embedding::vector({dim})) vector_cosine_ops)"
+            f" WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) WHERE collection = {cid}"
         )
     if found[1] != dimension:
         raise DimensionMismatchError(
