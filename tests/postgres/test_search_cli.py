@@ -108,13 +108,11 @@ def test_session_search_includes_inherited_messages_filed_under_it(dbs: tuple[st
 
 def test_raw_errors_are_one_line_as_on_sqlite(dbs: tuple[str, str]) -> None:
     for query in ["NEAR(parser", '"unterminated', "parser)", "nocolumn:x", "*"]:
-        outs = []
         for db in dbs:
             result = CliRunner().invoke(cli, ["--db", db, "search", "--raw", query, "--mode", "keyword"])
             assert result.exit_code == 1, (db, query, result.output)
             assert result.output.startswith(f"Error: invalid FTS5 query {query!r}"), result.output
             assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
-            outs.append(result.output)
 
 
 def test_similar_and_index(dbs: tuple[str, str]) -> None:
