@@ -82,7 +82,8 @@ async def translated(where: str) -> AsyncIterator[None]:
         if "closed" in str(exc) or "connection" in str(exc):
             raise ConnectionLostError(f"{where}: the connection is closed ({exc})") from None
         raise DatabaseError(f"{where}: {exc}") from None
-    except asyncpg.CharacterNotInRepertoireError as exc:
+    except (asyncpg.CharacterNotInRepertoireError, asyncpg.UntranslatableCharacterError) as exc:
+        # A NUL in text, or a \u0000 escape in JSON: PostgreSQL stores neither.
         raise ValueError(f"{where}: PostgreSQL cannot store this text: {exc}") from None
     except asyncpg.PostgresError as exc:
         raise DatabaseError(f"{where}: {type(exc).__name__}: {exc}") from None

@@ -35,6 +35,7 @@ from . import sessions, writes
 from .connection import Pool, connect, redacted, translated
 from .errors import UnsupportedOnPostgresError
 from .listing import SessionPage, list_page
+from .memory import PostgresMemoryStores
 from .searching import SearchCalls
 
 __all__ = ["PostgresDatabase", "open_database"]
@@ -230,6 +231,10 @@ class PostgresDatabase(SearchCalls):
             await sessions.full_row(conn, session_id)
             await conn.execute("UPDATE sessions SET title = $2 WHERE id = $1", session_id, title)
 
+    def memory_stores(self) -> PostgresMemoryStores:
+        """The memory stores (vectors, blobs, graph, tasks) in this database, on its pool."""
+        return PostgresMemoryStores(self._pool)
+
     # -- what only SQLite files have -------------------------------------------------------------
 
     def _unsupported(self, what: str) -> NoReturn:
@@ -267,14 +272,6 @@ class PostgresDatabase(SearchCalls):
 
     async def import_axio(self, path: Any, *, replace: bool = False) -> NoReturn:
         self._unsupported("import-axio")
-
-    async def similar(self, session_id: str, position: int, k: int = 10) -> NoReturn:
-        raise UnsupportedOnPostgresError(
-            "similar is not supported on PostgreSQL yet; use search --mode semantic"
-        )
-
-    async def index_status(self) -> NoReturn:
-        raise UnsupportedOnPostgresError("index status is not supported on PostgreSQL yet")
 
 
 @asynccontextmanager

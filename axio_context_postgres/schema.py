@@ -96,8 +96,74 @@ CREATE TABLE checkpoints (
 );
 """
 
+# The memory stores (axio_context.memory on PostgreSQL: see .memory). Vector documents are
+# created by the vector store once pgvector is there (their column is a ``vector``), like the
+# messages' embeddings; everything here works without the extension.
+_V2_MEMORY_STORES: Final = """
+CREATE TABLE memory_collections (
+    id bigserial PRIMARY KEY,
+    name text NOT NULL UNIQUE,
+    dimension integer NOT NULL,
+    embedder text NOT NULL DEFAULT '',
+    created_at bigint NOT NULL
+);
+CREATE TABLE memory_blob_data (
+    hash bytea PRIMARY KEY,
+    size bigint NOT NULL
+);
+CREATE TABLE memory_blob_pieces (
+    hash bytea NOT NULL REFERENCES memory_blob_data (hash) ON DELETE CASCADE,
+    seq integer NOT NULL,
+    data bytea NOT NULL,
+    PRIMARY KEY (hash, seq)
+);
+CREATE TABLE memory_blob_keys (
+    key text PRIMARY KEY,
+    hash bytea NOT NULL REFERENCES memory_blob_data (hash),
+    content_type text NOT NULL,
+    created_at bigint NOT NULL
+);
+CREATE INDEX memory_blob_keys_by_hash ON memory_blob_keys (hash);
+CREATE TABLE graph_entities (
+    id text PRIMARY KEY,
+    type text NOT NULL,
+    properties jsonb NOT NULL DEFAULT '{}'
+);
+CREATE TABLE graph_relationships (
+    id text PRIMARY KEY,
+    source text NOT NULL REFERENCES graph_entities (id) ON DELETE CASCADE,
+    target text NOT NULL REFERENCES graph_entities (id) ON DELETE CASCADE,
+    type text NOT NULL,
+    properties jsonb NOT NULL DEFAULT '{}'
+);
+CREATE INDEX graph_relationships_by_source ON graph_relationships (source, type);
+CREATE INDEX graph_relationships_by_target ON graph_relationships (target, type);
+CREATE TABLE task_lists (
+    id text PRIMARY KEY,
+    conversation_id text NOT NULL,
+    agent_id text NOT NULL DEFAULT '',
+    agent_label text NOT NULL DEFAULT '',
+    parent_agent_id text,
+    max_retries integer NOT NULL,
+    created_at bigint NOT NULL,
+    updated_at bigint NOT NULL,
+    UNIQUE (conversation_id, agent_id)
+);
+CREATE INDEX task_lists_newest ON task_lists (created_at DESC, id DESC);
+CREATE TABLE tasks (
+    list_id text NOT NULL REFERENCES task_lists (id) ON DELETE CASCADE,
+    id text NOT NULL,
+    title text NOT NULL,
+    status text NOT NULL,
+    ord integer NOT NULL,
+    retry_count integer NOT NULL DEFAULT 0,
+    note text NOT NULL DEFAULT '',
+    PRIMARY KEY (list_id, id)
+);
+"""
+
 #: (version, SQL) in order; a step is never edited once released, only added after.
-MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, _V1),)
+MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, _V1), (2, _V2_MEMORY_STORES))
 
 #: The schema version this code writes.
 SCHEMA_VERSION: Final = MIGRATIONS[-1][0]

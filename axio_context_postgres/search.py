@@ -3,9 +3,10 @@
 - **keyword**: ``websearch_to_tsquery('simple', words)``, which accepts anything a person
   types (quotes, ``-word``, ``or``) and never raises a syntax error; ranked by ``ts_rank_cd``
   with the body weighted above tool traffic (weights A and D of the generated ``tsv``).
-- **semantic**: ``ORDER BY embedding <=> query`` (cosine distance) over an HNSW index, with
-  ``hnsw.ef_search`` raised to :data:`EF_SEARCH` so the approximate top hits match an exact scan
-  (the bench measures the recall against exact); no hit at a cosine similarity of zero or less.
+- **semantic**: ``ORDER BY embedding <=> query`` (cosine distance) over an HNSW index built
+  with :data:`HNSW_M` / :data:`HNSW_EF_CONSTRUCTION` and searched with ``hnsw.ef_search`` at
+  :data:`EF_SEARCH` (recall@10 against exact measured by ``bench.bench_postgres_recall``), and
+  under a filter pgvector 0.8's iterative scan; no hit at a cosine similarity of zero or less.
 - **hybrid**: reciprocal rank fusion of the top :data:`DEPTH` of each, the SQLite backend's very
   function (:func:`axio_context_sqlite.search.ranking.reciprocal_rank_fusion`), so both rank alike.
 
@@ -19,14 +20,22 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
+import msgspec
+
 from axio_context.errors import EmbeddingMismatchError
 
 from .errors import VectorExtensionMissingError
 
 #: Candidates taken from each ranking before fusing (as many as the SQLite backend's).
 DEPTH: Final = 50
-#: HNSW's candidate list during a search (pgvector's default 40 can miss exact matches).
-EF_SEARCH: Final = 200
+#: HNSW's graph degree and build-time candidate list, and its search-time candidate list: chosen
+#: by ``bench.bench_postgres_recall`` (docs/postgres.md has the table) for recall@10 >= 0.95
+#: against exact on agent-transcript embeddings (pgvector's defaults 16/64/40 give 0.71).
+HNSW_M: Final = 16
+HNSW_EF_CONSTRUCTION: Final = 128
+EF_SEARCH: Final = 400
+#: ``maintenance_work_mem`` while building the index (a graph that does not fit builds slowly).
+BUILD_MEMORY: Final = "512MB"
 
 MARK_START: Final = "\x01"
 MARK_END: Final = "\x02"
@@ -43,7 +52,7 @@ SELECT h.owner, h.position, h.role, h.created_at, h.score,
 FROM (
     SELECT g.owner, m.seg, m.position, m.role, m.created_at, q,
            ts_rank_cd('{0.1, 0.2, 0.4, 1.0}', m.tsv, q) AS score
-    FROM messages m JOIN segments g ON g.seg = m.seg, websearch_to_tsquery('simple', $1) q
+    FROM messages m JOIN segments g ON g.seg = m.seg, {parser}('simple', $1) q
     WHERE m.tsv @@ q {filters}
     ORDER BY score DESC, m.seg, m.position
     LIMIT $2
@@ -51,6 +60,19 @@ FROM (
 ORDER BY h.score DESC, h.seg, h.position
 """
 # The snippet (ts_headline re-parses the text) is made for the page of hits only, after the LIMIT.
+
+
+class Scope(msgspec.Struct, frozen=True):
+    """What a search looks at: the filters of ``search`` (``segments``: the ``(seg, lo, hi)``
+    ranges of one session's transcript, :func:`.lineage.chain`), a raw query's tsquery text that
+    every hit must match (``raw``), and one message left out (``exclude``: ``similar``'s own)."""
+
+    project: str | None = None
+    role: str | None = None
+    since_ms: int | None = None
+    segments: list[tuple[int, int, int]] | None = None
+    raw: str | None = None
+    exclude: tuple[int, int] | None = None
 
 
 def highlights(marked: str) -> tuple[str, list[tuple[int, int]]]:
@@ -68,27 +90,62 @@ def highlights(marked: str) -> tuple[str, list[tuple[int, int]]]:
     return "".join(out).replace("\n", " "), spans
 
 
-def filters(args: list[Any], project: str | None, role: str | None, since_ms: int | None) -> str:
-    """SQL conditions (``AND ...``) for the filters, their values appended to ``args``."""
+def filters(args: list[Any], scope: Scope) -> str:
+    """SQL conditions (``AND ...``) for the scope, their values appended to ``args``."""
+
+    def param(value: Any) -> str:
+        args.append(value)
+        return f"${len(args)}"
+
     sql = ""
-    if project is not None:
-        args.append(project)
-        sql += f" AND EXISTS (SELECT 1 FROM sessions s WHERE s.id = g.owner AND s.project = ${len(args)})"
-    if role is not None:
-        args.append(role)
-        sql += f" AND m.role = ${len(args)}"
-    if since_ms is not None:
-        args.append(since_ms)
-        sql += f" AND m.created_at >= ${len(args)}"
+    if scope.project is not None:
+        project = param(scope.project)
+        sql += f" AND EXISTS (SELECT 1 FROM sessions s WHERE s.id = g.owner AND s.project = {project})"
+    if scope.role is not None:
+        sql += f" AND m.role = {param(scope.role)}"
+    if scope.since_ms is not None:
+        sql += f" AND m.created_at >= {param(scope.since_ms)}"
+    if scope.segments is not None:
+        segs = param([r[0] for r in scope.segments])
+        los = param([r[1] for r in scope.segments])
+        his = param([r[2] for r in scope.segments])
+        sql += (
+            f" AND EXISTS (SELECT 1 FROM unnest({segs}::bigint[], {los}::integer[], {his}::integer[])"
+            " AS r (seg, lo, hi) WHERE r.seg = m.seg AND m.position >= r.lo AND m.position < r.hi)"
+        )
+    if scope.raw is not None:
+        sql += f" AND m.tsv @@ to_tsquery('simple', {param(scope.raw)})"
+    if scope.exclude is not None:
+        seg, position = param(scope.exclude[0]), param(scope.exclude[1])
+        sql += f" AND (m.seg, m.position) <> ({seg}::bigint, {position}::integer)"
     return sql
 
 
-async def keyword(
-    conn: Any, words: str, k: int, project: str | None, role: str | None, since_ms: int | None
-) -> list[Any]:
-    args: list[Any] = [words, k]
-    return list(
-        await conn.fetch(_KEYWORD.replace("{filters}", filters(args, project, role, since_ms)), *args)
+async def keyword(conn: Any, words: str, k: int, scope: Scope) -> list[Any]:
+    """The ``k`` best keyword hits: ``words`` as a person types them, or with ``scope.raw`` the
+    raw query's tsquery (``words`` is then ignored)."""
+    if scope.raw is not None:
+        args: list[Any] = [scope.raw, k]
+        sql = _KEYWORD.replace("{parser}", "to_tsquery")
+        scope = msgspec.structs.replace(scope, raw=None)  # it is the query itself
+    else:
+        args = [words, k]
+        sql = _KEYWORD.replace("{parser}", "websearch_to_tsquery")
+    return list(await conn.fetch(sql.replace("{filters}", filters(args, scope)), *args))
+
+
+async def not_embedded(conn: Any) -> int:
+    """Messages with text and no embedding (what semantic search cannot see)."""
+    stored = int(await conn.fetchval("SELECT COUNT(*) FROM messages"))
+    if int(await conn.fetchval("SELECT COUNT(*) FROM embeddings")) >= stored:
+        # every row has an embedding (the common case after a reindex): two index-only counts
+        # instead of an anti-join over every message
+        return 0
+    return int(
+        await conn.fetchval(
+            "SELECT COUNT(*) FROM messages m WHERE (m.body <> '' OR m.tool <> '')"
+            " AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.seg = m.seg AND e.position = m.position)"
+        )
     )
 
 
@@ -125,26 +182,44 @@ async def ensure_embeddings(conn: Any, model: str, dimension: int) -> None:
         f"CREATE TABLE IF NOT EXISTS embeddings (seg bigint NOT NULL, position integer NOT NULL,"
         f" embedding vector({int(dimension)}) NOT NULL, PRIMARY KEY (seg, position))"
     )
+    await create_index(conn)
+
+
+async def create_index(conn: Any) -> None:
+    """The HNSW index over the embeddings (a no-op if it is there), built with
+    :data:`HNSW_M` and :data:`HNSW_EF_CONSTRUCTION` and memory enough to build it in RAM."""
+    if await conn.fetchval("SELECT to_regclass('embeddings_hnsw') IS NOT NULL"):
+        return
+    await conn.execute(f"SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'")
     await conn.execute(
         "CREATE INDEX IF NOT EXISTS embeddings_hnsw ON embeddings USING hnsw (embedding vector_cosine_ops)"
+        f" WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
     )
 
 
 _SEMANTIC: Final = """
-SELECT g.owner, m.position, m.role, m.created_at, 1 - (e.embedding <=> $1) AS score,
-       left(m.body || ' ' || m.tool, 240) AS snippet
-FROM embeddings e JOIN messages m ON m.seg = e.seg AND m.position = e.position
-     JOIN segments g ON g.seg = m.seg
-WHERE true {filters}
-ORDER BY e.embedding <=> $1
-LIMIT $2
+SELECT owner, position, role, created_at, score, snippet FROM (
+    SELECT g.owner, m.seg, m.position, m.role, m.created_at, 1 - (e.embedding <=> $1) AS score,
+           left(m.body || ' ' || m.tool, 240) AS snippet
+    FROM embeddings e JOIN messages m ON m.seg = e.seg AND m.position = e.position
+         JOIN segments g ON g.seg = m.seg
+    WHERE true {filters}
+    ORDER BY e.embedding <=> $1
+    LIMIT $2
+) h ORDER BY score DESC, seg, position
 """
+# The outer ORDER BY: with an iterative scan (relaxed order) the index may return a few rows
+# slightly out of order; the page is re-sorted by the exact score.
 
 
-async def semantic(
-    conn: Any, vector: Any, k: int, project: str | None, role: str | None, since_ms: int | None
-) -> list[Any]:
+async def semantic(conn: Any, vector: Any, k: int, scope: Scope) -> list[Any]:
+    """The ``k`` nearest messages in scope by cosine (HNSW), none at a similarity <= 0.
+
+    With a filter, pgvector 0.8's iterative scan keeps walking the graph until ``k`` rows pass
+    it (else HNSW would find the ``ef_search`` nearest and keep only those that pass)."""
     args: list[Any] = [vector, k]
-    await conn.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
-    rows = await conn.fetch(_SEMANTIC.replace("{filters}", filters(args, project, role, since_ms)), *args)
+    await conn.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, k)}")
+    if await conn.fetchval("SELECT current_setting('hnsw.iterative_scan', true) IS NOT NULL"):
+        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    rows = await conn.fetch(_SEMANTIC.replace("{filters}", filters(args, scope)), *args)
     return [r for r in rows if r["score"] > 0]

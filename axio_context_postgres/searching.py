@@ -1,7 +1,14 @@
 """The search calls of a PostgreSQL database (keyword by tsvector, meaning by pgvector, hybrid by
-the SQLite backend's rank fusion) and the reindex that embeds its messages: the base class of
-:class:`~.database.PostgresDatabase`, as :class:`axio_context_sqlite.admin.jobs.DatabaseJobs`
-is of the SQLite ``Database``."""
+the SQLite backend's rank fusion), ``similar``, the index status and the reindex that embeds its
+messages: the base class of :class:`~.database.PostgresDatabase`, as
+:class:`axio_context_sqlite.admin.jobs.DatabaseJobs` is of the SQLite ``Database``.
+
+The calls take the SQLite ``Database``'s arguments and give its results, so every search command
+runs on either backend: ``raw`` takes the same FTS5 syntax (compiled to a ``tsquery`` by
+:mod:`.rawquery`), ``session_id`` searches one session's whole transcript (inherited messages
+included, hits filed under that session), and the query bounds of
+:mod:`axio_context_sqlite.search.query` hold here too.
+"""
 
 from __future__ import annotations
 
@@ -10,23 +17,59 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
-from axio_context.embeddings import Embedder, HashingEmbedder, check_embedder
-from axio_context.errors import EmbedderUnavailableError, SessionNotFoundError
-from axio_context.messages import SessionInfo
-from axio_context.transcript import (
-    format_time,
+from axio_context.embeddings import (
+    BUNDLED_MINILM,
+    Embedder,
+    HashingEmbedder,
+    SentenceTransformerEmbedder,
+    check_embedder,
 )
+from axio_context.errors import (
+    EmbedderUnavailableError,
+    EmbeddingMismatchError,
+    MessageNotFoundError,
+    NoEmbeddingsError,
+    SearchQueryError,
+    SessionNotFoundError,
+)
+from axio_context.messages import SessionInfo
+from axio_context.transcript import format_time
 from axio_context_sqlite.admin.jobs import ms
+from axio_context_sqlite.database import DEFAULT_DIMENSION, HASHING_MODEL
+from axio_context_sqlite.search.fts import raw_words
 from axio_context_sqlite.search.hits import SearchHit, SearchResults
+from axio_context_sqlite.search.query import MAX_K, MODES, check_bounds
 from axio_context_sqlite.search.ranking import reciprocal_rank_fusion
 from axio_context_sqlite.search.reindex import ReindexReport
 
+from . import lineage, sessions
 from . import search as pgsearch
-from .connection import Pool, translated
-from .errors import UnsupportedOnPostgresError
+from .connection import Pool, has_vector, translated
 from .listing import INFO_COLUMNS, info_of
+from .rawquery import raw_tsquery
+from .status import PostgresIndexStatus
 
 __all__ = ["SearchCalls"]
+
+#: Messages to embed from which reindex rebuilds the HNSW index rather than insert into it.
+BULK_BUILD = 2000
+
+_NO_VECTORS = "no message is embedded yet, so this was a keyword search; `axio-context reindex` embeds them"
+
+
+async def _check_width(conn: Any, emb: Embedder) -> None:
+    """Refuse a query embedder whose vectors are not as wide as the stored ones."""
+    dim = await conn.fetchval("SELECT value FROM axio_settings WHERE key = 'embedding_dimension'")
+    if dim is not None and int(dim) != emb.dimension:
+        raise EmbeddingMismatchError(
+            f"this database's embeddings have {dim} dimensions; the query embedder"
+            f" {emb.model!r} gives {emb.dimension}"
+        )
+
+
+def _check_k(k: int) -> None:
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+        raise ValueError(f"k must be between 1 and {MAX_K}, not {k!r}")
 
 
 class SearchCalls:
@@ -35,6 +78,7 @@ class SearchCalls:
     def __init__(self, pool: Pool, where: str) -> None:
         self._pool = pool
         self._where = where
+        self._models: dict[str, Embedder] = {}
 
     @asynccontextmanager
     async def _tx(self, readonly: bool = False) -> AsyncIterator[Any]:
@@ -54,6 +98,16 @@ class SearchCalls:
             raise SessionNotFoundError(f"no session {session_id!r}")
         return info_of(r)
 
+    async def _infos(self, session_ids: set[str]) -> dict[str, SessionInfo]:
+        """The listing entries of these sessions (those that exist), in one query."""
+        if not session_ids:
+            return {}
+        async with self._tx(readonly=True) as conn:
+            rows = await conn.fetch(
+                f"SELECT {INFO_COLUMNS} FROM sessions WHERE id = ANY($1::text[])", sorted(session_ids)
+            )
+        return {info.session_id: info for info in map(info_of, rows)}
+
     async def embedding_model(self) -> tuple[str, int] | None:
         """The (model, dimension) this database's embeddings come from; None before the first."""
         async with self._tx(readonly=True) as conn:
@@ -62,27 +116,89 @@ class SearchCalls:
         return None if model is None or dim is None else (model, int(dim))
 
     async def embedder(self, model: str | None = None, *, dimension: int | None = None) -> Embedder:
-        """The hashing embedder (offline), as wide as the database's embeddings; other models
-        are loaded as the SQLite backend loads them."""
+        """The embedder for ``model``, by default the one this database's embeddings come from,
+        as the SQLite ``Database.embedder`` picks it: ``hashing`` (offline, as wide as the
+        database's embeddings, else ``dimension``, else 384), ``minilm`` (the ``minilm`` extra's
+        bundled all-MiniLM-L6-v2), or a sentence-transformers model directory or cached name.
+        Loaded once per database object."""
         recorded = await self.embedding_model()
         name = model or (recorded[0] if recorded else "hashing")
-        if name in ("hashing", HashingEmbedder().model):
-            return HashingEmbedder(dimension or (recorded[1] if recorded else 384))
-        raise EmbedderUnavailableError(
-            f"embedder {name!r} is not available for PostgreSQL from the command line;"
-            " pass one to the library"
+        if name in ("hashing", HASHING_MODEL):
+            if dimension is None:
+                dimension = recorded[1] if recorded and recorded[0] == HASHING_MODEL else DEFAULT_DIMENSION
+            return HashingEmbedder(dimension)
+        name = BUNDLED_MINILM if name == "minilm" else name
+        if name not in self._models:
+            try:
+                self._models[name] = await SentenceTransformerEmbedder.load(
+                    None if name == BUNDLED_MINILM else name
+                )
+            except EmbedderUnavailableError as exc:
+                if model is not None:
+                    raise
+                raise EmbedderUnavailableError(
+                    f"this database's embeddings come from {name!r}, which cannot be loaded here: {exc}"
+                ) from exc
+        return self._models[name]
+
+    async def index_status(self) -> PostgresIndexStatus:
+        """The embedder recorded, how many messages are embedded, pgvector and its HNSW index."""
+        async with self._tx(readonly=True) as conn:
+            settings = dict(await conn.fetch("SELECT key, value FROM axio_settings"))
+            messages = int(await conn.fetchval("SELECT COUNT(*) FROM messages"))
+            ready = await pgsearch.vectors_ready(conn)
+            embedded = int(await conn.fetchval("SELECT COUNT(*) FROM embeddings")) if ready else 0
+            vector = await has_vector(conn)
+            hnsw = bool(await conn.fetchval("SELECT to_regclass('embeddings_hnsw') IS NOT NULL"))
+            version = await conn.fetchval("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        dim = settings.get("embedding_dimension")
+        model = settings.get("embedding_model")
+        return PostgresIndexStatus(
+            model=model,
+            dimension=None if dim is None else int(dim),
+            messages=messages,
+            embedded=embedded,
+            vector_extension=vector,
+            pgvector_version=version,
+            hnsw_index=hnsw,
+            ef_search=pgsearch.EF_SEARCH,
+            semantic="none" if model is None or embedded == 0 else ("hnsw" if hnsw else "exact"),
         )
 
     async def reindex(
-        self, embedder: Embedder, *, batch_size: int = 256, progress: Any = None, **_: Any
+        self,
+        embedder: Embedder,
+        *,
+        batch_size: int = 256,
+        progress: Any = None,
+        rebuild: bool = False,
+        **_: Any,
     ) -> ReindexReport:
         """Embed every message that has no embedding yet, a batch per transaction, so an
-        interrupted run loses nothing and the next one goes on where it stopped."""
+        interrupted run loses nothing and the next one goes on where it stopped. ``rebuild``
+        first drops every embedding and the recorded model (one transaction), to re-embed with
+        another model or width."""
         import numpy as np
 
         check_embedder(embedder)
+        if rebuild:
+            async with self._tx() as conn:
+                await pgsearch.require_vector(conn)
+                await conn.execute("DROP TABLE IF EXISTS embeddings")
+                await conn.execute(
+                    "DELETE FROM axio_settings WHERE key IN ('embedding_model', 'embedding_dimension')"
+                )
         async with self._tx() as conn:
             await pgsearch.ensure_embeddings(conn, embedder.model, embedder.dimension)
+            # Building HNSW over many rows at once is several times faster than inserting them
+            # one by one into the graph (pgvector's advice): for a large backlog the index goes
+            # and is rebuilt at the end. Meanwhile, or if the run stops, semantic search scans
+            # exactly (the same hits, slower) and the next reindex builds the index.
+            have = int(await conn.fetchval("SELECT COUNT(*) FROM embeddings"))
+            backlog = int(await conn.fetchval("SELECT COUNT(*) FROM messages")) - have
+            bulk = backlog >= BULK_BUILD and backlog > have
+            if bulk:
+                await conn.execute("DROP INDEX IF EXISTS embeddings_hnsw")
         embedded = without_text = 0
         after = (-1, -1)
         while True:
@@ -109,6 +225,13 @@ class SearchCalls:
                 )
                 embedded += len(keep)
                 without_text += len(rows) - len(keep)
+        async with self._tx() as conn:
+            await pgsearch.create_index(conn)
+        if bulk:
+            # The visibility map and statistics of a freshly filled table: without them the
+            # counts semantic search makes read every heap page, and the planner guesses.
+            async with translated(self._where), self._pool.acquire() as conn:
+                await conn.execute("VACUUM (ANALYZE) embeddings")
         return ReindexReport(
             model=embedder.model,
             dimension=embedder.dimension,
@@ -116,9 +239,13 @@ class SearchCalls:
             without_text=without_text,
             codes_added=0,
             codes_removed=0,
-            rebuilt=False,
+            rebuilt=rebuild,
             codes_stale=False,
         )
+
+    async def _segments(self, conn: Any, session_id: str) -> list[tuple[int, int, int]]:
+        s = await sessions.full_row(conn, session_id)
+        return await lineage.chain(conn, s["seg"], s["next_position"])
 
     async def search(
         self,
@@ -134,39 +261,67 @@ class SearchCalls:
         embedder: Embedder | None = None,
         model: str | None = None,
     ) -> SearchResults:
-        """The ``k`` messages that best match ``query``: keyword, semantic or hybrid (RRF)."""
-        if mode not in ("keyword", "semantic", "hybrid"):
-            raise ValueError(f"mode must be one of keyword, semantic, hybrid, not {mode!r}")
-        if raw:
-            raise UnsupportedOnPostgresError("raw FTS5 queries are SQLite's; on PostgreSQL type plain words")
-        if session_id is not None:
-            raise UnsupportedOnPostgresError("searching one session is not supported on PostgreSQL yet")
-        since_ms = ms(since)
+        """The ``k`` messages that best match ``query``: keyword, semantic or hybrid (RRF), as
+        :meth:`axio_context_sqlite.Database.search` (see its docstring for the arguments)."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        _check_k(k)
+        if role is not None and role not in ("user", "assistant", "system"):
+            raise ValueError(f"role must be one of user, assistant, system, not {role!r}")
+        check_bounds(query, raw)
+        tsquery = raw_tsquery(query) if raw else None
+        if raw and mode != "keyword" and not raw_words(query).strip() and mode == "semantic":
+            raise SearchQueryError(
+                f"raw query {query!r} has no word to search for by meaning (only operators or"
+                " excluded words); run it as a keyword search"
+            )
+        if embedder is not None:
+            check_embedder(embedder)
         depth = max(k, pgsearch.DEPTH)
         fallback = None
+        uncounted = 0
         async with self._tx(readonly=True) as conn:
-            kw = (
-                []
-                if mode == "semantic"
-                else await pgsearch.keyword(conn, query, depth, project, role, since_ms)
-            )
+            segments = None if session_id is None else await self._segments(conn, session_id)
+            scope = pgsearch.Scope(project, role, ms(since), segments, tsquery)
+            kw = [] if mode == "semantic" else await pgsearch.keyword(conn, query, depth, scope)
             sem: list[Any] = []
             if mode != "keyword":
                 ready = await pgsearch.vectors_ready(conn)
                 if not ready and mode == "semantic":
                     await pgsearch.require_vector(conn)
-                    raise EmbedderUnavailableError("no message is embedded yet; run `axio-context reindex`")
-                if ready:
-                    emb = embedder or await self.embedder(model)
-                    [vec] = await emb.embed([query])
-                    if any(vec):
+                    raise EmbedderUnavailableError("no message is embedded yet; `reindex` embeds them")
+                emb, fallback = (embedder, None) if ready else (None, _NO_VECTORS)
+                if ready and emb is None:
+                    try:
+                        emb = await self.embedder(model)
+                    except EmbedderUnavailableError as exc:
+                        if mode != "hybrid" or model is not None:
+                            raise
+                        fallback = f"{exc}; this was a keyword search"
+                if emb is not None:
+                    check_embedder(emb)
+                    await _check_width(conn, emb)
+                    wanted = raw_words(query) if raw else query
+                    vec = (await emb.embed([wanted]))[0] if wanted.strip() else None
+                    if vec is not None and any(vec):
                         import numpy as np
 
-                        sem = await pgsearch.semantic(
-                            conn, np.asarray(vec, dtype=np.float32), depth, project, role, since_ms
-                        )
-                else:
-                    fallback = "no message is embedded yet, so this was a keyword search"
+                        sem = await pgsearch.semantic(conn, np.asarray(vec, dtype=np.float32), depth, scope)
+                    if mode == "semantic":
+                        uncounted = await pgsearch.not_embedded(conn)
+        return await self._hits(mode, k, kw, sem, session_id, fallback, uncounted)
+
+    async def _hits(
+        self,
+        mode: str,
+        k: int,
+        kw: list[Any],
+        sem: list[Any],
+        session_id: str | None,
+        fallback: str | None,
+        not_embedded: int,
+    ) -> SearchResults:
+        """Ranked rows made into hits (filed under ``session_id`` when one session was searched)."""
         by_key = {(r[0], r[1]): r for r in [*sem, *kw]}
         order: list[tuple[tuple[str, int], float, int | None, int | None]]
         if mode == "keyword":
@@ -177,14 +332,12 @@ class SearchCalls:
             fused = reciprocal_rank_fusion([[(r[0], r[1]) for r in kw], [(r[0], r[1]) for r in sem]], limit=k)
             order = [(f.key, f.score, f.ranks[0], f.ranks[1]) for f in fused]
         hits: list[SearchHit] = []
-        infos: dict[str, SessionInfo] = {}
-        for i, ((sid, pos), score, kr, sr) in enumerate(order):
-            r = by_key[(sid, pos)]
-            if sid not in infos:
-                try:
-                    infos[sid] = await self.info(sid)
-                except SessionNotFoundError:
-                    continue
+        infos = await self._infos({session_id or owner for (owner, _), *_ in order})
+        for i, ((owner, pos), score, kr, sr) in enumerate(order):
+            r = by_key[(owner, pos)]
+            sid = session_id or owner
+            if sid not in infos:  # deleted since the search read it
+                continue
             snippet, spans = pgsearch.highlights(r["snippet"])
             info = infos[sid]
             hits.append(
@@ -203,4 +356,30 @@ class SearchCalls:
                     title=info.title,
                 )
             )
-        return SearchResults(hits=hits, fallback=fallback)
+        return SearchResults(hits=hits, fallback=fallback, not_embedded=not_embedded)
+
+    async def similar(self, session_id: str, position: int, k: int = 10) -> SearchResults:
+        """The ``k`` messages nearest in meaning to message ``position`` of a session (itself
+        left out; -1 is its last message), from its stored embedding: no embedder needed."""
+        _check_k(k)
+        async with self._tx(readonly=True) as conn:
+            s = await sessions.full_row(conn, session_id)
+            n = int(s["next_position"])
+            at = position + n if position < 0 else position
+            if not 0 <= at < n:
+                raise MessageNotFoundError(f"session {session_id!r} has no message {position} (it has {n})")
+            seg = next(g for g, lo, hi in await lineage.chain(conn, s["seg"], n) if lo <= at < hi)
+            found = None
+            if await pgsearch.vectors_ready(conn):
+                found = await conn.fetchval(
+                    "SELECT embedding FROM embeddings WHERE seg = $1 AND position = $2", seg, at
+                )
+            if found is None:
+                raise NoEmbeddingsError(
+                    f"message {at} of session {session_id!r} has no embedding "
+                    "(it has no text, or it was stored without an embedder: `reindex` adds them)"
+                )
+            scope = pgsearch.Scope(exclude=(seg, at))
+            sem = await pgsearch.semantic(conn, found, k, scope)
+            uncounted = await pgsearch.not_embedded(conn)
+        return await self._hits("semantic", k, [], sem, None, None, uncounted)

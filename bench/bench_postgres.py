@@ -8,7 +8,10 @@ pays one WAL flush per commit on top), then measures:
   message in a transaction that bumps the session row, and SELECT 10k rows of ~1 KB payloads.
 - **store**: SQLite store vs PostgreSQL store vs the raw asyncpg INSERT/SELECT (the limit):
   append, load 10k, list 2k sessions (a page of 50 and all), fork.
-- **search**: keyword and semantic (HNSW vs exact, recall@10) at ``--messages`` x ``--dim``.
+- **search**: keyword, semantic (HNSW and exact) and hybrid at ``--messages`` x ``--dim``, on the
+  same realistic messages in both backends, each embedded by its own ``reindex`` (hashing
+  embedder), with PostgreSQL's raw SQL as the limit. HNSW recall and its tuning are
+  ``bench.bench_postgres_recall``'s.
 - **writers**: appends per second with 1, 4 and 8 writer processes, SQLite vs PostgreSQL.
 
 Needs the dev extra plus ``pip install 'psycopg[binary,pool]'`` for the driver comparison.
@@ -34,6 +37,14 @@ from axio_context.embeddings import HashingEmbedder
 from axio_context.testing import text
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _cell(v: float | None) -> str:
+    return f"{'':>9s}" if v is None else f"{v:9.1f}"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "" if a is None or b is None or b == 0 else f"{a / b:.2f}x"
 
 
 def _median(xs: list[float]) -> float:
@@ -166,6 +177,28 @@ async def bench_stores(url: str, tmp: Path, n_append: int) -> dict[str, dict[str
     raw["load 10k"] = await timed(
         lambda: conn.fetch("SELECT payload FROM raw_msg WHERE sid = 'big' ORDER BY pos"), 10
     )
+    # fork and listing as bare SQL on a sessions table with the same keys and index
+    await conn.execute(
+        "CREATE TABLE IF NOT EXISTS raw_sess (sid bigserial PRIMARY KEY, id text UNIQUE, parent text,"
+        " fork_pos integer, created bigint, n integer, preview text)"
+    )
+    await conn.execute("CREATE INDEX IF NOT EXISTS raw_sess_listing ON raw_sess (created DESC, sid DESC)")
+    await conn.executemany(
+        "INSERT INTO raw_sess (id, created, n, preview) VALUES ($1, $2, 1, $3)",
+        [(f"list-{k}", k, f"session {k}") for k in range(2000)],
+    )
+    forks = iter(range(10**9))
+    raw["fork (10k history)"] = await timed(
+        lambda: conn.execute(
+            "INSERT INTO raw_sess (id, parent, fork_pos, created, n) VALUES ($1, 'big', 10000, 0, 10000)",
+            f"fork-{next(forks)}",
+        ),
+        50,
+    )
+    listing = "SELECT id, n, preview, created FROM raw_sess ORDER BY created DESC, sid DESC"
+    raw["list 2k: page of 50"] = await timed(lambda: conn.fetch(listing + " LIMIT 50"), 30)
+    raw["list 2k: all"] = await timed(lambda: conn.fetch(listing), 5)
+    await conn.execute("DROP TABLE raw_msg, raw_sess")
     await conn.close()
     res["raw asyncpg"] = raw
     return res
@@ -173,105 +206,82 @@ async def bench_stores(url: str, tmp: Path, n_append: int) -> dict[str, dict[str
 
 # -- search ---------------------------------------------------------------------------------------
 
-WORDS = ["lighthouse", "parser", "ocean", "bread", "compiler", "garden"]
-WORDS += ["violin", "engine", "river", "mountain", "galaxy", "kernel"]
 
-
-async def bench_search(url: str, tmp: Path, n: int, dim: int) -> dict[str, float]:
+async def bench_search(url: str, tmp: Path, n: int, dim: int) -> dict[str, dict[str, float]]:
+    """Keyword and semantic search over the same ``n`` realistic messages (bench_postgres_recall's
+    corpus) in both backends, each embedded by its own ``reindex`` with the hashing embedder, and
+    the raw SQL of each PostgreSQL search (no snippet, no session lookup) as the limit."""
     from axio_context_postgres import PostgresContextStore, connect
     from axio_context_postgres.database import PostgresDatabase
-    from axio_context_postgres.search import ensure_embeddings
+    from axio_context_postgres.search import EF_SEARCH
+    from axio_context_sqlite import SQLiteContextStore, open_database
+    from bench.bench_postgres_recall import corpus
 
-    rng = np.random.default_rng(7)
-    out: dict[str, float] = {}
+    texts, queries = corpus(n)
+    queries = queries[:20]
+    emb = HashingEmbedder(dim)
+    per = 1000
+    res: dict[str, dict[str, float]] = {"sqlite": {}, "postgres": {}, "raw asyncpg": {}}
+
+    async def each_query(search: Callable[[str], Awaitable[Any]]) -> float:
+        took = []
+        for q in queries:
+            t = time.perf_counter()
+            await search(q)
+            took.append(time.perf_counter() - t)
+        return _median(took)
+
     pool = await connect(url, min_size=1, max_size=4)
     db = PostgresDatabase(pool, url)
-    per = 1000
-    t = time.perf_counter()
-    for s in range(n // per):
-        store = PostgresContextStore(pool, f"search-{s}", project="bench")
-        batch = [text("user", " ".join(rng.choice(WORDS, 12)) + f" item{s * per + i}") for i in range(per)]
-        await store.append_many(batch)
-    out[f"fill {n} messages (s)"] = time.perf_counter() - t
-    # The same messages in SQLite, for its keyword search.
-    from axio_context_sqlite import SQLiteContextStore, open_database
-
-    rng2 = np.random.default_rng(7)
     async with open_database(tmp / "search.db") as sdb:
-        for s in range(n // per):
-            sstore = SQLiteContextStore(sdb.connection, f"search-{s}", project="bench")
-            await sstore.append_many(
-                [text("user", " ".join(rng2.choice(WORDS, 12)) + f" item{s * per + i}") for i in range(per)]
+        makers: dict[str, Any] = {
+            "sqlite": (sdb, lambda sid: SQLiteContextStore(sdb.connection, sid, project="bench")),
+            "postgres": (db, lambda sid: PostgresContextStore(pool, sid, project="bench")),
+        }
+        for name, (d, make) in makers.items():
+            r = res[name]
+            t = time.perf_counter()
+            for s in range(n // per):
+                batch = [text("user", x) for x in texts[s * per : (s + 1) * per]]
+                await make(f"search-{s}").append_many(batch)
+            r[f"fill {n:,} messages (s)"] = time.perf_counter() - t
+            t = time.perf_counter()
+            await d.reindex(emb)
+            r[f"reindex {n:,} x {dim}, hashing (s)"] = time.perf_counter() - t
+            if name == "postgres":  # what autovacuum does a minute after a bulk load
+                await pool.execute("VACUUM (ANALYZE) messages")
+            r["keyword search, k=10 (ms)"] = 1e3 * await each_query(
+                lambda q, d=d: d.search(q, mode="keyword", k=10)
             )
-        out["sqlite keyword search"] = await timed(
-            lambda: sdb.search("lighthouse violin", mode="keyword", k=10), 20
-        )
+            r["semantic search, k=10 (ms)"] = 1e3 * await each_query(
+                lambda q, d=d: d.search(q, mode="semantic", k=10, embedder=emb)
+            )
+            r["hybrid search, k=10 (ms)"] = 1e3 * await each_query(
+                lambda q, d=d: d.search(q, mode="hybrid", k=10, embedder=emb)
+            )
+    raw = res["raw asyncpg"]
     async with pool.acquire() as c:
-        await ensure_embeddings(c, "bench-random", dim)
-        await c.execute("DROP INDEX IF EXISTS embeddings_hnsw")
-        rows = await c.fetch("SELECT seg, position FROM messages")
-        vecs = rng.standard_normal((len(rows), dim)).astype(np.float32)
-        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        t = time.perf_counter()
-        await c.copy_records_to_table(
-            "embeddings",
-            records=[(r[0], r[1], v) for r, v in zip(rows, vecs, strict=True)],
-            columns=["seg", "position", "embedding"],
+        raw["keyword search, k=10 (ms)"] = 1e3 * await each_query(
+            lambda q: c.fetch(
+                "SELECT seg, position FROM messages, websearch_to_tsquery('simple', $1) q WHERE tsv @@ q"
+                " ORDER BY ts_rank_cd(tsv, q) DESC LIMIT 10",
+                q,
+            )
         )
-        t = time.perf_counter()
-        await c.execute("SET maintenance_work_mem = '512MB'")
-        await c.execute("CREATE INDEX embeddings_hnsw ON embeddings USING hnsw (embedding vector_cosine_ops)")
-        out[f"HNSW build {len(rows)} x {dim} (s)"] = time.perf_counter() - t
-    out["postgres keyword search"] = await timed(
-        lambda: db.search("lighthouse violin", mode="keyword", k=10), 20
-    )
+        vectors = {q: np.asarray((await emb.embed([q]))[0], dtype=np.float32) for q in queries}
 
-    class Fixed:
-        model = "bench-random"
-        dimension = dim
-
-        def __init__(self) -> None:
-            self.q = rng.standard_normal(dim).astype(np.float32)
-            self.q /= np.linalg.norm(self.q)
-
-        async def embed(self, texts: Any) -> list[list[float]]:
-            return [self.q.tolist() for _ in texts]
-
-    emb = Fixed()
-    out["semantic search (HNSW, ef_search=200)"] = await timed(
-        lambda: db.search("q", mode="semantic", embedder=emb), 20
-    )
-    # recall@10 against exact, over 20 queries
-    recalls = []
-    async with pool.acquire() as c:
-        for _ in range(20):
-            q = rng.standard_normal(dim).astype(np.float32)
+        async def knn(q: str, exact: bool) -> Any:
             async with c.transaction():
-                await c.execute("SET LOCAL hnsw.ef_search = 200")
-                approx = {
-                    tuple(r)
-                    for r in await c.fetch(
-                        "SELECT seg, position FROM embeddings ORDER BY embedding <=> $1 LIMIT 10", q
-                    )
-                }
-            async with c.transaction():
-                await c.execute("SET LOCAL enable_indexscan = off")
-                exact = {
-                    tuple(r)
-                    for r in await c.fetch(
-                        "SELECT seg, position FROM embeddings ORDER BY embedding <=> $1 LIMIT 10", q
-                    )
-                }
-            recalls.append(len(approx & exact) / 10)
-        t = time.perf_counter()
-        async with c.transaction():
-            await c.execute("SET LOCAL enable_indexscan = off")
-            await c.fetch("SELECT seg, position FROM embeddings ORDER BY embedding <=> $1 LIMIT 10", q)
-        out["semantic search exact scan"] = time.perf_counter() - t
-    out["recall@10 HNSW vs exact"] = statistics.mean(recalls)
+                await c.execute(f"SET LOCAL hnsw.ef_search = {EF_SEARCH}")
+                # "+ 0" keeps the planner off the index: an exact scan whatever it would choose
+                order = "(embedding <=> $1) + 0" if exact else "embedding <=> $1"
+                sql = f"SELECT seg, position FROM embeddings ORDER BY {order} LIMIT 10"
+                return await c.fetch(sql, vectors[q])
+
+        raw["semantic search, k=10 (ms)"] = 1e3 * await each_query(lambda q: knn(q, False))
+        res["postgres"]["semantic, exact scan (ms)"] = 1e3 * await each_query(lambda q: knn(q, True))
     await pool.close()
-    _ = HashingEmbedder
-    return out
+    return res
 
 
 # -- writer processes -----------------------------------------------------------------------------
@@ -334,28 +344,46 @@ async def amain(args: argparse.Namespace) -> None:
         url = server.url("bench")
         tmp = Path(d)
         print(f"# bench_postgres: {args.messages} messages x {args.dim}, python {sys.version.split()[0]}")
-        for title, figures in [
-            ("drivers (median seconds)", await bench_drivers(url, args.appends)),
-        ]:
-            print(f"\n## {title}")
-            for k, v in figures.items():
+        parts = set(args.parts)
+        if "drivers" in parts:
+            print("\n## drivers (median, us)")
+            for k, v in (await bench_drivers(url, args.appends)).items():
                 print(f"{k:45s} {v * 1e6:10.0f} us")
-        stores = await bench_stores(url, tmp, args.appends)
-        print("\n## stores (median, us)")
-        keys = list(stores["sqlite"])
-        print(f"{'':25s} {'sqlite':>10s} {'postgres':>10s} {'raw asyncpg':>12s}")
-        for k in keys:
-            raw = stores["raw asyncpg"].get(k)
-            print(
-                f"{k:25s} {stores['sqlite'][k] * 1e6:10.0f} {stores['postgres'][k] * 1e6:10.0f}"
-                f" {'' if raw is None else f'{raw * 1e6:12.0f}'}"
-            )
-        print("\n## search")
-        for k, v in (await bench_search(url, tmp, args.messages, args.dim)).items():
-            print(f"{k:45s} {v:12.4f}")
-        print("\n## writer processes")
-        for k, v in bench_writers(url, tmp, args.writer_appends).items():
-            print(f"{k:45s} {v:10.0f}")
+        if "stores" in parts:
+            _print_stores(await bench_stores(url, tmp, args.appends))
+        if "search" in parts:
+            _print_search(await bench_search(url, tmp, args.messages, args.dim), args)
+        if "writers" in parts:
+            _print_writers(bench_writers(url, tmp, args.writer_appends))
+
+
+def _print_stores(stores: dict[str, dict[str, float]]) -> None:
+    print("\n## stores (median, us)")
+    head = f"{'sqlite':>10s} {'postgres':>10s} {'raw asyncpg':>12s} {'pg/sqlite':>10s} {'pg/raw':>7s}"
+    print(f"{'':25s} {head}")
+    for k in stores["sqlite"]:
+        sq, pg, raw = stores["sqlite"][k], stores["postgres"][k], stores["raw asyncpg"].get(k)
+        print(
+            f"{k:25s} {sq * 1e6:10.0f} {pg * 1e6:10.0f}"
+            f" {'' if raw is None else f'{raw * 1e6:12.0f}'} {_ratio(pg, sq):>10s} {_ratio(pg, raw):>7s}"
+        )
+
+
+def _print_search(search: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
+    print(f"\n## search, {args.messages:,} messages x {args.dim} (median of 20 queries)")
+    print(f"{'':36s} {'sqlite':>9s} {'postgres':>9s} {'raw':>9s} {'pg/sqlite':>10s} {'pg/raw':>7s}")
+    for k in search["postgres"]:
+        sq, pg, raw = (search[b].get(k) for b in ("sqlite", "postgres", "raw asyncpg"))
+        print(f"{k:36s} {_cell(sq)} {_cell(pg)} {_cell(raw)} {_ratio(pg, sq):>10s} {_ratio(pg, raw):>7s}")
+
+
+def _print_writers(writers: dict[str, float]) -> None:
+    print("\n## writer processes (appends/s, each its own session)")
+    print(f"{'writers':>8s} {'sqlite':>9s} {'postgres':>9s} {'pg/sqlite':>10s}")
+    for procs in (1, 4, 8):
+        sq = writers[f"sqlite: {procs} writer(s), appends/s"]
+        pg = writers[f"postgres: {procs} writer(s), appends/s"]
+        print(f"{procs:8d} {sq:9.0f} {pg:9.0f} {_ratio(pg, sq):>10s}")
 
 
 def main() -> None:
@@ -364,6 +392,9 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--appends", type=int, default=500)
     parser.add_argument("--writer-appends", type=int, default=500)
+    parser.add_argument(
+        "--parts", nargs="*", default=["drivers", "stores", "search", "writers"], help="what to run"
+    )
     asyncio.run(amain(parser.parse_args()))
 
 

@@ -8,7 +8,7 @@ makes one call on a store of :mod:`axio_context_sqlite.memory` and formats what 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import aiosqlite
 import click
@@ -29,11 +29,32 @@ __all__ = ["memory_stats_lines"]
 T = TypeVar("T")
 
 
-def _on(ctx: click.Context, call: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
-    """Open the database (never creating it) and make one store call on its connection."""
+class _Stores:
+    """The memory stores of an SQLite database. A PostgreSQL database's ``memory_stores()``
+    gives its own with the same four methods (the same calls, the same results)."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+
+    def vectors(self) -> SQLiteVectorStore:
+        return SQLiteVectorStore(self._conn)
+
+    def blobs(self) -> SQLiteBlobStore:
+        return SQLiteBlobStore(self._conn)
+
+    def graph(self) -> SQLiteGraphStore:
+        return SQLiteGraphStore(self._conn)
+
+    def tasks(self) -> SQLiteTaskStore:
+        return SQLiteTaskStore(self._conn)
+
+
+def _on(ctx: click.Context, call: Callable[[_Stores], Awaitable[T]]) -> T:
+    """Open the database (never creating it) and make one store call."""
 
     async def go(db: Database) -> T:
-        return await call(db.connection)
+        own = getattr(db, "memory_stores", None)
+        return await call(cast(_Stores, own()) if callable(own) else _Stores(db.connection))
 
     return with_db(ctx, False, go)
 
@@ -68,7 +89,7 @@ def collections(ctx: click.Context, as_json: bool, nl: bool) -> None:
     if ctx.invoked_subcommand is not None:
         return
     one_format(as_json, nl)
-    infos = _on(ctx, lambda conn: SQLiteVectorStore(conn).list_collections())
+    infos = _on(ctx, lambda m: m.vectors().list_collections())
     emit(
         [_plain(i) for i in infos],
         [
@@ -90,9 +111,7 @@ def collections(ctx: click.Context, as_json: bool, nl: bool) -> None:
 def collections_show(ctx: click.Context, name: str, limit: int, as_json: bool, nl: bool) -> None:
     """The first documents of collection NAME, by id (without their embeddings)."""
     one_format(as_json, nl)
-    docs: list[Document] = _on(
-        ctx, lambda conn: SQLiteVectorStore(conn).documents(name, limit=limit or COUNT_MAX)
-    )
+    docs: list[Document] = _on(ctx, lambda m: m.vectors().documents(name, limit=limit or COUNT_MAX))
     rows = [{"id": d.id, "content": d.content, "metadata": d.metadata} for d in docs]
     emit(
         rows,
@@ -131,7 +150,7 @@ def blobs(ctx: click.Context, prefix: str, limit: int, as_json: bool, nl: bool) 
     if ctx.invoked_subcommand is not None:
         return
     one_format(as_json, nl)
-    infos = _on(ctx, lambda conn: SQLiteBlobStore(conn).list_keys(prefix, limit=limit or None))
+    infos = _on(ctx, lambda m: m.blobs().list_keys(prefix, limit=limit or None))
     emit(
         [_blob_row(i) for i in infos],
         _BLOB_COLUMNS,
@@ -147,7 +166,7 @@ def blobs(ctx: click.Context, prefix: str, limit: int, as_json: bool, nl: bool) 
 @click.pass_context
 def blobs_show(ctx: click.Context, key: str, as_json: bool) -> None:
     """What is stored under KEY (not its bytes)."""
-    info = _on(ctx, lambda conn: SQLiteBlobStore(conn).stat(key))
+    info = _on(ctx, lambda m: m.blobs().stat(key))
     if info is None:
         raise click.ClickException(str(BlobNotFoundError(f"no blob under key {key!r}")))
     if as_json:
@@ -186,7 +205,7 @@ def graph(ctx: click.Context, as_json: bool) -> None:
     """The graph store: entities and relationships, counted by type."""
     if ctx.invoked_subcommand is not None:
         return
-    counts = _on(ctx, lambda conn: SQLiteGraphStore(conn).counts())
+    counts = _on(ctx, lambda m: m.graph().counts())
     if as_json:
         echo_json(_plain(counts))
         return
@@ -206,9 +225,7 @@ def graph(ctx: click.Context, as_json: bool) -> None:
 def graph_entities(ctx: click.Context, entity_type: str | None, limit: int, as_json: bool, nl: bool) -> None:
     """Entities by id."""
     one_format(as_json, nl)
-    found = _on(
-        ctx, lambda conn: SQLiteGraphStore(conn).entities(entity_type=entity_type, limit=limit or COUNT_MAX)
-    )
+    found = _on(ctx, lambda m: m.graph().entities(entity_type=entity_type, limit=limit or COUNT_MAX))
     rows = [_entity_row(e) for e in found]
     emit(
         rows,
@@ -228,9 +245,7 @@ def graph_show(ctx: click.Context, entity_id: str, depth: int, types: tuple[str,
     """ENTITY_ID and its neighbours up to --depth hops, both directions."""
     sub = _on(
         ctx,
-        lambda conn: SQLiteGraphStore(conn).get_neighbors(
-            entity_id, depth=depth, relationship_types=list(types) or None
-        ),
+        lambda m: m.graph().get_neighbors(entity_id, depth=depth, relationship_types=list(types) or None),
     )
     if not sub.entities:
         raise click.ClickException(f"no entity {entity_id!r}")
@@ -289,8 +304,8 @@ def tasks(ctx: click.Context, conversation: str | None, limit: int, as_json: boo
         return
     one_format(as_json, nl)
 
-    async def call(conn: aiosqlite.Connection) -> list[TaskList]:
-        store = SQLiteTaskStore(conn)
+    async def call(m: _Stores) -> list[TaskList]:
+        store = m.tasks()
         if conversation is not None:
             return await store.get_boards_by_conversation(conversation)
         return await store.list_task_lists(limit=limit or None)
@@ -324,7 +339,7 @@ def tasks(ctx: click.Context, conversation: str | None, limit: int, as_json: boo
 @click.pass_context
 def tasks_show(ctx: click.Context, board_id: str, as_json: bool) -> None:
     """The tasks of board BOARD_ID, in order."""
-    board = _on(ctx, lambda conn: SQLiteTaskStore(conn).get_task_list(board_id))
+    board = _on(ctx, lambda m: m.tasks().get_task_list(board_id))
     if board is None:
         raise click.ClickException(f"no task board {board_id!r}")
     if as_json:

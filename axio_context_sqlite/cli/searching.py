@@ -372,9 +372,10 @@ def _status_lines(s: IndexStatus) -> list[str]:
 @output_options(listing=False)
 @click.pass_context
 def index_(ctx: click.Context, as_json: bool) -> None:
-    """Show the search indexes: embedding model, coverage, sqlite-vec."""
+    """Show the search indexes: embedding model, coverage, sqlite-vec (pgvector on PostgreSQL)."""
     s = read_db(ctx, lambda db: db.index_status())
     if as_json:
         echo_json(s)
         return
-    click.echo("\n".join(_status_lines(s)))
+    lines = getattr(s, "lines", None)  # a PostgreSQL database's status words itself
+    click.echo("\n".join(lines() if callable(lines) else _status_lines(s)))
