@@ -379,13 +379,13 @@ CREATE TABLE conversation_records (
     id             TEXT PRIMARY KEY,              -- the conversation id
     scope          TEXT,
     revision       TEXT NOT NULL,
-    updated_at     INTEGER NOT NULL,
+    updated_us     INTEGER NOT NULL,              -- the record's updated_at, microseconds (it orders listings)
     head_session   TEXT,                          -- the session holding the head entry; NULL: empty
     head_position  INTEGER,
     record         BLOB NOT NULL
 ) WITHOUT ROWID;
-CREATE INDEX conversation_records_by_time ON conversation_records (updated_at DESC);
-CREATE INDEX conversation_records_by_scope ON conversation_records (scope, updated_at DESC);
+CREATE INDEX conversation_records_by_time ON conversation_records (updated_us DESC);
+CREATE INDEX conversation_records_by_scope ON conversation_records (scope, updated_us DESC);
 CREATE TABLE conversation_entries (
     id          TEXT PRIMARY KEY,                 -- the entry id (its message's id too)
     session_id  TEXT NOT NULL,                    -- the session it was appended to

@@ -233,8 +233,11 @@ def _user_item(item: Any) -> ContentBlock:
         media_type = str(item.get("media_type") or "")
         for prefix, block in _MEDIA.items():
             if media_type.startswith(prefix):
+                encoded = item["data"]
+                # pydantic writes bytes as URL-safe base64; accept the standard alphabet too.
+                alt = b"-_" if "-" in encoded or "_" in encoded else None
                 try:
-                    return block(media_type=media_type, data=base64.b64decode(item["data"], validate=True))
+                    return block(media_type=media_type, data=base64.b64decode(encoded, alt, validate=True))
                 except (binascii.Error, ValueError):
                     break
         # A document's bytes stay in the JSON only: the block says what it is.

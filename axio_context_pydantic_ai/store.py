@@ -15,6 +15,7 @@ transcript; ``axio-context delete SESSION`` removes one), and forks of it keep r
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Final
 
 import aiosqlite
@@ -37,6 +38,16 @@ __all__ = ["ADAPTER", "AxioConversationStore"]
 ADAPTER: Final = "pydantic-ai"
 
 _RECORD: Final = TypeAdapter(ConversationRecord)
+
+
+def _microseconds(when: datetime) -> int:
+    """``when`` as microseconds since the epoch (a naive time taken as UTC)."""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return (when - _EPOCH) // timedelta(microseconds=1)
+
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class AxioConversationStore(ConversationStore):
@@ -78,6 +89,7 @@ class AxioConversationStore(ConversationStore):
                 record.conversation_id,
                 record=_RECORD.dump_json(record),
                 revision=record.revision,
+                updated_us=_microseconds(record.updated_at),
                 scope=record.scope,
                 head_id=record.head_id,
                 expected_revision=expected_revision,

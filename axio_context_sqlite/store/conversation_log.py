@@ -87,6 +87,7 @@ class ConversationLog:
         *,
         record: bytes,
         revision: str,
+        updated_us: int,
         scope: str | None,
         head_id: str | None,
         expected_revision: str | None,
@@ -96,6 +97,7 @@ class ConversationLog:
 
         :class:`RevisionConflictError` when the stored revision is not ``expected_revision``
         (None: no record may exist), or when ``head_id`` names an entry the log does not have.
+        ``updated_us``: the record's time (microseconds since the epoch), which orders listings.
         """
         dicts = getattr(self._conn, "dicts", None)
         messages = [m for _, _, m in entries]
@@ -111,7 +113,7 @@ class ConversationLog:
             self._conn,
             _write,
             conversation_id,
-            (record, revision, scope, head_id, expected_revision),
+            (record, revision, updated_us, scope, head_id, expected_revision),
             batch,
             project,
             self._adapter,
@@ -156,11 +158,11 @@ def _read_records(c: Any, scope: str | None, limit: int | None) -> list[bytes]:
     lim = -1 if limit is None else limit
     if scope is None:
         rows = c.execute(
-            "SELECT record FROM conversation_records ORDER BY updated_at DESC, id LIMIT ?", (lim,)
+            "SELECT record FROM conversation_records ORDER BY updated_us DESC, id LIMIT ?", (lim,)
         ).fetchall()
     else:
         rows = c.execute(
-            "SELECT record FROM conversation_records WHERE scope = ? ORDER BY updated_at DESC, id LIMIT ?",
+            "SELECT record FROM conversation_records WHERE scope = ? ORDER BY updated_us DESC, id LIMIT ?",
             (scope, lim),
         ).fetchall()
     return [bytes(r[0]) for r in rows]
@@ -194,12 +196,12 @@ def _read_line(c: Any, entry_id: str, limit: int | None) -> tuple[str | None, li
 def _write(
     c: Any,
     conversation_id: str,
-    rec: tuple[bytes, str, str | None, str | None, str | None],
+    rec: tuple[bytes, str, int, str | None, str | None, str | None],
     batch: _Batch,
     project: str,
     adapter: str,
 ) -> None:
-    record, revision, scope, head_id, expected_revision = rec
+    record, revision, updated_us, scope, head_id, expected_revision = rec
     with write_tx(c):
         stored = c.execute(_REVISION, (conversation_id,)).fetchone()
         if (None if stored is None else stored[0]) != expected_revision:
@@ -222,12 +224,12 @@ def _write(
                 raise RevisionConflictError(conversation_id)
             head = where
         c.execute(
-            "INSERT INTO conversation_records (id, scope, revision, updated_at, head_session, head_position,"
+            "INSERT INTO conversation_records (id, scope, revision, updated_us, head_session, head_position,"
             " record) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET scope = excluded.scope,"
-            " revision = excluded.revision, updated_at = excluded.updated_at,"
+            " revision = excluded.revision, updated_us = excluded.updated_us,"
             " head_session = excluded.head_session, head_position = excluded.head_position,"
             " record = excluded.record",
-            (conversation_id, scope, revision, now_ms(), *head, record),
+            (conversation_id, scope, revision, updated_us, *head, record),
         )
 
 
