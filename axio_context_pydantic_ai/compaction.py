@@ -40,15 +40,17 @@ def history_processor(
     if not steps:
         raise ValueError("compaction needs at least one step (a strategy such as SlidingWindow)")
     pipeline = CompactionPipeline(steps)
-    context = CompactionContext(max_tokens=max_tokens) if counter is None else CompactionContext(
-        counter=counter, max_tokens=max_tokens
+    context = (
+        CompactionContext(max_tokens=max_tokens)
+        if counter is None
+        else CompactionContext(counter=counter, max_tokens=max_tokens)
     )
 
     async def process(messages: list[pm.ModelMessage]) -> list[pm.ModelMessage]:
         natives: list[Message] = []
-        for i, message in enumerate(messages):
-            role, blocks = blocks_of(msgspec.json.decode(dump_message(message)))
-            natives.append(Message(role=role, content=blocks, metadata={_INDEX: i}))
+        for n, model_message in enumerate(messages):
+            role, blocks = blocks_of(msgspec.json.decode(dump_message(model_message)))
+            natives.append(Message(role=role, content=blocks, metadata={_INDEX: n}))
         view = await pipeline(natives, context)
         names = tool_names(messages)
         out: list[pm.ModelMessage] = []
@@ -88,7 +90,9 @@ def _mend_pairs(messages: Sequence[pm.ModelMessage]) -> list[pm.ModelMessage]:
         if len(parts) == len(message.parts):
             out.append(message)
         elif parts:
-            out.append(pm.ModelRequest(parts=parts, timestamp=message.timestamp, instructions=message.instructions))
+            out.append(
+                pm.ModelRequest(parts=parts, timestamp=message.timestamp, instructions=message.instructions)
+            )
     return out
 
 

@@ -82,7 +82,9 @@ async def load_messages(store: ContextStore, *, limit: int | None = None) -> lis
     for i, message in enumerate(history):
         loaded = model_message(message, position=i) if _has_json(message) else rebuilt(message, names)
         if isinstance(loaded, pm.ModelResponse):
-            names.update((p.tool_call_id, p.tool_name) for p in loaded.parts if isinstance(p, pm.ToolCallPart))
+            names.update(
+                (p.tool_call_id, p.tool_name) for p in loaded.parts if isinstance(p, pm.ToolCallPart)
+            )
         out.append(loaded)
     return out
 

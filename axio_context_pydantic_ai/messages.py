@@ -223,7 +223,11 @@ def _args(part: Mapping[str, Any]) -> dict[str, Any]:
     return {"arguments": args}
 
 
-_MEDIA: Final = {"image/": ImageBlock, "audio/": AudioBlock, "video/": VideoBlock}
+_MEDIA: Final[dict[str, type[ImageBlock | AudioBlock | VideoBlock]]] = {
+    "image/": ImageBlock,
+    "audio/": AudioBlock,
+    "video/": VideoBlock,
+}
 
 
 def _user_item(item: Any) -> ContentBlock:
@@ -242,7 +246,9 @@ def _user_item(item: Any) -> ContentBlock:
                     break
         # A document's bytes stay in the JSON only: the block says what it is.
         meta = {k: v for k, v in item.items() if k != "data"}
-        return ProviderBlock(provider=PROVIDER, kind="binary", data={**meta, "size": len(item["data"]) * 3 // 4})
+        return ProviderBlock(
+            provider=PROVIDER, kind="binary", data={**meta, "size": len(item["data"]) * 3 // 4}
+        )
     if isinstance(item, dict):
         return ProviderBlock(provider=PROVIDER, kind=str(item.get("kind") or "user-content"), data=item)
     return ProviderBlock(provider=PROVIDER, kind="user-content", data={"value": item})
@@ -271,8 +277,10 @@ def rebuilt(message: Message, tool_names: Mapping[str, str] | None = None) -> pm
         elif isinstance(block, ImageBlock | AudioBlock | VideoBlock):
             media.append(pm.BinaryContent(data=block.data, media_type=block.media_type))
         elif isinstance(block, ToolResultBlock):
-            content = block.content if isinstance(block.content, str) else "\n".join(
-                b.text for b in block.content if isinstance(b, TextBlock)
+            content = (
+                block.content
+                if isinstance(block.content, str)
+                else "\n".join(b.text for b in block.content if isinstance(b, TextBlock))
             )
             request.append(
                 pm.ToolReturnPart(
@@ -285,7 +293,7 @@ def rebuilt(message: Message, tool_names: Mapping[str, str] | None = None) -> pm
         elif isinstance(block, ProviderBlock):
             part = _part_from_json("request", block.data)
             if part is not None:
-                request.append(part)  # type: ignore[arg-type]
+                request.append(part)
             else:
                 item = _user_content(block.data)
                 if item is not None:
@@ -314,7 +322,7 @@ def _response_parts(block: ContentBlock) -> list[pm.ModelResponsePart]:
     if isinstance(block, ProviderBlock):
         part = _part_from_json("response", block.data)
         if part is not None:
-            return [part]  # type: ignore[list-item]
+            return [part]
         text = provider_text(block.data)
         return [pm.TextPart(text)] if text else []
     return []
@@ -334,11 +342,16 @@ def _user_content(data: Mapping[str, Any]) -> pm.UserContent | None:
     if "kind" not in data or "url" not in data:
         return None
     try:
-        part = _ADAPTER.validate_python([{"kind": "request", "parts": [{"part_kind": "user-prompt", "content": [dict(data)]}]}])
+        part = _ADAPTER.validate_python(
+            [{"kind": "request", "parts": [{"part_kind": "user-prompt", "content": [dict(data)]}]}]
+        )
     except ValidationError:
         return None
-    content = part[0].parts[0].content  # type: ignore[union-attr]
-    return content[0] if isinstance(content, list) and content else None
+    first = part[0].parts[0]
+    if isinstance(first, pm.UserPromptPart) and isinstance(first.content, list) and first.content:
+        item: pm.UserContent = first.content[0]
+        return item
+    return None
 
 
 def tool_names(messages: Sequence[pm.ModelMessage]) -> dict[str, str]:
@@ -350,4 +363,3 @@ def tool_names(messages: Sequence[pm.ModelMessage]) -> dict[str, str]:
         for part in message.parts
         if isinstance(part, pm.ToolCallPart)
     }
-

@@ -117,6 +117,10 @@ class AxioConversationStore(ConversationStore):
         out: list[ConversationEntry] = []
         for i, message in enumerate(messages):
             entry_id = message.id if message.id is not None else head_id
-            out.append(ConversationEntry(id=entry_id, parent_id=parent_id, message=model_message(message, position=i)))
+            out.append(
+                ConversationEntry(
+                    id=entry_id, parent_id=parent_id, message=model_message(message, position=i)
+                )
+            )
             parent_id = entry_id
         return out

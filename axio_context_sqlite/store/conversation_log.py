@@ -171,7 +171,8 @@ def _read_records(c: Any, scope: str | None, limit: int | None) -> list[bytes]:
 def _delete(c: Any, conversation_id: str, expected_revision: str) -> bool:
     with write_tx(c):
         cur = c.execute(
-            "DELETE FROM conversation_records WHERE id = ? AND revision = ?", (conversation_id, expected_revision)
+            "DELETE FROM conversation_records WHERE id = ? AND revision = ?",
+            (conversation_id, expected_revision),
         )
         return bool(cur.rowcount)
 

@@ -27,8 +27,12 @@ def weather_model(messages: list[pm.ModelMessage], info: AgentInfo) -> pm.ModelR
     if not returns:
         return pm.ModelResponse(
             parts=[
-                pm.ThinkingPart("the user wants weather", signature="sig-1", provider_name="anthropic",
-                                provider_details={"budget": 1024, "ratio": 0.5}),
+                pm.ThinkingPart(
+                    "the user wants weather",
+                    signature="sig-1",
+                    provider_name="anthropic",
+                    provider_details={"budget": 1024, "ratio": 0.5},
+                ),
                 pm.ToolCallPart("weather", {"city": "Paris"}, "call-1"),
             ],
             usage=pm.RequestUsage(input_tokens=12, output_tokens=7),

@@ -24,7 +24,12 @@ async def test_agent_run_through_message_history(conn: Connection, agent: Agent[
     assert first.output == "Sunny in Lyon, 21.5 degrees"
     # The run used the tool, was asked to retry it, and called it again.
     assert kinds(first.all_messages()) == [
-        ["user-prompt"], ["thinking", "tool-call"], ["tool-return"], ["tool-call"], ["tool-return"], ["text"]
+        ["user-prompt"],
+        ["thinking", "tool-call"],
+        ["tool-return"],
+        ["tool-call"],
+        ["tool-return"],
+        ["text"],
     ]
     await save_messages(store, first.new_messages())
     history = await load_messages(SQLiteContextStore(conn, "chat"))
@@ -44,7 +49,8 @@ async def test_agent_run_through_message_history(conn: Connection, agent: Agent[
 async def test_agent_run_through_the_conversation_store(conn: Connection, agent: Agent[None, str]) -> None:
     store = AxioConversationStore(conn, project="tests")
     result = await agent.run(
-        ["Weather?", BinaryContent(PNG, media_type="image/png")], conversation=Conversation(conversation_id="c1")
+        ["Weather?", BinaryContent(PNG, media_type="image/png")],
+        conversation=Conversation(conversation_id="c1"),
     )
     saved = await store.save(result, scope="alice")
     assert len(saved) == 6

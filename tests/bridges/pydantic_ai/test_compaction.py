@@ -36,14 +36,19 @@ def tool_history(turns: int) -> list[pm.ModelMessage]:
         out.append(pm.ModelRequest(parts=[pm.UserPromptPart(f"turn {t}: look up two things")]))
         out.append(
             pm.ModelResponse(
-                parts=[pm.TextPart("looking"), pm.ToolCallPart("lookup", {"q": f"a{t}"}, f"a{t}"),
-                       pm.ToolCallPart("lookup", {"q": f"b{t}"}, f"b{t}")]
+                parts=[
+                    pm.TextPart("looking"),
+                    pm.ToolCallPart("lookup", {"q": f"a{t}"}, f"a{t}"),
+                    pm.ToolCallPart("lookup", {"q": f"b{t}"}, f"b{t}"),
+                ]
             )
         )
         out.append(
             pm.ModelRequest(
-                parts=[pm.ToolReturnPart("lookup", "result " * 50 + str(t), f"a{t}"),
-                       pm.ToolReturnPart("lookup", {"value": t}, f"b{t}")]
+                parts=[
+                    pm.ToolReturnPart("lookup", "result " * 50 + str(t), f"a{t}"),
+                    pm.ToolReturnPart("lookup", {"value": t}, f"b{t}"),
+                ]
             )
         )
         out.append(pm.ModelResponse(parts=[pm.TextPart(f"done {t}")]))
@@ -67,7 +72,9 @@ async def test_changed_messages_are_rebuilt_and_summaries_added() -> None:
     view = await history_processor(TruncateToolResults(max_chars=40), Summarization(max_tokens=300))(history)
     assert pair_problems(view) == []
     assert len(view) < len(history)
-    texts = [p.content for m in view for p in m.parts if isinstance(p, pm.UserPromptPart | pm.SystemPromptPart)]
+    texts = [
+        p.content for m in view for p in m.parts if isinstance(p, pm.UserPromptPart | pm.SystemPromptPart)
+    ]
     assert any("turn 0" in str(t) for t in texts)  # the summary keeps the first goal
     returns = [p for m in view for p in m.parts if isinstance(p, pm.ToolReturnPart)]
     assert returns and all(p.tool_name == "lookup" for p in returns)

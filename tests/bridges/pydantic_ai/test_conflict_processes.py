@@ -3,6 +3,7 @@ ConversationConflict, and the store holds the winner's turn only."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -24,6 +25,21 @@ async def test_two_processes_one_revision_one_winner(tmp_path: Path) -> None:
         await store.save(
             Conversation(conversation_id="c", messages=[pm.ModelRequest(parts=[pm.UserPromptPart("hi")])])
         )
+    outcomes = await asyncio.to_thread(_race, db)
+    winner = ["one", "two"][outcomes.index({"saved": True})]
+    async with connect(db) as conn:
+        loaded = await AxioConversationStore(conn).load("c")
+        assert loaded is not None
+        assert [m.parts[0].content for m in loaded.messages] == [
+            "hi",
+            f"from {winner}",
+            f"answer to {winner}",
+        ]  # type: ignore[union-attr]
+        assert len(await SQLiteContextStore(conn, "c").get_history()) == 3  # the loser wrote nothing
+
+
+def _race(db: Path) -> list[dict[str, bool]]:
+    """Start both savers, let them load, then let them save at once; their outcomes."""
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "tests.procs.pydai_saver", str(db), "c", name],
@@ -58,9 +74,4 @@ async def test_two_processes_one_revision_one_winner(tmp_path: Path) -> None:
                 p.kill()
                 p.wait()
     assert sorted(map(str, outcomes)) == sorted(map(str, [{"saved": True}, {"conflict": True}]))
-    winner = ["one", "two"][outcomes.index({"saved": True})]
-    async with connect(db) as conn:
-        loaded = await AxioConversationStore(conn).load("c")
-        assert loaded is not None
-        assert [m.parts[0].content for m in loaded.messages] == ["hi", f"from {winner}", f"answer to {winner}"]  # type: ignore[union-attr]
-        assert len(await SQLiteContextStore(conn, "c").get_history()) == 3  # the loser wrote nothing
+    return outcomes

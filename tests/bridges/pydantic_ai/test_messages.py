@@ -9,7 +9,14 @@ import pytest
 from pydantic_ai import messages as pm
 
 from axio_context import MemoryContextStore
-from axio_context.blocks import ImageBlock, ProviderBlock, ReasoningBlock, TextBlock, ToolResultBlock, ToolUseBlock
+from axio_context.blocks import (
+    ImageBlock,
+    ProviderBlock,
+    ReasoningBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from axio_context.messages import searchable_text
 from axio_context.tokens import IMAGE_TOKENS, estimate_message_tokens
 from axio_context_pydantic_ai import (
@@ -35,8 +42,12 @@ def rich_history() -> list[pm.ModelMessage]:
             parts=[
                 pm.SystemPromptPart("You are terse.", timestamp=WHEN),
                 pm.UserPromptPart(
-                    ["Describe these", pm.BinaryContent(PNG, media_type="image/png"),
-                     pm.ImageUrl("https://example.com/cat.jpg"), pm.DocumentUrl("https://example.com/a.pdf")],
+                    [
+                        "Describe these",
+                        pm.BinaryContent(PNG, media_type="image/png"),
+                        pm.ImageUrl("https://example.com/cat.jpg"),
+                        pm.DocumentUrl("https://example.com/a.pdf"),
+                    ],
                     timestamp=WHEN,
                 ),
             ],
@@ -45,13 +56,20 @@ def rich_history() -> list[pm.ModelMessage]:
         ),
         pm.ModelResponse(
             parts=[
-                pm.ThinkingPart("looking closely", id="th-1", signature="c2lnbmF0dXJl", provider_name="anthropic",
-                                provider_details={"redacted": False, "budget": 2048}),
+                pm.ThinkingPart(
+                    "looking closely",
+                    id="th-1",
+                    signature="c2lnbmF0dXJl",
+                    provider_name="anthropic",
+                    provider_details={"redacted": False, "budget": 2048},
+                ),
                 pm.ToolCallPart("measure", {"what": "cat", "scale": 1.0, "count": 2}, "call-a"),
                 pm.ToolCallPart("measure", '{"what": "dog"', "call-b"),  # not valid JSON: kept as given
                 pm.ToolCallPart("noargs", None, "call-c"),
             ],
-            usage=pm.RequestUsage(input_tokens=1200, output_tokens=85, cache_read_tokens=40, details={"reasoning": 30}),
+            usage=pm.RequestUsage(
+                input_tokens=1200, output_tokens=85, cache_read_tokens=40, details={"reasoning": 30}
+            ),
             model_name="claude-x",
             provider_name="anthropic",
             provider_url="https://api.anthropic.com",
@@ -62,16 +80,29 @@ def rich_history() -> list[pm.ModelMessage]:
         ),
         pm.ModelRequest(
             parts=[
-                pm.ToolReturnPart("measure", {"size": 31.5, "unit": "cm", "ok": True, "n": 3}, "call-a", timestamp=WHEN),
                 pm.ToolReturnPart(
-                    "measure", "bad arguments", "call-b", outcome="retried", timestamp=WHEN,
+                    "measure", {"size": 31.5, "unit": "cm", "ok": True, "n": 3}, "call-a", timestamp=WHEN
+                ),
+                pm.ToolReturnPart(
+                    "measure",
+                    "bad arguments",
+                    "call-b",
+                    outcome="retried",
+                    timestamp=WHEN,
                     retry=pm.RetryInfo(cause="validation_error"),
                 ),
-                pm.ToolReturnPart("noargs", [1, 2.5, None, "x", {"deep": [True]}], "call-c", outcome="failed",
-                                  timestamp=WHEN),
+                pm.ToolReturnPart(
+                    "noargs",
+                    [1, 2.5, None, "x", {"deep": [True]}],
+                    "call-c",
+                    outcome="failed",
+                    timestamp=WHEN,
+                ),
             ]
         ),
-        pm.ModelResponse(parts=[pm.TextPart("A cat, 31.5 cm.", id="t-1")], timestamp=WHEN, model_name="claude-x"),
+        pm.ModelResponse(
+            parts=[pm.TextPart("A cat, 31.5 cm.", id="t-1")], timestamp=WHEN, model_name="claude-x"
+        ),
     ]
 
 
@@ -92,7 +123,10 @@ async def test_round_trip_equals_pydantic_ais_own_load(conn: Connection) -> None
     assert isinstance(response, pm.ModelResponse)
     assert response.usage.input_tokens == 1200 and response.usage.details == {"reasoning": 30}
     assert (response.model_name, response.provider_name, response.provider_response_id) == (
-        "claude-x", "anthropic", "resp-42")
+        "claude-x",
+        "anthropic",
+        "resp-42",
+    )
     assert response.timestamp == WHEN
     thinking, call_a, call_b, _ = response.parts
     assert isinstance(thinking, pm.ThinkingPart) and thinking.signature == "c2lnbmF0dXJl"
@@ -101,8 +135,14 @@ async def test_round_trip_equals_pydantic_ais_own_load(conn: Connection) -> None
     assert isinstance(call_a.args, dict) and isinstance(call_a.args["scale"], float)
     assert isinstance(call_b, pm.ToolCallPart) and call_b.args == '{"what": "dog"'
     returns = back[2].parts
-    assert [p.outcome for p in returns if isinstance(p, pm.ToolReturnPart)] == ["success", "retried", "failed"]
-    assert isinstance(returns[1], pm.ToolReturnPart) and returns[1].retry == pm.RetryInfo(cause="validation_error")
+    assert [p.outcome for p in returns if isinstance(p, pm.ToolReturnPart)] == [
+        "success",
+        "retried",
+        "failed",
+    ]
+    assert isinstance(returns[1], pm.ToolReturnPart) and returns[1].retry == pm.RetryInfo(
+        cause="validation_error"
+    )
     prompt = back[0].parts[1]
     assert isinstance(prompt, pm.UserPromptPart) and isinstance(prompt.content, list)
     image = prompt.content[1]
@@ -150,8 +190,14 @@ async def test_tail_read_and_memory_store() -> None:
 NEWER = {
     "kind": "response",
     "parts": [
-        {"part_kind": "text", "content": "known text", "id": None, "provider_name": None,
-         "provider_details": None, "citations": None},
+        {
+            "part_kind": "text",
+            "content": "known text",
+            "id": None,
+            "provider_name": None,
+            "provider_details": None,
+            "citations": None,
+        },
         {"part_kind": "hologram", "content": "a part from the future", "depth": 3.0, "layers": [1, 2]},
     ],
     "usage": {"input_tokens": 5, "output_tokens": 2},
@@ -174,7 +220,9 @@ async def test_newer_message_json_is_kept_whole_and_given_back(conn: Connection)
     stored = await store.get_history()
     assert stored[1].content[0] == TextBlock(text="known text")
     future = stored[1].content[1]
-    assert isinstance(future, ProviderBlock) and future.kind == "hologram" and future.data == NEWER["parts"][1]
+    assert (
+        isinstance(future, ProviderBlock) and future.kind == "hologram" and future.data == NEWER["parts"][1]
+    )
     assert "a part from the future" in searchable_text(stored[1])
 
 
@@ -199,8 +247,12 @@ async def test_bad_json_is_refused_and_nothing_is_stored(conn: Connection, data:
 async def test_a_summary_without_json_is_rebuilt() -> None:
     from axio_context import Message
 
-    store = MemoryContextStore([Message(role="user", content=[TextBlock(text="summary of before")]),
-                                Message(role="assistant", content=[TextBlock(text="ok")])])
+    store = MemoryContextStore(
+        [
+            Message(role="user", content=[TextBlock(text="summary of before")]),
+            Message(role="assistant", content=[TextBlock(text="ok")]),
+        ]
+    )
     back = await load_messages(store)
     assert isinstance(back[0], pm.ModelRequest) and back[0].parts[0].content == "summary of before"  # type: ignore[union-attr]
     assert isinstance(back[1], pm.ModelResponse) and back[1].text == "ok"

@@ -16,7 +16,6 @@ from axio_context.errors import SessionOwnerError
 from axio_context_pydantic_ai import AxioConversationStore, save_messages
 from axio_context_sqlite import Connection, SQLiteContextStore
 
-
 WHEN = datetime(2026, 11, 26, 2, 0, tzinfo=UTC)
 
 
@@ -48,7 +47,8 @@ async def test_stale_revision_is_a_conflict_and_writes_nothing(conn: Connection)
         await store.save(b)
     loaded = await store.load("c")
     assert loaded is not None and [m.parts[0].content for m in loaded.messages[::2]] == [  # type: ignore[union-attr]
-        "question 0", "question 1"
+        "question 0",
+        "question 1",
     ]
     assert len(await SQLiteContextStore(conn, "c").get_history()) == 4  # b's messages were not stored
     with pytest.raises(ConversationConflict):  # a new conversation over a stored one
