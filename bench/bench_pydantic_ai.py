@@ -49,7 +49,8 @@ def turn(t: int) -> list[pm.ModelMessage]:
             )
         )
         if i < 8:
-            out.append(pm.ModelRequest(parts=[pm.ToolReturnPart("grep", f"line {i}: error found " * 8, call)]))
+            found = pm.ToolReturnPart("grep", f"line {i}: error found " * 8, call)
+            out.append(pm.ModelRequest(parts=[found]))
     out.append(pm.ModelResponse(parts=[pm.TextPart(f"Turn {t}: three errors, all fixed.")]))
     assert len(out) == 19
     out.insert(1, pm.ModelResponse(parts=[pm.TextPart("Looking.")]))

@@ -177,3 +177,23 @@ async def test_a_session_another_adapter_owns_is_refused(conn: Connection) -> No
     await store.save(Conversation(conversation_id="helpers", messages=turn(1)))
     loaded = await store.load("helpers")
     assert loaded is not None and loaded.messages == turn(1)
+
+
+async def test_write_record_refuses_a_missing_head_and_a_broken_chain(conn: Connection) -> None:
+    from pydantic_ai.conversation_store import ConversationEntry, ConversationRecord
+
+    store = AxioConversationStore(conn)
+    with pytest.raises(ConversationConflict):  # the head names an entry nobody stored
+        await store.write_record(
+            ConversationRecord(conversation_id="x", head_id="gone"), expected_revision=None
+        )
+    first = ConversationEntry(parent_id=None, message=turn(0)[0])
+    stray = ConversationEntry(parent_id="elsewhere", message=turn(0)[1])
+    with pytest.raises(ValueError, match="does not follow"):
+        await store.write_record(
+            ConversationRecord(conversation_id="x", head_id=stray.id),
+            new_entries=[first, stray],
+            expected_revision=None,
+        )
+    assert await store.read_record("x") is None
+    assert await SQLiteContextStore(conn, "x").get_history() == []
