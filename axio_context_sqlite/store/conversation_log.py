@@ -92,8 +92,9 @@ class ConversationLog:
         head_id: str | None,
         expected_revision: str | None,
         entries: Sequence[Entry] = (),
-    ) -> None:
-        """Check the revision, append ``entries`` and store ``record`` in one transaction.
+    ) -> dict[str, tuple[str, int]]:
+        """Check the revision, append ``entries`` and store ``record`` in one transaction;
+        returns where each entry went: ``{entry id: (session id, position)}``.
 
         :class:`RevisionConflictError` when the stored revision is not ``expected_revision``
         (None: no record may exist), or when ``head_id`` names an entry the log does not have.
@@ -109,7 +110,7 @@ class ConversationLog:
                 raise ValueError(f"entry {links[i][0]!r} does not follow the entry before it in the batch")
         batch = _Batch(links, encoded, tokens, appending.preview_for(messages))
         project = scope if scope is not None else self._project
-        await run(
+        return await run(
             self._conn,
             _write,
             conversation_id,
@@ -201,7 +202,7 @@ def _write(
     batch: _Batch,
     project: str,
     adapter: str,
-) -> None:
+) -> dict[str, tuple[str, int]]:
     record, revision, updated_us, scope, head_id, expected_revision = rec
     with write_tx(c):
         stored = c.execute(_REVISION, (conversation_id,)).fetchone()
@@ -232,6 +233,7 @@ def _write(
             " record = excluded.record",
             (conversation_id, scope, revision, updated_us, *head, record),
         )
+    return placed
 
 
 def _entry(c: Any, entry_id: str) -> tuple[str, int] | None:
