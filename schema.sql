@@ -584,3 +584,25 @@ CREATE TRIGGER agent_sessions_free AFTER DELETE ON sessions BEGIN
     DELETE FROM agent_sessions WHERE sid = OLD.sid;
     DELETE FROM hidden_messages WHERE sid = OLD.sid;
 END;
+
+-- version: 14 conversation_log
+
+-- A framework's conversation log (pydantic-ai's ConversationStore): each conversation's record
+-- (its own JSON, opaque here) with the revision a save checks, and where its head is. Entries
+-- are messages of ordinary sessions (branches are forks): `conversation_entries` finds one by id.
+CREATE TABLE conversation_records (
+    id             TEXT PRIMARY KEY,              -- the conversation id
+    scope          TEXT,
+    revision       TEXT NOT NULL,
+    updated_us     INTEGER NOT NULL,              -- the record's updated_at, microseconds (it orders listings)
+    head_session   TEXT,                          -- the session holding the head entry; NULL: empty
+    head_position  INTEGER,
+    record         BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX conversation_records_by_time ON conversation_records (updated_us DESC);
+CREATE INDEX conversation_records_by_scope ON conversation_records (scope, updated_us DESC);
+CREATE TABLE conversation_entries (
+    id          TEXT PRIMARY KEY,                 -- the entry id (its message's id too)
+    session_id  TEXT NOT NULL,                    -- the session it was appended to
+    position    INTEGER NOT NULL
+) WITHOUT ROWID;

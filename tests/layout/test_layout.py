@@ -15,7 +15,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("axio_context", "axio_context_sqlite", "axio_context_postgres")
+PACKAGES = (
+    "axio_context",
+    "axio_context_sqlite",
+    "axio_context_postgres",
+    "axio_context_openai_agents",
+    "axio_context_pydantic_ai",
+)
 #: A module past this many lines usually holds two ideas.
 MAX_LINES = 420
 #: Statements that only the store and search packages may hold.

@@ -1,0 +1,314 @@
+"""A framework's conversation log over sessions: records with a revision, entries as messages.
+
+pydantic-ai's ``ConversationStore`` keeps a conversation as a chain of entries (each one message
+pointing at the one before it) and a record naming the newest. Here an entry is a message of an
+ordinary session, its id the message's ``id``; the entry before it is the message before it in
+that session's view. A save that continues the last message of a session appends to that
+session; one that continues any other entry (a rewritten history, a branch, a fork of a
+conversation) starts a fork of its session at that point: nothing is copied, and every line stays
+a session that ``show``, ``search`` and export read like any other.
+
+The record is the framework's own serialization, opaque here; a write checks the stored revision,
+appends the new entries and replaces the record in one transaction, so of two writers that loaded
+the same revision, in one process or two, exactly one succeeds. Sessions this log creates carry
+the adapter's name in their metadata (:mod:`axio_context.owners`): a session id another adapter
+writes is refused, never mixed into.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+from uuid import uuid4
+
+import aiosqlite
+
+from axio_context.errors import AxioContextError
+from axio_context.messages import Message
+from axio_context.owners import ADAPTER_KEY, claim
+from axio_context.tokens import DefaultEstimator, TokenCounter
+
+from . import appending, sessions
+from .calls import run
+from .keys import key, now_ms
+from .message_rows import encode_message
+from .reading import read_messages
+from .session_rows import segments, session_row
+from .transactions import read_tx, write_tx
+
+__all__ = ["ConversationLog", "RevisionConflictError"]
+
+
+class RevisionConflictError(AxioContextError):
+    """A conversation's stored revision is not the one a write expected (another writer saved it)."""
+
+    def __init__(self, conversation_id: str) -> None:
+        self.conversation_id = conversation_id
+        super().__init__(f"conversation {conversation_id!r} changed since it was read")
+
+
+#: One new entry: its id, the id of the entry before it, and its message.
+Entry = tuple[str, str | None, Message]
+
+
+class ConversationLog:
+    """Records and entries of one framework's conversations in an axio-context database.
+
+    ``adapter`` names the framework (the sessions it creates are marked with it); ``project``
+    files those sessions when a write gives no scope (None: the current directory, as
+    :class:`~axio_context_sqlite.SQLiteContextStore`).
+    """
+
+    def __init__(
+        self,
+        conn: aiosqlite.Connection,
+        *,
+        adapter: str,
+        project: str | None = None,
+        token_counter: TokenCounter | None = None,
+    ) -> None:
+        self._conn = conn
+        self._adapter = adapter
+        self._project = project if project is not None else str(Path.cwd().resolve())
+        self._counter: TokenCounter = token_counter or DefaultEstimator()
+
+    async def read_record(self, conversation_id: str) -> bytes | None:
+        """A conversation's stored record, or None."""
+        return await run(self._conn, _read_record, conversation_id)
+
+    async def read_records(self, scope: str | None = None, limit: int | None = None) -> list[bytes]:
+        """The stored records (of ``scope`` when given), most recently written first."""
+        return await run(self._conn, _read_records, scope, limit)
+
+    async def write(
+        self,
+        conversation_id: str,
+        *,
+        record: bytes,
+        revision: str,
+        updated_us: int,
+        scope: str | None,
+        head_id: str | None,
+        expected_revision: str | None,
+        entries: Sequence[Entry] = (),
+    ) -> dict[str, tuple[str, int]]:
+        """Check the revision, append ``entries`` and store ``record`` in one transaction;
+        returns where each entry went: ``{entry id: (session id, position)}``.
+
+        :class:`RevisionConflictError` when the stored revision is not ``expected_revision``
+        (None: no record may exist), or when ``head_id`` names an entry the log does not have.
+        ``updated_us``: the record's time (microseconds since the epoch), which orders listings.
+        """
+        dicts = getattr(self._conn, "dicts", None)
+        messages = [m for _, _, m in entries]
+        encoded = [encode_message(m, dicts=dicts, index=i) for i, m in enumerate(messages)]
+        tokens = [self._counter.count(m) for m in messages]
+        links = [(entry_id, parent_id) for entry_id, parent_id, _ in entries]
+        for i in range(1, len(links)):
+            if links[i][1] != links[i - 1][0]:
+                raise ValueError(f"entry {links[i][0]!r} does not follow the entry before it in the batch")
+        batch = _Batch(links, encoded, tokens, appending.preview_for(messages))
+        project = scope if scope is not None else self._project
+        return await run(
+            self._conn,
+            _write,
+            conversation_id,
+            (record, revision, updated_us, scope, head_id, expected_revision),
+            batch,
+            project,
+            self._adapter,
+        )
+
+    async def delete(self, conversation_id: str, expected_revision: str) -> None:
+        """Delete a conversation's record; its sessions (the transcript) stay.
+        :class:`RevisionConflictError` unless the stored revision is ``expected_revision``."""
+        if not await run(self._conn, _delete, conversation_id, expected_revision):
+            raise RevisionConflictError(conversation_id)
+
+    async def read_line(self, entry_id: str, limit: int | None = None) -> tuple[str | None, list[Message]]:
+        """The messages from the first entry up to ``entry_id`` (its last ``limit`` when given),
+        and the id of the entry before the first one returned. :class:`KeyError` for an entry the
+        log does not have (a concurrent writer may have replaced what pointed at it)."""
+        return await run(self._conn, _read_line, entry_id, limit)
+
+
+class _Batch:
+    """What :func:`_write` appends: entry links, encoded messages, token counts, preview."""
+
+    __slots__ = ("encoded", "links", "preview", "tokens")
+
+    def __init__(self, links: list[tuple[str, str | None]], encoded: Any, tokens: list[int], preview: Any):
+        self.links = links
+        self.encoded = encoded
+        self.tokens = tokens
+        self.preview = preview
+
+
+_RECORD: Final = "SELECT record FROM conversation_records WHERE id = ?"
+_REVISION: Final = "SELECT revision FROM conversation_records WHERE id = ?"
+_ENTRY: Final = "SELECT session_id, position FROM conversation_entries WHERE id = ?"
+
+
+def _read_record(c: Any, conversation_id: str) -> bytes | None:
+    r = c.execute(_RECORD, (conversation_id,)).fetchone()
+    return None if r is None else bytes(r[0])
+
+
+def _read_records(c: Any, scope: str | None, limit: int | None) -> list[bytes]:
+    lim = -1 if limit is None else limit
+    if scope is None:
+        rows = c.execute(
+            "SELECT record FROM conversation_records ORDER BY updated_us DESC, id LIMIT ?", (lim,)
+        ).fetchall()
+    else:
+        rows = c.execute(
+            "SELECT record FROM conversation_records WHERE scope = ? ORDER BY updated_us DESC, id LIMIT ?",
+            (scope, lim),
+        ).fetchall()
+    return [bytes(r[0]) for r in rows]
+
+
+def _delete(c: Any, conversation_id: str, expected_revision: str) -> bool:
+    with write_tx(c):
+        cur = c.execute(
+            "DELETE FROM conversation_records WHERE id = ? AND revision = ?",
+            (conversation_id, expected_revision),
+        )
+        return bool(cur.rowcount)
+
+
+def _read_line(c: Any, entry_id: str, limit: int | None) -> tuple[str | None, list[Message]]:
+    with read_tx(c):
+        found = c.execute(_ENTRY, (entry_id,)).fetchone()
+        row = None if found is None else session_row(c, found[0])
+        if found is None or row is None or found[1] >= row.next_position:
+            raise KeyError(entry_id)
+        session_id, position = found
+        end = position + 1
+        start = 0 if limit is None else max(0, end - limit)
+        if start == end:
+            return entry_id, []
+        got = read_messages(c, session_id, row, max(0, start - 1), end)
+        if start > 0:
+            return got[0].id, got[1:]
+        return None, got
+
+
+def _write(
+    c: Any,
+    conversation_id: str,
+    rec: tuple[bytes, str, int, str | None, str | None, str | None],
+    batch: _Batch,
+    project: str,
+    adapter: str,
+) -> dict[str, tuple[str, int]]:
+    record, revision, updated_us, scope, head_id, expected_revision = rec
+    with write_tx(c):
+        stored = c.execute(_REVISION, (conversation_id,)).fetchone()
+        if (None if stored is None else stored[0]) != expected_revision:
+            raise RevisionConflictError(conversation_id)
+        placed: dict[str, tuple[str, int]] = {}
+        if batch.links:
+            target = _line_for(c, conversation_id, batch.links[0][1], project, adapter)
+            row = session_row(c, target)
+            first = 0 if row is None else row.next_position
+            appending.append(c, target, project, batch.encoded, batch.tokens, batch.preview)
+            placed = {entry_id: (target, first + i) for i, (entry_id, _) in enumerate(batch.links)}
+            c.executemany(
+                "INSERT INTO conversation_entries (id, session_id, position) VALUES (?, ?, ?)",
+                [(entry_id, s, p) for entry_id, (s, p) in placed.items()],
+            )
+        head: tuple[str | None, int | None] = (None, None)
+        if head_id is not None:
+            where = placed.get(head_id) or _entry(c, head_id)
+            if where is None:  # released by a concurrent delete or rewrite
+                raise RevisionConflictError(conversation_id)
+            head = where
+        c.execute(
+            "INSERT INTO conversation_records (id, scope, revision, updated_us, head_session, head_position,"
+            " record) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET scope = excluded.scope,"
+            " revision = excluded.revision, updated_us = excluded.updated_us,"
+            " head_session = excluded.head_session, head_position = excluded.head_position,"
+            " record = excluded.record",
+            (conversation_id, scope, revision, updated_us, *head, record),
+        )
+    return placed
+
+
+def _entry(c: Any, entry_id: str) -> tuple[str, int] | None:
+    r = c.execute(_ENTRY, (entry_id,)).fetchone()
+    return None if r is None else (r[0], r[1])
+
+
+def _line_for(c: Any, conversation_id: str, parent_id: str | None, project: str, adapter: str) -> str:
+    """The session new entries after ``parent_id`` go to: the session whose last message it is,
+    else a fork of its session right after it; a new session for a history's first entry."""
+    if parent_id is None:
+        return _new_session(c, conversation_id, project, adapter)
+    found = _entry(c, parent_id)
+    if found is None:
+        raise RevisionConflictError(conversation_id)
+    session_id, position = found
+    row = session_row(c, session_id)
+    if row is None or row.next_position <= position:
+        raise RevisionConflictError(conversation_id)
+    if row.next_position == position + 1 and sessions.get_metadata(c, session_id).get(ADAPTER_KEY) == adapter:
+        return str(session_id)
+    new_id = uuid4().hex
+    _fork_at(c, session_id, position + 1, new_id, project, adapter)
+    return new_id
+
+
+def _new_session(c: Any, conversation_id: str, project: str, adapter: str) -> str:
+    """A session for a new history: named after the conversation when that id is free (or an
+    empty session no adapter claimed), else a fresh id when this adapter has it already.
+    :class:`~axio_context.errors.SessionOwnerError` when another adapter (or plain code) has it."""
+    row = session_row(c, conversation_id)
+    if row is None:
+        sessions.set_metadata(c, conversation_id, project, {ADAPTER_KEY: adapter})
+        return conversation_id
+    metadata = sessions.get_metadata(c, conversation_id)
+    if metadata.get(ADAPTER_KEY) == adapter:
+        new_id = uuid4().hex
+        sessions.set_metadata(c, new_id, project, {ADAPTER_KEY: adapter})
+        return new_id
+    wanted = claim(conversation_id, metadata, adapter, has_messages=row.next_position > 0)
+    if wanted is not None:
+        sessions.set_metadata(c, conversation_id, project, wanted)
+    return conversation_id
+
+
+def _fork_at(c: Any, session_id: str, position: int, new_id: str, project: str, adapter: str) -> None:
+    """A session inheriting the first ``position`` messages of ``session_id``'s transcript: one
+    row, nothing copied (a fork at any point; compaction checkpoints are not inherited)."""
+    parent = session_row(c, session_id)
+    assert parent is not None
+    est = 0
+    for sid, lo, hi in segments(c, parent, 0, position):
+        est += c.execute(
+            "SELECT total(tokens) FROM messages WHERE id >= ? AND id < ?", (key(sid, lo), key(sid, hi))
+        ).fetchone()[0]
+    now = now_ms()
+    c.execute(
+        "INSERT INTO sessions (id, project, parent_id, fork_position, base_sid, base_len, next_position,"
+        " created_at, updated_at, preview, preview_pos, est_tokens, metadata)"
+        " SELECT ?, ?, id, ?, CASE WHEN ? > 0 THEN sid END, ?, ?, ?, ?,"
+        " CASE WHEN preview_pos < ? THEN preview END, CASE WHEN preview_pos < ? THEN preview_pos END, ?, ?"
+        " FROM sessions WHERE sid = ?",
+        (
+            new_id,
+            project,
+            position,
+            position,
+            position,
+            position,
+            now,
+            now,
+            position,
+            position,
+            int(est),
+            sessions.encode_metadata({ADAPTER_KEY: adapter}),
+            parent.sid,
+        ),
+    )
