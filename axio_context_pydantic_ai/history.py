@@ -24,6 +24,8 @@ from pydantic_ai import messages as pm
 from axio_context.context import ContextStore, check_limit
 from axio_context.messages import Message
 from axio_context.owners import ADAPTER_KEY, claim
+from axio_context.usage_limits import UsageRecorder
+from axio_context.usage_limits.pydantic_bridge import from_pydantic_ai
 
 from .messages import (
     JSON_KEY,
@@ -42,11 +44,54 @@ _decode: Final = msgspec.json.Decoder()
 _encode: Final = msgspec.json.Encoder()
 
 
-async def save_messages(store: ContextStore, messages: Sequence[pm.ModelMessage]) -> None:
-    """Append pydantic-ai messages (a run's ``new_messages()``) in one step: all or none."""
-    natives = [native_message(m) for m in messages]
+async def save_messages(
+    store: ContextStore,
+    messages: Sequence[pm.ModelMessage],
+    *,
+    usage: UsageRecorder | None = None,
+    agent: str = "",
+) -> None:
+    """Append pydantic-ai messages (a run's ``new_messages()``) in one step: all or none.
+
+    With ``usage`` (a recorder on the same database, e.g. ``SQLiteUsageRecorder.of(store)``),
+    each ``ModelResponse`` is stored together with its usage (model, run id, tool calls; one
+    transaction each) and the messages between responses in one step each, so limits checked
+    against that recorder (``UsageGuard``) see every request, across restarts.
+    """
+    natives = [native_message(m) for m in messages]  # every message encodes before any is written
     await _claim(store, writing=True)
-    await store.append_many(natives)
+    if usage is None:
+        await store.append_many(natives)
+        return
+    succeeded = {
+        part.tool_call_id
+        for m in messages
+        if isinstance(m, pm.ModelRequest)
+        for part in m.parts
+        if isinstance(part, pm.ToolReturnPart) and part.outcome == "success"
+    }
+    pending: list[Message] = []
+    for original, native in zip(messages, natives, strict=True):
+        if not isinstance(original, pm.ModelResponse):
+            pending.append(native)
+            continue
+        if pending:
+            await store.append_many(pending)
+            pending = []
+        await usage.record(
+            from_pydantic_ai(original.usage),
+            session_id=store.session_id,
+            agent=agent,
+            run=original.run_id or "",
+            model=original.model_name or "",
+            # pydantic-ai counts the tool calls that ran to success (not the retried ones)
+            tool_calls=sum(
+                isinstance(p, pm.ToolCallPart) and p.tool_call_id in succeeded for p in original.parts
+            ),
+            message=native,
+        )
+    if pending:
+        await store.append_many(pending)
 
 
 async def save_messages_json(store: ContextStore, data: bytes | str) -> None:

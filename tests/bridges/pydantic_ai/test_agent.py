@@ -3,6 +3,9 @@ the store through both ways in: the ``message_history=`` helpers and the Convers
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from pydantic_ai import Agent, BinaryContent
 from pydantic_ai import messages as pm
 from pydantic_ai.conversation import Conversation
@@ -70,3 +73,40 @@ async def test_agent_run_through_the_conversation_store(conn: Connection, agent:
     assert [m.id for m in await session.get_history()] == [e.id for e in entries]
     assert (await session.info()).project == "alice"
     assert await store.load("c1", scope="bob") is None
+
+
+async def test_usage_of_each_response_is_recorded_and_limits_hold_across_a_reopen(
+    tmp_path: Path, agent: Agent[None, str]
+) -> None:
+    """save_messages(usage=...) records each ModelResponse's usage with its message; pydantic-ai's
+    UsageLimits, converted, are then checked against what is stored, after a restart too."""
+    from pydantic_ai.usage import UsageLimits as PaiLimits
+
+    from axio_context.usage_limits import UsageGuard, UsageLimitExceeded
+    from axio_context.usage_limits.pydantic_bridge import from_pydantic_ai
+    from axio_context_sqlite import connect
+    from axio_context_sqlite.usage import SQLiteUsageRecorder
+
+    path = tmp_path / "u.db"
+    result = await agent.run(["Weather?", BinaryContent(PNG, media_type="image/png")])
+    responses = [m for m in result.new_messages() if isinstance(m, pm.ModelResponse)]
+    async with connect(path) as conn:
+        store = SQLiteContextStore(conn, "chat", project="p")
+        await save_messages(
+            store, result.new_messages(), usage=SQLiteUsageRecorder.of(store), agent="weather"
+        )
+        assert await load_messages(store) == ADAPTER.validate_json(result.all_messages_json())
+    async with connect(path) as conn:  # a restart
+        store = SQLiteContextStore(conn, "chat", project="p")
+        recorder = SQLiteUsageRecorder.of(store)
+        totals = await recorder.totals(session_id="chat")
+        assert totals.requests == len(responses) == result.usage.requests
+        assert totals.input_tokens == result.usage.input_tokens
+        assert totals.output_tokens == result.usage.output_tokens
+        assert totals.tool_calls == result.usage.tool_calls
+        assert await store.get_context_tokens() == (result.usage.input_tokens, result.usage.output_tokens)
+        guard = UsageGuard(
+            recorder, from_pydantic_ai(PaiLimits(request_limit=len(responses))), agent="weather"
+        )
+        with pytest.raises(UsageLimitExceeded, match="request_limit"):
+            await guard.check_before_request()
