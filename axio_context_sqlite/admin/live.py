@@ -55,10 +55,12 @@ class DatabaseLive:
         text: str | None = None,
         limit: int = 100,
         cursor: str | None = None,
+        agent_id: str | None = None,
     ) -> SessionTreePage:
         """A page of sessions newest first with their forks under them, or with ``text`` the
-        sessions whose id, title, preview or project holds it (flat); see :func:`.browsing.session_tree`."""
-        return await run(self._conn, browsing.session_tree, project, text or None, limit, cursor)
+        sessions whose id, title, preview or project holds it, with ``agent_id`` those holding
+        that agent's conversations (flat); see :func:`.browsing.session_tree`."""
+        return await run(self._conn, browsing.session_tree, project, text or None, limit, cursor, agent_id)
 
     async def transcript(self, session_id: str, *, full: bool = False, limit: int = 200) -> SessionView:
         """The last ``limit`` messages of a session's model view (every message with ``full``),

@@ -86,13 +86,19 @@ _TEXT_MATCH: Final = (
 
 
 def session_tree(
-    c: Any, project: str | None, text: str | None, limit: int, cursor: str | None
+    c: Any,
+    project: str | None,
+    text: str | None,
+    limit: int,
+    cursor: str | None,
+    agent_id: str | None = None,
 ) -> SessionTreePage:
     """Heads newest first, each followed by its forks (newest first, at any depth).
 
     A head is a session whose parent is gone or, with ``project``, filed elsewhere. ``text``
     (matched case-insensitively in id, title, preview and project) lists the matching sessions
-    flat instead, newest first, a fork with its ``parent_id`` to say whose it is.
+    flat instead, newest first, a fork with its ``parent_id`` to say whose it is; so does
+    ``agent_id``, keeping the sessions that hold that agent's conversations.
     """
     limit = _page_limit(limit)
     args: dict[str, Any] = {"limit": limit + 1}
@@ -100,11 +106,14 @@ def session_tree(
     if project is not None:
         where.append("s.project = :project")
         args["project"] = project
-    flat = bool(text)
-    if flat:
+    if agent_id is not None:
+        where.append("s.sid IN (SELECT a.sid FROM agent_sessions a WHERE a.agent_id = :agent)")
+        args["agent"] = agent_id
+    flat = bool(text) or agent_id is not None
+    if text:
         where.append(_TEXT_MATCH)  # unqualified names are the outer query's (s)
-        args["text"] = _like(text or "")
-    else:
+        args["text"] = _like(text)
+    if not flat:
         same = " AND p.project = :project" if project is not None else ""
         where.append(f"NOT EXISTS (SELECT 1 FROM sessions p WHERE p.id = s.parent_id{same})")
     if cursor is not None:

@@ -41,6 +41,7 @@ class SessionsScreen(SessionActions):
         Binding("slash", "search", "Search"),
         Binding("t", "focus_filter('text')", "Filter"),
         Binding("p", "focus_filter('project')", "Project"),
+        Binding("a", "focus_filter('agent')", "Agent"),
         Binding("q", "app.quit", "Quit"),
         Binding("ctrl+r", "reload", "Reload"),
         Binding("escape", "leave_filter", show=False),
@@ -62,6 +63,7 @@ class SessionsScreen(SessionActions):
         with Horizontal(id="filters"):
             yield Input(placeholder="filter: id, title, preview (t)", id="text")
             yield Input(placeholder="project (p)", id="project", value=self.browser.project or "")
+            yield Input(placeholder="agent (a)", id="agent")
         yield DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
         yield Static("opening the database…", id="count")
         yield Footer()
@@ -78,6 +80,9 @@ class SessionsScreen(SessionActions):
         self.set_interval(self.browser.poll_interval, self.check_changes)
 
     # -- reading -----------------------------------------------------------------------------------
+
+    def _agent(self) -> str | None:
+        return self.query_one("#agent", Input).value.strip() or None
 
     async def _filters(self) -> tuple[str | None, str | None]:
         text = self.query_one("#text", Input).value.strip() or None
@@ -102,7 +107,8 @@ class SessionsScreen(SessionActions):
             text, project = await self._filters()
             limit = min(max(self.browser.page_size, keep or 0), MAX_PAGE)
             page = await self.browser.call(
-                lambda db: db.session_tree(project, text=text, limit=limit), "list the sessions"
+                lambda db: db.session_tree(project, text=text, limit=limit, agent_id=self._agent()),
+                "list the sessions",
             )
             if isinstance(page, Failed):
                 return
@@ -129,7 +135,9 @@ class SessionsScreen(SessionActions):
             text, project = await self._filters()
             cursor = self.next_cursor
             page = await self.browser.call(
-                lambda db: db.session_tree(project, text=text, limit=self.browser.page_size, cursor=cursor),
+                lambda db: db.session_tree(
+                    project, text=text, limit=self.browser.page_size, cursor=cursor, agent_id=self._agent()
+                ),
                 "list more sessions",
             )
             if isinstance(page, Failed):

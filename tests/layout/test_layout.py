@@ -106,7 +106,10 @@ def _string(node: ast.AST) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("package", ["axio_context", "axio_context_sqlite.cli", "axio_context_sqlite.admin"])
+@pytest.mark.parametrize(
+    "package",
+    ["axio_context", "axio_context_sqlite.cli", "axio_context_sqlite.admin", "axio_context_sqlite.tui"],
+)
 def test_no_sql_outside_the_data_packages(package: str) -> None:
     """SQL lives in the packages that own tables (store, search, the memory stores, PostgreSQL's);
     the core, the command line and the whole-database jobs (admin) call them."""

@@ -255,3 +255,24 @@ async def test_a_missing_database_is_one_line_not_a_traceback(tmp_path: Path) ->
         await _until(pilot, lambda: "cannot open" in app.sub_title, "the error")
         assert "no database at" in app.sub_title
         await pilot.press("q")
+
+
+async def test_the_list_filters_by_agent(db_path: Path) -> None:
+    """``a`` filters to the sessions holding an agent's conversations (the runtime layer's)."""
+    from axio_context_sqlite.agents import SQLiteHistoryProvider
+
+    await _db(db_path)
+    async with connect(db_path) as conn:
+        provider = SQLiteHistoryProvider(conn)
+        await provider.append("support", text("user", "invoice"), session_id="ticket-1")
+        await provider.append("billing", text("user", "refund"), session_id="ticket-1")
+        support = await provider.session_key("support", "ticket-1")
+    app = _app(db_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(pilot, lambda: _table(app).row_count == 6, "six rows")
+        await pilot.press("a", *"support")
+        await _until(
+            pilot, lambda: [r.key.value for r in _table(app).ordered_rows] == [support], "support only"
+        )
+        app.screen.query_one("#agent", Input).value = "nobody"
+        await _until(pilot, lambda: _table(app).row_count == 0, "no such agent")
