@@ -75,6 +75,9 @@ class DatabaseApp(App[None]):
         self.ready = asyncio.Event()
         #: True while a call waits for another process to release the database.
         self.locked = False
+        #: Calls now waiting on the lock: the notice stays until the last of them gets through
+        #: (a read that succeeds meanwhile, as reads do beside a writer, does not take it down).
+        self._waiting = 0
         self._db_stack = contextlib.AsyncExitStack()
 
     def on_mount(self) -> None:
@@ -124,16 +127,22 @@ class DatabaseApp(App[None]):
         (or a refused value) becomes one notification naming ``what`` failed, and FAILED."""
         await self.ready.wait()
         assert self.db is not None
-        while True:
-            try:
-                result = await make(self.db)
-            except DatabaseLockedError as exc:
-                self.show_locked(exc)
-                await asyncio.sleep(self.retry_interval)
-                continue
-            except (AxioContextError, ValueError, OSError) as exc:
-                self.clear_locked()
-                self.notify(f"cannot {what}: {exc}", severity="error", timeout=10)
-                return FAILED
-            self.clear_locked()
-            return result
+        waited = False
+        try:
+            while True:
+                try:
+                    return await make(self.db)
+                except DatabaseLockedError as exc:
+                    if not waited:
+                        waited = True
+                        self._waiting += 1
+                    self.show_locked(exc)
+                    await asyncio.sleep(self.retry_interval)
+                except (AxioContextError, ValueError, OSError) as exc:
+                    self.notify(f"cannot {what}: {exc}", severity="error", timeout=10)
+                    return FAILED
+        finally:
+            if waited:
+                self._waiting -= 1
+                if self._waiting == 0:
+                    self.clear_locked()
