@@ -97,6 +97,12 @@ class HeaderFields(msgspec.Struct, frozen=True, kw_only=True):
     message_count: int
     input_tokens: int = 0
     output_tokens: int = 0
+    #: A subagent's history: the session of the agent that ran it, and the subagent's name there.
+    owner_id: str | None = None
+    agent_name: str | None = None
+    #: An agent's conversation (the runtime layer's): the agent and the caller's thread id.
+    agent_id: str | None = None
+    thread_id: str | None = None
 
 
 class SessionHeader(HeaderFields, frozen=True, kw_only=True):

@@ -150,7 +150,8 @@ def _import(
             aside = set_aside(c, new_id, written) if replace else None
             if aside is None and session_rows.session_row(c, new_id) is not None:
                 raise SessionExistsError(f"session {new_id!r} appeared in the database during the import")
-            insert_session(c, rec, new_id, parent_new, _stamped(rec.messages))
+            owner_new = mapping.get(rec.owner_id, rec.owner_id) if rec.owner_id is not None else None
+            insert_session(c, rec, new_id, parent_new, _stamped(rec.messages), owner_new)
         written.add(new_id)
         if aside is not None:
             sessions.delete_session(c, aside)

@@ -179,7 +179,13 @@ def _metadata(s: FullRow) -> dict[str, Any] | None:
 
 
 def session_header(c: Any, s: FullRow, inherited: int) -> SessionHeader:
+    owner = c.execute("SELECT owner_id, agent_name FROM sessions WHERE sid = ?", (s.sid,)).fetchone()
+    agent = runs.agent_of(c, s.sid)
     return SessionHeader(
+        owner_id=None if owner is None else owner[0],
+        agent_name=None if owner is None else owner[1],
+        agent_id=None if agent is None else agent[0],
+        thread_id=None if agent is None else agent[1],
         id=s.id,
         project=s.project,
         title=s.title,

@@ -114,7 +114,11 @@ def set_aside(c: Any, session_id: str, written: Container[str] = ()) -> str | No
     if row is None:
         return None
     aside = f"{session_id}~replaced-{row.sid}"
-    c.execute("UPDATE sessions SET id = ? WHERE sid = ?", (aside, row.sid))
+    # The replacement takes over its links (it is deleted once the replacement is in).
+    c.execute(
+        "UPDATE sessions SET id = ?, owner_id = NULL, agent_name = NULL WHERE sid = ?", (aside, row.sid)
+    )
+    c.execute("DELETE FROM agent_sessions WHERE sid = ?", (row.sid,))
     # Its forks are the old session's, not the replacement's: deleting it detaches them.
     forks = [
         r[0]
@@ -131,8 +135,10 @@ def insert_session(
     new_id: str,
     parent_new_id: str | None,
     messages: Iterable[Stamped],
+    owner_new_id: str | None = None,
 ) -> int:
-    """Insert a whole session with its original times (inside the caller's transaction)."""
+    """Insert a whole session with its original times (inside the caller's transaction);
+    ``owner_new_id``: its owner's id here (a subagent's history), as the import mapped it."""
     base_sid: int | None = None
     est = 0
     preview: tuple[int, str] | None = None
@@ -189,7 +195,23 @@ def insert_session(
     )
     row = session_rows.SessionRow(sid, base_sid, header.inherited, position, est, header.project)
     _insert_checkpoints(c, sid, row, header.checkpoints)
+    _link(c, sid, header, owner_new_id)
     return position
+
+
+def _link(c: Any, sid: int, header: SessionHeader, owner_id: str | None) -> None:
+    """The session's links as exported: a subagent's owner and name, an agent's (agent, thread).
+    A link the database already gives another session is left out (the session stays, plain)."""
+    if owner_id is not None and header.agent_name is not None:
+        c.execute(
+            "UPDATE OR IGNORE sessions SET owner_id = ?, agent_name = ? WHERE sid = ?",
+            (owner_id, header.agent_name, sid),
+        )
+    if header.agent_id is not None and header.thread_id is not None:
+        c.execute(
+            "INSERT OR IGNORE INTO agent_sessions (sid, agent_id, thread_id) VALUES (?, ?, ?)",
+            (sid, header.agent_id, header.thread_id),
+        )
 
 
 def _batches(items: Iterable[Stamped], size: int) -> Iterator[list[Stamped]]:

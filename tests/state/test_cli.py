@@ -109,3 +109,49 @@ def test_state_errors_are_one_line(tmp_path: Path) -> None:
     assert unknown.exit_code == 1 and "nope" in unknown.stderr and "Traceback" not in unknown.output
     pg = invoke("--db", "postgresql://nowhere/db", "list-sessions", "--tree", ok=False)
     assert pg.exit_code == 2 and "--tree works on SQLite databases only" in pg.stderr
+
+
+def test_export_and_import_keep_subagent_and_agent_links(tmp_path: Path) -> None:
+    """An export carries a subagent session's owner and name, and an agent conversation's agent
+    and thread; importing it (as it is, with --new-ids, or with --replace) links them again."""
+    from axio_context_sqlite.agents import SQLiteHistoryProvider
+
+    path, _ = build(tmp_path)
+
+    async def agent_turn() -> None:
+        async with connect(path) as conn:
+            await SQLiteHistoryProvider(conn).append(
+                "support", Message(role="user", content=[TextBlock(text="hi")]), session_id="ticket-9"
+            )
+
+    asyncio.run(agent_turn())
+    out = tmp_path / "all.json"
+    invoke("--db", path, "export", "--all", "-o", out)
+    headers = {s["id"]: s for s in json.loads(out.read_text())["sessions"]}
+    assert (headers["explorer@main"]["owner_id"], headers["explorer@main"]["agent_name"]) == (
+        "main",
+        "explorer",
+    )
+    agent_session = next(i for i, h in headers.items() if h["agent_id"] == "support")
+    assert headers[agent_session]["thread_id"] == "ticket-9"
+
+    def tree_of(db: Path) -> list[tuple[str, str, list[tuple[str, str]]]]:
+        tree = invoke_json("--db", db, "list-sessions", "--tree", "--json")
+        return sorted(
+            (n["session_id"], n["kind"], [(c["kind"], c.get("agent_name")) for c in n["children"]])
+            for n in tree
+        )
+
+    for args in ([], ["--replace"]):
+        copy = tmp_path / f"copy{len(args)}.db"
+        invoke("--db", copy, "import", out)
+        if args:
+            invoke("--db", copy, "import", out, *args)
+        assert tree_of(copy) == tree_of(path)
+        shown = invoke_json("--db", copy, "show", "ticket-9", "--agent", "support", "--json")
+        assert shown["messages"][0]["content"][0]["text"] == "hi"
+    renamed = tmp_path / "renamed.db"
+    invoke("--db", renamed, "import", out, "--new-ids")
+    tree = invoke_json("--db", renamed, "list-sessions", "--tree", "--json")
+    owners = [n for n in tree if any(c["kind"] == "subagent" for c in n["children"])]
+    assert len(owners) == 1 and owners[0]["session_id"] != "main"  # the copy's owner, by its new id
