@@ -162,8 +162,48 @@ CREATE TABLE tasks (
 );
 """
 
+# The history provider (axio_context.agents on PostgreSQL: see .agents). An agent's
+# conversation in a thread is one ordinary session with an ``agent_sessions`` row saying whose it
+# is; a run id names one run of one thread; a message's run tag and clear_run's marks point at
+# the message row, so they go with it when pop or a freed segment deletes it. A mark hides the
+# row from the session that cleared the run (``sid``) only: a fork keeps seeing it.
+_V3_AGENT_HISTORY: Final = """
+CREATE TABLE agent_sessions (
+    sid bigint PRIMARY KEY REFERENCES sessions (sid) ON DELETE CASCADE,
+    agent_id text NOT NULL,
+    thread_id text NOT NULL,
+    UNIQUE (agent_id, thread_id)
+);
+CREATE TABLE agent_runs (
+    id bigserial PRIMARY KEY,
+    run_id text NOT NULL UNIQUE,
+    thread_id text NOT NULL,
+    created_at bigint NOT NULL
+);
+CREATE TABLE message_runs (
+    seg bigint NOT NULL,
+    position integer NOT NULL,
+    run bigint NOT NULL REFERENCES agent_runs (id),
+    PRIMARY KEY (seg, position),
+    FOREIGN KEY (seg, position) REFERENCES messages (seg, position) ON DELETE CASCADE
+);
+CREATE INDEX message_runs_by_run ON message_runs (run, seg, position);
+CREATE TABLE hidden_messages (
+    sid bigint NOT NULL REFERENCES sessions (sid) ON DELETE CASCADE,
+    seg bigint NOT NULL,
+    position integer NOT NULL,
+    PRIMARY KEY (sid, seg, position),
+    FOREIGN KEY (seg, position) REFERENCES messages (seg, position) ON DELETE CASCADE
+);
+CREATE INDEX hidden_messages_rows ON hidden_messages (seg, position);
+"""
+
 #: (version, SQL) in order; a step is never edited once released, only added after.
-MIGRATIONS: Final[tuple[tuple[int, str], ...]] = ((1, _V1), (2, _V2_MEMORY_STORES))
+MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
+    (1, _V1),
+    (2, _V2_MEMORY_STORES),
+    (3, _V3_AGENT_HISTORY),
+)
 
 #: The schema version this code writes.
 SCHEMA_VERSION: Final = MIGRATIONS[-1][0]

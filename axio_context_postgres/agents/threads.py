@@ -1,0 +1,232 @@
+"""The SQL of the PostgreSQL history provider: agent sessions, run tags, pages, counts, clear_run.
+
+An agent's conversation in a thread is one ordinary session (so PostgresContextStore, listing,
+search and export see it) with an ``agent_sessions`` row saying whose it is. Its id is
+``<thread_id>:<agent_id>`` (just the thread id for the agent ``""``), or a hash of both when that
+is taken by another agent's conversation or too long: the SQLite provider's rule, so a copy
+between the backends keeps the names. Every function runs inside the caller's transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any, Final
+
+from axio_context.agents import RunSessionError
+from axio_context.messages import Message
+
+from .. import lineage, writes
+
+__all__ = [
+    "append",
+    "claim_run",
+    "clear_run",
+    "clear_thread",
+    "count",
+    "ensure_thread",
+    "find_thread",
+    "page",
+    "run_ids",
+    "window",
+]
+
+#: The longest plain session id (the SQLite schema's limit, kept so copies between backends agree).
+MAX_ID: Final = 256
+
+#: Taken (transaction-scoped) while creating a thread's session: the name is chosen once.
+THREAD_LOCK: Final = 0x61786167  # "axag"
+
+_FIND: Final = (
+    "SELECT s.sid, s.id, s.seg, s.next_position FROM agent_sessions a JOIN sessions s ON s.sid = a.sid"
+    " WHERE a.agent_id = $1 AND a.thread_id = $2"
+)
+
+#: The hidden positions of session $3 among the rows of its transcript (segment $1, length $2).
+_HIDDEN: Final = (
+    lineage.CHAIN
+    + """
+SELECT h.position FROM chain c JOIN hidden_messages h ON h.seg = c.seg
+    AND h.position >= c.lo AND h.position < c.hi
+WHERE h.sid = $3 ORDER BY h.position
+"""
+)
+
+_HIDDEN_COUNT: Final = (
+    lineage.CHAIN
+    + """
+SELECT count(*) FROM chain c JOIN hidden_messages h ON h.seg = c.seg
+    AND h.position >= c.lo AND h.position < c.hi
+WHERE h.sid = $3
+"""
+)
+
+#: Mark, for session $4, every row of run $3 in its transcript (one statement).
+_HIDE_RUN: Final = (
+    lineage.CHAIN
+    + """
+INSERT INTO hidden_messages (sid, seg, position)
+SELECT $4, m.seg, m.position FROM chain c JOIN message_runs m ON m.seg = c.seg
+    AND m.position >= c.lo AND m.position < c.hi
+WHERE m.run = $3
+ON CONFLICT DO NOTHING
+"""
+)
+
+_TAGS: Final = (
+    lineage.CHAIN
+    + """
+SELECT m.position, r.run_id FROM chain c JOIN message_runs m ON m.seg = c.seg
+    AND m.position >= c.lo AND m.position < c.hi
+JOIN agent_runs r ON r.id = m.run
+"""
+)
+
+
+async def find_thread(conn: Any, agent_id: str, thread_id: str, *, lock: bool = False) -> Any:
+    """The thread's session row (sid, id, seg, next_position), locked when ``lock``; or None."""
+    return await conn.fetchrow(_FIND + (" FOR UPDATE OF s" if lock else ""), agent_id, thread_id)
+
+
+async def _name(conn: Any, agent_id: str, thread_id: str) -> str:
+    plain = f"{thread_id}:{agent_id}" if agent_id else thread_id
+    if len(plain) <= MAX_ID:
+        taken = await conn.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM sessions s JOIN agent_sessions a ON a.sid = s.sid WHERE s.id = $1)",
+            plain,
+        )
+        if not taken:  # free, or a plain session of that name: the agent adopts it
+            return plain
+    digest = hashlib.sha256(f"{agent_id}\0{thread_id}".encode()).hexdigest()[:32]
+    return f"agent-{digest}"
+
+
+async def ensure_thread(conn: Any, agent_id: str, thread_id: str, project: str | None) -> Any:
+    """The thread's session row, locked, created with its agent row on first use."""
+    found = await find_thread(conn, agent_id, thread_id, lock=True)
+    if found is not None:
+        return found
+    # Two processes making the same thread at once: one chooses the name, the other finds it.
+    await conn.execute("SELECT pg_advisory_xact_lock($1)", THREAD_LOCK)
+    found = await find_thread(conn, agent_id, thread_id, lock=True)
+    if found is not None:
+        return found
+    name = await _name(conn, agent_id, thread_id)
+    await writes.ensure_session(conn, name, project, writes.now_ms())
+    await conn.execute(
+        "INSERT INTO agent_sessions (sid, agent_id, thread_id) SELECT sid, $2, $3 FROM sessions WHERE id = $1",
+        name,
+        agent_id,
+        thread_id,
+    )
+    return await find_thread(conn, agent_id, thread_id, lock=True)
+
+
+async def claim_run(conn: Any, run_id: str, thread_id: str) -> int:
+    """The run's key, registering it on first use; a run id of another thread is refused."""
+    await conn.execute(
+        "INSERT INTO agent_runs (run_id, thread_id, created_at) VALUES ($1, $2, $3)"
+        " ON CONFLICT (run_id) DO NOTHING",
+        run_id,
+        thread_id,
+        writes.now_ms(),
+    )
+    r = await conn.fetchrow("SELECT id, thread_id FROM agent_runs WHERE run_id = $1", run_id)
+    if r["thread_id"] != thread_id:
+        raise RunSessionError(f"run_id {run_id!r} belongs to session {r['thread_id']!r}, not {thread_id!r}")
+    return int(r["id"])
+
+
+async def append(
+    conn: Any,
+    agent_id: str,
+    thread_id: str,
+    project: str | None,
+    rows: Sequence[writes.Encoded],
+    preview: tuple[int, str] | None,
+    run: int | None,
+) -> None:
+    """Append ``rows`` to the thread's session (made if missing), tagged with run key ``run``
+    (None: untagged). The session row stays locked from the lookup to the tags."""
+    found = await ensure_thread(conn, agent_id, thread_id, project)
+    first = await writes.append_rows(conn, found["id"], project, rows, preview)
+    if run is not None:
+        await conn.execute(
+            "INSERT INTO message_runs (seg, position, run)"
+            " SELECT $1, p, $3 FROM generate_series($2::integer, $2::integer + $4 - 1) AS p",
+            found["seg"],
+            first,
+            run,
+            len(rows),
+        )
+
+
+def window(hidden: Sequence[int], offset: int, limit: int | None, length: int) -> tuple[int, int]:
+    """Positions ``[start, end)`` holding visible messages ``offset .. offset + limit``."""
+    start, i = offset, 0
+    while i < len(hidden) and hidden[i] <= start:
+        start += 1
+        i += 1
+    if limit is None:
+        return start, length
+    end = start + limit
+    while i < len(hidden) and hidden[i] < end:
+        end += 1
+        i += 1
+    return start, min(end, length)
+
+
+async def _hidden(conn: Any, found: Any) -> list[int]:
+    return [int(r[0]) for r in await conn.fetch(_HIDDEN, found["seg"], found["next_position"], found["sid"])]
+
+
+async def page(conn: Any, agent_id: str, thread_id: str, limit: int | None, offset: int) -> list[Message]:
+    """Visible messages ``offset .. offset + limit`` of the thread: only their rows are read."""
+    found = await find_thread(conn, agent_id, thread_id)
+    if found is None or limit == 0:
+        return []
+    hidden = await _hidden(conn, found)
+    start, end = window(hidden, offset, limit, found["next_position"])
+    if start >= end:
+        return []
+    rows = await lineage.read_rows(conn, found["seg"], found["next_position"], start, end)
+    gone = set(hidden)
+    return lineage.decode(found["id"], [r for r in rows if r.position not in gone])
+
+
+async def count(conn: Any, agent_id: str, thread_id: str) -> int:
+    found = await find_thread(conn, agent_id, thread_id)
+    if found is None:
+        return 0
+    n = await conn.fetchval(_HIDDEN_COUNT, found["seg"], found["next_position"], found["sid"])
+    return int(found["next_position"]) - int(n)
+
+
+async def clear_run(conn: Any, agent_id: str, thread_id: str, run_id: str) -> int:
+    """Hide the run's messages from the thread's session; returns how many. Unknown: 0."""
+    found = await find_thread(conn, agent_id, thread_id, lock=True)
+    run = await conn.fetchval("SELECT id FROM agent_runs WHERE run_id = $1", run_id)
+    if found is None or run is None:
+        return 0
+    status = await conn.execute(_HIDE_RUN, found["seg"], found["next_position"], run, found["sid"])
+    return int(status.rsplit(" ", 1)[-1])
+
+
+async def clear_thread(conn: Any, agent_id: str, thread_id: str) -> None:
+    """Empty the thread's session (forks keep theirs) and drop its marks."""
+    found = await find_thread(conn, agent_id, thread_id, lock=True)
+    if found is not None:
+        await writes.clear(conn, found["id"])
+        await conn.execute("DELETE FROM hidden_messages WHERE sid = $1", found["sid"])
+
+
+async def run_ids(conn: Any, agent_id: str, thread_id: str) -> list[str]:
+    """The run id of each visible message of the thread (``""`` for untagged ones), in order."""
+    found = await find_thread(conn, agent_id, thread_id)
+    if found is None:
+        return []
+    tags = {
+        int(p): str(r) for p, r in await conn.fetch(_TAGS, found["seg"], found["next_position"])
+    }
+    gone = set(await _hidden(conn, found))
+    return [tags.get(p, "") for p in range(found["next_position"]) if p not in gone]
