@@ -166,7 +166,8 @@ CREATE TABLE tasks (
 # conversation in a thread is one ordinary session with an ``agent_sessions`` row saying whose it
 # is; a run id names one run of one thread; a message's run tag and clear_run's marks point at
 # the message row, so they go with it when pop or a freed segment deletes it. A mark hides the
-# row from the session that cleared the run (``sid``) only: a fork keeps seeing it.
+# row from the session that cleared the run (``sid``): a fork made before keeps seeing it, a fork
+# made after inherits the marks (the trigger; fork locks the parent's row, clear_run too).
 _V3_AGENT_HISTORY: Final = """
 CREATE TABLE agent_sessions (
     sid bigint PRIMARY KEY REFERENCES sessions (sid) ON DELETE CASCADE,
@@ -196,6 +197,15 @@ CREATE TABLE hidden_messages (
     FOREIGN KEY (seg, position) REFERENCES messages (seg, position) ON DELETE CASCADE
 );
 CREATE INDEX hidden_messages_rows ON hidden_messages (seg, position);
+CREATE FUNCTION axio_fork_marks() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO hidden_messages (sid, seg, position)
+    SELECT NEW.sid, h.seg, h.position FROM hidden_messages h JOIN sessions p ON p.sid = h.sid
+    WHERE p.id = NEW.parent_id;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER sessions_fork_marks AFTER INSERT ON sessions
+    FOR EACH ROW WHEN (NEW.parent_id IS NOT NULL) EXECUTE FUNCTION axio_fork_marks();
 """
 
 #: (version, SQL) in order; a step is never edited once released, only added after.

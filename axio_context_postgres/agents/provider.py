@@ -149,7 +149,8 @@ class PostgresHistoryProvider:
 
     async def clear_run(self, agent_id: str, *, session_id: str, run_id: str) -> None:
         """Hide the run's messages from every read of the provider; unknown agent, session or
-        run: no-op. The rows stay (positions never change); forks keep seeing them."""
+        run: no-op. The rows stay (positions never change); a fork made before keeps seeing
+        them, one made after inherits the marks."""
         check_ids(agent_id, session_id, run_id)
         _check_text(agent_id, session_id, run_id)
         async with self._tx(f"agent {agent_id!r} in session {session_id!r}") as conn:

@@ -114,7 +114,8 @@ async def ensure_thread(conn: Any, agent_id: str, thread_id: str, project: str |
     name = await _name(conn, agent_id, thread_id)
     await writes.ensure_session(conn, name, project, writes.now_ms())
     await conn.execute(
-        "INSERT INTO agent_sessions (sid, agent_id, thread_id) SELECT sid, $2, $3 FROM sessions WHERE id = $1",
+        "INSERT INTO agent_sessions (sid, agent_id, thread_id)"
+        " SELECT sid, $2, $3 FROM sessions WHERE id = $1",
         name,
         agent_id,
         thread_id,
@@ -225,8 +226,6 @@ async def run_ids(conn: Any, agent_id: str, thread_id: str) -> list[str]:
     found = await find_thread(conn, agent_id, thread_id)
     if found is None:
         return []
-    tags = {
-        int(p): str(r) for p, r in await conn.fetch(_TAGS, found["seg"], found["next_position"])
-    }
+    tags = {int(p): str(r) for p, r in await conn.fetch(_TAGS, found["seg"], found["next_position"])}
     gone = set(await _hidden(conn, found))
     return [tags.get(p, "") for p in range(found["next_position"]) if p not in gone]
