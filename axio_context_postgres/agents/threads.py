@@ -46,18 +46,18 @@ _FIND: Final = (
 _HIDDEN: Final = (
     lineage.CHAIN
     + """
-SELECT h.position FROM chain c JOIN hidden_messages h ON h.seg = c.seg
-    AND h.position >= c.lo AND h.position < c.hi
-WHERE h.sid = $3 ORDER BY h.position
+SELECT COALESCE(array_agg(h.position ORDER BY h.position), '{}') FROM chain c
+CROSS JOIN LATERAL (SELECT position FROM hidden_messages
+    WHERE sid = $3 AND seg = c.seg AND position >= c.lo AND position < c.hi OFFSET 0) h
 """
 )
 
 _HIDDEN_COUNT: Final = (
     lineage.CHAIN
     + """
-SELECT count(*) FROM chain c JOIN hidden_messages h ON h.seg = c.seg
-    AND h.position >= c.lo AND h.position < c.hi
-WHERE h.sid = $3
+SELECT count(*) FROM chain c
+CROSS JOIN LATERAL (SELECT 1 FROM hidden_messages
+    WHERE sid = $3 AND seg = c.seg AND position >= c.lo AND position < c.hi OFFSET 0) h
 """
 )
 
@@ -66,9 +66,9 @@ _HIDE_RUN: Final = (
     lineage.CHAIN
     + """
 INSERT INTO hidden_messages (sid, seg, position)
-SELECT $4, m.seg, m.position FROM chain c JOIN message_runs m ON m.seg = c.seg
-    AND m.position >= c.lo AND m.position < c.hi
-WHERE m.run = $3
+SELECT $4, m.seg, m.position FROM chain c
+CROSS JOIN LATERAL (SELECT seg, position FROM message_runs
+    WHERE run = $3 AND seg = c.seg AND position >= c.lo AND position < c.hi OFFSET 0) m
 ON CONFLICT DO NOTHING
 """
 )
@@ -76,8 +76,9 @@ ON CONFLICT DO NOTHING
 _TAGS: Final = (
     lineage.CHAIN
     + """
-SELECT m.position, r.run_id FROM chain c JOIN message_runs m ON m.seg = c.seg
-    AND m.position >= c.lo AND m.position < c.hi
+SELECT m.position, r.run_id FROM chain c
+CROSS JOIN LATERAL (SELECT position, run FROM message_runs
+    WHERE seg = c.seg AND position >= c.lo AND position < c.hi OFFSET 0) m
 JOIN agent_runs r ON r.id = m.run
 """
 )
@@ -177,8 +178,22 @@ def window(hidden: Sequence[int], offset: int, limit: int | None, length: int) -
     return start, min(end, length)
 
 
+#: Positions ``[$3, $4)`` of the transcript: an index range per segment (LATERAL, with ``OFFSET 0``
+#: so the planner cannot flatten it into a hash join over the whole table): a page reads its rows.
+_PAGE: Final = (
+    lineage.CHAIN
+    + """
+SELECT m.position, m.role, m.created_at, m.payload, m.tokens FROM chain c
+CROSS JOIN LATERAL (SELECT position, role, created_at, payload, tokens FROM messages
+    WHERE seg = c.seg AND position >= GREATEST(c.lo, $3::integer) AND position < LEAST(c.hi, $4::integer)
+    OFFSET 0) m
+ORDER BY m.position
+"""
+)
+
+
 async def _hidden(conn: Any, found: Any) -> list[int]:
-    return [int(r[0]) for r in await conn.fetch(_HIDDEN, found["seg"], found["next_position"], found["sid"])]
+    return list(await conn.fetchval(_HIDDEN, found["seg"], found["next_position"], found["sid"]))
 
 
 async def page(conn: Any, agent_id: str, thread_id: str, limit: int | None, offset: int) -> list[Message]:
@@ -190,9 +205,13 @@ async def page(conn: Any, agent_id: str, thread_id: str, limit: int | None, offs
     start, end = window(hidden, offset, limit, found["next_position"])
     if start >= end:
         return []
-    rows = await lineage.read_rows(conn, found["seg"], found["next_position"], start, end)
     gone = set(hidden)
-    return lineage.decode(found["id"], [r for r in rows if r.position not in gone])
+    rows = [
+        lineage.Row(r[0], r[1], r[2], bytes(r[3]), r[4])
+        for r in await conn.fetch(_PAGE, found["seg"], found["next_position"], start, end)
+        if r[0] not in gone
+    ]
+    return lineage.decode(found["id"], rows)
 
 
 async def count(conn: Any, agent_id: str, thread_id: str) -> int:
