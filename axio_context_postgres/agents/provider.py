@@ -120,12 +120,16 @@ class PostgresHistoryProvider:
         from axio_context_sqlite.store.appending import preview_for
 
         preview = preview_for(batch)
-        async with self._tx(f"agent {agent_id!r} in session {session_id!r}") as conn:
-            run = None
-            if run_id:
-                run = self._runs.get((run_id, session_id))
-                if run is None:
-                    run = await threads.claim_run(conn, run_id, session_id)
+        where = f"agent {agent_id!r} in session {session_id!r}"
+        run = self._runs.get((run_id, session_id)) if run_id else None
+        if run is not None or not run_id:
+            # The usual case, a known run (or none) and an existing thread: one round trip.
+            async with translated(where), self._pool.acquire() as conn:
+                if await threads.append_existing(conn, agent_id, session_id, rows, preview, run):
+                    return
+        async with self._tx(where) as conn:
+            if run_id and run is None:
+                run = await threads.claim_run(conn, run_id, session_id)
             await threads.append(conn, agent_id, session_id, self._project, rows, preview, run)
         if run is not None:  # committed: the claim is there for good
             self._runs[(run_id, session_id)] = run

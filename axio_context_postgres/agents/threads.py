@@ -20,6 +20,7 @@ from .. import lineage, writes
 
 __all__ = [
     "append",
+    "append_existing",
     "claim_run",
     "clear_run",
     "clear_thread",
@@ -161,6 +162,62 @@ async def append(
             run,
             len(rows),
         )
+
+
+#: One batch to an existing thread in one statement (one round trip, atomic on its own): the
+#: ``UPDATE`` of the thread's session row takes its lock and hands out the positions, the rows
+#: and their run tags ($13, NULL: none) go in; 0 rows back, nothing written, when no thread yet.
+_APPEND_EXISTING: Final = """
+WITH t AS (
+    SELECT sid FROM agent_sessions WHERE agent_id = $1 AND thread_id = $2
+), s AS (
+    UPDATE sessions SET next_position = next_position + $3, est_tokens = est_tokens + $4,
+        updated_at = $5,
+        preview = CASE WHEN preview_pos IS NULL AND $6::integer IS NOT NULL THEN $7 ELSE preview END,
+        preview_pos = CASE WHEN preview_pos IS NULL AND $6::integer IS NOT NULL THEN next_position + $6
+                      ELSE preview_pos END
+    WHERE sid = (SELECT sid FROM t) RETURNING seg, next_position - $3 AS first
+), m AS (
+    INSERT INTO messages (seg, position, role, created_at, tokens, payload, body, tool)
+    SELECT s.seg, s.first + n - 1, r, c, k, p, b, o
+    FROM s, unnest($8::text[], $9::bigint[], $10::integer[], $11::bytea[], $12::text[], $13::text[])
+        WITH ORDINALITY AS u(r, c, k, p, b, o, n)
+    RETURNING seg, position
+), g AS (
+    INSERT INTO message_runs (seg, position, run)
+    SELECT seg, position, $14 FROM m WHERE $14::bigint IS NOT NULL
+)
+SELECT count(*) FROM s
+"""
+
+
+async def append_existing(
+    conn: Any,
+    agent_id: str,
+    thread_id: str,
+    rows: Sequence[writes.Encoded],
+    preview: tuple[int, str] | None,
+    run: int | None,
+) -> bool:
+    """Append to the thread's session if it exists (one statement); False, nothing written, if not."""
+    done = await conn.fetchval(
+        _APPEND_EXISTING,
+        agent_id,
+        thread_id,
+        len(rows),
+        sum(r.tokens for r in rows),
+        writes.now_ms(),
+        None if preview is None else preview[0],
+        None if preview is None else preview[1],
+        [r.role for r in rows],
+        [r.created_at for r in rows],
+        [r.tokens for r in rows],
+        [r.payload for r in rows],
+        [r.body for r in rows],
+        [r.tool for r in rows],
+        run,
+    )
+    return bool(done)
 
 
 def window(hidden: Sequence[int], offset: int, limit: int | None, length: int) -> tuple[int, int]:
