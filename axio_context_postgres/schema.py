@@ -169,7 +169,8 @@ CREATE TABLE tasks (
 # one session (its primary key is what makes two writers claiming one run queue, not race).
 # ``usage_rollups`` keeps running totals per (dimension, key, UTC day) and per (dimension, key)
 # for all time (day -1), in the transaction of each row, so totals and aggregates read one index
-# range, never the rows behind them.
+# range, never the rows behind them: a scope's by its key (the primary key), a dimension's
+# groups by day (``usage_rollups_by_day``).
 _USAGE_RECORDS: Final = """
 CREATE TABLE usage_records (
     id bigserial PRIMARY KEY,
@@ -226,6 +227,7 @@ CREATE TABLE usage_rollups (
     last_at bigint NOT NULL,
     PRIMARY KEY (dim, key, day)
 );
+CREATE INDEX usage_rollups_by_day ON usage_rollups (dim, day, key);
 """
 
 #: (version, SQL) in order; a step is never edited once released, only added after.
