@@ -16,14 +16,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from axio_context.context import ContextStore
-from axio_context.usage_limits import GROUPS, MemoryUsageRecorder, RequestUsage, UsageRecorder
+from axio_context.errors import TokenCountError
+from axio_context.testing import text
+from axio_context.usage import MAX_TOKENS
+from axio_context.usage_limits import (
+    GROUPS,
+    MemoryUsageRecorder,
+    RequestUsage,
+    UsageGuard,
+    UsageLimitExceeded,
+    UsageLimits,
+    UsageRecorder,
+)
 from axio_context.usage_limits.contract import RecorderFactory, UsageRecorderContract
 from axio_context.usage_limits.records import DAY_MS, ms_of
 from axio_context_postgres import Pool, PostgresContextStore, connect
 from axio_context_postgres.usage import PostgresUsageRecorder, reading
 from axio_context_postgres.usage.reading import COLUMN_OF
+from axio_context_sqlite import connect as sqlite_connect
+from axio_context_sqlite.cli import cli
+from axio_context_sqlite.usage import SQLiteUsageRecorder
 
 USAGE_TABLES = "usage_records, usage_rollups, usage_runs, sessions, segments, messages, checkpoints"
 
@@ -304,3 +319,68 @@ async def test_totals_aggregates_and_records_read_indexes_not_the_rows(pg_pool: 
             assert not scans, (sql, scans)
             if "ORDER BY at DESC" in sql:
                 assert "Sort" not in {n["Node Type"] for n in nodes}, sql
+
+
+def test_the_usage_command_answers_on_postgres_as_on_sqlite(pg_url: str, tmp_path: Path) -> None:
+    """``axio-context usage --db postgresql://...`` gives the SQLite file's answer, group for group."""
+    db = tmp_path / "u.db"
+
+    async def fill() -> None:
+        pool = await connect(pg_url, min_size=1, max_size=2)
+        try:
+            pg = await _Postgres(pool).new()
+            async with sqlite_connect(db) as conn:
+                sqlite = SQLiteUsageRecorder(conn, "p")
+                for row in _rows(11, 40):
+                    await pg.record(**row)
+                    await sqlite.record(**row)
+        finally:
+            await pool.close()
+
+    asyncio.run(fill())
+    for by in GROUPS:
+        for since in ((), ("--since", "2026-03-02T07:30")):
+            answers = []
+            for target in (pg_url, str(db)):
+                result = CliRunner().invoke(
+                    cli, ["--db", target, "usage", "--by", by, *since, "--json"], catch_exceptions=False
+                )
+                assert result.exit_code == 0, result.output
+                answers.append(json.loads(result.output))
+            assert answers[0] == answers[1] and answers[0], (by, since)
+
+
+async def test_a_refused_total_leaves_the_message_out_and_limits_hold_on_a_new_pool(
+    pg_pool: Pool, pg_url: str
+) -> None:
+    """A session total that cannot take the tokens refuses the whole record (the message too);
+    what was recorded is seen, and limited, by another pool (another process's view)."""
+    recorder = await _Postgres(pg_pool).new()
+    store = PostgresContextStore(pg_pool, "s", "proj")
+    usage = PostgresUsageRecorder.of(store)
+    for i in range(9):
+        await usage.record(
+            RequestUsage(input_tokens=100, output_tokens=10, cost=Decimal("0.01")),
+            session_id="s",
+            run="r",
+            message=text("assistant", f"answer {i}"),
+        )
+    full = await store.get_full_history()
+    tokens = await store.get_context_tokens()
+    await store.set_context_tokens(MAX_TOKENS, tokens[1])
+    with pytest.raises(TokenCountError, match="input_tokens"):
+        await usage.record(RequestUsage(input_tokens=1), session_id="s", message=text("assistant", "lost?"))
+    assert await store.get_full_history() == full and len(await recorder.records()) == 9
+    other = await connect(pg_url, min_size=1, max_size=1)
+    try:
+        again = PostgresUsageRecorder(other, "proj")
+        total = await again.totals(project="proj")
+        assert (total.requests, total.total_tokens, total.cost) == (9, 990, Decimal("0.09"))
+        assert [r.position for r in await again.records(run="r", limit=3)] == [8, 7, 6]
+        guard = UsageGuard(again, UsageLimits(total_tokens_limit=1000), project="proj")
+        await guard.check_before_request()
+        await again.record(RequestUsage(input_tokens=20), session_id="t")
+        with pytest.raises(UsageLimitExceeded, match="total_tokens_limit of 1000"):
+            await guard.check_after_response()
+    finally:
+        await other.close()
