@@ -3,7 +3,7 @@
 All time is one ``usage_rollups`` row per group (day -1); whole UTC days since a time are an index
 range on (dim, key, day); with ``since`` inside a day, that day's rows after it come from
 ``usage_records`` by its ``at`` index. A scope of several filters (a session and an agent) sums
-the matching usage rows through the session's or run's index. Each read is one snapshot.
+the matching usage rows through the session's or run's index. Each read sees one snapshot.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from axio_context.usage_limits.counts import RequestUsage, RunUsage
 from axio_context.usage_limits.errors import UsageError
 from axio_context.usage_limits.memory import check_ids
 from axio_context.usage_limits.records import (
+    DAY_MS,
     GroupBy,
     UsageRecord,
     UsageRecorder,
@@ -69,15 +70,22 @@ class PostgresUsageRecorder(UsageRecorder):
         return cls(store.pool, store.project, token_counter=token_counter)
 
     @asynccontextmanager
-    async def _tx(self, *, readonly: bool = False) -> AsyncIterator[Any]:
-        """One pooled connection in one transaction (a snapshot when ``readonly``)."""
+    async def _tx(self) -> AsyncIterator[Any]:
+        """One pooled connection in one transaction."""
+        async with translated(WHERE), self._pool.acquire() as conn, conn.transaction():
+            yield conn
+
+    @asynccontextmanager
+    async def _read(self, since: int | None) -> AsyncIterator[Any]:
+        """A pooled connection to read on: in one read-only snapshot when ``since`` falls inside a
+        day (two queries, rollups and that day's rows, must see the same state); else the read
+        is one statement, a snapshot of its own, and skips the BEGIN/COMMIT round trips."""
         async with translated(WHERE), self._pool.acquire() as conn:
-            if readonly:
+            if since is not None and since % DAY_MS:
                 async with conn.transaction(isolation="repeatable_read", readonly=True):
                     yield conn
             else:
-                async with conn.transaction():
-                    yield conn
+                yield conn
 
     async def record(
         self,
@@ -130,13 +138,13 @@ class PostgresUsageRecorder(UsageRecorder):
             if not isinstance(value, str):
                 raise UsageError(f"{name} must be a string, not {value!r}")
         after = None if since is None else ms_of(since)
-        async with self._tx(readonly=True) as conn:
+        async with self._read(None if len(filters) > 1 else after) as conn:  # several: one query
             return await reading.totals(conn, filters, after)
 
     async def aggregate(self, by: GroupBy, *, since: datetime | None = None) -> list[UsageTotals]:
         check_group(by)
         after = None if since is None else ms_of(since)
-        async with self._tx(readonly=True) as conn:
+        async with self._read(after) as conn:
             groups = await reading.aggregate(conn, by, after)
         return sort_totals(
             by,
@@ -151,5 +159,5 @@ class PostgresUsageRecorder(UsageRecorder):
         for name, value in (("session_id", session_id), ("run", run)):
             if value is not None and not isinstance(value, str):
                 raise UsageError(f"{name} must be a string, not {value!r}")
-        async with self._tx(readonly=True) as conn:
+        async with self._read(None) as conn:
             return await reading.records(conn, session_id, run, limit)
