@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -192,7 +193,7 @@ def test_processes_record_at_once_and_one_wins_a_contested_run(pg_url: str) -> N
         assert p.returncode == 0, out
         outs.append(out.split())
     assert sorted(o[0] for o in outs) == ["refused", "refused", "refused", "won"]
-    assert all(o[-1] == "done" for o in outs)
+    assert all(o[-1] == "done" and o.count("ack") == 25 for o in outs)
 
     async def check() -> None:
         pool = await connect(pg_url, min_size=1, max_size=2)
@@ -210,6 +211,47 @@ def test_processes_record_at_once_and_one_wins_a_contested_run(pg_url: str) -> N
                 assert positions == list(range(25))
                 expect = 250 + (f"w{i}" == winner)
                 assert await store.get_context_tokens() == (expect, 25)
+            await _rollups_match_rows(pool)
+        finally:
+            await pool.close()
+
+    asyncio.run(check())
+
+
+def test_a_writer_killed_mid_record_loses_nothing_acknowledged_and_leaves_no_half(pg_url: str) -> None:
+    """SIGKILL a process recording (with messages) as fast as it can: every acknowledged record
+    is there, and what the kill cut short left nothing: as many messages as rows with one, the
+    session's token totals equal to its recorded usage, the rollups equal to the rows."""
+    asyncio.run(_truncate(pg_url))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.procs.pg_usage_writer", pg_url, "k", "100000"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    acked = -1
+    for line in proc.stdout:
+        if line.startswith("ack "):
+            acked = int(line.split()[1])
+            if acked >= 40:
+                break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    assert acked >= 40
+
+    async def check() -> None:
+        pool = await connect(pg_url, min_size=1, max_size=2)
+        try:
+            recorder = PostgresUsageRecorder(pool, "multi")
+            store = PostgresContextStore(pool, "k", "multi")
+            rows = await recorder.records(run="k-run", limit=1_000_000)
+            history = await store.get_history()
+            assert len(rows) == len(history) >= acked + 1
+            assert sorted(r.position for r in rows) == list(range(len(history)))  # type: ignore[type-var]
+            total = await recorder.totals(session_id="k")
+            assert await store.get_context_tokens() == (total.input_tokens, total.output_tokens)
             await _rollups_match_rows(pool)
         finally:
             await pool.close()

@@ -2,7 +2,8 @@
 
 Usage: ``pg_usage_writer.py URL NAME COUNT``: first claims the run "contested" for session NAME
 (prints "won" or "refused"), then records COUNT requests (input 10, output 1, cost 0.001, a
-message each) to session NAME with run NAME-run, agent "shared", model "m"; prints "done".
+message each) to session NAME with run NAME-run, agent "shared", model "m", printing "ack I"
+(flushed) after each returned, so a test can kill it and check every acknowledged one; "done".
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ async def main(url: str, name: str, count: int) -> None:
                 model="m",
                 message=text("assistant", f"{name} {i}"),
             )
+            sys.stdout.write(f"ack {i}\n")
+            sys.stdout.flush()
     finally:
         await pool.close()
     print("done", flush=True)
