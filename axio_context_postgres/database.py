@@ -37,6 +37,7 @@ from .errors import UnsupportedOnPostgresError
 from .listing import SessionPage, list_page
 from .memory import PostgresMemoryStores
 from .searching import SearchCalls
+from .usage import PostgresUsageRecorder
 
 __all__ = ["PostgresDatabase", "open_database"]
 
@@ -234,6 +235,10 @@ class PostgresDatabase(SearchCalls):
     def memory_stores(self) -> PostgresMemoryStores:
         """The memory stores (vectors, blobs, graph, tasks) in this database, on its pool."""
         return PostgresMemoryStores(self._pool)
+
+    def usage_recorder(self) -> PostgresUsageRecorder:
+        """The usage recorder of this database (rows, rollups, session token totals), on its pool."""
+        return PostgresUsageRecorder(self._pool)
 
     # -- what only SQLite files have -------------------------------------------------------------
 

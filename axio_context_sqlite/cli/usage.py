@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from axio_context.usage_limits import GROUPS, UsageError, UsageTotals
+from axio_context.usage_limits import GROUPS, UsageTotals
 
 from ..database import Database
 from ..usage import SQLiteUsageRecorder
@@ -60,9 +60,9 @@ def usage(ctx: click.Context, by: str, since: datetime | None, as_json: bool, nl
     one_format(as_json, nl)
 
     async def go(db: Database) -> list[UsageTotals]:
-        if not isinstance(db, Database):
-            raise UsageError("usage is recorded in SQLite databases only")
-        return await SQLiteUsageRecorder(db.connection).aggregate(by, since=since)  # type: ignore[arg-type]
+        # a postgresql:// database has its own recorder (axio_context_postgres.usage)
+        recorder = SQLiteUsageRecorder(db.connection) if isinstance(db, Database) else db.usage_recorder()
+        return await recorder.aggregate(by, since=since)  # type: ignore[arg-type]
 
     totals = with_db(ctx, False, go)
     rows = [_row(by, t) for t in totals]
