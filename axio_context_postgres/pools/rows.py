@@ -6,7 +6,9 @@ entries are an append-only log; a branch sees its parent chain's entries up to e
 per key ordered by ``ord``. Here every change starts with ``SELECT ... FOR UPDATE`` on the
 container's row, so two writers (processes or hosts) take turns on one container: the second
 reads the first one's ``version`` under the lock and, when it differs from what its caller
-saw, reloads the state and computes its change from it. No update is lost. Sequence values are
+saw, computes its change from the rows (not from the caller's view) and, once committed, hands
+back a fresh snapshot read outside the lock (so writers do not wait for each other's reloads).
+No update is lost. Sequence values are
 taken under that lock, so a branch's ``fork_seq`` (and a clear's ``base_seq``) are later than
 every entry the container had and earlier than every entry it gets afterwards.
 """
@@ -142,10 +144,8 @@ async def _latest(c: Any, h: Header, key: str) -> tuple[int, int] | None:
     return None if row is None or row[2] else (int(row[0]), int(row[1]))
 
 
-async def _max_fork(c: Any, cid: int) -> int:
-    """Entries at or before this are seen by a branch: never deleted."""
-    found = await c.fetchval("SELECT MAX(fork_seq) FROM context_pools WHERE parent = $1", cid)
-    return -1 if found is None else int(found)
+#: Entries at or before this are seen by a branch of container $1: never deleted.
+_FORKED: Final = "COALESCE((SELECT MAX(fork_seq) FROM context_pools WHERE parent = $1), -1)"
 
 
 async def _bump(c: Any, cid: int, size: int) -> Header:
@@ -231,28 +231,30 @@ async def create(
         return State(h, await _entries(c, h))
 
 
-async def _stale(c: Any, h: Header, seen: int) -> list[Entry] | None:
-    """The state when ``seen`` is not the locked header's version (another writer came first)."""
-    return None if h.version == seen else await _entries(c, h)
+async def _reloaded(pool: Pool, name: str) -> State:
+    """The state after a change made on a stale view, read once the row lock is released (a
+    snapshot: its version matches its entries), so other writers do not wait for it."""
+    state = await load(pool, name)
+    if state is None:
+        raise PoolNotFoundError(f"{name!r} is no longer in the database")
+    return state
 
 
 async def queue_append(pool: Pool, cid: int, seen: int, items: list[Packed]) -> State | None:
     """Append ``items`` in one transaction; the fresh state when the caller's was stale."""
     async with writing(pool) as c:
         h = await _lock(c, cid)
-        stale = await _stale(c, h, seen)
         await c.execute(_INSERT_MANY, cid, *_columns(items))
         assert h.lim is not None
         # Own entries older than the newest `lim` are out of the window for good.
         await c.execute(
-            "DELETE FROM context_pool_entries WHERE owner = $1 AND seq > $2 AND seq < (SELECT seq FROM"
-            " context_pool_entries WHERE owner = $1 ORDER BY seq DESC LIMIT 1 OFFSET $3)",
+            f"DELETE FROM context_pool_entries WHERE owner = $1 AND seq > {_FORKED} AND seq < (SELECT seq"
+            " FROM context_pool_entries WHERE owner = $1 ORDER BY seq DESC LIMIT 1 OFFSET $2)",
             cid,
-            await _max_fork(c, cid),
             h.lim - 1,
         )
-        h = await _bump(c, cid, min(h.lim, h.size + len(items)))
-        return None if stale is None else State(h, await _entries(c, h))
+        await _bump(c, cid, min(h.lim, h.size + len(items)))
+    return None if h.version == seen else await _reloaded(pool, h.name)
 
 
 async def clear(pool: Pool, cid: int) -> Header:
@@ -260,9 +262,7 @@ async def clear(pool: Pool, cid: int) -> Header:
     async with writing(pool) as c:
         await _lock(c, cid)
         await c.execute("UPDATE context_pools SET base_seq = nextval('context_pool_seq') WHERE id = $1", cid)
-        await c.execute(
-            "DELETE FROM context_pool_entries WHERE owner = $1 AND seq > $2", cid, await _max_fork(c, cid)
-        )
+        await c.execute(f"DELETE FROM context_pool_entries WHERE owner = $1 AND seq > {_FORKED}", cid)
         return await _bump(c, cid, 0)
 
 
@@ -270,10 +270,7 @@ async def _drop_key(c: Any, h: Header, key: str, ord_: int) -> None:
     """Hide ``key``: delete its own older entries no branch sees, and write a removal entry
     unless nothing of the key is left to hide (a root container's common case)."""
     await c.execute(
-        "DELETE FROM context_pool_entries WHERE owner = $1 AND key = $2 AND seq > $3",
-        h.id,
-        key,
-        await _max_fork(c, h.id),
+        f"DELETE FROM context_pool_entries WHERE owner = $1 AND key = $2 AND seq > {_FORKED}", h.id, key
     )
     left = await c.fetchval(
         "SELECT 1 FROM context_pool_entries WHERE owner = $1 AND key = $2 LIMIT 1", h.id, key
@@ -303,22 +300,22 @@ async def pool_add(
     assert key is not None
     async with writing(pool) as c:
         h = await _lock(c, cid)
-        stale = await _stale(c, h, seen)
-        if stale is not None:
-            oldest = stale[0].key if stale else None
         found = await _latest(c, h, key)
         size, evicted = h.size, None
-        if found is None and h.lim is not None and size >= h.lim and oldest is not None:
+        full = found is None and h.lim is not None and size >= h.lim
+        if full and h.version != seen:  # the caller's oldest may be gone: ask the pool
+            oldest = await c.fetchval(_POOL.replace("seq, key,", "key,", 1) + " LIMIT 1", h.id, h.base_seq)
+        if full and oldest is not None:
             old = await _latest(c, h, oldest)
             if old is not None:
                 await _drop_key(c, h, oldest, old[1])
                 size, evicted = size - 1, oldest
         seq = await _insert(c, cid, key, None if found is None else found[1], desc, content, extra)
         await c.execute(
-            "DELETE FROM context_pool_entries WHERE owner = $1 AND key = $2 AND seq > $3 AND seq < $4",
+            f"DELETE FROM context_pool_entries WHERE owner = $1 AND key = $2"
+            f" AND seq > {_FORKED} AND seq < $3",
             cid,
             key,
-            await _max_fork(c, cid),
             seq,
         )
         if vector is not None:
@@ -328,8 +325,8 @@ async def pool_add(
                 vector[0],
                 list(vector[1]),
             )
-        h = await _bump(c, cid, size + (found is None))
-        return (None if stale is None else State(h, await _entries(c, h))), evicted, seq
+        await _bump(c, cid, size + (found is None))
+    return (None if h.version == seen else await _reloaded(pool, h.name)), evicted, seq
 
 
 async def pool_remove(pool: Pool, cid: int, key: str) -> Header | None:
@@ -345,10 +342,15 @@ async def pool_remove(pool: Pool, cid: int, key: str) -> Header | None:
 
 async def _free_name(c: Any, base: str) -> str:
     """``base/1``, ``base/2``, ...: the first name not taken (the default name of a branch)."""
+    prefix = f"{base}/"
+    taken = {
+        r[0][len(prefix) :]
+        for r in await c.fetch("SELECT name FROM context_pools WHERE starts_with(name, $1)", prefix)
+    }
     n = 1
-    while await c.fetchval("SELECT 1 FROM context_pools WHERE name = $1", f"{base}/{n}"):
+    while str(n) in taken:
         n += 1
-    return f"{base}/{n}"
+    return f"{prefix}{n}"
 
 
 async def branch(
@@ -369,10 +371,10 @@ async def branch(
         if name is None:
             name = await _free_name(c, p.name)
         now = _now()
-        new = await c.fetchval(
+        row = await c.fetchrow(
             "INSERT INTO context_pools (name, kind, parent, fork_seq, base_seq, lim, tags, hooks, extra,"
             " size, created_at, updated_at) VALUES ($1, $2, $3, nextval('context_pool_seq'), $4, $5, $6,"
-            " $7, $8, $9, $10, $10) ON CONFLICT (name) DO NOTHING RETURNING id",
+            " $7, $8, $9, $10, $10) ON CONFLICT (name) DO NOTHING RETURNING " + _HEADER,
             name,
             p.kind,
             cid,
@@ -384,15 +386,15 @@ async def branch(
             p.size if lim is None else min(p.size, lim),
             now,
         )
-        if new is None:
+        if row is None:
             raise PoolExistsError(f"a queue or pool named {name!r} already exists")
-        h = await _lock(c, new)
+        h = Header(*row)
         if p.kind == "pool" and lim is not None and p.size > lim:
             if p.version != seen:
                 drop = [str(e.key) for e in (await _entries(c, h))[: p.size - lim]]
             for key in drop:
                 await _drop_key(c, h, key, 0)
-        return h, (None if p.version == seen else await _entries(c, h))
+    return h, (None if p.version == seen else (await _reloaded(pool, h.name)).entries)
 
 
 async def listing(pool: Pool, kind: str | None) -> list[tuple[Header, str | None]]:
