@@ -9,7 +9,8 @@ connections comes from :func:`axio_context_postgres.connect`::
     docs = await PostgresContextPool.open(pool, "docs", embedder=HashingEmbedder())
 """
 
+from .listing import list_pools, show_pool
 from .pool import PostgresContextPool
 from .queue import PostgresContextQueue
 
-__all__ = ["PostgresContextPool", "PostgresContextQueue"]
+__all__ = ["PostgresContextPool", "PostgresContextQueue", "list_pools", "show_pool"]

@@ -30,11 +30,11 @@ from ..connection import Pool, translated
 __all__ = [
     "WHERE",
     "branch",
-    "chain_owners",
     "clear",
     "create",
     "listing",
     "load",
+    "parent_name",
     "pool_add",
     "pool_remove",
     "queue_append",
@@ -165,17 +165,20 @@ async def _insert(
     return int(await c.fetchval(_INSERT, cid, key, ord_, desc, content, extra))
 
 
-async def chain_owners(pool: Pool, cid: int) -> list[int]:
-    """The container and its ancestors: every owner whose entries it may show."""
-    async with reading(pool) as c:
-        return [int(r[0]) for r in await c.fetch(_CHAIN + "SELECT owner FROM chain", cid)]
-
-
 async def load(pool: Pool, name: str) -> State | None:
     """The container called ``name`` and what it holds, in one snapshot."""
     async with reading(pool) as c:
         h = await _header(c, name)
         return None if h is None else State(h, await _entries(c, h))
+
+
+async def parent_name(pool: Pool, pid: int | None) -> str | None:
+    """The name of the container a branch came from (None: not a branch)."""
+    if pid is None:
+        return None
+    async with translated(WHERE):
+        found = await pool.fetchval("SELECT name FROM context_pools WHERE id = $1", pid)
+    return None if found is None else str(found)
 
 
 async def version(pool: Pool, cid: int) -> int:

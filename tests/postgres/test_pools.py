@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from axio_context.embeddings import Embedder, HashingEmbedder
 from axio_context.pools import (
@@ -24,6 +27,9 @@ from axio_context.pools.testing import ContextPoolContract, ContextQueueContract
 from axio_context_postgres import Pool, connect
 from axio_context_postgres.pools import PostgresContextPool, PostgresContextQueue
 from axio_context_postgres.pools.selecting import tsquery_text
+from axio_context_sqlite import connect as sqlite_connect
+from axio_context_sqlite.cli import cli
+from axio_context_sqlite.pools import SQLiteContextPool, SQLiteContextQueue
 
 _names = (f"c{n}" for n in itertools.count())
 
@@ -170,3 +176,61 @@ async def test_bad_input_is_refused_in_one_line_and_writes_nothing(pg_pools: Pos
     with pytest.raises(ValueError, match="cannot store this text"):
         await q.append(ContextItem("x", "nul\x00here"))
     assert (await pg_pools.reopen(q)).items == [] and len(q) == 0
+
+
+async def _fill_cli(queue_open: Any, pool_open: Any) -> None:
+    p = await pool_open("docs", limit=10, tags=["work"])
+    await p.add(ContextItem({"pages": [1, 2]}, "Q3 earnings report", "q3"))
+    await p.add(ContextItem("plain", "notes", "n1"))
+    q = await queue_open("recent", limit=3)
+    await q.append(*[ContextItem(f"m{i}") for i in range(5)])
+    await q.branch(name="recent-sub")
+
+
+def _cli(db: str, *args: str) -> Any:
+    result = CliRunner().invoke(cli, ["--db", db, *args, "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.output)
+    for info in shown if isinstance(shown, list) else [shown["info"]]:
+        info.pop("created_at"), info.pop("updated_at")
+    return shown
+
+
+async def _fill_both(url: str, path: Path) -> None:
+    """The same queues and pools in PostgreSQL and in an SQLite file."""
+    async with sqlite_connect(path) as conn:
+        await _fill_cli(
+            lambda *a, **k: SQLiteContextQueue.open(conn, *a, **k),
+            lambda *a, **k: SQLiteContextPool.open(conn, *a, **k),
+        )
+    pool = await connect(url)
+    try:
+        await _fill_cli(
+            lambda *a, **k: PostgresContextQueue.open(pool, *a, **k),
+            lambda *a, **k: PostgresContextPool.open(pool, *a, **k),
+        )
+    finally:
+        await pool.close()
+
+
+def test_the_pools_command_shows_postgres_as_sqlite(fresh_pg_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "same.db"
+    asyncio.run(_fill_both(fresh_pg_url, path))
+    for args in (
+        ["pools"],
+        ["pools", "--kind", "queue"],
+        ["pools", "show", "docs"],
+        ["pools", "show", "recent-sub"],
+    ):
+        assert _cli(fresh_pg_url, *args) == _cli(str(path), *args), args
+    assert [i["content"] for i in _cli(fresh_pg_url, "pools", "show", "recent-sub")["items"]] == [
+        "m2",
+        "m3",
+        "m4",
+    ]
+    result = CliRunner().invoke(
+        cli, ["--db", fresh_pg_url, "pools", "show", "nowhere"], catch_exceptions=False
+    )
+    assert result.exit_code != 0 and result.output.strip().splitlines()[-1].endswith(
+        "no queue or pool named 'nowhere'"
+    )
