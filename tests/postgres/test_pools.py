@@ -26,7 +26,7 @@ from axio_context.pools import (
 from axio_context.pools.testing import ContextPoolContract, ContextQueueContract
 from axio_context_postgres import Pool, connect
 from axio_context_postgres.pools import PostgresContextPool, PostgresContextQueue
-from axio_context_postgres.pools.selecting import tsquery_text
+from axio_context_postgres.pools.selecting import tsquery_text, vector_ranking
 from axio_context_sqlite import connect as sqlite_connect
 from axio_context_sqlite.cli import cli
 from axio_context_sqlite.pools import SQLiteContextPool, SQLiteContextQueue
@@ -234,3 +234,25 @@ def test_the_pools_command_shows_postgres_as_sqlite(fresh_pg_url: str, tmp_path:
     assert result.exit_code != 0 and result.output.strip().splitlines()[-1].endswith(
         "no queue or pool named 'nowhere'"
     )
+
+
+async def test_vectors_rank_alike_with_pgvector_and_without(pg_pools: PostgresPools) -> None:
+    embedder = HashingEmbedder(32)
+    p = await pg_pools.pool(embedder=embedder)
+    texts = ["parser errors", "parsing tokens", "garden plan", "tokenizer rules", "weather", "plan a garden"]
+    for n, text in enumerate(texts):
+        await p.add(ContextItem(n, text, f"k{n}"))
+    await p.add(ContextItem("zero", "", "empty"))  # a zero embedding: no distance, left out
+    rows = await pg_pools.db.fetch(
+        "SELECT e.seq, e.key FROM context_pool_entries e JOIN context_pools c ON c.id = e.owner"
+        " WHERE c.name = $1",
+        p.name,
+    )
+    visible = {int(r[0]): str(r[1]) for r in rows}
+    for query in ("parser tokens", "a garden plan", "weather"):
+        (q,) = await embedder.embed([query])
+        exact, indexed = [
+            await vector_ranking(pg_pools.db, embedder.model, q, visible, 10, pgvector=flag)
+            for flag in (False, True)
+        ]
+        assert exact == indexed and "empty" not in exact and len(exact) == len(texts)
