@@ -276,12 +276,59 @@ CREATE TABLE usage_rollups (
 CREATE INDEX usage_rollups_by_day ON usage_rollups (dim, day, key);
 """
 
+# Context queues and pools by name (axio_context_postgres.pools, the SQLite step of the same
+# name's model): entries are an append-only log whose ``seq`` comes from one sequence, so a
+# branch's cut-off (``fork_seq``) and a clear's ``base_seq`` are points in it; a branch is one
+# row, no entry copied. Every change locks its container's row (``FOR UPDATE``) and bumps
+# ``version``. Pool descriptions are searched by a generated ``tsvector`` (GIN); embeddings are
+# ``real[]`` (any dimension, any embedder), ranked with pgvector's ``<=>`` when it is installed.
+_CONTEXT_POOLS: Final = """
+CREATE SEQUENCE context_pool_seq;
+CREATE TABLE context_pools (
+    id bigserial PRIMARY KEY,
+    name text NOT NULL UNIQUE,
+    kind text NOT NULL CHECK (kind IN ('queue', 'pool')),
+    parent bigint REFERENCES context_pools (id),
+    fork_seq bigint,
+    base_seq bigint NOT NULL DEFAULT 0,
+    lim integer,
+    tags text NOT NULL DEFAULT '[]',
+    hooks text NOT NULL DEFAULT '{}',
+    extra text NOT NULL DEFAULT '{}',
+    size integer NOT NULL DEFAULT 0,
+    version bigint NOT NULL DEFAULT 0,
+    created_at bigint NOT NULL,
+    updated_at bigint NOT NULL
+);
+CREATE INDEX context_pools_by_parent ON context_pools (parent) WHERE parent IS NOT NULL;
+CREATE TABLE context_pool_entries (
+    seq bigint PRIMARY KEY DEFAULT nextval('context_pool_seq'),
+    owner bigint NOT NULL REFERENCES context_pools (id),
+    key text,
+    ord bigint NOT NULL,
+    removed boolean NOT NULL DEFAULT false,
+    description text,
+    content bytea NOT NULL,
+    extra bytea,
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', COALESCE(description, ''))) STORED
+);
+CREATE INDEX context_pool_entries_by_owner ON context_pool_entries (owner, seq);
+CREATE INDEX context_pool_entries_by_key ON context_pool_entries (owner, key, seq);
+CREATE INDEX context_pool_entries_tsv ON context_pool_entries USING gin (tsv);
+CREATE TABLE context_pool_vectors (
+    seq bigint PRIMARY KEY REFERENCES context_pool_entries (seq) ON DELETE CASCADE,
+    model text NOT NULL,
+    embedding real[] NOT NULL
+);
+"""
+
 #: (version, SQL) in order; a step is never edited once released, only added after.
 MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
     (1, _V1),
     (2, _V2_MEMORY_STORES),
     (3, _V3_AGENT_HISTORY),
     (4, _USAGE_RECORDS),
+    (5, _CONTEXT_POOLS),
 )
 
 #: The schema version this code writes.

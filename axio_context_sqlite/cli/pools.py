@@ -25,13 +25,23 @@ __all__ = ["pools"]
 T = TypeVar("T")
 
 
-def _on(ctx: click.Context, call: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
+def _on(
+    ctx: click.Context,
+    call: Callable[[aiosqlite.Connection], Awaitable[T]],
+    on_postgres: Callable[[Any], Awaitable[T]],
+) -> T:
     async def go(db: Any) -> T:
-        if not isinstance(db, Database):
-            raise click.ClickException("context queues and pools are kept in SQLite databases only")
-        return await call(db.connection)
+        if isinstance(db, Database):
+            return await call(db.connection)
+        return await on_postgres(db.pool)  # a postgresql:// database: its connection pool
 
     return with_db(ctx, False, go)
+
+
+def _postgres() -> Any:
+    from axio_context_postgres import pools as pg_pools
+
+    return pg_pools
 
 
 def _row(info: PoolInfo) -> dict[str, Any]:
@@ -53,7 +63,7 @@ def pools(ctx: click.Context, kind: str | None, as_json: bool, nl: bool) -> None
     if ctx.invoked_subcommand is not None:
         return
     one_format(as_json, nl)
-    infos = _on(ctx, lambda conn: list_pools(conn, kind))
+    infos = _on(ctx, lambda conn: list_pools(conn, kind), lambda pool: _postgres().list_pools(pool, kind))
     emit(
         [_row(i) for i in infos],
         [
@@ -85,7 +95,11 @@ def pools(ctx: click.Context, kind: str | None, as_json: bool, nl: bool) -> None
 @click.pass_context
 def pools_show(ctx: click.Context, name: str, limit: int, as_json: bool) -> None:
     """Queue or pool NAME and its items (a queue oldest first, a pool in insertion order)."""
-    view = _on(ctx, lambda conn: show_pool(conn, name, limit=limit or COUNT_MAX))
+    view = _on(
+        ctx,
+        lambda conn: show_pool(conn, name, limit=limit or COUNT_MAX),
+        lambda pool: _postgres().show_pool(pool, name, limit=limit or COUNT_MAX),
+    )
     if as_json:
         echo_json(msgspec.to_builtins(view))
         return
