@@ -85,7 +85,10 @@ class PostgresDatabase(SearchCalls):
     async def latest(self) -> str:
         """The newest session's id (SessionNotFoundError when there is none)."""
         async with self._tx(readonly=True) as conn:
-            found = await conn.fetchval("SELECT id FROM sessions ORDER BY created_at DESC, sid DESC LIMIT 1")
+            # A subagent's session (owner_id set) is part of its owner's: "the newest" is never one.
+            found = await conn.fetchval(
+                "SELECT id FROM sessions WHERE owner_id IS NULL ORDER BY created_at DESC, sid DESC LIMIT 1"
+            )
         if found is None:
             raise SessionNotFoundError("the database holds no sessions yet")
         return str(found)
