@@ -18,6 +18,7 @@ from axio_context.state import AgentContext, ResumableState, StateEncodeError
 from axio_context_postgres import Pool, PostgresContextStore, connect
 from axio_context_postgres.database import PostgresDatabase, open_database
 from axio_context_postgres.state import load_state, load_stored, save_state, subagent_session_id
+from axio_context_postgres.tree import descendants, session_tree
 
 
 class MyState(ResumableState):
@@ -285,3 +286,37 @@ async def test_search_and_show_reach_subagent_sessions(fresh_pg_url: str) -> Non
         assert [(h.session_id, h.position) for h in hits.hits] == [("explorer@main", 0)]
         view = await database.show("explorer@main")
         assert "zebra" in view.messages[0].content[0].text  # type: ignore[union-attr]
+
+
+async def test_tree_places_subagents_and_forks_at_any_depth(db: Pool) -> None:
+    main = store(db)
+    await main.append(Message(role="user", content=[TextBlock(text="hi")]))
+    await save_state(main, ResumableState(subagent_history={"planner": history(1)}))
+    planner = store(db, "planner@main")
+    await save_state(planner, ResumableState(subagent_history={"worker": history(1)}))  # nested
+    fork = await main.fork()
+    fork_of_planner = await planner.fork()
+    await store(db, "lonely", project="q").append(Message(role="user", content=[]))
+    tree = await session_tree(db)
+    assert [n.info.session_id for n in tree] == ["lonely", "main"]
+    top = tree[1]
+    assert [(c.info.session_id, c.kind, c.agent_name) for c in top.children] == [
+        ("planner@main", "subagent", "planner"),
+        (fork.session_id, "fork", None),
+    ]
+    planner_node = top.children[0]
+    assert planner_node.info.message_count == 2
+    assert [(c.info.session_id, c.kind) for c in planner_node.children] == [
+        ("worker@planner@main", "subagent"),
+        (fork_of_planner.session_id, "fork"),
+    ]
+    assert [n.info.session_id for n in await session_tree(db, "q")] == ["lonely"]
+    assert [n.info.session_id for n in await session_tree(db, limit=1)] == ["lonely"]
+    assert set(await descendants(db, ["main"])) == {
+        "planner@main",
+        "worker@planner@main",
+        fork.session_id,
+        fork_of_planner.session_id,
+    }
+    with pytest.raises(ValueError, match="limit"):
+        await session_tree(db, limit=0)
