@@ -28,15 +28,17 @@ from axio_context.transcript import (
 from axio_context_sqlite.admin.exporting import ExportSummary
 from axio_context_sqlite.admin.importing import ImportedSession, ImportReport
 from axio_context_sqlite.admin.jobs import ms
+from axio_context_sqlite.state import SessionNode, StoredState
 from axio_context_sqlite.store.catalog import SessionView
 from axio_context_sqlite.store.naming import project_forms
 
-from . import sessions, writes
+from . import sessions, state, tree, writes
 from .connection import Pool, connect, redacted, translated
 from .errors import UnsupportedOnPostgresError
 from .listing import SessionPage, list_page
 from .memory import PostgresMemoryStores
 from .searching import SearchCalls
+from .store import PostgresContextStore
 
 __all__ = ["PostgresDatabase", "open_database"]
 
@@ -233,6 +235,16 @@ class PostgresDatabase(SearchCalls):
         async with self._tx() as conn:
             await sessions.full_row(conn, session_id)
             await conn.execute("UPDATE sessions SET title = $2 WHERE id = $1", session_id, title)
+
+    async def load_stored(self, session_id: str) -> StoredState | None:
+        """The agent state saved with a session, as stored (the ``state`` command's view)."""
+        return await state.load_stored(PostgresContextStore(self._pool, session_id, project=""))
+
+    async def session_tree(
+        self, project: str | None = None, *, limit: int | None = None, since: datetime | None = None
+    ) -> list[SessionNode]:
+        """Root sessions newest first with their subagent sessions and forks below them."""
+        return await tree.session_tree(self._pool, project, limit=limit, since=since)
 
     def memory_stores(self) -> PostgresMemoryStores:
         """The memory stores (vectors, blobs, graph, tasks) in this database, on its pool."""

@@ -19,6 +19,7 @@ from axio_context_postgres import Pool, PostgresContextStore, connect
 from axio_context_postgres.database import PostgresDatabase, open_database
 from axio_context_postgres.state import load_state, load_stored, save_state, subagent_session_id
 from axio_context_postgres.tree import descendants, session_tree
+from tests.support.cli_helpers import invoke, invoke_json
 
 
 class MyState(ResumableState):
@@ -320,3 +321,39 @@ async def test_tree_places_subagents_and_forks_at_any_depth(db: Pool) -> None:
     }
     with pytest.raises(ValueError, match="limit"):
         await session_tree(db, limit=0)
+
+
+def test_cli_state_and_tree_on_postgres(fresh_pg_url: str) -> None:
+    """``state`` and ``list-sessions --tree`` read a PostgreSQL database as they read SQLite."""
+
+    async def fill() -> str:
+        pool = await connect(fresh_pg_url, min_size=1, max_size=2)
+        try:
+            main = store(pool)
+            await main.append(Message(role="user", content=[TextBlock(text="hello there")]))
+            await save_state(
+                main, ResumableState(subagent_history={"explorer": history(1)}, handoff_message="go on")
+            )
+            return (await main.fork()).session_id
+        finally:
+            await pool.close()
+
+    fork = asyncio.run(fill())
+    state = invoke_json("--db", fresh_pg_url, "state", "main", "--json")
+    assert (
+        state["subagents"] == {"explorer": "explorer@main"} and state["state"]["handoff_message"] == "go on"
+    )
+    assert "subagent explorer: session explorer@main" in invoke("--db", fresh_pg_url, "state", "main").stdout
+    tree = invoke_json("--db", fresh_pg_url, "list-sessions", "--tree", "--json")
+    assert [(n["session_id"], n["kind"]) for n in tree] == [("main", "session")]
+    assert [(c["session_id"], c["kind"], c["agent_name"]) for c in tree[0]["children"]] == [
+        ("explorer@main", "subagent", "explorer"),
+        (fork, "fork", None),
+    ]
+    table = invoke("--db", fresh_pg_url, "list-sessions", "--tree").stdout
+    assert "[explorer] explorer@main" in table
+    missing = invoke("--db", fresh_pg_url, "state", fork, ok=False)
+    assert (
+        missing.exit_code == 1
+        and missing.stderr.strip() == f"Error: no agent state is saved with session {fork!r}"
+    )
