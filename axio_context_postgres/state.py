@@ -126,13 +126,30 @@ async def _child_id(conn: Any, session_id: str, name: str, project: str | None, 
     if found is not None:
         return str(found)
     child = subagent_session_id(session_id, name)
-    if len(child) > _MAX_ID or await conn.fetchval("SELECT 1 FROM sessions WHERE id = $1", child):
+    if len(child) > _MAX_ID or not await _create_owned(conn, child, session_id, name, project, now):
         child = uuid4().hex  # the readable id is taken by another session, or too long
-    await writes.ensure_session(conn, child, project, now)
-    await conn.execute(
-        "UPDATE sessions SET owner_id = $2, agent_name = $3 WHERE id = $1", child, session_id, name
-    )
+        await _create_owned(conn, child, session_id, name, project, now)
     return child
+
+
+async def _create_owned(conn: Any, child: str, owner: str, name: str, project: str | None, now: int) -> bool:
+    """Create session ``child`` owned by ``owner``; False (nothing written) when the id is taken,
+    even by a session another writer created a moment ago: never take over someone's session."""
+    seg = await conn.fetchval("INSERT INTO segments (owner) VALUES ($1) RETURNING seg", child)
+    sid = await conn.fetchval(
+        "INSERT INTO sessions (id, seg, project, created_at, updated_at, owner_id, agent_name)"
+        " VALUES ($1, $2, $3, $4, $4, $5, $6) ON CONFLICT (id) DO NOTHING RETURNING sid",
+        child,
+        seg,
+        project,
+        now,
+        owner,
+        name,
+    )
+    if sid is None:
+        await conn.execute("DELETE FROM segments WHERE seg = $1", seg)
+        return False
+    return True
 
 
 async def _write_subagent(

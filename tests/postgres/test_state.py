@@ -232,14 +232,14 @@ async def test_a_state_field_that_cannot_be_encoded_is_named(db: Pool) -> None:
 
 
 async def test_save_is_one_transaction(db: Pool) -> None:
-    """A failure half-way (the second subagent's session cannot be owned: a trigger refuses it)
+    """A failure half-way (creating the second subagent's session: a trigger refuses it)
     rolls the first subagent's session back with it."""
     main = store(db)
     await save_state(main, ResumableState(handoff_message="first"))
     await db.execute(
         "CREATE FUNCTION fail_second() RETURNS trigger LANGUAGE plpgsql AS $$"
         " BEGIN RAISE EXCEPTION 'injected'; END $$;"
-        " CREATE TRIGGER fail_second AFTER UPDATE OF owner_id ON sessions FOR EACH ROW"
+        " CREATE TRIGGER fail_second AFTER INSERT ON sessions FOR EACH ROW"
         " WHEN (NEW.agent_name = 'second') EXECUTE FUNCTION fail_second();"
     )
     with pytest.raises(Exception, match="injected"):
