@@ -195,7 +195,8 @@ class PostgresDatabase(SearchCalls):
             parent = mapping.get(rec.parent_id, rec.parent_id) if rec.parent_id is not None else None
             async with self._tx() as conn:
                 replaced = replace and await writes.delete_session(conn, new_id)
-                written = await sessions.insert_session(conn, rec, new_id, parent)
+                owner = mapping.get(rec.owner_id, rec.owner_id) if rec.owner_id is not None else None
+                written = await sessions.insert_session(conn, rec, new_id, parent, owner)
             report.append(ImportedSession(rec.id, new_id, written, replaced))
         return ImportReport(format=fmt, sessions=report)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -357,3 +358,30 @@ def test_cli_state_and_tree_on_postgres(fresh_pg_url: str) -> None:
         missing.exit_code == 1
         and missing.stderr.strip() == f"Error: no agent state is saved with session {fork!r}"
     )
+
+
+def test_copy_keeps_subagent_links_both_ways(fresh_pg_url: str, tmp_path: Path) -> None:
+    """``copy`` SQLite -> PostgreSQL -> SQLite: subagent sessions keep their owner and name (the
+    exports of all three are byte-identical), and the tree on PostgreSQL nests them."""
+    from axio_context_sqlite import SQLiteContextStore
+    from axio_context_sqlite import connect as sqlite_connect
+    from axio_context_sqlite.state import save_state as sqlite_save_state
+
+    src = tmp_path / "src.db"
+
+    async def fill() -> None:
+        async with sqlite_connect(src) as conn:
+            main = SQLiteContextStore(conn, "main", project="p")
+            await main.append(Message(role="user", content=[TextBlock(text="hello")]))
+            await sqlite_save_state(main, ResumableState(subagent_history={"explorer": history(2)}))
+
+    asyncio.run(fill())
+    assert invoke_json("copy", src, fresh_pg_url, "--json")["copied"] == 2
+    back = tmp_path / "back.db"
+    assert invoke_json("copy", fresh_pg_url, back, "--json")["copied"] == 2
+    exports = [
+        invoke("--db", db, "export", "--all", "-f", "jsonl").stdout for db in (src, fresh_pg_url, back)
+    ]
+    assert exports[0] == exports[1] == exports[2] and '"owner_id":"main"' in exports[1]
+    tree = invoke_json("--db", fresh_pg_url, "list-sessions", "--tree", "--json")
+    assert [(c["session_id"], c["kind"]) for c in tree[0]["children"]] == [("explorer@main", "subagent")]
