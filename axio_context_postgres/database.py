@@ -247,6 +247,10 @@ class PostgresDatabase(SearchCalls):
         """Root sessions newest first with their subagent sessions and forks below them."""
         return await tree.session_tree(self._pool, project, limit=limit, since=since)
 
+    async def descendants(self, session_ids: Sequence[str]) -> list[str]:
+        """Sessions below ``session_ids`` (subagent sessions and forks), for ``export --children``."""
+        return await tree.descendants(self._pool, session_ids)
+
     def memory_stores(self) -> PostgresMemoryStores:
         """The memory stores (vectors, blobs, graph, tasks) in this database, on its pool."""
         return PostgresMemoryStores(self._pool)

@@ -18,12 +18,6 @@ from .options import output_options, session_argument
 from .output import SESSION_COLUMNS, echo_json, emit, info_dict, info_row, local_time, shown_ids, visible
 
 
-def sqlite_only(ctx: click.Context, what: str) -> None:
-    """Refuse ``what`` on a PostgreSQL database, in one line, before opening it."""
-    if is_url(settings_of(ctx).target):
-        raise click.UsageError(f"{what} works on SQLite databases only")
-
-
 def _walk(
     nodes: list[SessionNode], depth: int = 0, under: str | None = None
 ) -> Iterator[tuple[SessionNode, int, str | None]]:

@@ -385,3 +385,5 @@ def test_copy_keeps_subagent_links_both_ways(fresh_pg_url: str, tmp_path: Path) 
     assert exports[0] == exports[1] == exports[2] and '"owner_id":"main"' in exports[1]
     tree = invoke_json("--db", fresh_pg_url, "list-sessions", "--tree", "--json")
     assert [(c["session_id"], c["kind"]) for c in tree[0]["children"]] == [("explorer@main", "subagent")]
+    children = invoke("--db", fresh_pg_url, "export", "main", "--children", "-f", "jsonl").stdout
+    assert children == exports[1]  # main and, under it, its subagent's session: everything here
