@@ -28,15 +28,17 @@ from axio_context.transcript import (
 from axio_context_sqlite.admin.exporting import ExportSummary
 from axio_context_sqlite.admin.importing import ImportedSession, ImportReport
 from axio_context_sqlite.admin.jobs import ms
+from axio_context_sqlite.state import SessionNode, StoredState
 from axio_context_sqlite.store.catalog import SessionView
 from axio_context_sqlite.store.naming import project_forms
 
-from . import sessions, writes
+from . import sessions, state, tree, writes
 from .connection import Pool, connect, redacted, translated
 from .errors import UnsupportedOnPostgresError
 from .listing import SessionPage, list_page
 from .memory import PostgresMemoryStores
 from .searching import SearchCalls
+from .store import PostgresContextStore
 from .usage import PostgresUsageRecorder
 
 __all__ = ["PostgresDatabase", "open_database"]
@@ -86,7 +88,10 @@ class PostgresDatabase(SearchCalls):
     async def latest(self) -> str:
         """The newest session's id (SessionNotFoundError when there is none)."""
         async with self._tx(readonly=True) as conn:
-            found = await conn.fetchval("SELECT id FROM sessions ORDER BY created_at DESC, sid DESC LIMIT 1")
+            # A subagent's session (owner_id set) is part of its owner's: "the newest" is never one.
+            found = await conn.fetchval(
+                "SELECT id FROM sessions WHERE owner_id IS NULL ORDER BY created_at DESC, sid DESC LIMIT 1"
+            )
         if found is None:
             raise SessionNotFoundError("the database holds no sessions yet")
         return str(found)
@@ -191,7 +196,8 @@ class PostgresDatabase(SearchCalls):
             parent = mapping.get(rec.parent_id, rec.parent_id) if rec.parent_id is not None else None
             async with self._tx() as conn:
                 replaced = replace and await writes.delete_session(conn, new_id)
-                written = await sessions.insert_session(conn, rec, new_id, parent)
+                owner = mapping.get(rec.owner_id, rec.owner_id) if rec.owner_id is not None else None
+                written = await sessions.insert_session(conn, rec, new_id, parent, owner)
             report.append(ImportedSession(rec.id, new_id, written, replaced))
         return ImportReport(format=fmt, sessions=report)
 
@@ -231,6 +237,20 @@ class PostgresDatabase(SearchCalls):
         async with self._tx() as conn:
             await sessions.full_row(conn, session_id)
             await conn.execute("UPDATE sessions SET title = $2 WHERE id = $1", session_id, title)
+
+    async def load_stored(self, session_id: str) -> StoredState | None:
+        """The agent state saved with a session, as stored (the ``state`` command's view)."""
+        return await state.load_stored(PostgresContextStore(self._pool, session_id, project=""))
+
+    async def session_tree(
+        self, project: str | None = None, *, limit: int | None = None, since: datetime | None = None
+    ) -> list[SessionNode]:
+        """Root sessions newest first with their subagent sessions and forks below them."""
+        return await tree.session_tree(self._pool, project, limit=limit, since=since)
+
+    async def descendants(self, session_ids: Sequence[str]) -> list[str]:
+        """Sessions below ``session_ids`` (subagent sessions and forks), for ``export --children``."""
+        return await tree.descendants(self._pool, session_ids)
 
     def memory_stores(self) -> PostgresMemoryStores:
         """The memory stores (vectors, blobs, graph, tasks) in this database, on its pool."""

@@ -19,6 +19,8 @@ Data model (the SQLite backend's, with the lineage made explicit):
   model wrote, ``tool`` for tool traffic), and a generated ``tsvector`` (body weight A, tool D)
   with a GIN index.
 - ``checkpoints``: per session, copied on fork (a few rows), as in SQLite.
+- ``session_states``: an agent's resumable state per session; subagent sessions carry
+  ``owner_id``/``agent_name`` (see :mod:`.state`).
 - ``embeddings``: pgvector rows, created when the ``vector`` extension is there (see
   :mod:`.vectors`); everything else works without it.
 """
@@ -322,6 +324,33 @@ CREATE TABLE context_pool_vectors (
 );
 """
 
+# Resumable agent state (axio_context.state on PostgreSQL: see .state). A subagent's history is a
+# session of its own, owned by the session of the agent that ran it (``owner_id`` = that
+# session's id, ``agent_name`` = the subagent's key in the state); ownership is not lineage.
+# ``session_states`` holds one row per session: the state's JSON without ``subagent_history``
+# (kept as text, so unknown fields come back exactly as written), and per subagent its message
+# count and a digest, so a save appends only what is new. A deleted session takes its state
+# with it (its subagent sessions stay, as roots); a renamed one keeps its subagent sessions.
+_RESUMABLE_STATE: Final = """
+ALTER TABLE sessions ADD COLUMN owner_id text;
+ALTER TABLE sessions ADD COLUMN agent_name text;
+CREATE UNIQUE INDEX sessions_by_owner ON sessions (owner_id, agent_name) WHERE owner_id IS NOT NULL;
+CREATE TABLE session_states (
+    sid bigint PRIMARY KEY REFERENCES sessions (sid) ON DELETE CASCADE,
+    type text NOT NULL,
+    state text NOT NULL,
+    subagents text NOT NULL DEFAULT '[]',
+    saved_at bigint NOT NULL
+);
+CREATE FUNCTION axio_sessions_owner_on_rename() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE sessions SET owner_id = NEW.id WHERE owner_id = OLD.id;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER sessions_owner_on_rename AFTER UPDATE OF id ON sessions
+    FOR EACH ROW WHEN (OLD.id IS DISTINCT FROM NEW.id) EXECUTE FUNCTION axio_sessions_owner_on_rename();
+"""
+
 #: (version, SQL) in order; a step is never edited once released, only added after.
 MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
     (1, _V1),
@@ -329,6 +358,7 @@ MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
     (3, _V3_AGENT_HISTORY),
     (4, _USAGE_RECORDS),
     (5, _CONTEXT_POOLS),
+    (6, _RESUMABLE_STATE),
 )
 
 #: The schema version this code writes.

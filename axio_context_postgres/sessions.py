@@ -32,7 +32,7 @@ BATCH: Final = 256
 
 FULL: Final = (
     "sid, seg, next_position, id, project, title, metadata, created_at, updated_at, parent_id,"
-    " fork_position, input_tokens, output_tokens"
+    " fork_position, input_tokens, output_tokens, owner_id, agent_name"
 )
 
 
@@ -100,6 +100,8 @@ async def header(conn: Any, s: Any, inherited: int) -> SessionHeader:
         input_tokens=s["input_tokens"],
         output_tokens=s["output_tokens"],
         checkpoints=await checkpoints(conn, s),
+        owner_id=s["owner_id"],
+        agent_name=s["agent_name"],
     )
 
 
@@ -171,8 +173,11 @@ async def export(
     return sessions, messages
 
 
-async def insert_session(conn: Any, rec: SessionRecord, new_id: str, parent_id: str | None) -> int:
-    """Insert a whole session with its original times, lineage and checkpoints (caller's tx)."""
+async def insert_session(
+    conn: Any, rec: SessionRecord, new_id: str, parent_id: str | None, owner_id: str | None = None
+) -> int:
+    """Insert a whole session with its original times, lineage, checkpoints and (a subagent
+    session's) owner link, in the caller's transaction."""
     from axio_context_sqlite.store.appending import preview_for
     from axio_context_sqlite.store.sessions import encode_metadata
 
@@ -229,6 +234,15 @@ async def insert_session(conn: Any, rec: SessionRecord, new_id: str, parent_id: 
         rec.input_tokens,
         rec.output_tokens,
     )
+    if owner_id is not None and rec.agent_name is not None:
+        # As SQLite's import: the link is kept unless that owner already has this subagent.
+        await conn.execute(
+            "UPDATE sessions SET owner_id = $2, agent_name = $3 WHERE id = $1 AND NOT EXISTS"
+            " (SELECT 1 FROM sessions WHERE owner_id = $2 AND agent_name = $3)",
+            new_id,
+            owner_id,
+            rec.agent_name,
+        )
     from axio_context.checkpoints import Checkpoint
 
     for cp in rec.checkpoints:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import click
 
@@ -16,12 +16,6 @@ from .app import cli, read_db, settings_of
 from .backends import is_url
 from .options import output_options, session_argument
 from .output import SESSION_COLUMNS, echo_json, emit, info_dict, info_row, local_time, shown_ids, visible
-
-
-def sqlite_only(ctx: click.Context, what: str) -> None:
-    """Refuse ``what`` on a PostgreSQL database, in one line, before opening it."""
-    if is_url(settings_of(ctx).target):
-        raise click.UsageError(f"{what} works on SQLite databases only (subagent sessions are SQLite's)")
 
 
 def _walk(
@@ -50,10 +44,14 @@ def list_tree(
     nl: bool,
 ) -> None:
     """``list-sessions --tree``: root sessions newest first, subagent sessions and forks under them."""
-    sqlite_only(ctx, "--tree")
+    on_postgres = is_url(settings_of(ctx).target)
 
     async def go(db: Database) -> tuple[list[SessionNode], dict[str, str]]:
-        nodes = await session_tree(db.connection, await db.stored_project(project), limit=limit, since=since)
+        scope = await db.stored_project(project)
+        if on_postgres:  # the PostgreSQL database object has the same query as a method
+            nodes: list[SessionNode] = await cast(Any, db).session_tree(scope, limit=limit, since=since)
+        else:
+            nodes = await session_tree(db.connection, scope, limit=limit, since=since)
         if as_json or nl:
             return nodes, {}
         ids = [x for n, _, _ in _walk(nodes) for x in (n.info.session_id, n.info.parent_id)]
@@ -93,10 +91,13 @@ def list_tree(
 @click.pass_context
 def state(ctx: click.Context, session: str, as_json: bool) -> None:
     """Show the agent state saved with a session (its subagents are sessions of their own)."""
-    sqlite_only(ctx, "state")
+    on_postgres = is_url(settings_of(ctx).target)
 
     async def go(db: Database) -> tuple[str, StoredState | None]:
         sid = await db.resolve(session)
+        if on_postgres:
+            found: StoredState | None = await cast(Any, db).load_stored(sid)
+            return sid, found
         return sid, await load_stored(SQLiteContextStore(db.connection, sid, project=""))
 
     sid, stored = read_db(ctx, go)

@@ -17,9 +17,9 @@ from ..database import DamagedRow, Database
 from ..state import descendants
 from .agent_filters import agent_options, tag_filters
 from .app import Written, cli, one_line_errors, read_db, settings_of, writing_db
+from .backends import is_url
 from .options import output_options, session_argument
 from .output import Progress, echo_json, visible
-from .state import sqlite_only
 
 
 @cli.command()
@@ -56,8 +56,7 @@ def export(
     """Export sessions (default: the newest) as json, jsonl or markdown."""
     if all_ and sessions:
         raise click.UsageError("give SESSION arguments or --all, not both")
-    if children and not all_:
-        sqlite_only(ctx, "--children")
+    on_postgres = children and is_url(settings_of(ctx).target)
     tagged = agent_id is not None or run_id is not None
     if tagged and sessions:
         raise click.UsageError("give SESSION arguments or --agent/--run, not both")
@@ -78,7 +77,8 @@ def export(
         else:
             ids = [await db.latest()]
         if children and ids is not None:
-            ids = list(dict.fromkeys(ids + await descendants(db.connection, ids)))
+            below = await (cast(Any, db).descendants(ids) if on_postgres else descendants(db.connection, ids))
+            ids = list(dict.fromkeys(ids + below))
         result = await db.export(
             out.write, format=format_, session_ids=ids, progress=progress, skip_damaged=not strict
         )
