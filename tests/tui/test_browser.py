@@ -122,6 +122,12 @@ async def test_a_transcript_shows_roles_folded_tools_images_and_checkpoints(db_p
     async with app.run_test(size=SIZE) as pilot:
         await _until(pilot, lambda: isinstance(app.screen, TranscriptScreen), "the session opened")
         await _until(pilot, lambda: bool(app.screen.query(MessageView)), "messages")
+        # the view is mounted in steps: wait for its last message before reading the screen
+        await _until(
+            pilot,
+            lambda: all(t in _texts(app.screen) for t in ("#3 · assistant", "earlier: an image and a read")),
+            "the whole view",
+        )
         shown = _texts(app.screen)
         # the model's view: the checkpoint marked, its summary, then positions 2 and 3
         assert "compaction checkpoint 1: messages 0-1 summarised" in shown
