@@ -137,7 +137,11 @@ async def test_a_transcript_shows_roles_folded_tools_images_and_checkpoints(db_p
         assert folds and all(c.collapsed for c in folds)
         assert "tool result for c1: stripes all the way down" in folds[0].title
         await pilot.press("v")  # every message: the image as one line, the tool call folded
-        await _until(pilot, lambda: "#0 · user" in _texts(app.screen), "the full view")
+        await _until(
+            pilot,
+            lambda: all(t in _texts(app.screen) for t in ("#0 · user", "[image image/png", "#3 · assistant")),
+            "the full view",
+        )
         shown = _texts(app.screen)
         assert "[image image/png, 12.0 KB]" in shown and "PNG" not in shown
         assert any("tool call read_file (c1)" in c.title for c in app.screen.query(Collapsible))
@@ -159,8 +163,9 @@ async def test_search_as_you_type_jumps_to_the_message(db_path: Path) -> None:
         assert isinstance(app.screen, SearchScreen)
         await pilot.press(*"stripes")
         hits = app.screen.query_one("#hits", DataTable)
-        await _until(pilot, lambda: hits.row_count >= 1, "a hit")
-        assert "1 hits for 'stripes'" in _texts(app.screen) or "hits for 'stripes'" in _texts(app.screen)
+        await _until(
+            pilot, lambda: hits.row_count >= 1 and "hits for 'stripes'" in _texts(app.screen), "a hit"
+        )
         await pilot.press("down", "enter")
         await _until(pilot, lambda: isinstance(app.screen, TranscriptScreen), "the hit's session")
         await _until(pilot, lambda: bool(app.screen.query(".target")), "the message marked")
