@@ -129,7 +129,7 @@ def list_sessions(
 
 FULL_COLUMNS: Final = (
     f"{session_rows.ROW_COLUMNS}, id, title, metadata, created_at, updated_at, parent_id, fork_position,"
-    " input_tokens, output_tokens"
+    " input_tokens, output_tokens, owner_id, agent_name"
 )
 
 
@@ -145,6 +145,8 @@ class FullRow(session_rows.SessionRow):
     fork_position: int | None
     input_tokens: int
     output_tokens: int
+    owner_id: str | None  # a subagent's history: its owner session and its name there
+    agent_name: str | None
 
 
 def full_row(c: Any, session_id: str) -> FullRow:
@@ -179,11 +181,10 @@ def _metadata(s: FullRow) -> dict[str, Any] | None:
 
 
 def session_header(c: Any, s: FullRow, inherited: int) -> SessionHeader:
-    owner = c.execute("SELECT owner_id, agent_name FROM sessions WHERE sid = ?", (s.sid,)).fetchone()
     agent = runs.agent_of(c, s.sid)
     return SessionHeader(
-        owner_id=None if owner is None else owner[0],
-        agent_name=None if owner is None else owner[1],
+        owner_id=s.owner_id,
+        agent_name=s.agent_name,
         agent_id=None if agent is None else agent[0],
         thread_id=None if agent is None else agent[1],
         id=s.id,
