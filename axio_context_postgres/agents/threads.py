@@ -9,11 +9,11 @@ between the backends keeps the names. Every function runs inside the caller's tr
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import Any, Final
 
 from axio_context.agents import RunSessionError
+from axio_context.agents.threads import hashed_session_id, readable_session_id, visible_window
 from axio_context.messages import Message
 
 from .. import lineage, writes
@@ -29,7 +29,6 @@ __all__ = [
     "find_thread",
     "page",
     "run_ids",
-    "window",
 ]
 
 #: The longest plain session id (the SQLite schema's limit, kept so copies between backends agree).
@@ -91,7 +90,7 @@ async def find_thread(conn: Any, agent_id: str, thread_id: str, *, lock: bool = 
 
 
 async def _name(conn: Any, agent_id: str, thread_id: str) -> str:
-    plain = f"{thread_id}:{agent_id}" if agent_id else thread_id
+    plain = readable_session_id(agent_id, thread_id)
     if len(plain) <= MAX_ID:
         taken = await conn.fetchval(
             "SELECT EXISTS (SELECT 1 FROM sessions s JOIN agent_sessions a ON a.sid = s.sid WHERE s.id = $1)",
@@ -99,8 +98,7 @@ async def _name(conn: Any, agent_id: str, thread_id: str) -> str:
         )
         if not taken:  # free, or a plain session of that name: the agent adopts it
             return plain
-    digest = hashlib.sha256(f"{agent_id}\0{thread_id}".encode()).hexdigest()[:32]
-    return f"agent-{digest}"
+    return hashed_session_id(agent_id, thread_id)
 
 
 async def ensure_thread(conn: Any, agent_id: str, thread_id: str, project: str | None) -> Any:
@@ -220,21 +218,6 @@ async def append_existing(
     return bool(done)
 
 
-def window(hidden: Sequence[int], offset: int, limit: int | None, length: int) -> tuple[int, int]:
-    """Positions ``[start, end)`` holding visible messages ``offset .. offset + limit``."""
-    start, i = offset, 0
-    while i < len(hidden) and hidden[i] <= start:
-        start += 1
-        i += 1
-    if limit is None:
-        return start, length
-    end = start + limit
-    while i < len(hidden) and hidden[i] < end:
-        end += 1
-        i += 1
-    return start, min(end, length)
-
-
 #: Positions ``[$3, $4)`` of the transcript: an index range per segment (LATERAL, with ``OFFSET 0``
 #: so the planner cannot flatten it into a hash join over the whole table): a page reads its rows.
 _PAGE: Final = (
@@ -259,7 +242,7 @@ async def page(conn: Any, agent_id: str, thread_id: str, limit: int | None, offs
     if found is None or limit == 0:
         return []
     hidden = await _hidden(conn, found)
-    start, end = window(hidden, offset, limit, found["next_position"])
+    start, end = visible_window(hidden, offset, limit, found["next_position"])
     if start >= end:
         return []
     gone = set(hidden)

@@ -10,11 +10,11 @@ and runs on its thread.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import Any, Final
 
 from axio_context.agents import RunSessionError
+from axio_context.agents.threads import hashed_session_id, readable_session_id, visible_window
 from axio_context.messages import Message
 
 from ..store import appending, hiding, reading, sessions
@@ -54,7 +54,7 @@ def find_thread(c: Any, agent_id: str, thread_id: str) -> Thread | None:
 
 
 def _name(c: Any, agent_id: str, thread_id: str) -> str:
-    plain = f"{thread_id}:{agent_id}" if agent_id else thread_id
+    plain = readable_session_id(agent_id, thread_id)
     if len(plain) <= _MAX_ID:
         r = c.execute(
             "SELECT a.agent_id, a.thread_id FROM sessions s JOIN agent_sessions a ON a.sid = s.sid"
@@ -63,8 +63,7 @@ def _name(c: Any, agent_id: str, thread_id: str) -> str:
         ).fetchone()
         if r is None:  # free, or a plain session of that name: the agent adopts it
             return plain
-    digest = hashlib.sha256(f"{agent_id}\0{thread_id}".encode()).hexdigest()[:32]
-    return f"agent-{digest}"
+    return hashed_session_id(agent_id, thread_id)
 
 
 def ensure_thread(c: Any, agent_id: str, thread_id: str, project: str | None) -> Thread:
@@ -191,21 +190,6 @@ def append_agent(
     return long_queue
 
 
-def _window(hidden: list[int], offset: int, limit: int | None, length: int) -> tuple[int, int]:
-    """Positions ``[start, end)`` holding visible messages ``offset .. offset + limit``."""
-    start, i = offset, 0
-    while i < len(hidden) and hidden[i] <= start:
-        start += 1
-        i += 1
-    if limit is None:
-        return start, length
-    end = start + limit
-    while i < len(hidden) and hidden[i] < end:
-        end += 1
-        i += 1
-    return start, min(end, length)
-
-
 def page(c: Any, agent_id: str, thread_id: str, limit: int | None, offset: int) -> list[Message]:
     """Visible messages ``offset .. offset + limit`` of the thread: only their rows are read."""
     with read_tx(c):
@@ -216,7 +200,7 @@ def page(c: Any, agent_id: str, thread_id: str, limit: int | None, offset: int) 
         row = session_row(c, name)
         assert row is not None
         hidden = hiding.hidden_in(c, sid)
-        start, end = _window(hidden, offset, limit, row.next_position)
+        start, end = visible_window(hidden, offset, limit, row.next_position)
         if start >= end:
             return []
         return hiding.drop_hidden(c, sid, start, reading.read_messages(c, name, row, start, end))
