@@ -15,7 +15,6 @@ the fields it knows and leaves the others.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import Any, Final, TypeVar, overload
 from uuid import uuid4
@@ -32,6 +31,7 @@ from axio_context.state import (
     message_of,
     state_type_name,
 )
+from axio_context.state.subagents import checked_history
 from axio_context.tokens import DefaultEstimator
 from axio_context_sqlite.state import StoredState, subagent_session_id
 from axio_context_sqlite.store.appending import preview_for
@@ -64,17 +64,6 @@ class _Subagent(msgspec.Struct):
     rows: list[writes.Encoded]
 
 
-def _digests(raw: Sequence[bytes]) -> list[str]:
-    """Digest of every prefix (the same as SQLite's, so the two backends' records agree)."""
-    h = hashlib.sha256()
-    out = [h.hexdigest()]
-    for item in raw:
-        h.update(len(item).to_bytes(8, "little"))
-        h.update(item)
-        out.append(h.hexdigest())
-    return out
-
-
 def _encode(name: str, items: Sequence[Any], first: int, now: int) -> list[writes.Encoded]:
     """Rows of ``items`` (their positions start at ``first``), each checked to read back."""
     rows = []
@@ -89,32 +78,13 @@ def _encode(name: str, items: Sequence[Any], first: int, now: int) -> list[write
 
 
 def _prepare(name: Any, history: Any, stored: tuple[int, str] | None, now: int) -> _Subagent:
-    """Check every message of one subagent, digest them, and encode those past what ``stored``
-    (the count and digest saved last time) says the session holds."""
-    if not isinstance(name, str) or not name:
-        raise StateEncodeError(
-            f"subagent_history: a subagent's key must be a non-empty string, got {name!r:.80}"
-        )
-    if "\x00" in name:
+    """Check one subagent's history (:func:`~axio_context.state.subagents.checked_history`) and
+    encode the messages past what ``stored`` says the session holds."""
+    if isinstance(name, str) and "\x00" in name:
         raise StateEncodeError(
             f"subagent_history: a subagent's key cannot hold a NUL character: {name!r:.80}"
         )
-    if not isinstance(history, list):
-        raise StateEncodeError(f"subagent_history[{name!r}] must be a list of message dicts")
-    raw: list[bytes] = []
-    for i, item in enumerate(history):
-        if not isinstance(item, dict):
-            raise StateEncodeError(
-                f"subagent_history[{name!r}][{i}] must be a dict, got {type(item).__name__}"
-            )
-        try:
-            raw.append(_JSON.encode(item))
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise StateEncodeError(f"subagent_history[{name!r}][{i}] cannot be encoded: {exc}") from None
-    digests = _digests(raw)
-    first = 0
-    if stored is not None and stored[0] <= len(history) and digests[stored[0]] == stored[1]:
-        first = stored[0]
+    name, history, digests, first = checked_history(name, history, stored)
     return _Subagent(name, history, digests, first, _encode(name, history[first:], first, now))
 
 

@@ -14,7 +14,6 @@ or by a subclass) are kept: a save replaces the fields it knows and leaves the o
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import Any, Final, TypeVar, overload
 from uuid import uuid4
@@ -30,6 +29,7 @@ from axio_context.state import (
     message_of,
     state_type_name,
 )
+from axio_context.state.subagents import checked_history
 from axio_context.tokens import DefaultEstimator
 
 from ..store import appending, reading, sessions
@@ -79,16 +79,6 @@ def subagent_session_id(session_id: str, agent_name: str) -> str:
     return f"{agent_name}@{session_id}"
 
 
-def _digests(raw: Sequence[bytes]) -> list[str]:
-    h = hashlib.sha256()
-    out = [h.hexdigest()]
-    for item in raw:
-        h.update(len(item).to_bytes(8, "little"))
-        h.update(item)
-        out.append(h.hexdigest())
-    return out
-
-
 def _encode(
     name: str, items: Sequence[Any], first: int, dicts: Any
 ) -> tuple[list[EncodedMessage], list[int]]:
@@ -105,28 +95,9 @@ def _encode(
 
 
 def _prepare(name: str, history: Any, dicts: Any, stored: tuple[int, str] | None) -> _Subagent:
-    """Check every message of one subagent (each must encode), digest them, and encode those
-    past what ``stored`` (the count and digest saved last time) says the session holds."""
-    if not isinstance(name, str) or not name:
-        raise StateEncodeError(
-            f"subagent_history: a subagent's key must be a non-empty string, got {name!r:.80}"
-        )
-    if not isinstance(history, list):
-        raise StateEncodeError(f"subagent_history[{name!r}] must be a list of message dicts")
-    raw: list[bytes] = []
-    for i, item in enumerate(history):
-        if not isinstance(item, dict):
-            raise StateEncodeError(
-                f"subagent_history[{name!r}][{i}] must be a dict, got {type(item).__name__}"
-            )
-        try:
-            raw.append(_JSON.encode(item))
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise StateEncodeError(f"subagent_history[{name!r}][{i}] cannot be encoded: {exc}") from None
-    digests = _digests(raw)
-    first = 0
-    if stored is not None and stored[0] <= len(history) and digests[stored[0]] == stored[1]:
-        first = stored[0]
+    """Check one subagent's history (:func:`~axio_context.state.subagents.checked_history`) and
+    encode the messages past what ``stored`` says the session holds (each must encode)."""
+    name, history, digests, first = checked_history(name, history, stored)
     encoded, tokens = _encode(name, history[first:], first, dicts)
     return _Subagent(name, history, digests, first, encoded, tokens)
 
