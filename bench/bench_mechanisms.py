@@ -39,6 +39,7 @@ import inspect
 import os
 import statistics
 import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -257,6 +258,15 @@ async def dictionaries(tmp: Path, n: int, trials: int) -> list[Figure]:
         return await _sizes(path)
 
     m = await alternate(min(trials, 2), trial)  # sizes are deterministic: two trials check that
+    # The simpler design at its best: no dictionary, zstd's strongest level.
+    strongest = tmp / f"dict-{n}-level19.db"
+
+    async def untrained(conn: Any) -> None:
+        conn.dicts.train_if_due = lambda: None
+
+    with patched(packing, "ZSTD_LEVEL", 19), patched(packing, "_local", threading.local()):
+        await _appends(strongest, messages, untrained)
+    plain19 = (await _sizes(strongest))["file"]
     return [
         # The database's size is what dictionaries are for; the payloads alone gain more.
         Figure(
@@ -268,6 +278,14 @@ async def dictionaries(tmp: Path, n: int, trials: int) -> list[Figure]:
             "MB",
             m.median(True, "payload"),
             m.median(False, "payload"),
+            primary=False,
+        ),
+        Figure(
+            "dictionaries",
+            f"file after append {n:,}, against plain zstd level 19",
+            "MB",
+            m.median(True, "file"),
+            plain19,
             primary=False,
         ),
     ]
