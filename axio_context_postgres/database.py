@@ -32,7 +32,7 @@ from axio_context_sqlite.state import SessionNode, StoredState
 from axio_context_sqlite.store.catalog import SessionView
 from axio_context_sqlite.store.naming import project_forms
 
-from . import sessions, state, tree, writes
+from . import runs, sessions, state, tree, writes
 from .connection import Pool, connect, redacted, translated
 from .errors import UnsupportedOnPostgresError
 from .listing import SessionPage, list_page
@@ -73,12 +73,16 @@ class PostgresDatabase(SearchCalls):
         limit: int | None = None,
         cursor: str | None = None,
         since: datetime | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
     ) -> SessionPage:
-        """Sessions newest first (all projects unless ``project``), one keyset page at a time."""
+        """Sessions newest first (all projects unless ``project``), one keyset page at a time;
+        ``agent_id`` keeps one agent's sessions, ``run_id`` those holding that run's messages."""
+        tags = {"since_ms": ms(since), "agent_id": agent_id, "run_id": run_id}
         async with self._tx(readonly=True) as conn:
             if project is None:
-                return await list_page(conn, limit=limit, cursor=cursor, since_ms=ms(since))
-            return await list_page(conn, project, limit=limit, cursor=cursor, since_ms=ms(since))
+                return await list_page(conn, limit=limit, cursor=cursor, **tags)
+            return await list_page(conn, project, limit=limit, cursor=cursor, **tags)
 
     async def resolve(self, prefix: str) -> str:
         """The session id equal to ``prefix``, or the only one starting with it (like git)."""
@@ -124,16 +128,21 @@ class PostgresDatabase(SearchCalls):
 
     # -- reading ---------------------------------------------------------------------------------
 
-    async def show(self, session_id: str, *, full: bool = False) -> SessionView:
-        """A session's fields and its model view, or with ``full`` its whole transcript."""
+    async def show(self, session_id: str, *, full: bool = False, run_id: str | None = None) -> SessionView:
+        """A session's fields and its model view, or with ``full`` its whole transcript
+        (``run_id``: only that run's messages; ``clear_run``'s are never shown)."""
         async with self._tx(readonly=True) as conn:
-            s = await sessions.full_row(conn, session_id)
-            h = await sessions.header(conn, s, 0)
-            n = s["next_position"]
-            if full or not h.checkpoints:
-                return SessionView(h, None, 0, await sessions.records(conn, s, 0, n))
-            cp = h.checkpoints[-1]
-            return SessionView(h, cp.summary, cp.position, await sessions.records(conn, s, cp.position, n))
+            return await runs.show(conn, session_id, full, run_id)
+
+    async def agents_of(self, session_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """``session id -> (agent_id, thread_id)`` for the agent sessions among ``session_ids``."""
+        async with self._tx(readonly=True) as conn:
+            return await runs.agents_of(conn, session_ids)
+
+    async def agent_session(self, agent_id: str, thread_id: str) -> str:
+        """The id of ``agent_id``'s session in thread ``thread_id`` (SessionNotFoundError if none)."""
+        async with self._tx(readonly=True) as conn:
+            return await runs.agent_session(conn, agent_id, thread_id)
 
     async def export(
         self,
@@ -259,6 +268,13 @@ class PostgresDatabase(SearchCalls):
     def usage_recorder(self) -> PostgresUsageRecorder:
         """The usage recorder of this database (rows, rollups, session token totals), on its pool."""
         return PostgresUsageRecorder(self._pool)
+
+    async def purge_hidden(self) -> int:
+        """Empty the rows ``clear_run`` hid that no other session reads (their text, embedding
+        and run tag; the row keeps its position): SQLite's ``vacuum`` does it there. Returns how
+        many rows were emptied."""
+        async with self._tx() as conn:
+            return await runs.purge_hidden(conn)
 
     # -- what only SQLite files have -------------------------------------------------------------
 
