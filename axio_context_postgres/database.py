@@ -78,7 +78,7 @@ class PostgresDatabase(SearchCalls):
     ) -> SessionPage:
         """Sessions newest first (all projects unless ``project``), one keyset page at a time;
         ``agent_id`` keeps one agent's sessions, ``run_id`` those holding that run's messages."""
-        tags = {"since_ms": ms(since), "agent_id": agent_id, "run_id": run_id}
+        tags: dict[str, Any] = {"since_ms": ms(since), "agent_id": agent_id, "run_id": run_id}
         async with self._tx(readonly=True) as conn:
             if project is None:
                 return await list_page(conn, limit=limit, cursor=cursor, **tags)

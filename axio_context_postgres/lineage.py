@@ -16,7 +16,16 @@ from axio_context.codec import decode_message_msgpack, decode_messages_msgpack
 from axio_context.errors import CorruptDataError
 from axio_context.messages import Message
 
-__all__ = ["HIDES", "Row", "chain", "hidden_positions", "free_segment", "read_rows", "shared_prefix", "tokens_upto"]
+__all__ = [
+    "HIDES",
+    "Row",
+    "chain",
+    "free_segment",
+    "hidden_positions",
+    "read_rows",
+    "shared_prefix",
+    "tokens_upto",
+]
 
 #: ``chain(seg, base_seg, lo, hi)``: each segment of the lineage of segment $1 and the
 #: positions ``[lo, hi)`` the transcript (of length $2) takes from it.
@@ -50,7 +59,8 @@ SELECT m.position, m.role, m.created_at, m.payload, m.tokens FROM chain c
 CROSS JOIN LATERAL (SELECT position, role, created_at, payload, tokens FROM messages
     WHERE seg = c.seg AND position >= GREATEST(c.lo, $3::integer) AND position < LEAST(c.hi, $4::integer)
     OFFSET 0) m
-WHERE NOT EXISTS (SELECT 1 FROM hidden_messages h WHERE h.sid = $5 AND h.seg = c.seg AND h.position = m.position)
+WHERE NOT EXISTS (SELECT 1 FROM hidden_messages h
+    WHERE h.sid = $5 AND h.seg = c.seg AND h.position = m.position)
 ORDER BY m.position
 """
 )

@@ -35,8 +35,7 @@ FULL: Final = (
     "sid, seg, next_position, id, project, title, metadata, created_at, updated_at, parent_id,"
     " fork_position, input_tokens, output_tokens, owner_id, agent_name,"
     " (SELECT a.agent_id FROM agent_sessions a WHERE a.sid = sessions.sid) AS agent_id,"
-    " (SELECT a.thread_id FROM agent_sessions a WHERE a.sid = sessions.sid) AS thread_id, "
-    + lineage.HIDES
+    " (SELECT a.thread_id FROM agent_sessions a WHERE a.sid = sessions.sid) AS thread_id, " + lineage.HIDES
 )
 
 

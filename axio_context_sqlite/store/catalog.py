@@ -320,7 +320,8 @@ def inherited_from_parent(c: Any, s: FullRow, exported: set[int] | None) -> int:
         return 0
     shared = _shared_prefix(c, s, parent)
     # the parent's record lacks what it hides: the fork takes no more than both show alike
-    return shared_visible(shared, hiding.hidden_in(c, s.sid, 0, shared), hiding.hidden_in(c, parent.sid, 0, shared))
+    mine, theirs = hiding.hidden_in(c, s.sid, 0, shared), hiding.hidden_in(c, parent.sid, 0, shared)
+    return shared_visible(shared, mine, theirs)
 
 
 def stored_role_and_time(c: Any, s: FullRow, position: int) -> tuple[int | None, int]:

@@ -41,7 +41,8 @@ async def postgres_backend(url: str) -> AsyncIterator[Backend]:
     pool = await connect(url)
     try:
         async with open_postgres(url) as db:
-            yield PostgresHistoryProvider(pool, project="/p"), lambda i: PostgresContextStore(pool, i, "/p"), db
+            provider = PostgresHistoryProvider(pool, project="/p")
+            yield provider, lambda i: PostgresContextStore(pool, i, "/p"), db
     finally:
         await pool.close()
 
@@ -56,9 +57,8 @@ async def fill(backend: Backend) -> None:
     provider, store, db = backend
     await provider.append("bot", text("user", "hello walrus"), session_id="t1")
     await provider.append("bot", text("assistant", "walrus run one"), session_id="t1", run_id="r1")
-    await provider.append_many(
-        "bot", [text("user", "walrus gone"), text("assistant", "walrus gone too")], session_id="t1", run_id="r3"
-    )
+    gone = [text("user", "walrus gone"), text("assistant", "walrus gone too")]
+    await provider.append_many("bot", gone, session_id="t1", run_id="r3")
     await provider.append("bot", text("assistant", "walrus run two"), session_id="t1", run_id="r2")
     await db.fork("t1:bot", "before")  # sees the run for good
     await provider.clear_run("bot", session_id="t1", run_id="r3")
@@ -140,7 +140,8 @@ async def _purge_scenario(url: str) -> None:
             "a", [text("user", f"walrus {i} " + "x" * 2000) for i in range(5)], session_id="t", run_id="r"
         )
         await provider.append("a", text("user", "after"), session_id="t")
-        await provider.append_many("a", [text("user", "walrus f0"), text("user", "f1")], session_id="u", run_id="q")
+        fork_me = [text("user", "walrus f0"), text("user", "f1")]
+        await provider.append_many("a", fork_me, session_id="u", run_id="q")
         forked = await (await provider.store("a", "u")).fork()  # reads u's rows: they stay
         await provider.clear_run("a", session_id="t", run_id="r")
         await provider.clear_run("a", session_id="u", run_id="q")
