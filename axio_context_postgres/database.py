@@ -1,8 +1,8 @@
 """A whole PostgreSQL database: the multi-session calls the command line makes, as
 :class:`axio_context_sqlite.Database` has them, so every command runs on either backend.
 
-Calls that only make sense for an SQLite file (vacuum, backup, recompress, check, the
-quarantine, importing an axio file, prune) raise :class:`UnsupportedOnPostgresError`, one line
+Calls that only make sense for an SQLite file (vacuum, backup, recompress, check, checkpoint,
+the quarantine, importing an axio file) raise :class:`UnsupportedOnPostgresError`, one line
 saying so and what to use instead.
 """
 
@@ -18,6 +18,7 @@ from typing import Any, Literal, NoReturn
 from uuid import uuid4
 
 from axio_context.errors import SessionExistsError, SessionNotFoundError
+from axio_context.messages import SessionInfo
 from axio_context.transcript import (
     TranscriptWriter,
     iter_jsonl,
@@ -32,13 +33,14 @@ from axio_context_sqlite.state import SessionNode, StoredState
 from axio_context_sqlite.store.catalog import SessionView
 from axio_context_sqlite.store.naming import project_forms
 
-from . import runs, sessions, state, tree, writes
+from . import runs, sessions, state, tree, upkeep, writes
 from .connection import Pool, connect, redacted, translated
 from .errors import UnsupportedOnPostgresError
 from .listing import SessionPage, list_page
 from .memory import PostgresMemoryStores
 from .searching import SearchCalls
 from .store import PostgresContextStore
+from .upkeep import PostgresStats
 from .usage import PostgresUsageRecorder
 
 __all__ = ["PostgresDatabase", "open_database"]
@@ -269,6 +271,33 @@ class PostgresDatabase(SearchCalls):
         """The usage recorder of this database (rows, rollups, session token totals), on its pool."""
         return PostgresUsageRecorder(self._pool)
 
+    # -- looking after it -----------------------------------------------------------------------
+
+    async def stats(self) -> PostgresStats:
+        """Totals, per project, and the bytes each table takes (one snapshot)."""
+        async with self._tx(readonly=True) as conn:
+            return await upkeep.stats(conn)
+
+    async def prune(
+        self,
+        *,
+        before: datetime | None = None,
+        keep: int | None = None,
+        project: str | None = None,
+        dry_run: bool = False,
+        only: Sequence[str] | None = None,
+    ) -> list[SessionInfo]:
+        """Delete whole sessions last updated before ``before`` and/or beyond the ``keep`` most
+        recently updated (within ``project`` if given), then the segments nothing reaches and
+        the rows of cleared runs nothing reads; returns the sessions (only lists with ``dry_run``).
+
+        ``only``: of these ids alone (what a dry run listed and a person confirmed); the
+        criteria are checked again as they are deleted, so one appended to meanwhile is kept.
+        """
+        async with self._tx(readonly=dry_run) as conn:
+            report = await upkeep.prune(conn, ms(before), keep, project, dry_run, only)
+        return report.sessions
+
     async def purge_hidden(self) -> int:
         """Empty the rows ``clear_run`` hid that no other session reads (their text, embedding
         and run tag; the row keeps its position): SQLite's ``vacuum`` does it there. Returns how
@@ -283,12 +312,6 @@ class PostgresDatabase(SearchCalls):
             f"{what} is for SQLite database files; on PostgreSQL use the server's own tools"
             " (pg_dump, VACUUM, amcheck)"
         )
-
-    async def stats(self) -> NoReturn:
-        self._unsupported("stats")
-
-    async def prune(self, **_: Any) -> NoReturn:
-        self._unsupported("prune")
 
     async def recompress(self, progress: Any = None) -> NoReturn:
         self._unsupported("vacuum --recompress")
