@@ -307,17 +307,16 @@ class PostgresDatabase(SearchCalls):
 
     # -- what only SQLite files have -------------------------------------------------------------
 
-    def _unsupported(self, what: str) -> NoReturn:
-        raise UnsupportedOnPostgresError(
-            f"{what} is for SQLite database files; on PostgreSQL use the server's own tools"
-            " (pg_dump, VACUUM, amcheck)"
-        )
+    def _unsupported(
+        self, what: str, instead: str = "the server's own tools (pg_dump, VACUUM, amcheck)"
+    ) -> NoReturn:
+        raise UnsupportedOnPostgresError(f"{what} is for SQLite database files; on PostgreSQL use {instead}")
 
     async def recompress(self, progress: Any = None) -> NoReturn:
         self._unsupported("vacuum --recompress")
 
     async def vacuum(self, *, full: bool = False) -> NoReturn:
-        self._unsupported("vacuum")
+        self._unsupported("vacuum", "autovacuum or VACUUM (and prune, which also empties cleared runs)")
 
     async def checkpoint(self) -> NoReturn:
         self._unsupported("checkpoint")

@@ -18,6 +18,7 @@ from axio_context.messages import Message
 
 __all__ = [
     "HIDES",
+    "READ",
     "Row",
     "chain",
     "free_segment",
@@ -40,7 +41,7 @@ WITH RECURSIVE chain(seg, base_seg, lo, hi) AS (
 #: Positions ``[$3, $4)`` of the transcript: one index range per segment. ``LATERAL`` with
 #: ``OFFSET 0`` keeps the planner from flattening it into a hash join over the whole messages
 #: table (a tail read of 20 at 100k rows: 5.4 ms that way; see docs/postgres.md).
-_READ: Final = (
+READ: Final = (
     CHAIN
     + """
 SELECT m.position, m.role, m.created_at, m.payload, m.tokens FROM chain c
@@ -51,7 +52,7 @@ ORDER BY m.position
 """
 )
 
-#: :data:`_READ` without the rows ``clear_run`` hid from session $5.
+#: :data:`READ` without the rows ``clear_run`` hid from session $5.
 _READ_VISIBLE: Final = (
     CHAIN
     + """
@@ -111,7 +112,7 @@ async def read_rows(
     if start >= stop:
         return []
     if hidden_by is None:
-        rows = await conn.fetch(_READ, seg, length, start, stop)
+        rows = await conn.fetch(READ, seg, length, start, stop)
     else:
         rows = await conn.fetch(_READ_VISIBLE, seg, length, start, stop, hidden_by)
     return [Row(r[0], r[1], r[2], bytes(r[3]), r[4]) for r in rows]
