@@ -19,6 +19,7 @@ from axio_context.messages import Message
 __all__ = [
     "HIDES",
     "READ",
+    "TOKENS",
     "Row",
     "chain",
     "free_segment",
@@ -66,7 +67,7 @@ ORDER BY m.position
 """
 )
 
-_TOKENS: Final = (
+TOKENS: Final = (
     CHAIN
     + """
 SELECT COALESCE(SUM(m.tokens), 0) FROM chain c
@@ -148,7 +149,7 @@ async def tokens_upto(conn: Any, seg: int, end: int) -> int:
     """Estimated tokens of positions ``[0, end)`` of the transcript ending in ``seg``."""
     if end <= 0:
         return 0
-    return int(await conn.fetchval(_TOKENS, seg, end))
+    return int(await conn.fetchval(TOKENS, seg, end))
 
 
 async def hidden_positions(conn: Any, seg: int, length: int, sid: int) -> list[int]:
