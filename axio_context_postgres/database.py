@@ -1,8 +1,8 @@
 """A whole PostgreSQL database: the multi-session calls the command line makes, as
 :class:`axio_context_sqlite.Database` has them, so every command runs on either backend.
 
-Calls that only make sense for an SQLite file (vacuum, backup, recompress, check, the
-quarantine, importing an axio file, prune) raise :class:`UnsupportedOnPostgresError`, one line
+Calls that only make sense for an SQLite file (vacuum, backup, recompress, check, checkpoint,
+the quarantine, importing an axio file) raise :class:`UnsupportedOnPostgresError`, one line
 saying so and what to use instead.
 """
 
@@ -18,6 +18,7 @@ from typing import Any, Literal, NoReturn
 from uuid import uuid4
 
 from axio_context.errors import SessionExistsError, SessionNotFoundError
+from axio_context.messages import SessionInfo
 from axio_context.transcript import (
     TranscriptWriter,
     iter_jsonl,
@@ -32,13 +33,14 @@ from axio_context_sqlite.state import SessionNode, StoredState
 from axio_context_sqlite.store.catalog import SessionView
 from axio_context_sqlite.store.naming import project_forms
 
-from . import sessions, state, tree, writes
+from . import runs, sessions, state, tree, upkeep, writes
 from .connection import Pool, connect, redacted, translated
 from .errors import UnsupportedOnPostgresError
 from .listing import SessionPage, list_page
 from .memory import PostgresMemoryStores
 from .searching import SearchCalls
 from .store import PostgresContextStore
+from .upkeep import PostgresStats
 from .usage import PostgresUsageRecorder
 
 __all__ = ["PostgresDatabase", "open_database"]
@@ -73,12 +75,16 @@ class PostgresDatabase(SearchCalls):
         limit: int | None = None,
         cursor: str | None = None,
         since: datetime | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
     ) -> SessionPage:
-        """Sessions newest first (all projects unless ``project``), one keyset page at a time."""
+        """Sessions newest first (all projects unless ``project``), one keyset page at a time;
+        ``agent_id`` keeps one agent's sessions, ``run_id`` those holding that run's messages."""
+        tags: dict[str, Any] = {"since_ms": ms(since), "agent_id": agent_id, "run_id": run_id}
         async with self._tx(readonly=True) as conn:
             if project is None:
-                return await list_page(conn, limit=limit, cursor=cursor, since_ms=ms(since))
-            return await list_page(conn, project, limit=limit, cursor=cursor, since_ms=ms(since))
+                return await list_page(conn, limit=limit, cursor=cursor, **tags)
+            return await list_page(conn, project, limit=limit, cursor=cursor, **tags)
 
     async def resolve(self, prefix: str) -> str:
         """The session id equal to ``prefix``, or the only one starting with it (like git)."""
@@ -124,16 +130,21 @@ class PostgresDatabase(SearchCalls):
 
     # -- reading ---------------------------------------------------------------------------------
 
-    async def show(self, session_id: str, *, full: bool = False) -> SessionView:
-        """A session's fields and its model view, or with ``full`` its whole transcript."""
+    async def show(self, session_id: str, *, full: bool = False, run_id: str | None = None) -> SessionView:
+        """A session's fields and its model view, or with ``full`` its whole transcript
+        (``run_id``: only that run's messages; ``clear_run``'s are never shown)."""
         async with self._tx(readonly=True) as conn:
-            s = await sessions.full_row(conn, session_id)
-            h = await sessions.header(conn, s, 0)
-            n = s["next_position"]
-            if full or not h.checkpoints:
-                return SessionView(h, None, 0, await sessions.records(conn, s, 0, n))
-            cp = h.checkpoints[-1]
-            return SessionView(h, cp.summary, cp.position, await sessions.records(conn, s, cp.position, n))
+            return await runs.show(conn, session_id, full, run_id)
+
+    async def agents_of(self, session_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """``session id -> (agent_id, thread_id)`` for the agent sessions among ``session_ids``."""
+        async with self._tx(readonly=True) as conn:
+            return await runs.agents_of(conn, session_ids)
+
+    async def agent_session(self, agent_id: str, thread_id: str) -> str:
+        """The id of ``agent_id``'s session in thread ``thread_id`` (SessionNotFoundError if none)."""
+        async with self._tx(readonly=True) as conn:
+            return await runs.agent_session(conn, agent_id, thread_id)
 
     async def export(
         self,
@@ -260,25 +271,52 @@ class PostgresDatabase(SearchCalls):
         """The usage recorder of this database (rows, rollups, session token totals), on its pool."""
         return PostgresUsageRecorder(self._pool)
 
+    # -- looking after it -----------------------------------------------------------------------
+
+    async def stats(self) -> PostgresStats:
+        """Totals, per project, and the bytes each table takes (one snapshot)."""
+        async with self._tx(readonly=True) as conn:
+            return await upkeep.stats(conn)
+
+    async def prune(
+        self,
+        *,
+        before: datetime | None = None,
+        keep: int | None = None,
+        project: str | None = None,
+        dry_run: bool = False,
+        only: Sequence[str] | None = None,
+    ) -> list[SessionInfo]:
+        """Delete whole sessions last updated before ``before`` and/or beyond the ``keep`` most
+        recently updated (within ``project`` if given), then the segments nothing reaches and
+        the rows of cleared runs nothing reads; returns the sessions (only lists with ``dry_run``).
+
+        ``only``: of these ids alone (what a dry run listed and a person confirmed); the
+        criteria are checked again as they are deleted, so one appended to meanwhile is kept.
+        """
+        async with self._tx(readonly=dry_run) as conn:
+            report = await upkeep.prune(conn, ms(before), keep, project, dry_run, only)
+        return report.sessions
+
+    async def purge_hidden(self) -> int:
+        """Empty the rows ``clear_run`` hid that no other session reads (their text, embedding
+        and run tag; the row keeps its position): SQLite's ``vacuum`` does it there. Returns how
+        many rows were emptied."""
+        async with self._tx() as conn:
+            return await runs.purge_hidden(conn)
+
     # -- what only SQLite files have -------------------------------------------------------------
 
-    def _unsupported(self, what: str) -> NoReturn:
-        raise UnsupportedOnPostgresError(
-            f"{what} is for SQLite database files; on PostgreSQL use the server's own tools"
-            " (pg_dump, VACUUM, amcheck)"
-        )
-
-    async def stats(self) -> NoReturn:
-        self._unsupported("stats")
-
-    async def prune(self, **_: Any) -> NoReturn:
-        self._unsupported("prune")
+    def _unsupported(
+        self, what: str, instead: str = "the server's own tools (pg_dump, VACUUM, amcheck)"
+    ) -> NoReturn:
+        raise UnsupportedOnPostgresError(f"{what} is for SQLite database files; on PostgreSQL use {instead}")
 
     async def recompress(self, progress: Any = None) -> NoReturn:
         self._unsupported("vacuum --recompress")
 
     async def vacuum(self, *, full: bool = False) -> NoReturn:
-        self._unsupported("vacuum")
+        self._unsupported("vacuum", "autovacuum or VACUUM (and prune, which also empties cleared runs)")
 
     async def checkpoint(self) -> NoReturn:
         self._unsupported("checkpoint")

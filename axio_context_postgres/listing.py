@@ -53,10 +53,15 @@ async def list_page(
     limit: int | None = None,
     cursor: str | None = None,
     since_ms: int | None = None,
+    agent_id: str | None = None,
+    run_id: str | None = None,
 ) -> SessionPage:
-    """Sessions newest first (by creation), optionally one project's, a keyset page at a time."""
-    where: list[str] = []
+    """Sessions newest first (by creation), optionally one project's, a keyset page at a time;
+    ``agent_id`` / ``run_id`` keep one agent's sessions / those holding one run's messages."""
+    from .runs import run_filter
+
     args: list[Any] = []
+    where = run_filter(args, agent_id, run_id)
     if project is not _ALL:
         if project is None:
             where.append("project IS NULL")

@@ -47,7 +47,7 @@ ENABLE_VECTOR: Final = (
 
 _KEYWORD: Final = """
 SELECT h.owner, h.position, h.role, h.created_at, h.score,
-       ts_headline('simple', m.body || ' ' || m.tool, h.q,
+       ts_headline('simple', concat_ws(' ', NULLIF(m.body, ''), NULLIF(m.tool, '')), h.q,
                    'StartSel=' || chr(1) || ', StopSel=' || chr(2) || ', MaxWords=30, MinWords=12') AS snippet
 FROM (
     SELECT g.owner, m.seg, m.position, m.role, m.created_at, q,
@@ -65,7 +65,8 @@ ORDER BY h.score DESC, h.seg, h.position
 class Scope(msgspec.Struct, frozen=True):
     """What a search looks at: the filters of ``search`` (``segments``: the ``(seg, lo, hi)``
     ranges of one session's transcript, :func:`.lineage.chain`), a raw query's tsquery text that
-    every hit must match (``raw``), and one message left out (``exclude``: ``similar``'s own)."""
+    every hit must match (``raw``), one message left out (``exclude``: ``similar``'s own), and
+    the messages of one agent's sessions (``agent_id``) or of one run (``run_id``)."""
 
     project: str | None = None
     role: str | None = None
@@ -73,6 +74,8 @@ class Scope(msgspec.Struct, frozen=True):
     segments: list[tuple[int, int, int]] | None = None
     raw: str | None = None
     exclude: tuple[int, int] | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
 
 
 def highlights(marked: str) -> tuple[str, list[tuple[int, int]]]:
@@ -97,7 +100,21 @@ def filters(args: list[Any], scope: Scope) -> str:
         args.append(value)
         return f"${len(args)}"
 
-    sql = ""
+    # A message clear_run hid in the session that owns its row is never a hit (as on SQLite).
+    sql = (
+        " AND NOT EXISTS (SELECT 1 FROM hidden_messages h JOIN sessions hs ON hs.sid = h.sid"
+        " WHERE h.seg = m.seg AND h.position = m.position AND hs.id = g.owner)"
+    )
+    if scope.agent_id is not None:
+        sql += (
+            " AND EXISTS (SELECT 1 FROM sessions s JOIN agent_sessions a ON a.sid = s.sid"
+            f" WHERE s.id = g.owner AND a.agent_id = {param(scope.agent_id)})"
+        )
+    if scope.run_id is not None:
+        sql += (
+            " AND EXISTS (SELECT 1 FROM message_runs t JOIN agent_runs r ON r.id = t.run"
+            f" WHERE t.seg = m.seg AND t.position = m.position AND r.run_id = {param(scope.run_id)})"
+        )
     if scope.project is not None:
         project = param(scope.project)
         sql += f" AND EXISTS (SELECT 1 FROM sessions s WHERE s.id = g.owner AND s.project = {project})"
@@ -200,7 +217,7 @@ async def create_index(conn: Any) -> None:
 _SEMANTIC: Final = """
 SELECT owner, position, role, created_at, score, snippet FROM (
     SELECT g.owner, m.seg, m.position, m.role, m.created_at, 1 - (e.embedding <=> $1) AS score,
-           left(m.body || ' ' || m.tool, 240) AS snippet
+           left(concat_ws(' ', NULLIF(m.body, ''), NULLIF(m.tool, '')), 240) AS snippet
     FROM embeddings e JOIN messages m ON m.seg = e.seg AND m.position = e.position
          JOIN segments g ON g.seg = m.seg
     WHERE true {filters}

@@ -260,9 +260,13 @@ class SearchCalls:
         raw: bool = False,
         embedder: Embedder | None = None,
         model: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
     ) -> SearchResults:
         """The ``k`` messages that best match ``query``: keyword, semantic or hybrid (RRF), as
-        :meth:`axio_context_sqlite.Database.search` (see its docstring for the arguments)."""
+        :meth:`axio_context_sqlite.Database.search` (see its docstring for the arguments):
+        ``clear_run``'s messages are never hits, ``agent_id`` / ``run_id`` keep one agent's or
+        one run's."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         _check_k(k)
@@ -282,7 +286,9 @@ class SearchCalls:
         uncounted = 0
         async with self._tx(readonly=True) as conn:
             segments = None if session_id is None else await self._segments(conn, session_id)
-            scope = pgsearch.Scope(project, role, ms(since), segments, tsquery)
+            scope = pgsearch.Scope(
+                project, role, ms(since), segments, tsquery, agent_id=agent_id, run_id=run_id
+            )
             kw = [] if mode == "semantic" else await pgsearch.keyword(conn, query, depth, scope)
             sem: list[Any] = []
             if mode != "keyword":

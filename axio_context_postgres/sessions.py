@@ -21,6 +21,7 @@ from axio_context.transcript import (
     format_time,
     parse_time,
 )
+from axio_context.transcript.hidden import Renumbering, shared_visible
 
 from . import lineage, writes
 
@@ -32,7 +33,9 @@ BATCH: Final = 256
 
 FULL: Final = (
     "sid, seg, next_position, id, project, title, metadata, created_at, updated_at, parent_id,"
-    " fork_position, input_tokens, output_tokens, owner_id, agent_name"
+    " fork_position, input_tokens, output_tokens, owner_id, agent_name,"
+    " (SELECT a.agent_id FROM agent_sessions a WHERE a.sid = sessions.sid) AS agent_id,"
+    " (SELECT a.thread_id FROM agent_sessions a WHERE a.sid = sessions.sid) AS thread_id, " + lineage.HIDES
 )
 
 
@@ -102,11 +105,23 @@ async def header(conn: Any, s: Any, inherited: int) -> SessionHeader:
         checkpoints=await checkpoints(conn, s),
         owner_id=s["owner_id"],
         agent_name=s["agent_name"],
+        agent_id=s["agent_id"],
+        thread_id=s["thread_id"],
     )
 
 
+async def hidden(conn: Any, s: Any, end: int | None = None) -> list[int]:
+    """The positions below ``end`` (default: all) that ``clear_run`` hid from session ``s``."""
+    if not s["hides"]:
+        return []
+    n = s["next_position"] if end is None else min(end, s["next_position"])
+    return await lineage.hidden_positions(conn, s["seg"], n, s["sid"])
+
+
 async def records(conn: Any, s: Any, start: int, end: int) -> list[MessageRecord]:
-    rows = await lineage.read_rows(conn, s["seg"], s["next_position"], start, end)
+    """Positions ``[start, end)`` with their created times (those ``clear_run`` hid left out)."""
+    hider = s["sid"] if s["hides"] else None
+    rows = await lineage.read_rows(conn, s["seg"], s["next_position"], start, end, hidden_by=hider)
     messages = lineage.decode(s["id"], rows)
     return [MessageRecord.of(m, format_time(r.created_at)) for m, r in zip(messages, rows, strict=True)]
 
@@ -125,7 +140,9 @@ async def inherited(conn: Any, s: Any, exported: set[int] | None) -> int:
     base = await conn.fetchval("SELECT base_len FROM segments WHERE seg = $1", s["seg"])
     mine = await lineage.chain(conn, s["seg"], min(base or 0, s["next_position"]))
     theirs = await lineage.chain(conn, parent["seg"], min(base or 0, parent["next_position"]))
-    return lineage.shared_prefix(mine, theirs)
+    shared = lineage.shared_prefix(mine, theirs)
+    # the parent's record lacks what it hides: the fork takes no more than both show alike
+    return shared_visible(shared, await hidden(conn, s, shared), await hidden(conn, parent, shared))
 
 
 async def export(
@@ -153,13 +170,16 @@ async def export(
     for s in selected:
         shared = await inherited(conn, s, exported)
         skip = 0 if writer.self_contained else shared
-        h = await header(conn, s, skip)
+        # clear_run's hidden messages are not written: numbered as if never there
+        numbering = Renumbering(await hidden(conn, s))
+        h = numbering.header(await header(conn, s, skip))
         sink(writer.session(h))
         done += skip
         for lo in range(skip, s["next_position"], BATCH):
             hi = min(lo + BATCH, s["next_position"])
-            sink(writer.messages(h, lo, await records(conn, s, lo, hi)))
-            messages += max(0, hi - max(lo, shared))
+            sink(writer.messages(h, numbering.position(lo), await records(conn, s, lo, hi)))
+            own = max(lo, shared)
+            messages += max(0, hi - own) - sum(1 for p in numbering.hidden if own <= p < hi)
             done += hi - lo
             if progress is not None:
                 progress(done, total)
@@ -242,6 +262,15 @@ async def insert_session(
             new_id,
             owner_id,
             rec.agent_name,
+        )
+    if rec.agent_id is not None and rec.thread_id is not None:
+        # As SQLite's import: an agent's conversation stays its, unless that agent already has one there.
+        await conn.execute(
+            "INSERT INTO agent_sessions (sid, agent_id, thread_id) SELECT sid, $2, $3 FROM sessions"
+            " WHERE id = $1 ON CONFLICT DO NOTHING",
+            new_id,
+            rec.agent_id,
+            rec.thread_id,
         )
     from axio_context.checkpoints import Checkpoint
 

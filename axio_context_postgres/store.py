@@ -31,6 +31,11 @@ from .listing import INFO_COLUMNS, SessionPage, info_of, list_page
 __all__ = ["PostgresContextStore", "SessionPage"]
 
 
+def _hider(row: Any) -> int | None:
+    """The sid whose ``clear_run`` marks a read of this session leaves out; None: it has none."""
+    return int(row["sid"]) if row["hides"] else None
+
+
 class PostgresContextStore(ContextStore):
     """A session stored in PostgreSQL; implements the ContextStore and CheckpointStore contracts.
 
@@ -132,7 +137,8 @@ class PostgresContextStore(ContextStore):
 
     async def _row(self, conn: Any) -> Any:
         return await conn.fetchrow(
-            "SELECT sid, seg, next_position, est_tokens FROM sessions WHERE id = $1", self._session_id
+            f"SELECT sid, seg, next_position, est_tokens, {lineage.HIDES} FROM sessions WHERE id = $1",
+            self._session_id,
         )
 
     async def _view(self, conn: Any, limit: int | None = None) -> list[Message]:
@@ -145,7 +151,7 @@ class PostgresContextStore(ContextStore):
         start = 0 if cp is None else cp["position"]
         if limit is not None:
             start = max(start, row["next_position"] - limit)
-        rows = await lineage.read_rows(conn, row["seg"], row["next_position"], start)
+        rows = await lineage.read_rows(conn, row["seg"], row["next_position"], start, hidden_by=_hider(row))
         tail = lineage.decode(self._session_id, rows)
         if cp is None:
             return tail
@@ -170,9 +176,8 @@ class PostgresContextStore(ContextStore):
             row = await self._row(conn)
             if row is None:
                 return []
-            return lineage.decode(
-                self._session_id, await lineage.read_rows(conn, row["seg"], row["next_position"])
-            )
+            rows = await lineage.read_rows(conn, row["seg"], row["next_position"], hidden_by=_hider(row))
+            return lineage.decode(self._session_id, rows)
 
     # -- tokens ----------------------------------------------------------------------------------
 

@@ -224,6 +224,7 @@ async def clear(conn: Any, session_id: str) -> None:
         now_ms(),
     )
     await conn.execute("DELETE FROM checkpoints WHERE sid = $1", row["sid"])
+    await conn.execute("DELETE FROM hidden_messages WHERE sid = $1", row["sid"])  # as SQLite's clear
     await lineage.free_segment(conn, row["seg"])
 
 

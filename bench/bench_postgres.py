@@ -7,7 +7,7 @@ pays one WAL flush per commit on top), then measures:
 - **driver**: asyncpg vs psycopg 3 (async, with psycopg_pool) for our access pattern: append one
   message in a transaction that bumps the session row, and SELECT 10k rows of ~1 KB payloads.
 - **store**: SQLite store vs PostgreSQL store vs the raw asyncpg INSERT/SELECT (the limit):
-  append, load 10k, list 2k sessions (a page of 50 and all), fork.
+  append, load 10k, the tail of 20 of those 10k, list 2k sessions (a page of 50 and all), fork.
 - **search**: keyword, semantic (HNSW and exact) and hybrid at ``--messages`` x ``--dim``, on the
   same realistic messages in both backends, each embedded by its own ``reindex`` (hashing
   embedder), with PostgreSQL's raw SQL as the limit. HNSW recall and its tuning are
@@ -151,6 +151,7 @@ async def bench_stores(url: str, tmp: Path, n_append: int) -> dict[str, dict[str
             for i in range(0, len(msgs), 1000):
                 await big.append_many(msgs[i : i + 1000])
             r["load 10k"] = await timed(big.get_history, 10)
+            r["tail 20 (of 10k)"] = await timed(lambda big=big: big.get_history(limit=20), 50)
             r["fork (10k history)"] = await timed(big.fork, 50)
             for k in range(2000):
                 await make(f"list-{k}").append(text("user", f"session {k}"))
@@ -176,6 +177,9 @@ async def bench_stores(url: str, tmp: Path, n_append: int) -> dict[str, dict[str
     )
     raw["load 10k"] = await timed(
         lambda: conn.fetch("SELECT payload FROM raw_msg WHERE sid = 'big' ORDER BY pos"), 10
+    )
+    raw["tail 20 (of 10k)"] = await timed(
+        lambda: conn.fetch("SELECT payload FROM raw_msg WHERE sid = 'big' ORDER BY pos DESC LIMIT 20"), 50
     )
     # fork and listing as bare SQL on a sessions table with the same keys and index
     await conn.execute(

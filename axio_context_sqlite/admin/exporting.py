@@ -22,6 +22,7 @@ from axio_context.transcript import (
     TranscriptWriter,
     format_time,
 )
+from axio_context.transcript.hidden import Renumbering
 
 from ..store import hiding, transactions
 from ..store.catalog import (
@@ -118,14 +119,16 @@ def export(
             # the summary counts each message once, as the lossless formats write it.
             shared = inherited_from_parent(c, s, exported)
             inherited = 0 if writer.self_contained else shared
-            header = session_header(c, s, inherited)
+            # clear_run's hidden messages are not written: numbered as if never there
+            numbering = Renumbering(hiding.hidden_in(c, s.sid))
+            header = numbering.header(session_header(c, s, inherited))
             sink(writer.session(header))
             done += inherited
             for lo in range(inherited, s.next_position, BATCH):
                 hi = min(lo + BATCH, s.next_position)
                 batch = _readable(c, s, lo, hi, skipped) if skip_damaged else records(c, s, lo, hi)
-                sink(writer.messages(header, lo, batch))
-                own = max(lo, shared)  # clear_run's hidden messages are not written
+                sink(writer.messages(header, numbering.position(lo), batch))
+                own = max(lo, shared)
                 messages += max(0, hi - own) - len(hiding.hidden_in(c, s.sid, own, hi))
                 done += hi - lo
                 if progress is not None:

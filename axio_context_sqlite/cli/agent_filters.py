@@ -26,8 +26,9 @@ def agent_options(what: str) -> Callable[[F], F]:
 
 
 def tag_filters(db: object, agent_id: str | None, run_id: str | None) -> dict[str, Any]:
-    """The keyword arguments for the library call; a backend without agent tags refuses them."""
+    """The keyword arguments for the library call. Both backends (SQLite, PostgreSQL) keep agent
+    tags; an object without them (no ``agent_session``) refuses the filters."""
     given = {k: v for k, v in (("agent_id", agent_id), ("run_id", run_id)) if v is not None}
-    if given and not isinstance(db, Database):
-        raise click.UsageError("--agent and --run need an SQLite database")
+    if given and not isinstance(db, Database) and not hasattr(db, "agent_session"):
+        raise click.UsageError("--agent and --run need an SQLite database or a PostgreSQL one")
     return given

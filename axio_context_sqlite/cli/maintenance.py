@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import Any, cast
 
 import click
 import msgspec
@@ -28,6 +29,7 @@ from .output import (
     tilde,
     visible,
 )
+from .postgres_stats import postgres_stats
 
 
 @cli.command()
@@ -38,10 +40,15 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
     """Sessions, messages, tokens and size on disk, in total and by project; the memory stores."""
     one_format(as_json, nl)
 
-    async def go(db: Database) -> tuple[Stats, MemoryStats]:
-        return await db.stats(), await memory_stats(db.connection)
+    async def go(db: Database) -> tuple[Stats, MemoryStats | None, str]:
+        if not isinstance(db, Database):  # PostgreSQL: its own totals, no file to measure
+            return await db.stats(), None, str(db.path)  # the URL, its password hidden
+        return await db.stats(), await memory_stats(db.connection), ""
 
-    s, mem = read_db(ctx, go)
+    s, mem, url = read_db(ctx, go)
+    if mem is None:
+        postgres_stats(cast(Any, s), url, as_json, nl)
+        return
     path = settings_of(ctx).path
     if as_json or nl:
         echo_json(

@@ -86,8 +86,7 @@ def list_sessions(
         page = await db.list_sessions(
             await stored_project(db, scope), limit=limit or None, since=since, **tags
         )
-        if isinstance(db, Database):
-            agents.update(await db.agents_of([i.session_id for i in page.sessions]))
+        agents.update(await db.agents_of([i.session_id for i in page.sessions]))
         filtered = (scope is not None or since is not None or bool(tags)) and not page.sessions
         others = filtered and bool((await db.list_sessions(limit=1)).sessions)
         return page, {} if as_json or nl else await shown_for_infos(db, page.sessions), others

@@ -26,6 +26,7 @@ from axio_context.transcript import (
     SessionHeader,
     format_time,
 )
+from axio_context.transcript.hidden import shared_visible
 
 from . import hiding, keys, listing, reading, runs, session_rows, sessions, transactions
 from .listing import SessionPage
@@ -317,7 +318,10 @@ def inherited_from_parent(c: Any, s: FullRow, exported: set[int] | None) -> int:
     # A parent is always older than its fork (smaller sid), and exports go in sid order.
     if parent.sid >= s.sid or (exported is not None and parent.sid not in exported):
         return 0
-    return _shared_prefix(c, s, parent)
+    shared = _shared_prefix(c, s, parent)
+    # the parent's record lacks what it hides: the fork takes no more than both show alike
+    mine, theirs = hiding.hidden_in(c, s.sid, 0, shared), hiding.hidden_in(c, parent.sid, 0, shared)
+    return shared_visible(shared, mine, theirs)
 
 
 def stored_role_and_time(c: Any, s: FullRow, position: int) -> tuple[int | None, int]:

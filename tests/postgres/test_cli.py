@@ -15,6 +15,7 @@ from axio_context_postgres import PostgresContextStore, connect
 from axio_context_postgres.embedded import EmbeddedServer
 from axio_context_sqlite import SQLiteContextStore
 from axio_context_sqlite import connect as sqlite_connect
+from axio_context_sqlite.agents import SQLiteHistoryProvider
 from axio_context_sqlite.cli import cli
 
 
@@ -39,6 +40,19 @@ async def _fill_sqlite(path: Path) -> None:
         await a.append(text("user", "parent after fork"))
         b = SQLiteContextStore(conn, "beta", project="p2")
         await b.append(text("user", "second session"))
+        # An agent's conversation with a cleared run (forks on either side of the clear) and a
+        # second agent in the same thread: the copy keeps the agent links, leaves the run out.
+        agents = SQLiteHistoryProvider(conn, project="p1")
+        await agents.append("bot", text("user", "hello bot"), session_id="t1")
+        await agents.append_many(
+            "bot", [text("assistant", "cleared a"), text("user", "cleared b")], session_id="t1", run_id="r1"
+        )
+        await agents.append("bot", text("assistant", "kept"), session_id="t1", run_id="r2")
+        await (await agents.store("bot", "t1")).fork()
+        await agents.clear_run("bot", session_id="t1", run_id="r1")
+        after = await (await agents.store("bot", "t1")).fork()
+        await after.append(text("user", "after the clear"))
+        await agents.append("helper", text("user", "helping"), session_id="t1", run_id="r2")
 
 
 async def _fill_postgres(url: str) -> None:
@@ -75,17 +89,24 @@ def test_copy_sqlite_to_postgres_and_back_is_lossless(fresh_pg_url: str, tmp_pat
     src = tmp_path / "src.db"
     asyncio.run(_fill_sqlite(src))
     out = json.loads(run("copy", str(src), fresh_pg_url, "--json"))
-    assert out["copied"] == 3
+    assert out["copied"] == 7
     again = json.loads(run("copy", str(src), fresh_pg_url, "--json"))  # idempotent
-    assert again == {"copied": 0, "already": 3, "messages": 0}
+    assert again == {"copied": 0, "already": 7, "messages": 0}
     back = tmp_path / "back.db"
-    assert json.loads(run("copy", fresh_pg_url, str(back), "--json"))["copied"] == 3
+    assert json.loads(run("copy", fresh_pg_url, str(back), "--json"))["copied"] == 7
     for fmt in ("json", "jsonl", "markdown"):
         a = run("--db", str(src), "export", "--all", "-f", fmt)
         b = run("--db", fresh_pg_url, "export", "--all", "-f", fmt)
         c = run("--db", str(back), "export", "--all", "-f", fmt)
         assert a == b == c, fmt
     assert '"inherited":' in run("--db", fresh_pg_url, "export", "--all", "-f", "jsonl")
+    for db in (fresh_pg_url, str(back)):
+        bot = json.loads(run("--db", db, "list-sessions", "--agent", "bot", "--json"))
+        assert [(r["session_id"], r["agent_id"], r["thread_id"]) for r in bot] == [("t1:bot", "bot", "t1")]
+        shown = json.loads(run("--db", db, "show", "t1", "--agent", "helper", "--json"))
+        assert [m["content"][0]["text"] for m in shown["messages"]] == ["helping"]
+        bot_view = json.loads(run("--db", db, "show", "t1:bot", "--json"))
+        assert [m["content"][0]["text"] for m in bot_view["messages"]] == ["hello bot", "kept"]
 
 
 def test_copy_resumes_after_partial(fresh_pg_url: str, tmp_path: Path) -> None:
@@ -95,9 +116,9 @@ def test_copy_resumes_after_partial(fresh_pg_url: str, tmp_path: Path) -> None:
     run("--db", str(src), "export", "beta", "-f", "jsonl", "-o", str(part))
     run("--db", fresh_pg_url, "import", str(part))  # as if a copy stopped after one session
     out = json.loads(run("copy", str(src), fresh_pg_url, "--json"))
-    assert (out["copied"], out["already"]) == (2, 1)
+    assert (out["copied"], out["already"]) == (6, 1)
     listed = {r["session_id"] for r in json.loads(run("--db", fresh_pg_url, "list-sessions", "--json"))}
-    assert len(listed) == 3
+    assert len(listed) == 7
 
 
 @pytest.mark.parametrize(

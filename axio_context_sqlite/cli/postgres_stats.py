@@ -1,0 +1,63 @@
+"""What ``stats`` prints for a PostgreSQL database: the totals SQLite's has, and per table the
+bytes it takes on the server (heap, TOAST and indexes) instead of a file's pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import msgspec
+
+from .output import Column, echo_json, emit, human_size, tilde
+
+__all__ = ["postgres_stats"]
+
+
+def postgres_stats(s: Any, where: str, as_json: bool, nl: bool) -> None:
+    """Print :class:`axio_context_postgres.upkeep.PostgresStats` for people, or as JSON."""
+    if as_json or nl:
+        echo_json(
+            {"database": where, "backend": "postgresql", **msgspec.structs.asdict(s)},
+            indent=2 if as_json else 0,
+        )
+        return
+    click.echo(f"database   {where} (PostgreSQL {s.server_version}, schema version {s.schema_version})")
+    click.echo(f"size       {human_size(s.database_bytes)} (the whole database on the server)")
+    click.echo(f"sessions   {s.sessions:,}")
+    click.echo(f"messages   {s.messages:,} ({s.stored_messages:,} stored; forks share the rest)")
+    if s.hidden_messages:
+        click.echo(f"cleared    {s.hidden_messages:,} message(s) hidden by clear_run")
+    click.echo(f"tokens     {s.input_tokens:,} in / {s.output_tokens:,} out")
+    click.echo(f"vectors    {s.vectors:,} embedding(s)")
+    click.echo(f"compaction {s.checkpoints:,} checkpoint(s)")
+    click.echo("")
+    emit(
+        [{"table": t.table, "size": human_size(t.bytes)} for t in s.tables if t.bytes],
+        [Column("table", "TABLE", 32), Column("size", "SIZE", right=True)],
+        False,
+        False,
+    )
+    if s.by_project:
+        click.echo("")
+        rows = [
+            {
+                "project": tilde(p.project) or "(none)",
+                "sessions": f"{p.sessions:,}",
+                "messages": f"{p.messages:,}",
+                "in": f"{p.input_tokens:,}",
+                "out": f"{p.output_tokens:,}",
+            }
+            for p in s.by_project
+        ]
+        emit(
+            rows,
+            [
+                Column("project", "PROJECT", 48),
+                Column("sessions", "SESSIONS", right=True),
+                Column("messages", "MESSAGES", right=True),
+                Column("in", "IN", right=True),
+                Column("out", "OUT", right=True),
+            ],
+            False,
+            False,
+        )
