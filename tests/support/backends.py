@@ -13,14 +13,17 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from axio_context.usage_limits import UsageRecorder
 from axio_context_postgres import Pool, PostgresContextStore
 from axio_context_postgres import connect as pg_connect
+from axio_context_postgres.embedded import EmbeddedServer
 from axio_context_sqlite import Connection, Database, SQLiteContextStore
 from axio_context_sqlite import connect as sqlite_connect
 from axio_context_sqlite.search.hits import SearchHit
 
-from .postgres import emptied
+from .postgres import emptied, new_database
 
 NAMES = ("sqlite", "postgres")
 
@@ -94,3 +97,26 @@ class Backend:
         from axio_context_postgres.database import PostgresDatabase
 
         return list(await PostgresDatabase(handle, self.where).search(query, **options))
+
+
+# The fixtures a folder's conftest imports to run its tests on both backends.
+
+
+@pytest.fixture(scope="module")
+def backend_pg_url(pg_server: EmbeddedServer) -> str:
+    """A PostgreSQL database of this test module's own (emptied for each test)."""
+    return new_database(pg_server, "axio_backend")
+
+
+@pytest.fixture(params=NAMES)
+def backend_db(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """The test's database on each backend in turn: SQLite, then the real PostgreSQL server."""
+    url = request.getfixturevalue("backend_pg_url") if request.param == "postgres" else None
+    return Backend.make(request.param, tmp_path, url)
+
+
+@pytest.fixture
+async def backend(backend_db: Backend) -> AsyncIterator[Backend]:
+    """``backend_db``, open for the test."""
+    async with backend_db.open():
+        yield backend_db
