@@ -3,13 +3,17 @@
 behind :class:`~axio_context_sqlite.admin.live.Browsable`, so ``browse`` and ``show --follow``
 run unchanged on a ``postgresql://`` database.
 
-Change checks are cheap polls, not LISTEN/NOTIFY (``bench/bench_pgfollow.py`` measured both: a
-trigger's NOTIFY on every append costs every writer, a poll costs only the follower, one index
-probe a tick). Following a session polls its row (segment, length, last write): it changes
-exactly when that session is written, whatever happens elsewhere. The session list polls
-``pg_current_snapshot()``, which changes when any writing transaction starts or ends and never
-on reads (a read-only transaction takes no transaction id), the PostgreSQL counterpart of
-SQLite's ``data_version``.
+Change checks are cheap polls, not LISTEN/NOTIFY. ``bench/bench_pgfollow.py`` measured both in
+one run: a probe costs about 0.2 ms per tick per follower (5x SQLite's ``data_version``), nothing
+at a tick of 0.25-0.5 s; a NOTIFY trigger on every append cost the writers nothing measurable at
+1 and 4 writers, and shows a commit in 0.35 ms instead of half a tick. The poll wins on what it
+does not need: no trigger on every writer's append path (followed or not), no connection held
+open per follower for LISTEN, nothing lost across a reconnect; and a person reading a session
+does not notice a tenth of a second. Following a session polls its row (segment, length, last
+write): it changes exactly when that session is written, whatever happens elsewhere. The
+session list polls ``pg_current_snapshot()``, which changes when any writing transaction starts
+or ends and never on reads (a read-only transaction takes no transaction id), the PostgreSQL
+counterpart of SQLite's ``data_version``.
 """
 
 from __future__ import annotations
