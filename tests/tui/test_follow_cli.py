@@ -144,6 +144,12 @@ def test_show_follow_of_a_missing_session_is_one_line(tmp_path: Path) -> None:
     assert result.output.count("\n") == 1 and "no database at" in result.output
 
 
+def test_show_follow_on_a_server_that_is_down_is_one_line() -> None:
+    result = invoke("--db", "postgresql://nobody@127.0.0.1:1/x", "show", "--follow", "s", ok=False)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.output.count("\n") == 1 and "cannot reach" in result.output
+
+
 def test_browse_refuses_a_missing_file_and_a_server_that_is_down_in_one_line(
     tmp_path: Path, db_path: Path
 ) -> None:
