@@ -2,8 +2,9 @@
 
 openai-agents calls a session from wherever the agent runs: inside the application's event loop,
 from ``Runner.run_sync`` (a thread with a loop of its own), from several threads at once. An
-aiosqlite connection belongs to one loop, so every session on one database file shares a
-:class:`_Hub`: a daemon thread running an event loop of its own that owns the connection. A
+aiosqlite connection (and an asyncpg pool) belongs to one loop, so every session on one database
+(a file, or a ``postgresql://`` URL) shares a :class:`_Hub`: a daemon thread running an event
+loop of its own that owns the connection or pool. A
 method submits its work there and awaits the outcome in the caller's loop, whichever it is;
 constructing a session awaits nothing, so it works anywhere, a running loop included.
 
@@ -19,11 +20,12 @@ import atexit
 import concurrent.futures
 import os
 import shutil
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agents.items import TResponseInputItem
 from agents.memory.session import SessionABC
@@ -33,8 +35,15 @@ from axio_context.context import ContextStore
 from axio_context.errors import StoreClosedError
 from axio_context.owners import claim
 from axio_context_sqlite import Connection, SQLiteContextStore, connect, default_db_path
+from axio_context_sqlite.paths import ENV_VAR
 
 from .items import item_of, message_of
+
+if TYPE_CHECKING:
+    from axio_context_postgres import Pool, PostgresContextStore
+
+    #: What a session stores into: one session of a SQLite file or of a PostgreSQL database.
+    BaseStore = SQLiteContextStore | PostgresContextStore
 
 __all__ = ["ADAPTER", "AxioContextSession"]
 
@@ -44,14 +53,19 @@ T = TypeVar("T")
 ADAPTER = "openai-agents"
 
 
+def _is_url(where: object) -> bool:
+    return isinstance(where, str) and where.lower().startswith(("postgresql://", "postgres://"))
+
+
 class _Hub:
-    """One database file's connection, on a thread and event loop of its own."""
+    """One database's connection (a file's) or pool (a PostgreSQL URL's), on a thread and event
+    loop of its own."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.refs = 0
         self.loop = asyncio.new_event_loop()
-        self._conn: Connection | None = None
+        self._conn: Connection | Pool | None = None
         self._opening: asyncio.Lock | None = None
         self._thread = threading.Thread(
             target=self._run, name=f"axio-context session hub {path}", daemon=True
@@ -62,14 +76,19 @@ class _Hub:
         asyncio.set_event_loop(self.loop)
         self.loop.run_forever()
 
-    async def conn(self) -> Connection:
-        """The connection, opened on first use (on the hub's loop)."""
+    async def conn(self) -> Connection | Pool:
+        """The connection (or pool), opened on first use (on the hub's loop)."""
         if self._conn is None:
             if self._opening is None:
                 self._opening = asyncio.Lock()
             async with self._opening:
                 if self._conn is None:
-                    self._conn = await connect(self.path)
+                    if _is_url(self.path):  # imported here: only PostgreSQL users need the extra
+                        from axio_context_postgres import connect as pg_connect
+
+                        self._conn = await pg_connect(self.path, min_size=1, max_size=4)
+                    else:
+                        self._conn = await connect(self.path)
         return self._conn
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
@@ -123,10 +142,11 @@ def _close_all() -> None:  # sessions never closed: their connections still clos
 
 
 class AxioContextSession(SessionABC):
-    """openai-agents' ``Session`` protocol over an axio-context SQLite database.
+    """openai-agents' ``Session`` protocol over an axio-context database, SQLite or PostgreSQL.
 
-    ``db_path``: the database file (None: the default one the ``axio-context`` command line
-    uses; ``":memory:"``: a private temporary file, removed on :meth:`close`). ``project``: the
+    ``db_path``: the database file or a ``postgresql://`` URL (the ``postgres`` extra); None: the
+    default one the ``axio-context`` command line uses (``$AXIO_CONTEXT_DB``, which may be a
+    URL); ``":memory:"``: a private temporary file, removed on :meth:`close`. ``project``: the
     session's project (None: the current directory, as :class:`SQLiteContextStore`).
     ``session_settings``: openai-agents' settings (its ``limit`` is the default of
     :meth:`get_items`). ``wrap``: wraps the session's store, e.g. ``lambda s:
@@ -146,7 +166,7 @@ class AxioContextSession(SessionABC):
         *,
         project: str | None = None,
         session_settings: SessionSettings | dict[str, Any] | None = None,
-        wrap: Callable[[SQLiteContextStore], ContextStore] | None = None,
+        wrap: Callable[[BaseStore], ContextStore] | None = None,
     ) -> None:
         self.session_id = session_id
         self.session_settings = (
@@ -158,7 +178,12 @@ class AxioContextSession(SessionABC):
         if str(db_path) == ":memory:":
             self._tmpdir = tempfile.mkdtemp(prefix="axio-context-session-")
             db_path = os.path.join(self._tmpdir, "session.db")
-        path = os.path.abspath(db_path if db_path is not None else default_db_path())
+        if db_path is None and _is_url(os.environ.get(ENV_VAR)):
+            db_path = os.environ[ENV_VAR]
+        if _is_url(db_path):
+            path = str(db_path)
+        else:
+            path = os.path.abspath(db_path if db_path is not None else default_db_path())
         self._hub: _Hub | None = _acquire(path)
         self._store: ContextStore | None = None  # made on the hub's loop
         self._owned = False
@@ -207,24 +232,30 @@ class AxioContextSession(SessionABC):
             assert self._hub is not None
             conn = await self._hub.conn()
             if self._store is None:  # checked again after the await: made once, even when raced
-                store = SQLiteContextStore(conn, self.session_id, project=self._project)
+                store: BaseStore
+                if isinstance(conn, Connection):
+                    store = SQLiteContextStore(conn, self.session_id, project=self._project)
+                else:
+                    from axio_context_postgres import PostgresContextStore
+
+                    store = PostgresContextStore(conn, self.session_id, self._project)
                 self._store = self._wrap(store) if self._wrap is not None else store
         return self._store
 
     async def _owner_checked(self, *, writing: bool) -> ContextStore:
         store = await self._session_store()
         if not self._owned:
-            sqlite = _sqlite_store(store)
+            base = _base_store(store)
             wanted = claim(
                 self.session_id,
-                await sqlite.get_metadata(),
+                await base.get_metadata(),
                 ADAPTER,
-                has_messages=bool(await sqlite.get_history(limit=1)),
+                has_messages=bool(await base.get_history(limit=1)),
             )
             if wanted is None:
                 self._owned = True
             elif writing:
-                await sqlite.set_metadata(wanted)
+                await base.set_metadata(wanted)
                 self._owned = True
         return store
 
@@ -239,7 +270,7 @@ class AxioContextSession(SessionABC):
 
     async def _pop(self) -> TResponseInputItem | None:
         store = await self._owner_checked(writing=False)
-        pop = getattr(store, "pop", None) or _sqlite_store(store).pop
+        pop = getattr(store, "pop", None) or _base_store(store).pop
         popped = await pop()
         return None if popped is None else item_of(popped)  # type: ignore[return-value]
 
@@ -270,9 +301,16 @@ class AxioContextSession(SessionABC):
             raise
 
 
-def _sqlite_store(store: ContextStore) -> SQLiteContextStore:
-    """The SQLite store under any wrappers (an AutoCompactStore's ``store``)."""
+def _base_store(store: ContextStore) -> BaseStore:
+    """The SQLite or PostgreSQL store under any wrappers (an AutoCompactStore's ``store``)."""
     inner: Any = store
-    while not isinstance(inner, SQLiteContextStore):
+    while not _is_base(inner):
         inner = inner.store
-    return inner
+    return inner  # type: ignore[no-any-return]
+
+
+def _is_base(store: object) -> bool:
+    if isinstance(store, SQLiteContextStore):
+        return True
+    postgres = sys.modules.get("axio_context_postgres.store")  # imported once a session uses it
+    return postgres is not None and isinstance(store, postgres.PostgresContextStore)

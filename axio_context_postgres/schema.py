@@ -31,6 +31,8 @@ from typing import Any, Final
 
 from axio_context.errors import SchemaVersionError
 
+from .conversation_schema import CONVERSATION_LOG
+
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
 
 #: Taken (transaction-scoped) while migrating: one migrator at a time per database.
@@ -359,6 +361,7 @@ MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
     (4, _USAGE_RECORDS),
     (5, _CONTEXT_POOLS),
     (6, _RESUMABLE_STATE),
+    (7, CONVERSATION_LOG),  # pydantic-ai's ConversationStore (see .conversation_log)
 )
 
 #: The schema version this code writes.

@@ -53,7 +53,8 @@ async def save_messages(
 ) -> None:
     """Append pydantic-ai messages (a run's ``new_messages()``) in one step: all or none.
 
-    With ``usage`` (a recorder on the same database, e.g. ``SQLiteUsageRecorder.of(store)``),
+    With ``usage`` (a recorder on the same database, e.g. ``SQLiteUsageRecorder.of(store)``, or
+    ``PostgresUsageRecorder.of(store)`` on PostgreSQL),
     each ``ModelResponse`` is stored together with its usage (model, run id, tool calls; one
     transaction each) and the messages between responses in one step each, so limits checked
     against that recorder (``UsageGuard``) see every request, across restarts.

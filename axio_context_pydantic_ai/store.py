@@ -4,9 +4,9 @@ Entries are messages (the entry id is the message's ``id``), a history that bran
 a fork of the session it leaves (nothing copied), and a conversation's ``scope`` is the project
 its sessions are filed under. The record (usage, deferred tool requests, branches, revision) is
 stored as pydantic's JSON of ``ConversationRecord``; the revision check, the new entries and the
-record are written in one SQLite transaction (see
-:mod:`axio_context_sqlite.store.conversation_log`), so two writers, in one process or two, never
-both save over the same revision.
+record are written in one transaction (see :mod:`axio_context_sqlite.store.conversation_log`, and
+:mod:`axio_context_postgres.conversation_log` on PostgreSQL), so two writers, in one process or
+two, never both save over the same revision.
 
 ``delete`` removes the record only: the sessions holding its messages stay (they are the
 transcript; ``axio-context delete SESSION`` removes one), and forks of it keep reading them.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import aiosqlite
 from pydantic import TypeAdapter
@@ -31,6 +31,10 @@ from axio_context.tokens import TokenCounter
 from axio_context_sqlite.store.conversation_log import ConversationLog, RevisionConflictError
 
 from .messages import model_message, native_message
+
+if TYPE_CHECKING:
+    from axio_context_postgres import Pool
+    from axio_context_postgres.conversation_log import PostgresConversationLog
 
 __all__ = ["ADAPTER", "AxioConversationStore"]
 
@@ -53,18 +57,27 @@ _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 class AxioConversationStore(ConversationStore):
     """A :class:`~pydantic_ai.conversation_store.ConversationStore` in an axio-context database.
 
-    ``conn``: an open connection (:func:`axio_context_sqlite.connect`), owned by the caller.
-    ``project``: the project of sessions saved without a scope (None: the current directory).
+    ``conn``: an open SQLite connection (:func:`axio_context_sqlite.connect`) or a PostgreSQL
+    pool (:func:`axio_context_postgres.connect`), owned by the caller. ``project``: the project
+    of sessions saved without a scope (None: the current directory).
     """
 
     def __init__(
         self,
-        conn: aiosqlite.Connection,
+        conn: aiosqlite.Connection | Pool,
         *,
         project: str | None = None,
         token_counter: TokenCounter | None = None,
     ) -> None:
-        self._log = ConversationLog(conn, adapter=ADAPTER, project=project, token_counter=token_counter)
+        self._log: ConversationLog | PostgresConversationLog
+        if isinstance(conn, aiosqlite.Connection):
+            self._log = ConversationLog(conn, adapter=ADAPTER, project=project, token_counter=token_counter)
+        else:  # imported here: the postgres extra is needed only by those who use it
+            from axio_context_postgres.conversation_log import PostgresConversationLog
+
+            self._log = PostgresConversationLog(
+                conn, adapter=ADAPTER, project=project, token_counter=token_counter
+            )
 
     async def read_record(self, conversation_id: str) -> ConversationRecord | None:
         data = await self._log.read_record(conversation_id)

@@ -10,7 +10,10 @@ Figures, each a median per operation (microseconds) and a ratio to its reference
 - **branch** at 100 and at ``--items`` items: the growth ratio (1.0 = flat: O(1), copy-on-write).
 - **writers**: adds per second into ONE pool by 1 and by 4 concurrent connections (each add
   locks the pool's row, so they take turns: the figure says what that serialisation costs), and
-  by 4 connections each on its own pool (no shared lock).
+  by 4 connections each on its own pool (no shared lock). A writer whose copy another one made
+  stale reads back only the others' changes (``pools/changes.py``); "4 writers, whole reload"
+  is the same run with every stale writer reading the whole pool again instead (what it did
+  before: the copy's mark dropped before each add), so the two are compared in one run.
 
 Run: ``python -m bench.bench_pgpools [--items 2000]`` (starts an embedded PostgreSQL, fsync off).
 """
@@ -63,11 +66,13 @@ async def _raw_append(pool: Any, n: int) -> float:
     return await _median_us(n, op)
 
 
-async def _writers(pool: Any, name: str, writers: int, per: int, shared: bool) -> float:
+async def _writers(pool: Any, name: str, writers: int, per: int, shared: bool, whole: bool = False) -> float:
     pools = [await PostgresContextPool.open(pool, name if shared else f"{name}-{w}") for w in range(writers)]
 
     async def write(w: int) -> None:
         for i in range(per):
+            if whole:  # no mark: a stale add reads the whole pool back (the former behaviour)
+                pools[w]._mark = None
             await pools[w].add(ContextItem(b"x" * 40, _description(i), f"{w}-{i}"))
 
     t = time.perf_counter()
@@ -117,6 +122,7 @@ async def main(items: int) -> None:
             per = max(50, items // 8)
             w1 = await _writers(pool, "w1", 1, per, shared=True)
             w4 = await _writers(pool, "w4", 4, per, shared=True)
+            w4w = await _writers(pool, "w4w", 4, per, shared=True, whole=True)
             w4s = await _writers(pool, "w4s", 4, per, shared=False)
         finally:
             await pool.close()
@@ -132,7 +138,8 @@ async def main(items: int) -> None:
         growth = figures[f"branch @{items}"] / figures["branch @100"]
         print(f"branch growth 100 -> {items} items ({name}): {growth:.2f}x (1.0 = flat)")
     print(
-        f"adds/s into one pool: 1 writer {w1:.0f}, 4 writers {w4:.0f} ({w4 / w1:.2f}x);"
+        f"adds/s into one pool: 1 writer {w1:.0f}, 4 writers {w4:.0f} ({w4 / w1:.2f}x),"
+        f" 4 writers, whole reload {w4w:.0f} ({w4w / w1:.2f}x; changes only: {w4 / w4w:.2f}x that);"
         f" 4 writers on 4 pools {w4s:.0f} ({w4s / w1:.2f}x)"
     )
 

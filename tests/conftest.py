@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from axio_context_sqlite import Connection, connect
+from tests.support.postgres import pg_server  # noqa: F401  (one PostgreSQL server for every folder)
 
 
 @pytest.fixture

@@ -18,11 +18,12 @@ from axio_context.pools.base import PoolBase, check_limit, parse_dict, tags_of
 from axio_context.pools.hooks import ContextPoolHook, rebuild_hooks, serialize_hooks
 from axio_context.pools.items import ContextItem
 from axio_context.pools.selection import check_k, fuse
-from axio_context_sqlite.pools.rows import Entry
+from axio_context_sqlite.pools.rows import Entry, State
 from axio_context_sqlite.pools.stored import encode_items
 
 from ..connection import Pool
 from . import rows, selecting
+from .changes import apply_to_pool
 from .stored import Stored, open_state
 
 __all__ = ["PostgresContextPool"]
@@ -100,20 +101,28 @@ class PostgresContextPool(Stored, PoolBase[T], Generic[T]):
         if oldest is not None:
             await self._fire(ContextPoolHook.ON_EVICT, self._items[oldest])
         await self._fire(ContextPoolHook.BEFORE_ADD, item)
-        fresh, evicted, seq = await rows.pool_add(
-            self._pool, self._header.id, self._header.version, packed, oldest, vector
+        h, fresh, evicted, seq, ord_ = await rows.pool_add(
+            self._pool, self._header.id, self._seen, packed, oldest, vector
         )
-        if vector is not None:
-            self._embedded.add(seq)
-        if fresh is not None:
+        if isinstance(fresh, State):  # the whole pool, this add included
             self._adopt(fresh)
         else:
             self._own()
+            if fresh is not None:  # what other writers changed first
+                assert self._mark is not None  # (without a mark the pool came back whole)
+                apply_to_pool(self._items, self._seqs, self._mark, fresh, self._item)
             if evicted is not None:
-                del self._items[evicted], self._seqs[evicted]
-            self._items[item.id] = item
+                self._items.pop(evicted, None)
+                self._seqs.pop(evicted, None)
+            if ord_ == seq:  # the key is new (or added again): it goes last
+                self._items.pop(item.id, None)
+            self._items[item.id] = item  # a key it had keeps its place (its ord)
             self._seqs[item.id] = seq
-            self._header = self._header._replace(version=self._header.version + 1, size=len(self._items))
+            self._header, self._mark = h, seq
+            if len(self._items) != h.size:  # another writer removed a key and left no entry saying so
+                await self._reload()
+        if vector is not None:
+            self._embedded.add(seq)
         await self._fire(ContextPoolHook.AFTER_ADD, item)
 
     async def remove(self, id: str) -> None:

@@ -2,9 +2,10 @@
 
 The semantics are :class:`axio_context_sqlite.pools.SQLiteContextQueue`'s: every change is one
 transaction (an append that evicts writes both at once), reads are served from the process's
-copy, which every change brings up to date and :meth:`refresh` reloads after another process's
-change, and hooks fire in the process that made the change. Many processes may append to one
-queue: each append locks the queue's row, so none is lost (see :mod:`.rows`).
+copy, which every change brings up to date (with what other writers appended before it: see
+:mod:`.changes`) and :meth:`refresh` reloads after another process's change, and hooks fire in
+the process that made the change. Many processes may append to one queue: each append locks
+the queue's row, so none is lost (see :mod:`.rows`).
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from typing import Any, Generic, TypeVar
 from axio_context.pools.base import QueueBase, check_limit, parse_dict, tags_of
 from axio_context.pools.hooks import ContextQueueHook, Hook, rebuild_hooks, serialize_hooks
 from axio_context.pools.items import ContextItem
-from axio_context_sqlite.pools.rows import Entry
+from axio_context_sqlite.pools.rows import Entry, State
 from axio_context_sqlite.pools.stored import encode_items
 
 from ..connection import Pool
 from . import rows
+from .changes import apply_to_queue
 from .stored import Stored, open_state
 
 __all__ = ["PostgresContextQueue"]
@@ -89,14 +91,15 @@ class PostgresContextQueue(Stored, QueueBase[T], Generic[T]):
         if not items:  # nothing to write; the hooks still fire, as in memory
             await self._fire(ContextQueueHook.AFTER_APPEND, [], list(self._items))
             return
-        fresh = await rows.queue_append(self._pool, self._header.id, self._header.version, packed)
-        if fresh is not None:
+        h, fresh, last = await rows.queue_append(self._pool, self._header.id, *self._seen, packed)
+        if isinstance(fresh, State):  # the whole queue, this append included
             self._adopt(fresh)
         else:
+            if fresh is not None:  # what other writers appended first
+                apply_to_queue(self._own(), fresh, self._item)
             self._own().extend(items)
-            self._header = self._header._replace(
-                version=self._header.version + 1, size=min(self.limit, self._header.size + len(items))
-            )
+            self._header = h
+        self._mark = last
         await self._fire(ContextQueueHook.AFTER_APPEND, list(items), list(self._items))
 
     async def clear(self) -> None:

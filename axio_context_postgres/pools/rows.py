@@ -1,16 +1,13 @@
 """The SQL of context queues and pools on PostgreSQL, each public function one transaction.
 
-The model is the SQLite backend's (:mod:`axio_context_sqlite.pools.rows`): a container's
-entries are an append-only log; a branch sees its parent chain's entries up to each link's
-``fork_seq``; a queue is the newest ``lim`` entries after ``base_seq``, a pool the latest entry
-per key ordered by ``ord``. Here every change starts with ``SELECT ... FOR UPDATE`` on the
-container's row, so two writers (processes or hosts) take turns on one container: the second
-reads the first one's ``version`` under the lock and, when it differs from what its caller
-saw, computes its change from the rows (not from the caller's view) and, once committed, hands
-back a fresh snapshot read outside the lock (so writers do not wait for each other's reloads).
-No update is lost. Sequence values are
-taken under that lock, so a branch's ``fork_seq`` (and a clear's ``base_seq``) are later than
-every entry the container had and earlier than every entry it gets afterwards.
+The model is the SQLite backend's (:mod:`axio_context_sqlite.pools.rows`): a container's entries
+are an append-only log; a branch sees its parent chain's entries up to each link's ``fork_seq``;
+a queue is the newest ``lim`` entries after ``base_seq``, a pool the latest entry per key ordered
+by ``ord``. Every change starts with ``SELECT ... FOR UPDATE`` on the container's row, so two
+writers (processes or hosts) take turns on one container; one whose copy is stale (``version``
+moved) computes its change from the rows and reads back only the others' entries since its copy
+(:mod:`.changes`). No update is lost. Sequence values are taken under that lock, so a branch's
+``fork_seq`` (and a clear's ``base_seq``) fall between the entries before and after it.
 """
 
 from __future__ import annotations
@@ -26,6 +23,8 @@ from axio_context.pools.errors import PoolExistsError, PoolNotFoundError
 from axio_context_sqlite.pools.rows import Entry, Header, Packed, State
 
 from ..connection import Pool, translated
+from . import changes
+from .changes import Fresh
 
 __all__ = [
     "WHERE",
@@ -234,20 +233,16 @@ async def create(
         return State(h, await _entries(c, h))
 
 
-async def _reloaded(pool: Pool, name: str) -> State:
-    """The state after a change made on a stale view, read once the row lock is released (a
-    snapshot: its version matches its entries), so other writers do not wait for it."""
-    state = await load(pool, name)
-    if state is None:
-        raise PoolNotFoundError(f"{name!r} is no longer in the database")
-    return state
-
-
-async def queue_append(pool: Pool, cid: int, seen: int, items: list[Packed]) -> State | None:
-    """Append ``items`` in one transaction; the fresh state when the caller's was stale."""
+async def queue_append(
+    pool: Pool, cid: int, seen: int, mark: int | None, base: int, items: list[Packed]
+) -> tuple[Header, Fresh | None, int]:
+    """Append ``items`` in one transaction. Returns the new header, what other writers changed
+    when the caller's copy (version ``seen``, newest own seq ``mark``, ``base_seq`` ``base``)
+    was stale (see :mod:`.changes`), and the seq of the last item appended."""
     async with writing(pool) as c:
         h = await _lock(c, cid)
-        await c.execute(_INSERT_MANY, cid, *_columns(items))
+        fresh: Fresh | None = None if h.version == seen else await changes.since(c, h, mark, base)
+        seqs = [r[0] for r in await c.fetch(_INSERT_MANY + " RETURNING seq", cid, *_columns(items))]
         assert h.lim is not None
         # Own entries older than the newest `lim` are out of the window for good.
         await c.execute(
@@ -256,8 +251,10 @@ async def queue_append(pool: Pool, cid: int, seen: int, items: list[Packed]) -> 
             cid,
             h.lim - 1,
         )
-        await _bump(c, cid, min(h.lim, h.size + len(items)))
-    return None if h.version == seen else await _reloaded(pool, h.name)
+        bumped = await _bump(c, cid, min(h.lim, h.size + len(items)))
+        if h.version != seen and fresh is None:
+            fresh = State(bumped, await _entries(c, bumped))
+    return bumped, fresh, max(seqs)
 
 
 async def clear(pool: Pool, cid: int) -> Header:
@@ -291,22 +288,27 @@ async def _drop_key(c: Any, h: Header, key: str, ord_: int) -> None:
 async def pool_add(
     pool: Pool,
     cid: int,
-    seen: int,
+    seen: tuple[int, int | None, int],
     item: Packed,
     oldest: str | None,
     vector: tuple[str, Sequence[float]] | None,
-) -> tuple[State | None, str | None, int]:
+) -> tuple[Header, Fresh | None, str | None, int, int]:
     """Add or replace the item's key in one transaction, evicting the oldest key of a full
-    pool first (``oldest`` is the caller's view, recomputed when stale). Returns (the fresh
-    state when the caller's was stale, the evicted key, the new entry's seq)."""
+    pool first (``oldest`` is the caller's view, recomputed when stale). ``seen``: the caller's
+    (version, mark, base_seq) (see :mod:`.changes`). Returns (the new header, what other
+    writers changed when the caller's copy was stale, the evicted key, the new entry's seq and
+    ord: the seq when the key is new)."""
+    seen_version, mark, base = seen
     key, desc, content, extra = item
     assert key is not None
     async with writing(pool) as c:
         h = await _lock(c, cid)
+        stale = h.version != seen_version
+        fresh: Fresh | None = await changes.since(c, h, mark, base) if stale else None
         found = await _latest(c, h, key)
         size, evicted = h.size, None
         full = found is None and h.lim is not None and size >= h.lim
-        if full and h.version != seen:  # the caller's oldest may be gone: ask the pool
+        if full and stale:  # the caller's oldest may be gone: ask the pool
             oldest = await c.fetchval(_POOL.replace("seq, key,", "key,", 1) + " LIMIT 1", h.id, h.base_seq)
         if full and oldest is not None:
             old = await _latest(c, h, oldest)
@@ -328,8 +330,10 @@ async def pool_add(
                 vector[0],
                 list(vector[1]),
             )
-        await _bump(c, cid, size + (found is None))
-    return (None if h.version == seen else await _reloaded(pool, h.name)), evicted, seq
+        bumped = await _bump(c, cid, size + (found is None))
+        if stale and fresh is None:
+            fresh = State(bumped, await _entries(c, bumped))
+    return bumped, fresh, evicted, seq, seq if found is None else found[1]
 
 
 async def pool_remove(pool: Pool, cid: int, key: str) -> Header | None:
@@ -397,7 +401,7 @@ async def branch(
                 drop = [str(e.key) for e in (await _entries(c, h))[: p.size - lim]]
             for key in drop:
                 await _drop_key(c, h, key, 0)
-    return h, (None if p.version == seen else (await _reloaded(pool, h.name)).entries)
+        return h, (None if p.version == seen else await _entries(c, h))
 
 
 async def listing(pool: Pool, kind: str | None) -> list[tuple[Header, str | None]]:

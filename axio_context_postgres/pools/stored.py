@@ -71,12 +71,14 @@ class Stored:
         self.extra = _JSON_DICT.decode(state.header.extra)
         self.hooks = rebuild_hooks(_JSON_HOOKS.decode(state.header.hooks))
         self._shared = False
+        self._mark: int | None = None  # the newest own entry the copy reflects (None: unknown)
         self._load(state.entries)
 
     def _child_of(self, parent: Stored, h: Header) -> None:
         """Share the parent's connections and codec, take the new header (a branch)."""
         self._pool, self._content_type, self._decoder = parent._pool, parent._content_type, parent._decoder
         self._header, self.tags, self.extra = h, parent.tags, dict(parent.extra)
+        self._mark = None
 
     def _load(self, entries: list[Entry]) -> None:
         raise NotImplementedError
@@ -90,9 +92,15 @@ class Stored:
         if state is not None:
             self._header = state.header
             self._shared = False
+            self._mark = None
             self._load(state.entries)
         elif h is not None:
             self._header = h
+
+    @property
+    def _seen(self) -> tuple[int, int | None, int]:
+        """What a write tells the database of this copy: version, mark, ``base_seq``."""
+        return self._header.version, self._mark, self._header.base_seq
 
     @property
     def name(self) -> str:
@@ -108,8 +116,12 @@ class Stored:
         """Reload when another process or connection changed the container; True if it did."""
         if await rows.version(self._pool, self._header.id) == self._header.version:
             return False
+        await self._reload()
+        return True
+
+    async def _reload(self) -> None:
+        """Read the whole container again, in one snapshot."""
         state = await rows.load(self._pool, self._header.name)
         if state is None:
             raise PoolNotFoundError(f"{self._header.name!r} is no longer in the database")
         self._adopt(state)
-        return True

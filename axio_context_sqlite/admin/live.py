@@ -3,26 +3,34 @@ windows, and following a session as other processes append to it (``show --follo
 
 Following costs one ``PRAGMA data_version`` per tick while nothing changes: the session row and
 its new messages are read only after another connection committed (see :mod:`.browsing`).
+:class:`Browsable` is what the browser and ``show --follow`` call, the same on every backend
+(:class:`axio_context_postgres.browsing.PostgresBrowser` is PostgreSQL's), and
+:func:`follow_changes` the one loop that follows a session over any of them.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from contextlib import aclosing
 from pathlib import Path
+from typing import Any, Final, Literal, Protocol
 
 import aiosqlite
 import msgspec
 
 from axio_context.errors import DatabaseLockedError
-from axio_context.transcript import MessageRecord
+from axio_context.messages import SessionInfo
+from axio_context.transcript import FormatName, MessageRecord
 
+from ..search.hits import SearchResults
 from ..store import browsing
 from ..store.browsing import SessionTreePage
 from ..store.calls import run
 from ..store.catalog import SessionView
+from .exporting import ExportSummary
 
-__all__ = ["DatabaseLive", "FollowUpdate"]
+__all__ = ["Browsable", "DatabaseLive", "FollowUpdate", "follow_changes"]
 
 
 class FollowUpdate(msgspec.Struct, frozen=True):
@@ -35,6 +43,117 @@ class FollowUpdate(msgspec.Struct, frozen=True):
     start: int
     messages: list[MessageRecord]
     reset: bool = False
+
+
+class Browsable(Protocol):
+    """What a live browser reads and does, whichever backend holds the sessions: the SQLite
+    :class:`~axio_context_sqlite.database.Database` is one, PostgreSQL's ``PostgresBrowser``
+    another, so the browser's screens and ``show --follow`` never ask which."""
+
+    @property
+    def path(self) -> str | Path:
+        """What the database is: its file, or its URL with the password hidden."""
+        ...
+
+    async def data_version(self) -> object:
+        """A value that changes when another connection (or process) commits a write."""
+        ...
+
+    def session_tree(
+        self,
+        project: str | None = None,
+        *,
+        text: str | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+        agent_id: str | None = None,
+    ) -> Awaitable[SessionTreePage]: ...
+
+    def transcript(
+        self, session_id: str, *, full: bool = False, limit: int = 200
+    ) -> Awaitable[SessionView]: ...
+
+    def messages(
+        self, session_id: str, start: int, end: int | None = None
+    ) -> Awaitable[tuple[int, list[MessageRecord]]]: ...
+
+    def follow(
+        self,
+        session_id: str,
+        start: int,
+        *,
+        interval: float = 0.25,
+        on_locked: Callable[[DatabaseLockedError], object] | None = None,
+    ) -> AsyncGenerator[FollowUpdate, None]: ...
+
+    def info(self, session_id: str) -> Awaitable[SessionInfo]: ...
+
+    def resolve(self, prefix: str) -> Awaitable[str]: ...
+
+    def latest(self) -> Awaitable[str]: ...
+
+    def short_ids(self, ids: Any) -> Awaitable[dict[str, str]]: ...
+
+    def stored_project(self, project: str | None) -> Awaitable[str | None]: ...
+
+    def search(
+        self, query: str, *, k: int = 10, mode: Literal["hybrid", "keyword", "semantic"] = "hybrid"
+    ) -> Awaitable[SearchResults]: ...
+
+    def fork(self, session_id: str, new_id: str | None = None) -> Awaitable[str]: ...
+
+    def rename(self, session_id: str, new_id: str) -> Awaitable[None]: ...
+
+    def delete(self, session_ids: Sequence[str]) -> Awaitable[Any]: ...
+
+    def export(
+        self,
+        sink: Callable[[bytes], object],
+        *,
+        format: FormatName = "json",
+        session_ids: Sequence[str] | None = None,
+    ) -> Awaitable[ExportSummary]: ...
+
+
+async def follow_changes(
+    version: Callable[[], Awaitable[object]],
+    messages: Callable[[int], Awaitable[tuple[int, list[MessageRecord]]]],
+    start: int,
+    interval: float,
+    on_locked: Callable[[DatabaseLockedError], object] | None,
+) -> AsyncGenerator[FollowUpdate, None]:
+    """Yield each batch of a session's messages from position ``start`` on as writers commit
+    them: every ``interval`` seconds one ``version()`` check, and ``messages(from)`` (the
+    session's count and its messages from there) only when the version changed."""
+    if interval <= 0:
+        raise ValueError(f"interval must be positive, not {interval}")
+    seen = start
+    last: object = _NEVER
+    while True:
+        try:
+            now = await version()
+            if now != last:
+                count, fresh = await messages(seen)
+                last = now
+                if count < seen:
+                    _, fresh = await messages(0)
+                    seen = len(fresh)
+                    yield FollowUpdate(0, fresh, reset=True)
+                elif fresh:
+                    first, seen = seen, seen + len(fresh)
+                    yield FollowUpdate(first, fresh)
+                    if seen < count:
+                        last = _NEVER  # more than one window arrived: read on at once
+                        continue
+        except DatabaseLockedError as exc:
+            if on_locked is None:
+                raise
+            on_locked(exc)
+        await asyncio.sleep(interval)
+
+
+#: The version before the first check: equal to no version a backend gives.
+_NEVER: Final = object()
 
 
 class DatabaseLive:
@@ -88,28 +207,9 @@ class DatabaseLive:
         changed. A locked database is passed to ``on_locked`` and tried again next tick (without
         ``on_locked`` it raises); a deleted session raises SessionNotFoundError.
         """
-        if interval <= 0:
-            raise ValueError(f"interval must be positive, not {interval}")
-        seen = start
-        version: int | None = None
-        while True:
-            try:
-                now = await self.data_version()
-                if now != version:
-                    count, fresh = await self.messages(session_id, seen)
-                    version = now
-                    if count < seen:
-                        _, fresh = await self.messages(session_id, 0)
-                        seen = len(fresh)
-                        yield FollowUpdate(0, fresh, reset=True)
-                    elif fresh:
-                        first, seen = seen, seen + len(fresh)
-                        yield FollowUpdate(first, fresh)
-                        if seen < count:
-                            version = None  # more than one window arrived: read on at once
-                            continue
-            except DatabaseLockedError as exc:
-                if on_locked is None:
-                    raise
-                on_locked(exc)
-            await asyncio.sleep(interval)
+        changes = follow_changes(
+            self.data_version, lambda first: self.messages(session_id, first), start, interval, on_locked
+        )
+        async with aclosing(changes):
+            async for update in changes:
+                yield update

@@ -1,5 +1,6 @@
 """``browse`` (the terminal browser, the ``tui`` extra) and ``show --follow``'s loop: printing a
-session's new messages as other processes append them, like ``tail -f``."""
+session's new messages as other processes append them, like ``tail -f``. Both run on a SQLite
+file or a ``postgresql://`` database alike, through :class:`~..admin.live.Browsable`."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import msgspec
 from axio_context.errors import DatabaseLockedError
 from axio_context.transcript import MessageRecord, render_blocks
 
+from ..admin.live import Browsable
 from ..database import Database
 from .app import cli, read_db, settings_of
 from .options import chosen_project, project_option, session_argument
@@ -42,6 +44,16 @@ def _emit(start: int, records: list[MessageRecord], fold: int, as_json: bool) ->
     sys.stdout.flush()  # a pipe is block-buffered: each message is seen as it arrives
 
 
+def live(db: Database) -> Browsable:
+    """``db`` as a browser reads it: a SQLite database is one; a PostgreSQL one (opened by
+    ``--db postgresql://...``) is wrapped in its backend's browser."""
+    if isinstance(db, Database):
+        return db
+    from axio_context_postgres.browsing import PostgresBrowser
+
+    return PostgresBrowser(db)
+
+
 def follow(
     ctx: click.Context,
     session: str | None,
@@ -60,10 +72,9 @@ def follow(
             click.echo("the database is locked by another process; retrying", err=True)
             locked_told = True
 
-    async def go(db: Database) -> None:
+    async def go(opened: Database) -> None:
         nonlocal locked_told
-        if not isinstance(db, Database):
-            raise click.ClickException("--follow reads a SQLite database file, not a server")
+        db = live(opened)
         sid = await db.resolve(session) if session else await db.latest()
         count, _ = await db.messages(sid, 0, 0)
         start = 0 if last is None else max(0, count - last)
@@ -99,14 +110,12 @@ def browse(ctx: click.Context, session: str | None, project: str | None, here: b
     """
     scope = chosen_project(project, here)
     settings = settings_of(ctx)
-    if settings.url is not None:
-        raise click.ClickException("browse reads a SQLite database file, not a server")
     try:
         from ..tui import BrowserApp
     except ImportError as exc:
         raise click.ClickException(f"browse needs Textual ({exc}): pip install 'axio-context[tui]'") from None
     # a missing or empty file is the usual one-line error, before the screen is taken over
-    read_db(ctx, lambda db: db.data_version())
+    read_db(ctx, lambda db: live(db).data_version())
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise click.ClickException("browse is a full-screen app: run it on a terminal, not with a pipe")
-    BrowserApp(settings.path, project=scope, session=session, full=full).run()
+    BrowserApp(settings.target, project=scope, session=session, full=full).run()

@@ -13,7 +13,7 @@ from textual.screen import Screen
 from axio_context.transcript import FormatName
 
 from ..admin.files import writing
-from ..database import Database
+from ..admin.live import Browsable
 from .core import DatabaseApp, Failed
 from .dialogs import AskScreen, ConfirmScreen
 
@@ -116,9 +116,9 @@ class SessionActions(Screen[None]):
 
         async def export(dest: Path, fmt: FormatName) -> None:
 
-            async def export_to(db: Database) -> int:
+            async def export_to(db: Browsable) -> int:
                 # a temporary file renamed over ``dest`` when complete: never half an export
-                with writing(dest, db.path) as f:
+                with writing(dest, Path(db.path)) as f:
                     summary = await db.export(f.write, format=fmt, session_ids=[sid])
                 return summary.messages
 

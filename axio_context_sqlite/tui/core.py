@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import ClassVar, TypeVar
 
@@ -19,7 +19,8 @@ from textual.binding import Binding, BindingType
 
 from axio_context.errors import AxioContextError, DatabaseLockedError
 
-from ..database import Database, open_database
+from ..admin.live import Browsable
+from ..database import open_database
 
 __all__ = ["FAILED", "DatabaseApp", "Failed"]
 
@@ -42,8 +43,28 @@ class Failed:
 FAILED = Failed()
 
 
+def is_url(where: str | Path) -> bool:
+    """Whether ``where`` names a PostgreSQL database rather than a file."""
+    return isinstance(where, str) and where.lower().startswith(("postgresql://", "postgres://"))
+
+
+@contextlib.asynccontextmanager
+async def open_browsable(where: str | Path, *, busy_timeout: float) -> AsyncIterator[Browsable]:
+    """The database at ``where`` as the screens read it: a SQLite file (which must exist), or
+    a ``postgresql://`` URL (the postgres extra) through its backend's browser."""
+    if is_url(where):
+        from axio_context_postgres.browsing import open_browser
+
+        async with open_browser(str(where)) as browser:
+            yield browser
+    else:
+        async with open_database(where, create=False, busy_timeout=busy_timeout) as db:
+            yield db
+
+
 class DatabaseApp(App[None]):
-    """An app over one database file that its screens reach through :meth:`call`."""
+    """An app over one database (a file or a ``postgresql://`` URL) that its screens reach
+    through :meth:`call`."""
 
     TITLE = "axio-context"
     CSS_PATH = Path(__file__).with_name("browser.tcss")
@@ -62,7 +83,7 @@ class DatabaseApp(App[None]):
         page_size: int = 100,
     ) -> None:
         super().__init__()
-        self.path = Path(path)
+        self.path: str | Path = path if is_url(path) else Path(path)
         self.project = project
         self.session = session
         self.full = full
@@ -71,7 +92,7 @@ class DatabaseApp(App[None]):
         self.poll_interval = poll_interval
         self.page_size = page_size
         #: The open database, once :attr:`ready` is set.
-        self.db: Database | None = None
+        self.db: Browsable | None = None
         self.ready = asyncio.Event()
         #: True while a call waits for another process to release the database.
         self.locked = False
@@ -80,21 +101,30 @@ class DatabaseApp(App[None]):
         self._waiting = 0
         self._db_stack = contextlib.AsyncExitStack()
 
+    @property
+    def shown(self) -> str:
+        """The database as the header names it (a URL's password hidden)."""
+        if is_url(self.path):
+            from axio_context_postgres.connection import redacted
+
+            return redacted(str(self.path))
+        return str(self.path)
+
     def on_mount(self) -> None:
-        self.sub_title = str(self.path)
+        self.sub_title = self.shown
         self.run_worker(self._open(), group="open", exit_on_error=False)
 
     async def _open(self) -> None:
         while True:
             try:
-                opened = open_database(self.path, create=False, busy_timeout=self.busy_timeout)
+                opened = open_browsable(self.path, busy_timeout=self.busy_timeout)
                 self.db = await self._db_stack.enter_async_context(opened)
             except DatabaseLockedError:
                 self.show_locked()
                 await asyncio.sleep(self.retry_interval)
                 continue
             except (AxioContextError, OSError) as exc:
-                self.sub_title = f"cannot open {self.path}: {exc}"
+                self.sub_title = f"cannot open {self.shown}: {exc}"
                 self.notify(str(exc), title="cannot open the database", severity="error", timeout=30)
                 return
             break
@@ -120,9 +150,9 @@ class DatabaseApp(App[None]):
         if self.locked:
             self.locked = False
             self.notify("the database is available again")
-        self.sub_title = str(self.path)
+        self.sub_title = self.shown
 
-    async def call(self, make: Callable[[Database], Awaitable[T]], what: str) -> T | Failed:
+    async def call(self, make: Callable[[Browsable], Awaitable[T]], what: str) -> T | Failed:
         """``make(db)``, retried while the database is locked; any other error of the library
         (or a refused value) becomes one notification naming ``what`` failed, and FAILED."""
         await self.ready.wait()

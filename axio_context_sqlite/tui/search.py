@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from axio_context.errors import SearchQueryError
 
-from ..database import Database
+from ..admin.live import Browsable
 from ..search.engine import SearchResults
 from .actions import SessionActions
 from .core import Failed
@@ -80,7 +80,7 @@ class SearchScreen(SessionActions):
             found.update("type to search")
             return
 
-        async def run(db: Database) -> SearchResults | str:
+        async def run(db: Browsable) -> SearchResults | str:
             try:
                 return await db.search(query, k=HITS, mode="keyword")
             except SearchQueryError as exc:

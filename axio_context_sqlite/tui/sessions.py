@@ -52,7 +52,7 @@ class SessionsScreen(SessionActions):
         self.rows: list[TreeRow] = []
         self.next_cursor: str | None = None
         self.heads = 0
-        self.version: int | None = None
+        self.version: object = None
         self._filter_timer: Timer | None = None
         #: Where the cursor goes after the next reload (a fork just made, a new id).
         self.wanted: str | None = None

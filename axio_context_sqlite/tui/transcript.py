@@ -2,7 +2,7 @@
 marked; the model's view by default, every message with ``v`` (or ``browse --full``).
 
 Only a window of the last messages is read (``[`` reads earlier ones), and a follower
-(:meth:`.database.Database.follow`) adds the messages other processes append while it is open.
+(``follow`` of :class:`~..admin.live.Browsable`) adds the messages other processes append while it is open.
 """
 
 from __future__ import annotations

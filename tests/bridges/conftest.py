@@ -1,10 +1,13 @@
-"""The bridges' tests: openai-agents without tracing exports or a real key (no network here)."""
+"""The bridges' tests: openai-agents without tracing exports or a real key (no network here),
+and ``backend``: each test's database on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+
+from tests.support.backends import backend, backend_db, backend_pg_url  # noqa: F401  (fixtures)
 
 
 @pytest.fixture(scope="session", autouse=True)

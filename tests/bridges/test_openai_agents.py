@@ -8,7 +8,6 @@ import asyncio
 import base64
 import json
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,8 +21,8 @@ from axio_context.compaction.summarizers.extractive import ExtractiveSummarizer
 from axio_context.errors import SessionOwnerError, StoreClosedError
 from axio_context.testing import text
 from axio_context_openai_agents import ITEM_KEY, AxioContextSession, ItemError
-from axio_context_sqlite import SQLiteContextStore, connect
-from axio_context_sqlite.database import open_database
+from axio_context_sqlite.cli.backends import opener
+from tests.support.backends import Backend
 
 PNG = "data:image/png;base64," + base64.b64encode(bytes(range(256)) * 400).decode()
 
@@ -124,8 +123,8 @@ def _dumps(items: list[Any]) -> list[str]:
     return [json.dumps(i, sort_keys=True) for i in items]
 
 
-async def test_every_item_comes_back_exactly(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
+async def test_every_item_comes_back_exactly(backend_db: Backend) -> None:
+    db = backend_db.where
     items = every_item()
     session = _session("s", db, project="p")
     await session.add_items(items[:3])
@@ -140,13 +139,13 @@ async def test_every_item_comes_back_exactly(tmp_path: Path) -> None:
     again.close()
 
 
-async def test_items_are_native_blocks_for_show_search_and_tokens(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
+async def test_items_are_native_blocks_for_show_search_and_tokens(backend_db: Backend) -> None:
+    db = backend_db.where
     session = _session("s", db, project="p")
     await session.add_items(every_item())
     session.close()
-    async with connect(db) as conn:
-        store = SQLiteContextStore(conn, "s", project="p")
+    async with backend_db.open():
+        store = backend_db.store("s", project="p")
         history = await store.get_history()
         assert history[0].role == "system" and history[0].content == [TextBlock(text="Answer in French.")]
         image = history[3].content[1]  # a data URL image: an image block, its bytes decoded
@@ -159,7 +158,7 @@ async def test_items_are_native_blocks_for_show_search_and_tokens(tmp_path: Path
         )
         # Two images, an encrypted reasoning item and a PDF: not hundreds of KB of "text".
         assert await store.estimated_view_tokens() < 6_000
-    async with open_database(db) as database:
+    async with opener(db) as database:
         view = await database.show("s", full=True)
         assert [m.role for m in view.messages][:3] == ["system", "system", "user"]
         for word, position in (("quokka", 3), ("Oslo", 5), ("habitat", 10), ("sunny", 7)):
@@ -167,17 +166,17 @@ async def test_items_are_native_blocks_for_show_search_and_tokens(tmp_path: Path
             assert position in {h.position for h in hits}, word
 
 
-async def test_compaction_works_on_a_session(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
+async def test_compaction_works_on_a_session(backend_db: Backend) -> None:
+    db = backend_db.where
     session = _session("s", db, project="p")
     turns = [
         {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} about otters"}
         for i in range(20)
     ]
     await session.add_items(turns)
-    async with connect(db) as conn:
+    async with backend_db.open():
         compacting = AutoCompactStore(
-            SQLiteContextStore(conn, "s", project="p"), ExtractiveSummarizer(), keep_recent=4
+            backend_db.store("s", project="p"), ExtractiveSummarizer(), keep_recent=4
         )
         assert await compacting.compact()
     items = await session.get_items()
@@ -187,8 +186,8 @@ async def test_compaction_works_on_a_session(tmp_path: Path) -> None:
     session.close()
 
 
-async def test_limit_semantics(tmp_path: Path) -> None:
-    session = _session("s", tmp_path / "s.db", session_settings=SessionSettings(limit=3))
+async def test_limit_semantics(backend_db: Backend) -> None:
+    session = _session("s", backend_db.where, session_settings=SessionSettings(limit=3))
     items: list[Any] = [{"role": "user", "content": f"m{i}"} for i in range(10)]
     await session.add_items(items)
     assert await session.get_items() == items[-3:]  # session_settings.limit
@@ -205,8 +204,8 @@ async def test_limit_semantics(tmp_path: Path) -> None:
     session.close()
 
 
-async def test_sync_construction_run_sync_and_many_threads(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
+async def test_sync_construction_run_sync_and_many_threads(backend_db: Backend) -> None:
+    db = backend_db.where
     session = _session("shared", db)  # constructed inside this running loop
 
     def run_sync_in_thread() -> str:
@@ -262,8 +261,8 @@ def _text(content: str) -> ResponseOutputMessage:
     )
 
 
-async def test_cancelled_pop_keeps_its_outcome(tmp_path: Path) -> None:
-    session = _session("s", tmp_path / "s.db")
+async def test_cancelled_pop_keeps_its_outcome(backend_db: Backend) -> None:
+    session = _session("s", backend_db.where)
     await session.add_items([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])
     task = asyncio.create_task(session.pop_item())
     await asyncio.sleep(0)  # submitted to the session's loop
@@ -283,8 +282,8 @@ async def test_cancelled_pop_keeps_its_outcome(tmp_path: Path) -> None:
         ({"type": "message", "role": "user", "content": {1, 2}}, "items\\[1\\]: not JSON-serialisable"),
     ],
 )
-async def test_bad_items_are_refused_whole(tmp_path: Path, bad: Any, message: str) -> None:
-    session = _session("s", tmp_path / "s.db")
+async def test_bad_items_are_refused_whole(backend_db: Backend, bad: Any, message: str) -> None:
+    session = _session("s", backend_db.where)
     await session.add_items([{"role": "user", "content": "kept"}])
     with pytest.raises(ItemError, match=message):
         await session.add_items([{"role": "user", "content": "not kept"}, bad])
@@ -294,12 +293,12 @@ async def test_bad_items_are_refused_whole(tmp_path: Path, bad: Any, message: st
         await session.get_items()
 
 
-async def test_a_session_of_another_adapter_is_refused(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
-    async with connect(db) as conn:
-        native = SQLiteContextStore(conn, "native", project="p")
+async def test_a_session_of_another_adapter_is_refused(backend_db: Backend) -> None:
+    db = backend_db.where
+    async with backend_db.open():
+        native = backend_db.store("native", project="p")
         await native.append(text("user", "written by plain axio code"))
-        other = SQLiteContextStore(conn, "other", project="p")
+        other = backend_db.store("other", project="p")
         await other.set_metadata({"adapter": "pydantic-ai", "title": "x"})
     for sid, owner in (("native", "not written by"), ("other", "belongs to the 'pydantic-ai' adapter")):
         session = _session(sid, db)
@@ -311,8 +310,6 @@ async def test_a_session_of_another_adapter_is_refused(tmp_path: Path) -> None:
     mine = _session("mine", db)
     await mine.add_items([{"role": "user", "content": "hi"}])
     mine.close()
-    async with connect(db) as conn:
-        assert await SQLiteContextStore(conn, "mine", project="p").get_metadata() == {
-            "adapter": "openai-agents"
-        }
-        assert len(await SQLiteContextStore(conn, "native", project="p").get_history()) == 1
+    async with backend_db.open():
+        assert await backend_db.store("mine", project="p").get_metadata() == {"adapter": "openai-agents"}
+        assert len(await backend_db.store("native", project="p").get_history()) == 1

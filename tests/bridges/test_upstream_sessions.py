@@ -4,15 +4,23 @@ the pinned sdist, see :mod:`.upstream`) against AxioContextSession.
 Every test that uses only the public Session protocol runs; :data:`EXCLUDED` lists the others,
 each with why: they test openai-agents' SQLiteSession's own machinery (its per-thread connection
 pool, its tables read with raw SQL, its private locks), which our session does not have.
+
+Each test runs twice: on SQLite files, then on a PostgreSQL database of its own on the real
+server (``backend_db``), every session the test makes living there.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Iterator
 from typing import Any
 
-from .upstream import ensure_upstream
+import pytest
+
+from tests.support.backends import Backend
+
+from .upstream import ensure_upstream, use_postgres
 
 sys.path.insert(0, str(ensure_upstream()))
 
@@ -47,3 +55,12 @@ for _module in _modules:
     for _name in dir(_module):
         if _name.startswith("test_") and _name not in EXCLUDED:
             globals()[_name] = getattr(_module, _name)
+
+
+@pytest.fixture(autouse=True)
+def _on_each_backend(backend_db: Backend) -> Iterator[None]:
+    use_postgres(backend_db.where if backend_db.name == "postgres" else None)
+    try:
+        yield
+    finally:
+        use_postgres(None)

@@ -33,9 +33,21 @@ FILES = {
 }
 
 
+#: While set (see :func:`use_postgres`), every session the upstream tests make lives in this
+#: PostgreSQL database instead of the file they name.
+_postgres_url: str | None = None
+
+
+def use_postgres(url: str | None) -> None:
+    """Run the upstream tests' sessions in the PostgreSQL database at ``url`` (None: files)."""
+    global _postgres_url
+    _postgres_url = url
+
+
 class SQLiteSession(AxioContextSession):
     """openai-agents' ``SQLiteSession`` constructor over our session: ``db_path`` defaults to a
-    private database, as its ``":memory:"`` does; the table names have no meaning here."""
+    private database, as its ``":memory:"`` does; the table names have no meaning here. Under
+    :func:`use_postgres` the database is the test's own PostgreSQL one, whatever it names."""
 
     def __init__(
         self,
@@ -46,7 +58,8 @@ class SQLiteSession(AxioContextSession):
         session_settings: SessionSettings | dict[str, Any] | None = None,
         **_: Any,
     ) -> None:
-        super().__init__(session_id, db_path, session_settings=session_settings)
+        where = db_path if _postgres_url is None else _postgres_url
+        super().__init__(session_id, where, session_settings=session_settings)
 
 
 def cache_dir() -> Path:

@@ -1,6 +1,6 @@
 """A writer process for the pydantic-ai conflict test: loads a conversation, waits, saves a turn.
 
-Usage: ``pydai_saver.py DB CONVERSATION NAME``
+Usage: ``pydai_saver.py DB CONVERSATION NAME`` (DB: a SQLite file or a ``postgresql://`` URL)
 
 Prints "loaded REVISION" once it holds the conversation, waits for a line on stdin, appends a
 turn to it and saves, then prints one JSON line: ``{"saved": true}`` or ``{"conflict": true}``.
@@ -17,12 +17,13 @@ from pydantic_ai import messages as pm
 from pydantic_ai.conversation_store import ConversationConflict
 
 from axio_context_pydantic_ai import AxioConversationStore
-from axio_context_sqlite import connect
+from tests.support.backends import Backend
 
 
 async def main(db: str, conversation_id: str, name: str) -> None:
-    async with connect(db) as conn:
-        store = AxioConversationStore(conn)
+    backend = Backend("postgres" if db.startswith("postgresql://") else "sqlite", db)
+    async with backend.open() as handle:
+        store = AxioConversationStore(handle)
         conversation = await store.load(conversation_id)
         assert conversation is not None
         print("loaded", conversation.revision, flush=True)

@@ -1,5 +1,6 @@
 """The terminal browser driven headless by Textual's Pilot: keys, clicks, what the screen shows,
-against a real database file (and a second real connection, or process, writing to it)."""
+against a real database file (and a second real connection, or process, writing to it), and the
+same against a real PostgreSQL database (``backend_db``) where nothing is SQLite's own."""
 
 from __future__ import annotations
 
@@ -10,23 +11,24 @@ from textual.widgets import Collapsible, DataTable, Input, Static
 
 from axio_context import Checkpoint, ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from axio_context.testing import text
-from axio_context_sqlite import SQLiteContextStore, connect
-from axio_context_sqlite.database import open_database
+from axio_context_sqlite import Connection
 from axio_context_sqlite.tui import BrowserApp
+from axio_context_sqlite.tui.core import open_browsable
 from axio_context_sqlite.tui.dialogs import AskScreen, ConfirmScreen
 from axio_context_sqlite.tui.search import SearchScreen
 from axio_context_sqlite.tui.sessions import SessionsScreen
 from axio_context_sqlite.tui.transcript import MessageView, TranscriptScreen
+from tests.support.backends import Backend
 from tests.support.lock_holder import holding_lock
 
 SIZE = (140, 50)
 
 
-async def _db(path: Path) -> None:
-    async with connect(path) as conn:
-        old = SQLiteContextStore(conn, "s", project="/work/alpha")
+async def _db(backend: Backend) -> None:
+    async with backend.open():
+        old = backend.store("s", project="/work/alpha")
         await old.append(text("user", "the oldest session"))
-        chat = SQLiteContextStore(conn, "chat", project="/work/alpha")
+        chat = backend.store("chat", project="/work/alpha")
         await chat.append_many(
             [
                 Message(
@@ -49,11 +51,11 @@ async def _db(path: Path) -> None:
         )
         fork = await chat.fork()
         await fork.append(text("user", "a question on the fork"))
-        other = SQLiteContextStore(conn, "beta-1", project="/work/beta")
+        other = backend.store("beta-1", project="/work/beta")
         await other.append(text("user", "nothing about that animal"))
 
 
-def _app(path: Path, **kw: object) -> BrowserApp:
+def _app(path: str | Path, **kw: object) -> BrowserApp:
     return BrowserApp(path, poll_interval=0.05, retry_interval=0.05, **kw)  # type: ignore[arg-type]
 
 
@@ -74,9 +76,9 @@ def _table(app: BrowserApp) -> DataTable[object]:
     return app.screen.query_one("#sessions", DataTable)
 
 
-async def test_the_list_is_newest_first_with_forks_under_their_parent(db_path: Path) -> None:
-    await _db(db_path)
-    app = _app(db_path)
+async def test_the_list_is_newest_first_with_forks_under_their_parent(backend_db: Backend) -> None:
+    await _db(backend_db)
+    app = _app(backend_db.where)
     async with app.run_test(size=SIZE) as pilot:
         screen = app.screen
         assert isinstance(screen, SessionsScreen)
@@ -99,11 +101,11 @@ async def test_the_list_is_newest_first_with_forks_under_their_parent(db_path: P
         )
 
 
-async def test_pages_are_read_as_the_cursor_nears_the_end(db_path: Path) -> None:
-    async with connect(db_path) as conn:
+async def test_pages_are_read_as_the_cursor_nears_the_end(backend_db: Backend) -> None:
+    async with backend_db.open():
         for i in range(60):
-            await SQLiteContextStore(conn, f"s{i:03}", project="p").append(text("user", f"n{i}"))
-    app = _app(db_path, page_size=20)
+            await backend_db.store(f"s{i:03}", project="p").append(text("user", f"n{i}"))
+    app = _app(backend_db.where, page_size=20)
     async with app.run_test(size=SIZE) as pilot:
         await _until(pilot, lambda: _table(app).row_count == 20, "the first page")
         screen = app.screen
@@ -116,9 +118,9 @@ async def test_pages_are_read_as_the_cursor_nears_the_end(db_path: Path) -> None
         assert "60 sessions shown" in _texts(screen)
 
 
-async def test_a_transcript_shows_roles_folded_tools_images_and_checkpoints(db_path: Path) -> None:
-    await _db(db_path)
-    app = _app(db_path, session="chat")
+async def test_a_transcript_shows_roles_folded_tools_images_and_checkpoints(backend_db: Backend) -> None:
+    await _db(backend_db)
+    app = _app(backend_db.where, session="chat")
     async with app.run_test(size=SIZE) as pilot:
         await _until(pilot, lambda: isinstance(app.screen, TranscriptScreen), "the session opened")
         await _until(pilot, lambda: bool(app.screen.query(MessageView)), "messages")
@@ -154,9 +156,9 @@ async def test_a_transcript_shows_roles_folded_tools_images_and_checkpoints(db_p
         assert isinstance(app.screen, SessionsScreen)
 
 
-async def test_search_as_you_type_jumps_to_the_message(db_path: Path) -> None:
-    await _db(db_path)
-    app = _app(db_path)
+async def test_search_as_you_type_jumps_to_the_message(backend_db: Backend) -> None:
+    await _db(backend_db)
+    app = _app(backend_db.where)
     async with app.run_test(size=SIZE) as pilot:
         await _until(pilot, lambda: _table(app).row_count == 4, "the list")
         await pilot.press("slash")
@@ -187,9 +189,9 @@ async def test_search_as_you_type_jumps_to_the_message(db_path: Path) -> None:
         assert isinstance(app.screen, TranscriptScreen) and app.screen.full
 
 
-async def test_fork_rename_delete_with_confirmation_and_export(db_path: Path, tmp_path: Path) -> None:
-    await _db(db_path)
-    app = _app(db_path)
+async def test_fork_rename_delete_with_confirmation_and_export(backend_db: Backend, tmp_path: Path) -> None:
+    await _db(backend_db)
+    app = _app(backend_db.where)
     async with app.run_test(size=SIZE) as pilot:
         await _until(pilot, lambda: _table(app).row_count == 4, "the list")
         table = _table(app)
@@ -221,19 +223,19 @@ async def test_fork_rename_delete_with_confirmation_and_export(db_path: Path, tm
         await _until(pilot, dest.exists, "the export written")
     exported = json.loads(dest.read_text())
     assert [s["id"] for s in exported["sessions"]] == ["chat"]
-    async with open_database(db_path) as db:
+    async with open_browsable(backend_db.where, busy_timeout=5.0) as db:
         ids = {r.info.session_id for r in (await db.session_tree()).rows}
     assert ids == {"s", "chat", "beta-1"} | {i for i in ids if i not in {"s", "chat", "beta-1"}}
     assert "renamed-fork" not in ids and len(ids) == 4
 
 
-async def test_an_open_session_shows_what_another_connection_appends(db_path: Path) -> None:
-    await _db(db_path)
-    app = _app(db_path, session="s")
+async def test_an_open_session_shows_what_another_connection_appends(backend_db: Backend) -> None:
+    await _db(backend_db)
+    app = _app(backend_db.where, session="s")
     async with app.run_test(size=SIZE) as pilot:
         await _until(pilot, lambda: bool(app.screen.query(MessageView)), "the transcript")
-        async with connect(db_path) as conn:
-            await SQLiteContextStore(conn, "s").append(text("assistant", "written elsewhere"))
+        async with backend_db.open():
+            await backend_db.store("s").append(text("assistant", "written elsewhere"))
         await _until(pilot, lambda: "written elsewhere" in _texts(app.screen), "the new message")
         assert "#1 · assistant" in _texts(app.screen)
         await pilot.press("escape")  # the list saw it too: two messages now
@@ -241,7 +243,7 @@ async def test_an_open_session_shows_what_another_connection_appends(db_path: Pa
 
 
 async def test_a_locked_database_is_said_and_retried(db_path: Path) -> None:
-    await _db(db_path)
+    await _db(Backend("sqlite", str(db_path)))
     app = _app(db_path, busy_timeout=0.05)
     async with app.run_test(size=SIZE) as pilot:
         await _until(pilot, lambda: _table(app).row_count == 4, "the list")
@@ -268,17 +270,22 @@ async def test_a_missing_database_is_one_line_not_a_traceback(tmp_path: Path) ->
         await pilot.press("q")
 
 
-async def test_the_list_filters_by_agent(db_path: Path) -> None:
+async def test_the_list_filters_by_agent(backend_db: Backend) -> None:
     """``a`` filters to the sessions holding an agent's conversations (the runtime layer's)."""
+    from axio_context_postgres.agents import PostgresHistoryProvider
     from axio_context_sqlite.agents import SQLiteHistoryProvider
 
-    await _db(db_path)
-    async with connect(db_path) as conn:
-        provider = SQLiteHistoryProvider(conn)
+    await _db(backend_db)
+    async with backend_db.open() as handle:
+        provider = (
+            SQLiteHistoryProvider(handle)
+            if isinstance(handle, Connection)
+            else PostgresHistoryProvider(handle)
+        )
         await provider.append("support", text("user", "invoice"), session_id="ticket-1")
         await provider.append("billing", text("user", "refund"), session_id="ticket-1")
         support = await provider.session_key("support", "ticket-1")
-    app = _app(db_path)
+    app = _app(backend_db.where)
     async with app.run_test(size=SIZE) as pilot:
         await _until(pilot, lambda: _table(app).row_count == 6, "six rows")
         await pilot.press("a", *"support")

@@ -1,8 +1,10 @@
 """``axio-context show --follow`` as a real process seeing another process's appends, ended by
-Ctrl-C (SIGINT) cleanly; and ``browse``'s one-line errors before it takes the terminal."""
+Ctrl-C (SIGINT) cleanly, on a SQLite file and on PostgreSQL (``backend_db``); and ``browse``'s
+one-line errors before it takes the terminal."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import selectors
@@ -11,20 +13,38 @@ import subprocess
 import sys
 from pathlib import Path
 
+from axio_context import Message
 from axio_context.testing import text
+from tests.support.backends import Backend
 from tests.support.cli_helpers import invoke, make_sessions
 
-#: Appends one message to session ``s`` from its own process.
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Appends one message to session ``s`` from its own process (a SQLite file or a URL).
 APPENDER = """
 import asyncio, sys
 from axio_context.testing import text
-from axio_context_sqlite import SQLiteContextStore, connect
+from tests.support.backends import Backend
 async def main():
-    async with connect(sys.argv[1]) as conn:
+    where = sys.argv[1]
+    backend = Backend("postgres" if where.startswith("postgresql://") else "sqlite", where)
+    async with backend.open():
         for word in sys.argv[2:]:  # one commit each
-            await SQLiteContextStore(conn, "s").append(text("assistant", word))
+            await backend.store("s").append(text("assistant", word))
 asyncio.run(main())
 """
+
+
+def _append(where: str, *words: str) -> None:
+    subprocess.run([sys.executable, "-c", APPENDER, where, *words], check=True, cwd=ROOT)
+
+
+def _make(backend: Backend, messages: list[Message]) -> None:
+    async def write() -> None:
+        async with backend.open():
+            await backend.store("s", project="/p").append_many(messages)
+
+    asyncio.run(write())
 
 
 def _console_script() -> str:
@@ -47,13 +67,13 @@ def _read_until(proc: subprocess.Popen[bytes], wanted: bytes, seen: bytearray) -
     raise AssertionError(f"{wanted!r} never printed; got {bytes(seen)!r}")
 
 
-def test_show_follow_prints_another_processes_appends_and_stops_on_ctrl_c(db_path: Path) -> None:
-    make_sessions(db_path, {"s": [text("user", f"old {i}") for i in range(12)]})
+def test_show_follow_prints_another_processes_appends_and_stops_on_ctrl_c(backend_db: Backend) -> None:
+    _make(backend_db, [text("user", f"old {i}") for i in range(12)])
     follower = subprocess.Popen(
         [
             _console_script(),
             "--db",
-            str(db_path),
+            backend_db.where,
             "show",
             "s",
             "--follow",
@@ -69,7 +89,7 @@ def test_show_follow_prints_another_processes_appends_and_stops_on_ctrl_c(db_pat
     try:
         _read_until(follower, b"old 11", seen)
         assert b"old 10" in seen and b"old 9" not in seen  # --last 2
-        subprocess.run([sys.executable, "-c", APPENDER, str(db_path), "first-one", "second-one"], check=True)
+        _append(backend_db.where, "first-one", "second-one")
         _read_until(follower, b"second-one", seen)
         assert seen.index(b"first-one") < seen.index(b"second-one")
         assert b"## 12 \xc2\xb7 assistant" in seen and b"## 13 \xc2\xb7 assistant" in seen
@@ -83,17 +103,27 @@ def test_show_follow_prints_another_processes_appends_and_stops_on_ctrl_c(db_pat
     assert b"Traceback" not in err and b"KeyboardInterrupt" not in err
 
 
-def test_show_follow_json_prints_one_message_a_line(db_path: Path) -> None:
-    make_sessions(db_path, {"s": [text("user", "hello")]})
+def test_show_follow_json_prints_one_message_a_line(backend_db: Backend) -> None:
+    _make(backend_db, [text("user", "hello")])
     follower = subprocess.Popen(
-        [_console_script(), "--db", str(db_path), "show", "--follow", "--json", "--interval", "0.05", "s"],
+        [
+            _console_script(),
+            "--db",
+            backend_db.where,
+            "show",
+            "--follow",
+            "--json",
+            "--interval",
+            "0.05",
+            "s",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
     seen = bytearray()
     try:
         _read_until(follower, b"hello", seen)
-        subprocess.run([sys.executable, "-c", APPENDER, str(db_path), "world"], check=True)
+        _append(backend_db.where, "world")
         _read_until(follower, b"world", seen)
         follower.send_signal(signal.SIGINT)
         follower.communicate(timeout=30)
@@ -114,11 +144,20 @@ def test_show_follow_of_a_missing_session_is_one_line(tmp_path: Path) -> None:
     assert result.output.count("\n") == 1 and "no database at" in result.output
 
 
-def test_browse_refuses_a_missing_file_and_a_server_in_one_line(tmp_path: Path, db_path: Path) -> None:
+def test_show_follow_on_a_server_that_is_down_is_one_line() -> None:
+    result = invoke("--db", "postgresql://nobody@127.0.0.1:1/x", "show", "--follow", "s", ok=False)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.output.count("\n") == 1 and "cannot reach" in result.output
+
+
+def test_browse_refuses_a_missing_file_and_a_server_that_is_down_in_one_line(
+    tmp_path: Path, db_path: Path
+) -> None:
     missing = invoke("--db", tmp_path / "missing.db", "browse", ok=False)
     assert missing.exit_code == 1 and missing.output.startswith("Error: no database at")
-    server = invoke("--db", "postgresql://localhost/x", "browse", ok=False)
-    assert server.exit_code == 1 and "not a server" in server.output
+    # browse opens PostgreSQL too (tests/tui/test_postgres.py); one that is down is one line
+    server = invoke("--db", "postgresql://nobody@127.0.0.1:1/x", "browse", ok=False)
+    assert server.exit_code == 1 and server.output.count("\n") == 1 and "cannot reach" in server.output
     make_sessions(db_path, {"s": [text("user", "hello")]})
     piped = invoke("--db", db_path, "browse", ok=False)  # CliRunner's streams are no terminal
     assert piped.exit_code == 1 and "run it on a terminal" in piped.output

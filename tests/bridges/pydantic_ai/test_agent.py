@@ -3,15 +3,13 @@ the store through both ways in: the ``message_history=`` helpers and the Convers
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from pydantic_ai import Agent, BinaryContent
 from pydantic_ai import messages as pm
 from pydantic_ai.conversation import Conversation
 
 from axio_context_pydantic_ai import AxioConversationStore, load_messages, save_messages
-from axio_context_sqlite import Connection, SQLiteContextStore
+from tests.support.backends import Backend
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"pixels" * 500
 ADAPTER = pm.ModelMessagesTypeAdapter
@@ -21,8 +19,8 @@ def kinds(messages: list[pm.ModelMessage]) -> list[list[str]]:
     return [[p.part_kind for p in m.parts] for m in messages]
 
 
-async def test_agent_run_through_message_history(conn: Connection, agent: Agent[None, str]) -> None:
-    store = SQLiteContextStore(conn, "chat")
+async def test_agent_run_through_message_history(backend: Backend, agent: Agent[None, str]) -> None:
+    store = backend.store("chat")
     first = await agent.run(["What is the weather here?", BinaryContent(PNG, media_type="image/png")])
     assert first.output == "Sunny in Lyon, 21.5 degrees"
     # The run used the tool, was asked to retry it, and called it again.
@@ -35,7 +33,7 @@ async def test_agent_run_through_message_history(conn: Connection, agent: Agent[
         ["text"],
     ]
     await save_messages(store, first.new_messages())
-    history = await load_messages(SQLiteContextStore(conn, "chat"))
+    history = await load_messages(backend.store("chat"))
     assert history == ADAPTER.validate_json(first.all_messages_json())
     retried = history[2].parts[0]
     assert isinstance(retried, pm.ToolReturnPart) and retried.outcome == "retried"
@@ -49,8 +47,8 @@ async def test_agent_run_through_message_history(conn: Connection, agent: Agent[
     assert len(await store.get_history()) == 12
 
 
-async def test_agent_run_through_the_conversation_store(conn: Connection, agent: Agent[None, str]) -> None:
-    store = AxioConversationStore(conn, project="tests")
+async def test_agent_run_through_the_conversation_store(backend: Backend, agent: Agent[None, str]) -> None:
+    store = AxioConversationStore(backend.handle, project="tests")
     result = await agent.run(
         ["Weather?", BinaryContent(PNG, media_type="image/png")],
         conversation=Conversation(conversation_id="c1"),
@@ -69,14 +67,14 @@ async def test_agent_run_through_the_conversation_store(conn: Connection, agent:
     assert entries is not None and len(entries) == 12
     assert [e.parent_id for e in entries[1:]] == [e.id for e in entries[:-1]]
     # The entries are messages of a session named after the conversation, filed under its scope.
-    session = SQLiteContextStore(conn, "c1")
+    session = backend.store("c1")
     assert [m.id for m in await session.get_history()] == [e.id for e in entries]
     assert (await session.info()).project == "alice"
     assert await store.load("c1", scope="bob") is None
 
 
 async def test_usage_of_each_response_is_recorded_and_limits_hold_across_a_reopen(
-    tmp_path: Path, agent: Agent[None, str]
+    backend: Backend, agent: Agent[None, str]
 ) -> None:
     """save_messages(usage=...) records each ModelResponse's usage with its message; pydantic-ai's
     UsageLimits, converted, are then checked against what is stored, after a restart too."""
@@ -84,21 +82,15 @@ async def test_usage_of_each_response_is_recorded_and_limits_hold_across_a_reope
 
     from axio_context.usage_limits import UsageGuard, UsageLimitExceeded
     from axio_context.usage_limits.pydantic_bridge import from_pydantic_ai
-    from axio_context_sqlite import connect
-    from axio_context_sqlite.usage import SQLiteUsageRecorder
 
-    path = tmp_path / "u.db"
     result = await agent.run(["Weather?", BinaryContent(PNG, media_type="image/png")])
     responses = [m for m in result.new_messages() if isinstance(m, pm.ModelResponse)]
-    async with connect(path) as conn:
-        store = SQLiteContextStore(conn, "chat", project="p")
-        await save_messages(
-            store, result.new_messages(), usage=SQLiteUsageRecorder.of(store), agent="weather"
-        )
-        assert await load_messages(store) == ADAPTER.validate_json(result.all_messages_json())
-    async with connect(path) as conn:  # a restart
-        store = SQLiteContextStore(conn, "chat", project="p")
-        recorder = SQLiteUsageRecorder.of(store)
+    store = backend.store("chat", project="p")
+    await save_messages(store, result.new_messages(), usage=backend.recorder(store), agent="weather")
+    assert await load_messages(store) == ADAPTER.validate_json(result.all_messages_json())
+    async with backend.open():  # a restart: a new connection or pool
+        store = backend.store("chat", project="p")
+        recorder = backend.recorder(store)
         totals = await recorder.totals(session_id="chat")
         assert totals.requests == len(responses) == result.usage.requests
         assert totals.input_tokens == result.usage.input_tokens

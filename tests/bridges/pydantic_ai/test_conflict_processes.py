@@ -13,36 +13,36 @@ from pydantic_ai import messages as pm
 from pydantic_ai.conversation import Conversation
 
 from axio_context_pydantic_ai import AxioConversationStore
-from axio_context_sqlite import SQLiteContextStore, connect
+from tests.support.backends import Backend
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-async def test_two_processes_one_revision_one_winner(tmp_path: Path) -> None:
-    db = tmp_path / "c.db"
-    async with connect(db) as conn:
-        store = AxioConversationStore(conn)
+async def test_two_processes_one_revision_one_winner(backend_db: Backend) -> None:
+    db = backend_db.where
+    async with backend_db.open() as handle:
+        store = AxioConversationStore(handle)
         await store.save(
             Conversation(conversation_id="c", messages=[pm.ModelRequest(parts=[pm.UserPromptPart("hi")])])
         )
     outcomes = await asyncio.to_thread(_race, db)
     winner = ["one", "two"][outcomes.index({"saved": True})]
-    async with connect(db) as conn:
-        loaded = await AxioConversationStore(conn).load("c")
+    async with backend_db.open() as handle:
+        loaded = await AxioConversationStore(handle).load("c")
         assert loaded is not None
         assert [m.parts[0].content for m in loaded.messages] == [
             "hi",
             f"from {winner}",
             f"answer to {winner}",
         ]  # type: ignore[union-attr]
-        assert len(await SQLiteContextStore(conn, "c").get_history()) == 3  # the loser wrote nothing
+        assert len(await backend_db.store("c").get_history()) == 3  # the loser wrote nothing
 
 
-def _race(db: Path) -> list[dict[str, bool]]:
+def _race(db: str) -> list[dict[str, bool]]:
     """Start both savers, let them load, then let them save at once; their outcomes."""
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.procs.pydai_saver", str(db), "c", name],
+            [sys.executable, "-m", "tests.procs.pydai_saver", db, "c", name],
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

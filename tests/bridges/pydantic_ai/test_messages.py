@@ -28,7 +28,7 @@ from axio_context_pydantic_ai import (
     save_messages,
     save_messages_json,
 )
-from axio_context_sqlite import Connection, Database, SQLiteContextStore
+from tests.support.backends import Backend
 
 ADAPTER = pm.ModelMessagesTypeAdapter
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40
@@ -111,11 +111,11 @@ def pydantic_reloaded(messages: list[pm.ModelMessage]) -> list[pm.ModelMessage]:
     return ADAPTER.validate_json(ADAPTER.dump_json(messages))
 
 
-async def test_round_trip_equals_pydantic_ais_own_load(conn: Connection) -> None:
+async def test_round_trip_equals_pydantic_ais_own_load(backend: Backend) -> None:
     history = rich_history()
-    store = SQLiteContextStore(conn, "rich")
+    store = backend.store("rich")
     await save_messages(store, history)
-    back = await load_messages(SQLiteContextStore(conn, "rich"))
+    back = await load_messages(backend.store("rich"))
     assert back == pydantic_reloaded(history)
     assert json.loads(ADAPTER.dump_json(back)) == json.loads(ADAPTER.dump_json(history))
     # The details equality may not look at, checked one by one.
@@ -150,8 +150,8 @@ async def test_round_trip_equals_pydantic_ais_own_load(conn: Connection) -> None
     assert prompt.content[2] == pm.ImageUrl("https://example.com/cat.jpg")
 
 
-async def test_native_blocks_beside_the_json(conn: Connection) -> None:
-    store = SQLiteContextStore(conn, "native")
+async def test_native_blocks_beside_the_json(backend: Backend) -> None:
+    store = backend.store("native")
     await save_messages(store, rich_history())
     stored = await store.get_history()
     assert [m.role for m in stored] == ["user", "assistant", "user", "assistant"]
@@ -173,9 +173,9 @@ async def test_native_blocks_beside_the_json(conn: Connection) -> None:
     assert "Describe these" in searchable_text(first)
 
 
-async def test_search_finds_pydantic_ai_text(conn: Connection) -> None:
-    await save_messages(SQLiteContextStore(conn, "searchable"), rich_history())
-    hits = await Database(conn, ":memory:").search("measure cat", mode="keyword")
+async def test_search_finds_pydantic_ai_text(backend: Backend) -> None:
+    await save_messages(backend.store("searchable"), rich_history())
+    hits = await backend.search("measure cat", mode="keyword")
     assert {h.session_id for h in hits} == {"searchable"}
 
 
@@ -207,8 +207,8 @@ NEWER = {
 }
 
 
-async def test_newer_message_json_is_kept_whole_and_given_back(conn: Connection) -> None:
-    store = SQLiteContextStore(conn, "newer")
+async def test_newer_message_json_is_kept_whole_and_given_back(backend: Backend) -> None:
+    store = backend.store("newer")
     known = ADAPTER.dump_json(rich_history()[:1])
     await save_messages_json(store, known)
     await save_messages_json(store, json.dumps([NEWER]))
@@ -236,8 +236,8 @@ async def test_newer_message_json_is_kept_whole_and_given_back(conn: Connection)
         ("[42]", "got int"),
     ],
 )
-async def test_bad_json_is_refused_and_nothing_is_stored(conn: Connection, data: str, words: str) -> None:
-    store = SQLiteContextStore(conn, "bad")
+async def test_bad_json_is_refused_and_nothing_is_stored(backend: Backend, data: str, words: str) -> None:
+    store = backend.store("bad")
     await save_messages(store, rich_history()[:1])
     with pytest.raises(MessageJSONError, match=words):
         await save_messages_json(store, data)

@@ -14,7 +14,7 @@ from pydantic_ai.exceptions import UserError
 from axio_context import Message, TextBlock
 from axio_context.errors import SessionOwnerError
 from axio_context_pydantic_ai import AxioConversationStore, save_messages
-from axio_context_sqlite import Connection, SQLiteContextStore
+from tests.support.backends import Backend
 
 WHEN = datetime(2026, 11, 26, 2, 0, tzinfo=UTC)
 
@@ -34,8 +34,8 @@ async def saved(store: AxioConversationStore, cid: str, turns: int, scope: str |
     return conversation
 
 
-async def test_stale_revision_is_a_conflict_and_writes_nothing(conn: Connection) -> None:
-    store = AxioConversationStore(conn)
+async def test_stale_revision_is_a_conflict_and_writes_nothing(backend: Backend) -> None:
+    store = AxioConversationStore(backend.handle)
     await saved(store, "c", 1)
     a = await store.load("c")
     b = await store.load("c")
@@ -50,13 +50,13 @@ async def test_stale_revision_is_a_conflict_and_writes_nothing(conn: Connection)
         "question 0",
         "question 1",
     ]
-    assert len(await SQLiteContextStore(conn, "c").get_history()) == 4  # b's messages were not stored
+    assert len(await backend.store("c").get_history()) == 4  # b's messages were not stored
     with pytest.raises(ConversationConflict):  # a new conversation over a stored one
         await store.save(Conversation(conversation_id="c", messages=turn(9)))
 
 
-async def test_rewritten_history_branches_into_a_fork(conn: Connection) -> None:
-    store = AxioConversationStore(conn)
+async def test_rewritten_history_branches_into_a_fork(backend: Backend) -> None:
+    store = AxioConversationStore(backend.handle)
     await saved(store, "c", 3)
     loaded = await store.load("c")
     assert loaded is not None
@@ -69,7 +69,7 @@ async def test_rewritten_history_branches_into_a_fork(conn: Connection) -> None:
     now = await store.load("c")
     assert now is not None and now.messages == [*loaded.messages[:2], *turn(7)]
     # The new line is a fork of the conversation's session at the shared point: nothing copied.
-    main = SQLiteContextStore(conn, "c")
+    main = backend.store("c")
     forks = await main.list_forks()
     assert [(f.fork_position, f.message_count) for f in forks] == [(2, 4)]
     assert len(await main.get_history()) == 6  # the old branch is still the session's transcript
@@ -78,8 +78,8 @@ async def test_rewritten_history_branches_into_a_fork(conn: Connection) -> None:
     assert back.messages == loaded.messages
 
 
-async def test_branch_then_continue(conn: Connection) -> None:
-    store = AxioConversationStore(conn)
+async def test_branch_then_continue(backend: Backend) -> None:
+    store = AxioConversationStore(backend.handle)
     await saved(store, "c", 3)
     loaded = await store.load("c")
     assert loaded is not None
@@ -92,8 +92,8 @@ async def test_branch_then_continue(conn: Connection) -> None:
         await store.branch("c", at=1, expected_revision=loaded.revision)
 
 
-async def test_forks_share_entries_and_stay_isolated(conn: Connection) -> None:
-    store = AxioConversationStore(conn)
+async def test_forks_share_entries_and_stay_isolated(backend: Backend) -> None:
+    store = AxioConversationStore(backend.handle)
     await saved(store, "c", 2)
     fork = await store.fork("c", new_conversation_id="f")
     fork.messages.extend(turn(8))
@@ -117,15 +117,15 @@ async def test_forks_share_entries_and_stay_isolated(conn: Connection) -> None:
     assert len(half.messages) == 1
 
 
-async def test_scopes_listing_limits_and_delete(conn: Connection) -> None:
-    store = AxioConversationStore(conn)
+async def test_scopes_listing_limits_and_delete(backend: Backend) -> None:
+    store = AxioConversationStore(backend.handle)
     await saved(store, "a1", 1, scope="alice")
     await saved(store, "b1", 1, scope="bob")
     await saved(store, "a2", 3, scope="alice")
     assert [r.conversation_id for r in await store.list_conversations()] == ["a2", "b1", "a1"]
     assert [r.conversation_id for r in await store.list_conversations(scope="alice")] == ["a2", "a1"]
     assert [r.conversation_id for r in await store.list_conversations(limit=1)] == ["a2"]
-    assert (await SQLiteContextStore(conn, "a2").info()).project == "alice"
+    assert (await backend.store("a2").info()).project == "alice"
     tail = await store.load("a2", limit=3)
     full = await store.load("a2")
     assert tail is not None and full is not None and tail.messages == full.messages[-3:]
@@ -138,13 +138,13 @@ async def test_scopes_listing_limits_and_delete(conn: Connection) -> None:
     assert await store.load("a2") is None
     assert [r.conversation_id for r in await store.list_conversations(scope="alice")] == ["a1"]
     # The transcript stays a session; saving the id again starts a new one beside it.
-    assert len(await SQLiteContextStore(conn, "a2").get_history()) == 6
+    assert len(await backend.store("a2").get_history()) == 6
     again = await saved(store, "a2", 1)
     assert (await store.load("a2")).messages == again.messages  # type: ignore[union-attr]
 
 
-async def test_entries_and_history_by_id(conn: Connection) -> None:
-    store = AxioConversationStore(conn)
+async def test_entries_and_history_by_id(backend: Backend) -> None:
+    store = AxioConversationStore(backend.handle)
     await saved(store, "c", 2)
     entries = await store.load_entries("c")
     assert entries is not None
@@ -156,33 +156,33 @@ async def test_entries_and_history_by_id(conn: Connection) -> None:
         await store.read_entry("no-such-entry")
 
 
-async def test_a_session_another_adapter_owns_is_refused(conn: Connection) -> None:
-    other = SQLiteContextStore(conn, "shared")
+async def test_a_session_another_adapter_owns_is_refused(backend: Backend) -> None:
+    other = backend.store("shared")
     await other.set_metadata({"adapter": "openai-agents"})
     await other.append(Message(role="user", content=[TextBlock(text="an openai-agents item")]))
-    store = AxioConversationStore(conn)
+    store = AxioConversationStore(backend.handle)
     with pytest.raises(SessionOwnerError, match="'openai-agents' adapter"):
         await store.save(Conversation(conversation_id="shared", messages=turn(0)))
     assert await store.load("shared") is None
     with pytest.raises(SessionOwnerError, match="'openai-agents' adapter"):
-        await save_messages(SQLiteContextStore(conn, "shared"), turn(0))
-    plain = SQLiteContextStore(conn, "plain")
+        await save_messages(backend.store("shared"), turn(0))
+    plain = backend.store("plain")
     await plain.append(Message(role="user", content=[TextBlock(text="written without an adapter")]))
     with pytest.raises(SessionOwnerError, match="not written by the 'pydantic-ai' adapter"):
         await save_messages(plain, turn(0))
     assert len(await other.get_history()) == 1 and len(await plain.get_history()) == 1
     # A session the message_history helpers wrote is ours: a conversation of that id gets a new one.
-    await save_messages(SQLiteContextStore(conn, "helpers"), turn(0))
-    assert (await SQLiteContextStore(conn, "helpers").get_metadata())["adapter"] == "pydantic-ai"
+    await save_messages(backend.store("helpers"), turn(0))
+    assert (await backend.store("helpers").get_metadata())["adapter"] == "pydantic-ai"
     await store.save(Conversation(conversation_id="helpers", messages=turn(1)))
     loaded = await store.load("helpers")
     assert loaded is not None and loaded.messages == turn(1)
 
 
-async def test_write_record_refuses_a_missing_head_and_a_broken_chain(conn: Connection) -> None:
+async def test_write_record_refuses_a_missing_head_and_a_broken_chain(backend: Backend) -> None:
     from pydantic_ai.conversation_store import ConversationEntry, ConversationRecord
 
-    store = AxioConversationStore(conn)
+    store = AxioConversationStore(backend.handle)
     with pytest.raises(ConversationConflict):  # the head names an entry nobody stored
         await store.write_record(
             ConversationRecord(conversation_id="x", head_id="gone"), expected_revision=None
@@ -196,4 +196,4 @@ async def test_write_record_refuses_a_missing_head_and_a_broken_chain(conn: Conn
             expected_revision=None,
         )
     assert await store.read_record("x") is None
-    assert await SQLiteContextStore(conn, "x").get_history() == []
+    assert await backend.store("x").get_history() == []

@@ -1,0 +1,284 @@
+"""A framework's conversation log on PostgreSQL: records with a revision, entries as messages.
+
+The model is the SQLite backend's (:mod:`axio_context_sqlite.store.conversation_log`): an entry
+is a message of an ordinary session, a save that continues the last message of a session
+appends to it, and one that continues any other entry forks that session at that point (one
+segment based on the parent's, nothing copied). A write takes a transaction-scoped advisory
+lock on the conversation id, then checks the stored revision, appends the entries and replaces
+the record, so of two writers (processes or hosts) holding the same revision exactly one
+succeeds; the session it appends to is locked by the append itself, as every writer does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Final
+from uuid import uuid4
+
+from axio_context.messages import Message
+from axio_context.owners import ADAPTER_KEY, claim
+from axio_context.tokens import DefaultEstimator, TokenCounter
+from axio_context_sqlite.store.appending import preview_for
+from axio_context_sqlite.store.conversation_log import Entry, RevisionConflictError
+from axio_context_sqlite.store.sessions import decode_metadata, encode_metadata
+
+from . import lineage, writes
+from .connection import Pool, translated
+
+__all__ = ["PostgresConversationLog"]
+
+#: The first key of the advisory locks writers of one conversation take ("conv").
+_LOCK_SPACE: Final = 0x636F6E76
+_ENTRY: Final = "SELECT session_id, position FROM conversation_entries WHERE id = $1"
+_SESSION: Final = "SELECT sid, seg, next_position, metadata FROM sessions WHERE id = $1"
+
+
+class PostgresConversationLog:
+    """Records and entries of one framework's conversations in a PostgreSQL database: the
+    methods of :class:`axio_context_sqlite.store.conversation_log.ConversationLog`, on a pool
+    the caller owns."""
+
+    def __init__(
+        self,
+        pool: Pool,
+        *,
+        adapter: str,
+        project: str | None = None,
+        token_counter: TokenCounter | None = None,
+    ) -> None:
+        self._pool = pool
+        self._adapter = adapter
+        self._project = project if project is not None else str(Path.cwd().resolve())
+        self._counter: TokenCounter = token_counter or DefaultEstimator()
+
+    @asynccontextmanager
+    async def _tx(self, *, readonly: bool = False) -> AsyncIterator[Any]:
+        async with translated("PostgreSQL conversation log"), self._pool.acquire() as conn:
+            if readonly:
+                async with conn.transaction(isolation="repeatable_read", readonly=True):
+                    yield conn
+            else:
+                async with conn.transaction():
+                    yield conn
+
+    async def read_record(self, conversation_id: str) -> bytes | None:
+        """A conversation's stored record, or None."""
+        async with translated("PostgreSQL conversation log"):
+            blob = await self._pool.fetchval(
+                "SELECT record FROM conversation_records WHERE id = $1", conversation_id
+            )
+        return None if blob is None else bytes(blob)
+
+    async def read_records(self, scope: str | None = None, limit: int | None = None) -> list[bytes]:
+        """The stored records (of ``scope`` when given), most recently written first."""
+        async with translated("PostgreSQL conversation log"):
+            rows = await self._pool.fetch(
+                "SELECT record FROM conversation_records WHERE ($1::text IS NULL OR scope = $1)"
+                " ORDER BY updated_us DESC, id LIMIT $2",
+                scope,
+                limit,
+            )
+        return [bytes(r[0]) for r in rows]
+
+    async def write(
+        self,
+        conversation_id: str,
+        *,
+        record: bytes,
+        revision: str,
+        updated_us: int,
+        scope: str | None,
+        head_id: str | None,
+        expected_revision: str | None,
+        entries: Sequence[Entry] = (),
+    ) -> dict[str, tuple[str, int]]:
+        """Check the revision, append ``entries`` and store ``record`` in one transaction;
+        returns where each entry went: ``{entry id: (session id, position)}``.
+
+        :class:`RevisionConflictError` when the stored revision is not ``expected_revision``
+        (None: no record may exist), or when ``head_id`` names an entry the log does not have.
+        """
+        links = [(entry_id, parent_id) for entry_id, parent_id, _ in entries]
+        for i in range(1, len(links)):
+            if links[i][1] != links[i - 1][0]:
+                raise ValueError(f"entry {links[i][0]!r} does not follow the entry before it in the batch")
+        messages = [m for _, _, m in entries]
+        now = writes.now_ms()
+        rows = [writes.encode(m, self._counter.count(m), now) for m in messages]
+        preview = preview_for(messages)
+        project = scope if scope is not None else self._project
+        async with self._tx() as conn:
+            await conn.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", _LOCK_SPACE, conversation_id)
+            stored = await conn.fetchval(
+                "SELECT revision FROM conversation_records WHERE id = $1", conversation_id
+            )
+            if stored != expected_revision:
+                raise RevisionConflictError(conversation_id)
+            placed: dict[str, tuple[str, int]] = {}
+            if links:
+                target = await self._line_for(conn, conversation_id, links[0][1], project)
+                first = await writes.append_rows(conn, target, project, rows, preview)
+                placed = {entry_id: (target, first + i) for i, (entry_id, _) in enumerate(links)}
+                await conn.executemany(
+                    "INSERT INTO conversation_entries (id, session_id, position) VALUES ($1, $2, $3)",
+                    [(entry_id, s, p) for entry_id, (s, p) in placed.items()],
+                )
+            head: tuple[str | None, int | None] = (None, None)
+            if head_id is not None:
+                where = placed.get(head_id) or await _entry(conn, head_id)
+                if where is None:  # released by a concurrent delete or rewrite
+                    raise RevisionConflictError(conversation_id)
+                head = where
+            await conn.execute(
+                "INSERT INTO conversation_records (id, scope, revision, updated_us, head_session,"
+                " head_position, record) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO UPDATE"
+                " SET scope = excluded.scope, revision = excluded.revision, updated_us = excluded.updated_us,"
+                " head_session = excluded.head_session, head_position = excluded.head_position,"
+                " record = excluded.record",
+                conversation_id,
+                scope,
+                revision,
+                updated_us,
+                *head,
+                record,
+            )
+        return placed
+
+    async def delete(self, conversation_id: str, expected_revision: str) -> None:
+        """Delete a conversation's record; its sessions (the transcript) stay.
+        :class:`RevisionConflictError` unless the stored revision is ``expected_revision``."""
+        async with translated("PostgreSQL conversation log"):
+            status = await self._pool.execute(
+                "DELETE FROM conversation_records WHERE id = $1 AND revision = $2",
+                conversation_id,
+                expected_revision,
+            )
+        if status.endswith(" 0"):
+            raise RevisionConflictError(conversation_id)
+
+    async def read_line(self, entry_id: str, limit: int | None = None) -> tuple[str | None, list[Message]]:
+        """The messages from the first entry up to ``entry_id`` (its last ``limit`` when given),
+        and the id of the entry before the first one returned. :class:`KeyError` for an entry the
+        log does not have."""
+        async with self._tx(readonly=True) as conn:
+            found = await conn.fetchrow(_ENTRY, entry_id)
+            row = None if found is None else await conn.fetchrow(_SESSION, found[0])
+            if found is None or row is None or found[1] >= row["next_position"]:
+                raise KeyError(entry_id)
+            session_id, position = found[0], found[1]
+            end = position + 1
+            start = 0 if limit is None else max(0, end - limit)
+            if start == end:
+                return entry_id, []
+            stored = await lineage.read_rows(conn, row["seg"], row["next_position"], max(0, start - 1), end)
+            got = lineage.decode(session_id, stored)
+        if start > 0:
+            return got[0].id, got[1:]
+        return None, got
+
+    async def _line_for(self, conn: Any, conversation_id: str, parent_id: str | None, project: str) -> str:
+        """The session new entries after ``parent_id`` go to: the session whose last message it
+        is, else a fork of its session right after it; a new session for a history's first."""
+        if parent_id is None:
+            return await self._new_session(conn, conversation_id, project)
+        found = await _entry(conn, parent_id)
+        if found is None:
+            raise RevisionConflictError(conversation_id)
+        session_id, position = found
+        row = await conn.fetchrow(_SESSION + " FOR UPDATE", session_id)
+        if row is None or row["next_position"] <= position:
+            raise RevisionConflictError(conversation_id)
+        if (
+            row["next_position"] == position + 1
+            and _metadata(session_id, row).get(ADAPTER_KEY) == self._adapter
+        ):
+            return session_id
+        new_id = uuid4().hex
+        await self._fork_at(conn, row, position + 1, new_id, project)
+        return new_id
+
+    async def _create(self, conn: Any, session_id: str, project: str) -> bool:
+        """A new empty session of this adapter; False (nothing written) if the id is taken."""
+        now = writes.now_ms()
+        seg = await conn.fetchval("INSERT INTO segments (owner) VALUES ($1) RETURNING seg", session_id)
+        status = await conn.execute(
+            "INSERT INTO sessions (id, seg, project, created_at, updated_at, metadata)"
+            " VALUES ($1, $2, $3, $4, $4, $5) ON CONFLICT (id) DO NOTHING",
+            session_id,
+            seg,
+            project,
+            now,
+            _blob({ADAPTER_KEY: self._adapter}),
+        )
+        if status.endswith(" 0"):
+            await conn.execute("DELETE FROM segments WHERE seg = $1", seg)
+            return False
+        return True
+
+    async def _new_session(self, conn: Any, conversation_id: str, project: str) -> str:
+        """A session for a new history: named after the conversation when that id is free (or
+        an empty session no adapter claimed), else a fresh id when this adapter has it already.
+        :class:`~axio_context.errors.SessionOwnerError` when another adapter has it."""
+        if await self._create(conn, conversation_id, project):
+            return conversation_id
+        row = await conn.fetchrow(_SESSION + " FOR UPDATE", conversation_id)
+        metadata = _metadata(conversation_id, row)
+        if metadata.get(ADAPTER_KEY) == self._adapter:
+            new_id = uuid4().hex
+            await self._create(conn, new_id, project)
+            return new_id
+        wanted = claim(conversation_id, metadata, self._adapter, has_messages=row["next_position"] > 0)
+        if wanted is not None:
+            await conn.execute(
+                "UPDATE sessions SET metadata = $2, project = COALESCE(project, $3) WHERE sid = $1",
+                row["sid"],
+                _blob(wanted),
+                project,
+            )
+        return conversation_id
+
+    async def _fork_at(self, conn: Any, parent: Any, position: int, new_id: str, project: str) -> None:
+        """A session inheriting the first ``position`` messages of ``parent``'s transcript: one
+        segment and one session row, nothing copied (compaction checkpoints are not inherited)."""
+        seg = await conn.fetchval(
+            "INSERT INTO segments (base_seg, base_len, owner) VALUES ($1, $2, $3) RETURNING seg",
+            parent["seg"],
+            position,
+            new_id,
+        )
+        est = await lineage.tokens_upto(conn, parent["seg"], position)
+        now = writes.now_ms()
+        await conn.execute(
+            "INSERT INTO sessions (id, seg, project, parent_id, fork_position, created_at, updated_at,"
+            " next_position, est_tokens, preview, preview_pos, metadata)"
+            " SELECT $1, $2, $3, id, $4, $5, $5, $4, $6,"
+            " CASE WHEN preview_pos < $4 THEN preview END,"
+            " CASE WHEN preview_pos < $4 THEN preview_pos END, $7"
+            " FROM sessions WHERE sid = $8",
+            new_id,
+            seg,
+            project,
+            position,
+            now,
+            est,
+            _blob({ADAPTER_KEY: self._adapter}),
+            parent["sid"],
+        )
+
+
+async def _entry(conn: Any, entry_id: str) -> tuple[str, int] | None:
+    r = await conn.fetchrow(_ENTRY, entry_id)
+    return None if r is None else (str(r[0]), int(r[1]))
+
+
+def _blob(metadata: dict[str, Any]) -> bytes:
+    return encode_metadata(metadata).encode("utf-8", "surrogatepass")
+
+
+def _metadata(session_id: str, row: Any) -> dict[str, Any]:
+    blob = row["metadata"]
+    if blob is None:
+        return {}
+    return decode_metadata(session_id, bytes(blob).decode("utf-8", "surrogatepass"))

@@ -1,0 +1,122 @@
+"""One database on either backend, for tests that must hold on both: a SQLite file in the test's
+``tmp_path`` or a fresh PostgreSQL database on the session's real server (``pg_server``).
+
+``Backend.open()`` gives what the library takes (an aiosqlite connection or an asyncpg pool),
+``store()`` a session of it, ``recorder()`` a usage recorder on it, ``where`` the path or URL
+another process (or ``axio-context --db``) opens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from axio_context.usage_limits import UsageRecorder
+from axio_context_postgres import Pool, PostgresContextStore
+from axio_context_postgres import connect as pg_connect
+from axio_context_postgres.embedded import EmbeddedServer
+from axio_context_sqlite import Connection, Database, SQLiteContextStore
+from axio_context_sqlite import connect as sqlite_connect
+from axio_context_sqlite.search.hits import SearchHit
+
+from .postgres import emptied, new_database
+
+NAMES = ("sqlite", "postgres")
+
+Handle = Connection | Pool
+Store = SQLiteContextStore | PostgresContextStore
+
+
+class Backend:
+    """One test's database on one backend, and the handle open on it (after :meth:`open`)."""
+
+    def __init__(self, name: str, where: str) -> None:
+        self.name = name
+        self.where = where
+        self._handle: Handle | None = None
+
+    @classmethod
+    def make(cls, name: str, tmp_path: Path, url: str | None) -> Backend:
+        """A file in ``tmp_path``, or the PostgreSQL database at ``url`` emptied for this test."""
+        if name == "sqlite":
+            return cls(name, str(tmp_path / "bridges.db"))
+        assert url is not None
+        return cls(name, emptied(url))
+
+    @property
+    def handle(self) -> Handle:
+        assert self._handle is not None, "open() first"
+        return self._handle
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[Handle]:
+        """The connection (SQLite) or pool (PostgreSQL) for the block; closed after it."""
+        outer = self._handle  # a nested open (a "restart") gives the outer one back after it
+        if self.name == "sqlite":
+            async with sqlite_connect(self.where) as conn:
+                self._handle = conn
+                try:
+                    yield conn
+                finally:
+                    self._handle = outer
+        else:
+            pool = await pg_connect(self.where, min_size=1, max_size=4)
+            self._handle = pool
+            try:
+                yield pool
+            finally:
+                self._handle = outer
+                await pool.close()
+
+    def store(self, session_id: str, project: str | None = None) -> Store:
+        """A session of the open database."""
+        handle = self.handle
+        if isinstance(handle, Connection):
+            return SQLiteContextStore(handle, session_id, project=project)
+        return PostgresContextStore(handle, session_id, project)
+
+    def recorder(self, store: Store) -> UsageRecorder:
+        """A usage recorder on the database ``store`` is in."""
+        if isinstance(store, SQLiteContextStore):
+            from axio_context_sqlite.usage import SQLiteUsageRecorder
+
+            return SQLiteUsageRecorder.of(store)
+        from axio_context_postgres.usage import PostgresUsageRecorder
+
+        return PostgresUsageRecorder.of(store)
+
+    async def search(self, query: str, **options: Any) -> list[SearchHit]:
+        """What ``axio-context search`` finds in the open database."""
+        handle = self.handle
+        if isinstance(handle, Connection):
+            return list(await Database(handle, ":memory:").search(query, **options))
+        from axio_context_postgres.database import PostgresDatabase
+
+        return list(await PostgresDatabase(handle, self.where).search(query, **options))
+
+
+# The fixtures a folder's conftest imports to run its tests on both backends.
+
+
+@pytest.fixture(scope="module")
+def backend_pg_url(pg_server: EmbeddedServer) -> str:
+    """A PostgreSQL database of this test module's own (emptied for each test)."""
+    return new_database(pg_server, "axio_backend")
+
+
+@pytest.fixture(params=NAMES)
+def backend_db(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """The test's database on each backend in turn: SQLite, then the real PostgreSQL server."""
+    url = request.getfixturevalue("backend_pg_url") if request.param == "postgres" else None
+    return Backend.make(request.param, tmp_path, url)
+
+
+@pytest.fixture
+async def backend(backend_db: Backend) -> AsyncIterator[Backend]:
+    """``backend_db``, open for the test."""
+    async with backend_db.open():
+        yield backend_db
