@@ -77,12 +77,15 @@ async def test_new_payloads_never_name_a_dictionary_on_any_write_path(db_path: P
 async def test_payloads_below_compress_min_stay_as_they_are(db_path: Path) -> None:
     """zstd from COMPRESS_MIN bytes of MessagePack, and only when it makes them smaller: short
     texts and incompressible bytes are stored as they are; media blocks keep their blob flag."""
+    rng = random.Random(2)
     short = Message(role="user", content=[TextBlock(text="x" * (COMPRESS_MIN - 40))])
     long = Message(role="user", content=[TextBlock(text="x" * COMPRESS_MIN)])
-    noise = Message(role="user", content=[TextBlock(text=random.Random(1).randbytes(600).hex()[:600])])
+    noise = Message(
+        role="user", content=[ImageBlock(media_type="image/png", data=rng.randbytes(700))]
+    )  # inline
     image = Message(
-        role="user", content=[ImageBlock(media_type="image/png", data=random.Random(2).randbytes(3000))]
-    )
+        role="user", content=[ImageBlock(media_type="image/png", data=rng.randbytes(3000))]
+    )  # a blob
     async with connect(db_path) as conn:
         store = SQLiteContextStore(conn, "s")
         for m in (short, long, noise, image):
@@ -92,8 +95,8 @@ async def test_payloads_below_compress_min_stay_as_they_are(db_path: Path) -> No
     sizes = column(db_path, "SELECT length(payload) FROM messages ORDER BY id")
     assert flags[0] == 0 and sizes[0] < COMPRESS_MIN
     assert flags[1] == FLAG_ZSTD and sizes[1] < 100
-    assert flags[2] & FLAG_ZSTD or sizes[2] >= 600  # compressed only if that made it smaller
-    assert flags[3] & FLAG_BLOBS and not flags[3] >> DICT_SHIFT
+    assert flags[2] == 0 and sizes[2] > 700  # zstd would not make it smaller
+    assert flags[3] == FLAG_BLOBS and sizes[3] < COMPRESS_MIN  # the bytes are in the blobs table
 
 
 async def test_rows_of_earlier_dictionaries_read_beside_new_ones(db_path: Path) -> None:
