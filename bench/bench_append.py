@@ -9,14 +9,14 @@ SQLite's own WAL checkpoints (in the commit crossing 1,000 pages). Totals are pe
 divided by the number of appends, so the parts add up to the mean the bench reports.
 
 The last two columns split the mean the other way, by how long each append took: ``>2 ms`` is
-the part of the mean that the few appends over 2 ms make up (the fold, the dictionary's
-training, the checkpoints: rare events), ``n>2 ms`` how many there were. What is left,
+the part of the mean that the few appends over 2 ms make up (the fold, the checkpoints: rare
+events), ``n>2 ms`` how many there were. What is left,
 the mean minus ``>2 ms``, is what the appends without such an event cost.
 
 ``--parts`` adds two measurements of what the statement and the fold are made of. The
 trigger's statement alone (no Python around it, each variant on a new file, SQLite's own
 checkpoints at 1,000 pages) with each of its steps taken out in turn: the keyword-index queue
-row, the session-row upsert (the session made beforehand), the dictionary check. And FTS5
+row, the session-row upsert (the session made beforehand). And FTS5
 indexing the same 1,024 messages' text with this package's tokenizer (Porter stemming) and
 without stemming.
 
@@ -103,8 +103,6 @@ _STEPS: Final = {
     "session upsert": "INSERT INTO sessions (id, project, created_at, updated_at)\n"
     "        VALUES (NEW.session_id, NEW.project, NEW.created_at, NEW.created_at)\n"
     "        ON CONFLICT (id) DO NOTHING;",
-    "dictionary check": "SELECT RAISE(ABORT, 'axio: compression dictionary gone')\n"
-    "        WHERE NEW.flags >= 256 AND NOT EXISTS (SELECT 1 FROM zstd_dicts WHERE id = NEW.flags >> 8);",
 }
 
 

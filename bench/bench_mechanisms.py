@@ -8,9 +8,6 @@ the trial runs), alternating the two modes trial by trial and keeping each mode'
 - ``inline``: appends on the event loop's thread when the worker is idle (``run_inline``);
   off: ``conn.inline_timeout = None``, so every append hops to the worker thread.
   Figure: per-append mean and median over the bench transcript.
-- ``dictionaries``: zstd dictionaries trained once ``TRAIN_AT`` payloads are stored;
-  off: ``conn.dicts.train_if_due`` does nothing (plain zstd). Figure: the file after a
-  checkpoint (and the stored payload bytes alone), after 2,000 and after 10,000 appends.
 - ``chunks``: sealed chunks of ``CHUNK`` messages; off: ``chunks.SEAL_TAIL`` so large that
   nothing is sealed. Figure: ``get_history`` of a 10,000-message session on a new connection.
 - ``fts queue``: ``fts_pending``, folded in batches (``FLUSH_AT``); off: each append's messages go
@@ -21,8 +18,10 @@ the trial runs), alternating the two modes trial by trial and keeping each mode'
   ``semantic.codes_usable`` says no, so search takes the store's exact scan. Figure: semantic
   search latency (median) and recall@10 against the exact scan.
 
-The background checkpointer (WAL checkpoints on a thread of their own) was measured here too,
-bought nothing on appends, and was removed: its figures stay in ``bench/MECHANISMS.md``.
+Two mechanisms were measured here, fell under the bar and were removed: the background
+checkpointer (WAL checkpoints on a thread of their own) and the trained zstd dictionaries. They
+cannot be switched on any more, so their figures, as measured before the removal, are printed
+as a fixed record (:data:`REMOVED`; the full tables are in ``bench/MECHANISMS.md``).
 
 Lines of code: the non-blank, non-comment source lines (docstrings included) of the
 definitions each mechanism adds (``inspect``), plus the lines it adds inside shared functions,
@@ -39,7 +38,6 @@ import inspect
 import os
 import statistics
 import tempfile
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -51,7 +49,16 @@ from axio_context import Message
 from axio_context.embeddings import HashingEmbedder
 from axio_context_sqlite import SQLiteContextStore, connect, open_database
 from axio_context_sqlite.search import engine, semantic, settings
-from axio_context_sqlite.store import appending, calls, chunks, context_store, indexing, packing, vec, worker
+from axio_context_sqlite.store import (
+    appending,
+    calls,
+    chunks,
+    context_store,
+    indexing,
+    transactions,
+    vec,
+    worker,
+)
 
 from .workload import transcript
 
@@ -67,17 +74,8 @@ DEFINITIONS: dict[str, list[tuple[Any, str]]] = {
         (worker, "Connection.idle"),
         (worker, "Connection.jobs"),
         (worker, "_Finished"),
-        (appending, "after_inline_append"),
         (appending, "fold_due"),
         (context_store, "_stored_bytes"),
-    ],
-    "dictionaries": [
-        (packing, "Dictionaries"),
-        (packing, "recompress"),
-        (appending, "dictionaries_present"),
-        (appending, "ensure_dictionaries"),
-        (appending, "_reencode"),
-        (appending, "train_if_due"),
     ],
     "chunks": [(chunks, "")],  # the whole module
     "fts queue": [
@@ -108,8 +106,6 @@ EXTRA_LINES: dict[str, int] = {
     # context_store.append_many's inline branch (10), INLINE_* constants (2), Connection's
     # inline_timeout/use/_running bookkeeping (~12), _call/_job's counting for idle() (~8)
     "inline": 32,
-    # packing.pack/bind/bound/writing and appending.append's dictionary-gone retry (~25)
-    "dictionaries": 25,
     # ops/indexing/admin calls into chunks (cut, drop, Reader) outside the module (~20)
     "chunks": 20,
     # FLUSH_AT, FOLD_BATCH, the queue's read in search (unindexed/why counting, ~25)
@@ -155,6 +151,48 @@ class Figure:
             return 0.0
         change = (self.with_ - self.without) if self.higher_is_better else (self.without - self.with_)
         return 100.0 * change / abs(self.without)
+
+
+#: Mechanisms removed after this bench measured them: (when and how, lines, figures as measured).
+REMOVED: dict[str, tuple[str, int, list[Figure]]] = {
+    "checkpointer": (
+        "2026-11-25, 5 trials pinned, load 6.5",
+        140,
+        [
+            Figure("checkpointer", "append 2,000: mean", "us", 271.9, 267.4),
+            Figure("checkpointer", "append 2,000: median", "us", 52.0, 50.7),
+            Figure("checkpointer", "append 2,000: p99", "us", 5338.0, 6564.6, primary=False),
+            Figure("checkpointer", "largest WAL", "pages", 1195, 1009, primary=False),
+        ],
+    ),
+    # "without" is plain zstd at level 3 from COMPRESS_MIN bytes, what the store does now; the
+    # level-19 rows are the other simpler design, rejected for its append cost.
+    "dictionaries": (
+        "2026-11-26, 2 trials, load ~1.5",
+        235,
+        [
+            Figure("dictionaries", "file after append 2,000", "MB", 1.40, 1.59),
+            Figure("dictionaries", "payloads after append 2,000", "MB", 0.61, 0.79, primary=False),
+            Figure("dictionaries", "file after append 10,000", "MB", 6.74, 6.70),
+            Figure(
+                "dictionaries",
+                "file after append 2,000, against plain level 19",
+                "MB",
+                1.40,
+                1.48,
+                primary=False,
+            ),
+            Figure(
+                "dictionaries",
+                "append 2,000: median, against plain level 19",
+                "us",
+                55.8,
+                192.2,
+                primary=False,
+            ),
+        ],
+    ),
+}
 
 
 @dataclass
@@ -244,70 +282,6 @@ async def _sizes(path: Path) -> dict[str, float]:
     return {"payload": s.payload_bytes / 1e6, "file": s.file_bytes / 1e6}
 
 
-async def dictionaries(tmp: Path, n: int, trials: int) -> list[Figure]:
-    messages = transcript(n)
-
-    async def trial(on: bool, i: int) -> dict[str, float]:
-        path = tmp / f"dict-{n}-{on}-{i}.db"
-
-        async def setup(conn: Any) -> None:
-            if not on:
-                conn.dicts.train_if_due = lambda: None  # never trains: plain zstd throughout
-
-        times = await _appends(path, messages, setup)
-        return {**await _sizes(path), **_per_op(times)}
-
-    m = await alternate(min(trials, 2), trial)  # sizes are deterministic: two trials check that
-    # The simpler design at its best: no dictionary, zstd's strongest level. Its size is close,
-    # so what it costs on the append path decides (level 19 is zstd's slowest compressor).
-    strongest = tmp / f"dict-{n}-level19.db"
-
-    async def untrained(conn: Any) -> None:
-        conn.dicts.train_if_due = lambda: None
-
-    with patched(packing, "ZSTD_LEVEL", 19), patched(packing, "_local", threading.local()):
-        level19 = _per_op(await _appends(strongest, messages, untrained))
-    plain19 = (await _sizes(strongest))["file"]
-    return [
-        # The database's size is what dictionaries are for; the payloads alone gain more.
-        Figure(
-            "dictionaries", f"file after append {n:,}", "MB", m.median(True, "file"), m.median(False, "file")
-        ),
-        Figure(
-            "dictionaries",
-            f"payloads after append {n:,}",
-            "MB",
-            m.median(True, "payload"),
-            m.median(False, "payload"),
-            primary=False,
-        ),
-        Figure(
-            "dictionaries",
-            f"file after append {n:,}, against plain zstd level 19",
-            "MB",
-            m.median(True, "file"),
-            plain19,
-            primary=False,
-        ),
-        Figure(
-            "dictionaries",
-            f"append {n:,}: median, against plain zstd level 19",
-            "us",
-            m.median(True, "median"),
-            level19["median"],
-            primary=False,
-        ),
-        Figure(
-            "dictionaries",
-            f"append {n:,}: mean, against plain zstd level 19",
-            "us",
-            m.median(True, "mean"),
-            level19["mean"],
-            primary=False,
-        ),
-    ]
-
-
 async def sealed_chunks(tmp: Path, n: int, trials: int) -> list[Figure]:
     messages = transcript(n)
     paths: dict[bool, Path] = {}
@@ -353,7 +327,7 @@ _APPEND_ONE = appending._append_one
 def _append_one_and_index(c: Any, *args: Any) -> None:
     """No queue, for one message (the trigger's single statement): the same statement, then the
     message into the FTS index, in one transaction."""
-    with packing.write_tx(c):
+    with transactions.write_tx(c):
         _APPEND_ONE(c, *args)
         indexing.flush_pending(c)
 
@@ -464,6 +438,22 @@ def verdict(figures: list[Figure]) -> str:
     return "keep" if best >= THRESHOLD else "remove?"
 
 
+def removed_table() -> str:
+    """The fixed record of the removed mechanisms, in the table's shape."""
+    rows = [
+        "| mechanism | lines | figure | with | without | gain % | measured |",
+        "|---|---:|---|---:|---:|---:|---|",
+    ]
+    for name, (measured, lines, figures) in REMOVED.items():
+        for i, f in enumerate(figures):
+            rows.append(
+                f"| {name if i == 0 else ''} | {lines if i == 0 else ''} | {f.figure}"
+                f"{'' if f.primary else ' (secondary)'} | {_fmt(f.with_, f.unit)} | {_fmt(f.without, f.unit)}"
+                f" | {f.gain:+.1f} | {measured if i == 0 else ''} |"
+            )
+    return "\n".join(rows)
+
+
 def table(results: dict[str, list[Figure]]) -> str:
     rows = [
         "| mechanism | lines | figure | with | without | gain % | verdict |",
@@ -480,18 +470,12 @@ def table(results: dict[str, list[Figure]]) -> str:
     return "\n".join(rows)
 
 
-async def _both(first: Awaitable[list[Figure]], second: Awaitable[list[Figure]]) -> list[Figure]:
-    """The figures of two sizes of one measure, the first size's first."""
-    return [*await first, *await second]
-
-
 async def main(quick: bool, trials: int, only: list[str] | None) -> None:
     n = 300 if quick else 2_000
     load_n = 2_000 if quick else 10_000
     semantic_n = 2_000 if quick else 20_000
     runs: dict[str, Callable[[Path], Awaitable[list[Figure]]]] = {
         "inline": lambda tmp: inline(tmp, n, trials),
-        "dictionaries": lambda tmp: _both(dictionaries(tmp, n, trials), dictionaries(tmp, load_n, 1)),
         "chunks": lambda tmp: sealed_chunks(tmp, load_n, trials),
         "fts queue": lambda tmp: fts_queue(tmp, n, trials),
         "binary codes": lambda tmp: binary_codes(tmp, semantic_n, 10 if quick else 40),
@@ -512,6 +496,8 @@ async def main(quick: bool, trials: int, only: list[str] | None) -> None:
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
     print(table(results))
     print(f"\nverdict: keep = a primary figure gains >= {THRESHOLD:.0f}%; remove? = none does.")
+    print("\nremoved (a fixed record: the figures as measured before the removal)\n")
+    print(removed_table())
 
 
 if __name__ == "__main__":

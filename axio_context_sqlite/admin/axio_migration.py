@@ -18,7 +18,7 @@ from axio_context.codec import encode_content
 from axio_context.messages import Message
 from axio_context.transcript import SessionHeader, format_time
 
-from ..store import appending, keys, session_rows, sessions, transactions
+from ..store import keys, session_rows, sessions, transactions
 from ..store.axio_peer import PeerSession, open_peer, peer_sessions
 from ..store.catalog import full_row, records
 from ..store.inserting import extend_session, insert_session, set_aside, take_totals
@@ -107,7 +107,6 @@ def import_axio(c: Any, path: Path, replace: bool) -> AxioImportReport:
             else:
                 added.append(ps.id)
             written += len(ps.messages)
-            appending.train_if_due(c)
     finally:
         peer.close()
     return AxioImportReport(added, updated, unchanged, conflicts, replaced, written)

@@ -28,7 +28,7 @@ from axio_context.transcript import (
     sniff_format,
 )
 
-from ..store import appending, session_rows, sessions, transactions
+from ..store import session_rows, sessions, transactions
 from ..store.inserting import Stamped, insert_session, set_aside
 
 
@@ -155,6 +155,5 @@ def _import(
         written.add(new_id)
         if aside is not None:
             sessions.delete_session(c, aside)
-        appending.train_if_due(c)
         report.append(ImportedSession(rec.id, new_id, len(rec.messages), aside is not None))
     return ImportReport(format=fmt, sessions=report)

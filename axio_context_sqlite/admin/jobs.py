@@ -189,8 +189,9 @@ class DatabaseJobs:
         return await run(self._conn, upkeep.prune, ms(before), keep, project, dry_run, only=only)
 
     async def recompress(self, progress: Progress | None = None) -> RecompressReport:
-        """Retrain the compression dictionary on the whole database and rewrite every payload
-        with it (see :func:`.recompressing.recompress`); ``vacuum`` then gives the space back."""
+        """Rewrite the payloads earlier builds compressed with a dictionary (or zlib) as plain
+        zstd and delete the dictionaries (see :func:`.recompressing.recompress`); ``vacuum``
+        then gives the space back."""
         return await run(self._conn, recompressing.recompress, progress)
 
     async def vacuum(self, *, full: bool = False) -> VacuumReport:

@@ -100,8 +100,7 @@ class SQLiteHistoryProvider:
         batch = check_messages(messages)
         if not batch:
             return
-        dicts = getattr(self._conn, "dicts", None)
-        encoded = [encode_message(m, dicts=dicts, index=i) for i, m in enumerate(batch)]
+        encoded = [encode_message(m, index=i) for i, m in enumerate(batch)]
         tokens = [self._counter.count(m) for m in batch]
         run_key = await self._run(run_id, session_id) if run_id else None
         if not self._installed:
@@ -118,9 +117,8 @@ class SQLiteHistoryProvider:
             long_queue = run_inline(self._conn, threads.append_agent, *args, inline=True)
             if long_queue is not NOT_RUN:
                 fold = appending.fold_due() or long_queue is True
-                train = dicts is not None and dicts.count(e.flags for e in encoded)
-                if fold or train:
-                    await run(self._conn, appending.after_inline_append, fold)
+                if fold:
+                    await run(self._conn, appending.fold_if_long)
                 return
         await run(self._conn, threads.append_agent, *args)
 

@@ -135,10 +135,6 @@ def install_agent_append(c: Any) -> None:
     c.execute(_AGENT_TRIGGER)
 
 
-#: What the store's append trigger raises for a payload whose compression dictionary is gone.
-_DICT_GONE: Final = "axio: compression dictionary gone"
-
-
 def append_agent(
     c: Any,
     agent_id: str,
@@ -154,27 +150,21 @@ def append_agent(
     """Append a batch to the agent's session in the thread (made if missing), tagged with run
     key ``run`` (None: untagged): all of it and its tags, or nothing.
 
-    ``inline`` as :func:`..store.appending.append` (on the event loop's thread: no second try
-    with a dictionary that is gone); returns whether the keyword-index queue is long.
+    ``inline`` as :func:`..store.appending.append` (on the event loop's thread: no fold);
+    returns whether the keyword-index queue is long.
     """
     # one plain message (no media, no id/timestamp/metadata): one statement through the trigger
     if len(encoded) == 1 and not encoded[0].blobs and encoded[0].extra is None and not c.in_transaction:
         e, text = encoded[0], None if preview is None else preview[1]
         sql = "INSERT INTO temp.axio_append_agent VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         args = [agent_id, thread_id, project, e.role, e.flags, now_ms(), tokens[0], e.payload, text, run]
-        for _ in range(2):
-            try:
-                c.execute(sql, args)
-                return False
-            except Exception as exc:
-                if _GONE in str(exc):
-                    ensure_thread(c, agent_id, thread_id, project)
-                elif _DICT_GONE in str(exc) and not inline:
-                    e = appending.ensure_dictionaries(c, encoded)[0]
-                    args[4], args[7] = e.flags, e.payload
-                else:
-                    raise
-        c.execute(sql, args)  # a third cause after both were fixed: let it raise
+        try:
+            c.execute(sql, args)
+        except Exception as exc:
+            if _GONE not in str(exc):
+                raise
+            ensure_thread(c, agent_id, thread_id, project)
+            c.execute(sql, args)  # a second failure has another cause: let it raise
         return False
     with write_tx(c):
         sid, name = ensure_thread(c, agent_id, thread_id, project)

@@ -62,9 +62,10 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
     click.echo(f"sessions   {s.sessions:,}")
     click.echo(f"messages   {s.messages:,} ({s.stored_messages:,} stored; forks share the rest)")
     click.echo(f"tokens     {s.input_tokens:,} in / {s.output_tokens:,} out")
-    dicts = f"{s.dictionaries} compression {'dictionary' if s.dictionaries == 1 else 'dictionaries'}"
-    sealed = f"; {s.sealed_messages:,} messages sealed in {s.chunks:,} chunk(s)" if s.chunks else ""
-    click.echo(f"payloads   {human_size(s.payload_bytes)} ({dicts}{sealed})")
+    notes = [f"{s.sealed_messages:,} messages sealed in {s.chunks:,} chunk(s)"] if s.chunks else []
+    if s.dictionaries:
+        notes.append(f"{s.dictionaries} old compression dictionary(ies): vacuum --recompress removes them")
+    click.echo(f"payloads   {human_size(s.payload_bytes)}" + (f" ({'; '.join(notes)})" if notes else ""))
     click.echo(f"media      {s.blobs:,} blob(s), {human_size(s.blob_bytes)}")
     click.echo(f"vectors    {s.vectors:,} embedding(s), {human_size(s.vector_bytes)}")
     click.echo(f"compaction {s.checkpoints:,} checkpoint(s)")
@@ -173,8 +174,8 @@ def prune(
 @click.option(
     "--recompress",
     is_flag=True,
-    help="First retrain the compression dictionary on the whole database, rewrite every payload "
-    "with it, then rebuild the file (a full vacuum).",
+    help="First rewrite the payloads earlier versions compressed with a dictionary as plain zstd "
+    "and delete the dictionaries, then rebuild the file (a full vacuum).",
 )
 @output_options(listing=False)
 @click.pass_context
@@ -190,14 +191,12 @@ def vacuum(ctx: click.Context, recompress: bool, as_json: bool) -> None:
         echo_json({"recompress": rc, "vacuum": r})
         return
     if rc is not None:
-        if rc.dictionary is None:
-            click.echo("recompress: too few compressible payloads to train a dictionary yet")
-        else:
-            click.echo(
-                f"recompressed {rc.rows:,} payload(s) with dictionary {rc.dictionary}:"
-                f" {human_size(rc.bytes_before)} -> {human_size(rc.bytes_after)};"
-                f" {rc.dictionaries_removed} unused dictionary(ies) deleted"
-            )
+        left = f"; {rc.dictionaries_left} kept for damaged rows" if rc.dictionaries_left else ""
+        click.echo(
+            f"recompressed {rc.rows:,} payload(s):"
+            f" {human_size(rc.bytes_before)} -> {human_size(rc.bytes_after)};"
+            f" {rc.dictionaries_removed} dictionary(ies) deleted{left}"
+        )
     if r.chunks_sealed:
         click.echo(f"sealed {r.chunks_sealed:,} block(s) of older messages into chunks")
     note = " (WAL still in use by another connection)" if r.wal_busy else ""

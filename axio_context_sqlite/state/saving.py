@@ -79,26 +79,24 @@ def subagent_session_id(session_id: str, agent_name: str) -> str:
     return f"{agent_name}@{session_id}"
 
 
-def _encode(
-    name: str, items: Sequence[Any], first: int, dicts: Any
-) -> tuple[list[EncodedMessage], list[int]]:
+def _encode(name: str, items: Sequence[Any], first: int) -> tuple[list[EncodedMessage], list[int]]:
     """Rows and token estimates of ``items`` (their positions start at ``first``)."""
     encoded, tokens = [], []
     for i, item in enumerate(items, first):
         message = message_of(item)
         try:
-            encoded.append(encode_message(message, dicts=dicts, index=i))
+            encoded.append(encode_message(message, index=i))
         except DecodeError as exc:
             raise StateEncodeError(f"subagent_history[{name!r}][{i}] cannot be stored: {exc}") from None
         tokens.append(_ESTIMATOR.count(message))
     return encoded, tokens
 
 
-def _prepare(name: str, history: Any, dicts: Any, stored: tuple[int, str] | None) -> _Subagent:
+def _prepare(name: str, history: Any, stored: tuple[int, str] | None) -> _Subagent:
     """Check one subagent's history (:func:`~axio_context.state.subagents.checked_history`) and
     encode the messages past what ``stored`` says the session holds (each must encode)."""
     name, history, digests, first = checked_history(name, history, stored)
-    encoded, tokens = _encode(name, history[first:], first, dicts)
+    encoded, tokens = _encode(name, history[first:], first)
     return _Subagent(name, history, digests, first, encoded, tokens)
 
 
@@ -117,7 +115,7 @@ def _child_id(c: Any, session_id: str, name: str, project: str | None, now: int)
 
 
 def _write_subagent(
-    c: Any, child: str, project: str | None, sub: _Subagent, stored: tuple[int, str] | None, dicts: Any
+    c: Any, child: str, project: str | None, sub: _Subagent, stored: tuple[int, str] | None
 ) -> None:
     row = session_row(c, child)
     assert row is not None
@@ -134,7 +132,7 @@ def _write_subagent(
     skip = max(start - sub.first, 0)  # encoded ahead from `first`; the session may hold more
     encoded, tokens = sub.encoded[skip:], sub.tokens[skip:]
     if start < sub.first:  # the session holds less than the save expected: encode the difference
-        head, head_tokens = _encode(sub.name, sub.items[start : sub.first], start, dicts)
+        head, head_tokens = _encode(sub.name, sub.items[start : sub.first], start)
         encoded, tokens = head + encoded, head_tokens + tokens
     preview = appending.preview_for([message_of(item) for item in sub.items[start:]])
     appending.append(c, child, project, encoded, tokens, preview)
@@ -155,7 +153,6 @@ def _save(
     type_name: str,
     state: dict[str, Any],
     subs: list[_Subagent],
-    dicts: Any,
 ) -> None:
     now = now_ms()
     with write_tx(c):
@@ -174,7 +171,7 @@ def _save(
         listed: list[tuple[str, int, str]] = []
         for sub in subs:
             child = _child_id(c, session_id, sub.name, project, now)
-            _write_subagent(c, child, project, sub, before.get(sub.name), dicts)
+            _write_subagent(c, child, project, sub, before.get(sub.name))
             listed.append((sub.name, len(sub.items), sub.digests[-1]))
         c.execute(
             "INSERT INTO session_states (sid, type, state, subagents, saved_at) VALUES (?, ?, ?, ?, ?)"
@@ -193,14 +190,13 @@ async def save_state(session: SQLiteContextStore, state: ResumableState) -> None
     """
     if not isinstance(state, ResumableState):
         raise TypeError(f"save_state takes a ResumableState, got {type(state).__name__}")
-    dicts = getattr(session.connection, "dicts", None)
     history: Any = state.subagent_history
     if not isinstance(history, dict):
         raise StateEncodeError(f"subagent_history must be a dict, got {type(history).__name__}")
     # What the last save stored, to encode only the messages past it (the transaction checks
     # again: another writer in between costs an encoding there, never a wrong write).
     stored = await run(session.connection, _stored_counts, session.session_id) if history else {}
-    subs = [_prepare(name, items, dicts, stored.get(name)) for name, items in history.items()]
+    subs = [_prepare(name, items, stored.get(name)) for name, items in history.items()]
     fields = state.to_dict(subagents=False)
     await run(
         session.connection,
@@ -210,7 +206,6 @@ async def save_state(session: SQLiteContextStore, state: ResumableState) -> None
         state_type_name(type(state)),
         fields,
         subs,
-        dicts,
     )
 
 

@@ -50,7 +50,7 @@ async def adopt(conn: aiosqlite.Connection) -> None:
         if conn in READY:
             return
 
-        def prepare(raw: Any) -> packing.Dictionaries:
+        def prepare(raw: Any) -> None:
             path = main_file(raw)
             check_owner(raw, path)  # before anything writes to it, even the journal mode
             refuse_newer(raw, path)
@@ -58,12 +58,12 @@ async def adopt(conn: aiosqlite.Connection) -> None:
                 raw.execute("PRAGMA journal_mode = WAL")
             apply_schema(raw, readonly=False, path=path)
             install_temp_objects(raw)
-            return packing.bind(raw)
+            packing.bind(raw)
 
         try:
             raw = conn._conn
-            execute = cast(Callable[..., Awaitable[packing.Dictionaries]], conn._execute)
-            conn.dicts = await execute(call_in_job, raw, prepare, (), {})  # type: ignore[attr-defined]
+            execute = cast(Callable[..., Awaitable[None]], conn._execute)
+            await execute(call_in_job, raw, prepare, (), {})
         except ValueError as exc:
             if str(exc) not in CLOSED_WORDS:
                 raise

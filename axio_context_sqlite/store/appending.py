@@ -2,11 +2,10 @@
 references and embeddings, in one transaction.
 
 One way in, :func:`append`, run two ways. On the connection's worker thread it does the whole
-job: the transaction, then folding a long keyword-index queue and training the database's first
-compression dictionary when due. On the event loop's thread (``inline``, through
-:func:`.calls.run_inline`) it does only the write, and :func:`after_inline_append` does the
-rest on the worker when due. Either way one plain message is one statement: the TEMP trigger
-below does the rest.
+job: the transaction, then folding a long keyword-index queue when due. On the event loop's
+thread (``inline``, through :func:`.calls.run_inline`) it does only the write, and
+:func:`fold_if_long` does the fold on the worker when due. Either way one plain message is one
+statement: the TEMP trigger below does the rest.
 """
 
 from __future__ import annotations
@@ -14,30 +13,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-import msgspec
-
 from axio_context.blocks import TextBlock
-from axio_context.errors import DecodeError
 from axio_context.messages import PREVIEW_CHARS, Message, replace_lone_surrogates
 
-from . import indexing, packing
+from . import indexing
 from .blob_refs import add_blob_refs
 from .embedding import Embeddings
 from .keys import SHIFT, key, now_ms
 from .message_rows import EncodedMessage
-from .packing import DICT_SHIFT
 from .transactions import write_tx
 
 __all__ = [
-    "after_inline_append",
     "append",
-    "dictionaries_present",
-    "ensure_dictionaries",
     "fold_due",
     "fold_if_long",
     "install_temp_objects",
     "preview_for",
-    "train_if_due",
 ]
 
 
@@ -67,10 +58,9 @@ def append(
 ) -> bool:
     """Append a batch, its search index entries and embeddings in one transaction.
 
-    ``inline``: on the event loop's thread (:func:`.calls.run_inline`), so only the write:
-    no keyword-index fold, no dictionary training, no second try with a dictionary that is gone
-    (it raises, and the worker path does those). Returns whether a batch left the keyword-index
-    queue long for :func:`after_inline_append` to fold (the worker path folds it itself).
+    ``inline``: on the event loop's thread (:func:`.calls.run_inline`), so only the write, no
+    keyword-index fold. Returns whether a batch left the keyword-index queue long for
+    :func:`fold_if_long` to fold on the worker (the worker path folds it itself).
     """
     n = len(encoded)
     if n == 0:
@@ -87,17 +77,9 @@ def append(
         # transaction (see _APPEND_TRIGGER), ~40% cheaper than four statements from Python.
         e = encoded[0]
         text = None if preview is None else preview[1]
-        try:
-            _append_one(c, session_id, project, e, now, tokens[0], text)
-        except Exception as exc:
-            if inline or _DICT_GONE not in str(exc):
-                raise
-            # `vacuum --recompress` deleted the dictionary this payload was compressed with after
-            # it was encoded: compress it again with the database's newest one.
-            _append_one(c, session_id, project, _reencode(c, encoded)[0], now, tokens[0], text)
+        _append_one(c, session_id, project, e, now, tokens[0], text)
         if not inline:
             _maybe_flush(c)
-            _after_append(c, [e.flags])
         return False
     with write_tx(c):
         r = c.execute(
@@ -115,10 +97,6 @@ def append(
             ).fetchone()
         sid, first, preview_pos, session_project = r
         base = key(sid, first)
-        if not inline:
-            encoded = ensure_dictionaries(c, encoded)
-        elif not dictionaries_present(c, encoded):
-            raise DecodeError("a compression dictionary this batch was encoded with is gone")
         c.executemany(
             "INSERT INTO messages (id, role, flags, created_at, tokens, payload) VALUES (?, ?, ?, ?, ?, ?)",
             [
@@ -151,18 +129,7 @@ def append(
         # A batch checks every time, as on the worker path, where it folds in this transaction.
         # Inline, before the commit: a failure after it would make the caller write it again.
         long_queue = inline and indexing.queue_is_long(c)
-    if inline:
-        return long_queue
-    _after_append(c, [e.flags for e in encoded])
-    return False
-
-
-def after_inline_append(c: Any, fold: bool) -> None:
-    """What an inline append leaves to the worker thread when due: folding a long keyword-index
-    queue (``fold``) and training the database's first dictionary."""
-    if fold:
-        fold_if_long(c)
-    train_if_due(c)
+    return long_queue
 
 
 def _append_one(
@@ -179,65 +146,6 @@ def _append_one(
         "INSERT INTO temp.axio_append VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (session_id, project, e.role, e.flags, now, tokens, e.payload, preview),
     )
-
-
-#: What the append trigger raises for a payload whose compression dictionary is gone.
-_DICT_GONE: Final = "axio: compression dictionary gone"
-
-
-def dictionaries_present(c: Any, encoded: Sequence[EncodedMessage]) -> bool:
-    """Whether every dictionary ``encoded`` was compressed with is still in the database."""
-    used = {e.flags >> DICT_SHIFT for e in encoded} - {0}
-    if not used:
-        return True
-    marks = ",".join("?" * len(used))
-    found = {r[0] for r in c.execute(f"SELECT id FROM zstd_dicts WHERE id IN ({marks})", sorted(used))}
-    return found == used
-
-
-def ensure_dictionaries(c: Any, encoded: Sequence[EncodedMessage]) -> Sequence[EncodedMessage]:
-    """``encoded``, re-encoded if a dictionary it was compressed with is no longer in the
-    database (``vacuum --recompress`` deletes the ones no row uses). Inside the write transaction,
-    so the check holds until the rows are in."""
-    return encoded if dictionaries_present(c, encoded) else _reencode(c, encoded)
-
-
-def _reencode(c: Any, encoded: Sequence[EncodedMessage]) -> list[EncodedMessage]:
-    """Payloads made with a dictionary that is gone, compressed again with the newest one (the
-    old one is still in this connection's memory, which is how they are read back)."""
-    dicts = packing.bound()
-    dicts.load()
-    out = []
-    for e in encoded:
-        if e.flags >> DICT_SHIFT:
-            flags, payload = packing.recompress(dicts, e.flags, e.payload)
-            e = msgspec.structs.replace(e, flags=flags, payload=payload)
-        out.append(e)
-    return out
-
-
-def _after_append(c: Any, flags: Sequence[int]) -> None:
-    """Count committed compressed payloads toward the database's first dictionary, and train it
-    when due (:class:`.storage.Dictionaries`)."""
-    dicts = packing.bound_or_none()
-    if dicts is not None:
-        dicts.count(flags)
-        train_if_due(c)
-
-
-def train_if_due(c: Any) -> None:
-    """Train the database's first compression dictionary if it is due.
-
-    Runs after committed writes: nothing here may fail them, so a failed training (locked,
-    read-only, disk full) is left for a later write to retry; it costs compression ratio only.
-    """
-    dicts = packing.bound_or_none()
-    if dicts is None or c.in_transaction:
-        return
-    try:
-        dicts.train_if_due()  # returns at once when the database has its dictionary
-    except Exception:
-        return
 
 
 _appends_since_check = 0
@@ -284,8 +192,6 @@ CREATE TEMP VIEW IF NOT EXISTS axio_append
 """
 _APPEND_TRIGGER: Final = f"""
 CREATE TEMP TRIGGER IF NOT EXISTS axio_append_row INSTEAD OF INSERT ON axio_append BEGIN
-    SELECT RAISE(ABORT, 'axio: compression dictionary gone')
-        WHERE NEW.flags >= 256 AND NOT EXISTS (SELECT 1 FROM zstd_dicts WHERE id = NEW.flags >> 8);
     INSERT INTO sessions (id, project, created_at, updated_at)
         VALUES (NEW.session_id, NEW.project, NEW.created_at, NEW.created_at)
         ON CONFLICT (id) DO NOTHING;

@@ -26,7 +26,7 @@ import msgspec
 
 from axio_context.errors import CorruptDataError
 
-from . import packing, transactions
+from . import transactions
 from .keys import key, position_of, sid_of
 from .packing import (
     CHUNK,
@@ -120,10 +120,9 @@ def unseal(c: Any, chunk: int) -> None:
     entries = Reader(c).find(chunk)
     if entries is None:
         return
-    dicts = packing.writing(c)
     updates = []
     for i, (_, eflags, raw) in enumerate(entries):
-        zflags, packed = pack(bytes(raw), dicts)
+        zflags, packed = pack(bytes(raw))
         updates.append((eflags & FLAG_BLOBS | zflags, packed, chunk + i, FLAG_SEALED))
     c.executemany("UPDATE messages SET flags = ?, payload = ? WHERE id = ? AND flags & ?", updates)
     c.execute("DELETE FROM chunks WHERE id = ?", (chunk,))
@@ -175,7 +174,6 @@ def seal_after_fold(c: Any, folded: Iterable[int], plain: Mapping[int, bytes] | 
             first[sid] = pos
     if not first:
         return 0
-    dicts = packing.writing(c)
     plain = plain or {}
     written = 0
     for sid, pos in sorted(first.items()):
@@ -199,7 +197,7 @@ def seal_after_fold(c: Any, folded: Iterable[int], plain: Mapping[int, bytes] | 
                 i += 1  # not the start of a complete block
                 continue
             i += CHUNK
-            written += _seal_block(c, block, plain, dicts)
+            written += _seal_block(c, block, plain)
     return written
 
 
@@ -224,9 +222,7 @@ def _block_entries(block: Sequence[Any], plain: Mapping[int, bytes]) -> list[tup
     return entries
 
 
-def _seal_block(
-    c: Any, block: Sequence[Any], plain: Mapping[int, bytes], dicts: packing.Dictionaries | None
-) -> int:
+def _seal_block(c: Any, block: Sequence[Any], plain: Mapping[int, bytes]) -> int:
     """Seal one complete block of unsealed rows; returns 1, or 0 when it stays as it is.
 
     Sealing only saves time on later loads, so it never fails the fold or append it runs in: a
@@ -239,7 +235,7 @@ def _seal_block(
     if entries is None:
         return 0
     try:
-        zflags, packed = encode_chunk(entries, dicts)
+        zflags, packed = encode_chunk(entries)
         c.execute("INSERT INTO chunks (id, flags, payload) VALUES (?, ?, ?)", (block[0][0], zflags, packed))
     except Exception:
         if not c.in_transaction:

@@ -125,7 +125,7 @@ def connect(
                 holder["vec"] = load_sqlite_vec(raw)
                 apply_schema(raw, readonly=readonly, path=str(path))
                 install_temp_objects(raw)
-                holder["dicts"] = packing.bind(raw)
+                packing.bind(raw)  # reads rows an earlier build compressed with a dictionary
             except BaseException:
                 raw.close()
                 raise
@@ -144,7 +144,6 @@ def connect(
                 raise translate_error(exc, str(path)) from None
             raise
         conn.vec_loaded = bool(holder.get("vec"))
-        conn.dicts = holder["dicts"]
         if not conn.vec_loaded:
             warn_vec_once("it did not load or failed its self-test on this platform")
         conn.path = str(path)

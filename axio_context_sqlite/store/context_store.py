@@ -145,8 +145,7 @@ class SQLiteContextStore(ContextStore):
         if not batch:
             return
         embed = self._embedder is not None
-        dicts = getattr(self._conn, "dicts", None)
-        encoded = [encode_message(m, text=embed, dicts=dicts, index=i) for i, m in enumerate(batch)]
+        encoded = [encode_message(m, text=embed, index=i) for i, m in enumerate(batch)]
         tokens = [self._counter.count(m) for m in batch]
         batch_args = (self._session_id, self._project, encoded, tokens, appending.preview_for(batch))
         if not embed and len(batch) <= INLINE_MESSAGES and _stored_bytes(encoded) <= INLINE_BYTES:
@@ -154,9 +153,8 @@ class SQLiteContextStore(ContextStore):
             if long_queue is not NOT_RUN:
                 # Every 64th append (and every batch that left the queue long) folds it.
                 fold = appending.fold_due() or long_queue is True
-                train = dicts is not None and dicts.count(e.flags for e in encoded)
-                if fold or train:
-                    await run(self._conn, appending.after_inline_append, fold)
+                if fold:
+                    await run(self._conn, appending.fold_if_long)
                 return
         embeddings = None
         if self._embedder is not None:

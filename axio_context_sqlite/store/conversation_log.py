@@ -100,9 +100,8 @@ class ConversationLog:
         (None: no record may exist), or when ``head_id`` names an entry the log does not have.
         ``updated_us``: the record's time (microseconds since the epoch), which orders listings.
         """
-        dicts = getattr(self._conn, "dicts", None)
         messages = [m for _, _, m in entries]
-        encoded = [encode_message(m, dicts=dicts, index=i) for i, m in enumerate(messages)]
+        encoded = [encode_message(m, index=i) for i, m in enumerate(messages)]
         tokens = [self._counter.count(m) for m in messages]
         links = [(entry_id, parent_id) for entry_id, parent_id, _ in entries]
         for i in range(1, len(links)):

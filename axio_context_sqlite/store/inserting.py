@@ -16,7 +16,7 @@ from axio_context.messages import Message
 from axio_context.tokens import estimate_message_tokens, estimate_tokens
 from axio_context.transcript import CheckpointRecord, SessionHeader, parse_time
 
-from . import appending, blob_refs, indexing, packing, session_rows, sessions, transactions
+from . import appending, blob_refs, indexing, session_rows, sessions, transactions
 from .keys import key
 from .message_rows import encode_message
 
@@ -53,10 +53,7 @@ def insert_messages(c: Any, sid: int, first: int, batch: Sequence[Stamped]) -> i
     texts: list[tuple[str, str]] = []
     blobs: list[tuple[bytes, bytes]] = []
     spent = 0
-    dicts = packing.bound_or_none()
-    encoded = appending.ensure_dictionaries(
-        c, [encode_message(m.message, text=True, dicts=dicts) for m in batch]
-    )
+    encoded = [encode_message(m.message, text=True) for m in batch]
     for i, (item, e) in enumerate(zip(batch, encoded, strict=True)):
         t = estimate_message_tokens(item.message)
         spent += t
@@ -70,8 +67,6 @@ def insert_messages(c: Any, sid: int, first: int, batch: Sequence[Stamped]) -> i
     if extras:
         c.executemany("INSERT INTO message_extras (id, data) VALUES (?, ?)", extras)
     indexing.index_text(c, [(row[0], *text) for row, text in zip(rows, texts, strict=True)])  # one batch
-    if dicts is not None:
-        dicts.count(row[2] for row in rows)
     if blobs:
         blob_refs.add_blob_refs(c, blobs)
     return spent

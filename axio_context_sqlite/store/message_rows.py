@@ -14,7 +14,7 @@ from axio_context.codec import decode_content, decode_extras, encode_content, en
 from axio_context.errors import CorruptDataError, DecodeError
 from axio_context.messages import Message, text_columns
 
-from .packing import BLOB_MIN, FLAG_BLOBS, ROW_ERRORS, Dictionaries, inflate, pack
+from .packing import BLOB_MIN, FLAG_BLOBS, ROW_ERRORS, inflate, pack
 
 __all__ = [
     "ROLE_CODES",
@@ -77,16 +77,13 @@ def _map_media(content: Sequence[ContentBlock], fn: Any) -> list[ContentBlock]:
     return out
 
 
-def encode_message(
-    message: Message, *, text: bool = False, dicts: Dictionaries | None = None, index: int = 0
-) -> EncodedMessage:
+def encode_message(message: Message, *, text: bool = False, index: int = 0) -> EncodedMessage:
     """The row for ``message``: role code, flags, payload, and blobs to store.
 
     ``text=True`` also extracts the (body, tool) text for indexing or embedding now; appends
-    leave it to the keyword index's batched fold, which re-reads it from the payload.
-    ``dicts``: the database's dictionaries, to compress with its current one. Content the read
-    path could not give back is refused (:class:`DecodeError` naming ``message {index}``, the
-    block and the field) before anything is written.
+    leave it to the keyword index's batched fold, which re-reads it from the payload. Content
+    the read path could not give back is refused (:class:`DecodeError` naming ``message
+    {index}``, the block and the field) before anything is written.
     """
     try:
         role = ROLE_CODES[message.role]
@@ -111,7 +108,7 @@ def encode_message(
         raise DecodeError(f"message {index}: {exc}") from None
     except (TypeError, msgspec.EncodeError) as exc:
         raise DecodeError(f"message {index} cannot be encoded: {exc}") from None
-    zflags, payload = pack(payload, dicts)
+    zflags, payload = pack(payload)
     flags |= zflags
     body, tool = text_columns(message) if text else ("", "")
     return EncodedMessage(

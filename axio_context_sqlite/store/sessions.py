@@ -209,10 +209,10 @@ def _copy_rows(c: Any, lo_key: int, hi_key: int, dest_sid: int) -> None:
     ).fetchall()
     if not cut:
         return
-    reader, dicts = chunks.Reader(c), packing.writing(c)
+    reader = chunks.Reader(c)
     copies = []
     for mid, role, flags, created_at, tokens in cut:
-        zflags, packed = packing.pack(reader.plain(mid, flags, b""), dicts)
+        zflags, packed = packing.pack(reader.plain(mid, flags, b""))
         copies.append(
             (dest + (mid & POSITION_MASK), role, flags & FLAG_BLOBS | zflags, created_at, tokens, packed)
         )

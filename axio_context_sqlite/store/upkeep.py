@@ -48,7 +48,9 @@ class Stats(msgspec.Struct, frozen=True):
     wal_bytes: int
     by_project: list[ProjectStats]
     payload_bytes: int = 0  # the stored payloads, as stored (compressed or not), chunks' included
-    dictionaries: int = 0  # Zstandard dictionaries the payloads are compressed with
+    #: Zstandard dictionaries rows of earlier builds are compressed with (``vacuum --recompress``
+    #: rewrites those rows and deletes them); new payloads never use one.
+    dictionaries: int = 0
     sealed_messages: int = 0  # stored messages whose payload is in a chunk (see chunks.py)
     chunks: int = 0
     vectors: int = 0  # messages with a stored embedding

@@ -20,8 +20,6 @@ import aiosqlite
 
 from axio_context.errors import StoreClosedError
 
-from . import packing
-
 __all__ = ["PROGRESS_STEPS", "Connection", "call_in_job"]
 
 T = TypeVar("T")
@@ -96,9 +94,8 @@ def _set_exception(future: asyncio.Future[Any], exc: BaseException) -> None:
 class Connection(aiosqlite.Connection):
     """An aiosqlite connection whose close joins its thread and whose thread never blocks exit.
 
-    ``vec_loaded`` says whether sqlite-vec loaded and passed its self-test on this connection;
-    ``dicts`` holds its database's compression dictionaries (see :mod:`.storage`). It counts the
-    jobs it hands its worker and the ones finished, so :func:`run_inline` knows when the worker
+    ``vec_loaded`` says whether sqlite-vec loaded and passed its self-test on this connection.
+    It counts the jobs it hands its worker and the ones finished, so :func:`run_inline` knows when the worker
     is idle.
     """
 
@@ -111,7 +108,6 @@ class Connection(aiosqlite.Connection):
         self.path: str = ""
         #: Opened with ``readonly=True``: nothing is ever written through it.
         self.readonly = False
-        self.dicts: packing.Dictionaries | None = None
         #: Busy timeout (seconds) restored after an inline statement; None: no inline statements.
         self.inline_timeout: float | None = None
         self._submitted = 0

@@ -84,9 +84,8 @@ class SQLiteUsageRecorder(UsageRecorder):
         when = now_ms() if at is None else ms_of(at)
         batch = None
         if message is not None:
-            dicts = getattr(self._conn, "dicts", None)
             batch = (
-                [encode_message(message, dicts=dicts)],
+                [encode_message(message)],
                 [self._counter.count(message)],
                 appending.preview_for([message]),
             )

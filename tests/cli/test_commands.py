@@ -20,6 +20,7 @@ from axio_context_sqlite import SQLiteContextStore, connect
 from axio_context_sqlite.cli import cli
 from axio_context_sqlite.store.chunks import CHUNK
 from tests.support.cli_helpers import build_rich_db, check_storage, invoke, invoke_json, make_sessions
+from tests.support.legacy import use_dictionaries
 from tests.support.sqlite_checks import scalar
 from tests.support.words import prose
 
@@ -633,12 +634,11 @@ def test_stats(rich: dict[str, str], db: Path) -> None:
     assert s["payload_bytes"] == scalar(
         db, "SELECT SUM(length(payload)) + (SELECT SUM(length(payload)) FROM chunks) FROM messages"
     )
-    assert s["dictionaries"] == scalar(db, "SELECT COUNT(*) FROM zstd_dicts") == 0  # short messages only
+    assert s["dictionaries"] == scalar(db, "SELECT COUNT(*) FROM zstd_dicts") == 0  # none is ever trained
     text_out = invoke("stats").stdout
     chunks = s["chunks"]
-    assert (
-        f"(0 compression dictionaries; {CHUNK * chunks:,} messages sealed in {chunks} chunk(s))" in text_out
-    )
+    assert f"({CHUNK * chunks:,} messages sealed in {chunks} chunk(s))" in text_out
+    assert "dictionar" not in text_out  # named only while an earlier build's are left
     assert f"database   {db}" in text_out and "sessions   7" in text_out and "/work/gamma" in text_out
 
 
@@ -724,21 +724,24 @@ def test_prune_keeps_forks_of_pruned_sessions(rich: dict[str, str], db: Path) ->
 
 
 def test_vacuum_recompress(db: Path) -> None:
+    """On a database with nothing an earlier build compressed with a dictionary it rewrites
+    nothing; on one with such rows it rewrites them all, says so, and stats stops naming them."""
     rng = random.Random(5)
     sessions = {
-        f"s{i}": [text("user", prose(rng, 150)), text("assistant", prose(rng, 20))] for i in range(40)
+        f"s{i}": [text("user", prose(rng, 150)), text("assistant", prose(rng, 20))] for i in range(110)
     }
     make_sessions(db, sessions)
-    assert invoke("vacuum", "--recompress").stdout.startswith("recompress: too few")  # 40 < 64
-    make_sessions(db, {f"t{i}": [text("user", prose(rng, 150))] for i in range(40)})
+    first, _ = invoke("vacuum", "--recompress").stdout.splitlines()
+    assert first == "recompressed 0 payload(s): 0 B -> 0 B; 0 dictionary(ies) deleted"
+    named = use_dictionaries(db, dictionaries=2)
+    assert "2 old compression dictionary(ies): vacuum --recompress removes them" in invoke("stats").stdout
     first, second = invoke("vacuum", "--recompress").stdout.splitlines()
-    # the appends trained dictionary 1; recompress trains 2, rewrites every row, deletes 1
-    assert first.startswith("recompressed ") and " with dictionary 2: " in first
-    assert first.endswith("; 1 unused dictionary(ies) deleted")
+    assert first.startswith(f"recompressed {named:,} payload(s): ")
+    assert first.endswith("; 2 dictionary(ies) deleted")
     assert second.startswith("full vacuum: ")  # rows shrank in place: only a rebuild packs them
     s = invoke_json("stats", "--json")
-    assert s["dictionaries"] == scalar(db, "SELECT COUNT(*) FROM zstd_dicts") == 1
-    assert scalar(db, "SELECT COUNT(*) FROM messages WHERE flags >> 8 = 0 AND length(payload) >= 64") == 0
+    assert s["dictionaries"] == scalar(db, "SELECT COUNT(*) FROM zstd_dicts") == 0
+    assert scalar(db, "SELECT COUNT(*) FROM messages WHERE flags >> 8") == 0
     assert [m["content"][0]["text"] for m in invoke_json("show", "s7", "--json")["messages"]] == [
         m.text for m in sessions["s7"]
     ]

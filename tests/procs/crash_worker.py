@@ -38,8 +38,7 @@ MAX_SESSIONS = 10
 
 
 def _filler(rng: random.Random) -> str:
-    """Often nothing; else ~1 KB of words, so payloads get compressed and a compression
-    dictionary gets trained (and killed in the middle of) during the rounds."""
+    """Often nothing; else ~1 KB of words, so payloads get compressed during the rounds."""
     return "" if rng.random() < 0.6 else " " + prose(rng, 130)
 
 

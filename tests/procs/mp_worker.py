@@ -4,13 +4,12 @@ Usage: ``mp_worker.py DB ROLE SESSION NAME COUNT``
 
 - ``append``: COUNT appends to SESSION, every fifth one an ``append_many`` of three messages;
   texts are ``NAME-i`` (``NAME-i.j`` inside a batch), in call order.
-- ``append_long``: as ``append``, each text followed by ~1 KB of words (so it is compressed,
-  and a compression dictionary gets trained), with a 30 ms pause before and after every batch.
+- ``append_long``: as ``append``, each text followed by ~1 KB of words (so it is compressed),
+  with a 30 ms pause before and after every batch.
 - ``tokens_forks``: COUNT ``add_context_tokens(1, 2)`` calls on SESSION, forking it every fifth.
 - ``recompress``: COUNT ``Database.recompress()`` calls, 50 ms apart; the JSON line also has
-  ``"removed"``, the dictionaries each call deleted, and ``"dangling"``, the rows found naming a
-  deleted dictionary before each call (a recompress rewrites such rows if it still holds that
-  dictionary, so only a count taken in between shows them).
+  ``"removed"``, the dictionaries of earlier builds each call deleted, and ``"dangling"``, the
+  rows found naming a deleted dictionary before each call (a count taken between the calls).
 
 Prints "ready" once connected, waits for a line on stdin, and at the end prints one JSON line
 ``{"forks": [[fork_id, fork_position], ...]}``. Any exception ends the process with status 1 and
@@ -52,8 +51,8 @@ async def main(db: str, role: str, session: str, name: str, count: int) -> None:
                 else:
                     await store.append(_msg(f"{name}-{i}", long))
                 if long and i % 5 in (3, 4):
-                    # Pauses, in which a recompress can delete our dictionary: the call after one
-                    # is the batch, or a single append.
+                    # Pauses, in which a recompress runs: the call after one is the batch, or a
+                    # single append.
                     await asyncio.sleep(0.03)
             elif role == "recompress":
                 await asyncio.sleep(0.05)

@@ -20,6 +20,7 @@ from axio_context_sqlite.store import packing
 from axio_context_sqlite.store import packing as storage
 from axio_context_sqlite.store.chunks import CHUNK, SEAL_TAIL
 from tests.store.test_compression import transcript
+from tests.support.legacy import use_dictionaries
 from tests.support.sqlite_checks import check_storage, column, raw_connect, scalar
 
 IMAGE = bytes(range(256)) * 8  # stored once, as a blob
@@ -175,16 +176,21 @@ async def test_export_reads_sealed_messages_with_their_times(db_path: Path, tmp_
     check_storage(copy)
 
 
-async def test_recompress_rewrites_chunks_and_keeps_their_dictionary(db_path: Path) -> None:
+async def test_recompress_rewrites_dictionary_chunks_as_plain_zstd(db_path: Path) -> None:
+    """Chunks an earlier build compressed with a dictionary become plain zstd chunks holding the
+    same messages; unsealed rows are rewritten beside them."""
     messages = transcript(200)
     async with connect(db_path) as conn:
         await SQLiteContextStore(conn, "s").append_many(messages)
+    named = use_dictionaries(db_path)
+    chunk_ids = column(db_path, "SELECT id FROM chunks ORDER BY id")
+    assert chunk_ids and set(column(db_path, f"SELECT flags >> {storage.DICT_SHIFT} FROM chunks")) == {1}
     async with open_database(db_path) as db:
         report = await db.recompress()
-    assert report.dictionary is not None
-    chunk_dicts = set(column(db_path, f"SELECT flags >> {storage.DICT_SHIFT} FROM chunks"))
-    assert chunk_dicts == {report.dictionary}
-    assert column(db_path, "SELECT id FROM zstd_dicts") == [report.dictionary]
+    assert report.rows == named and report.dictionaries_removed == 1
+    assert column(db_path, "SELECT flags FROM chunks") == [storage.FLAG_ZSTD] * len(chunk_ids)
+    assert column(db_path, "SELECT id FROM chunks ORDER BY id") == chunk_ids
+    assert column(db_path, "SELECT id FROM zstd_dicts") == []
     async with connect(db_path) as conn:
         assert await SQLiteContextStore(conn, "s").get_history() == messages
     check_storage(db_path)
@@ -206,7 +212,7 @@ async def test_a_damaged_chunk_is_named_and_nothing_else_is_hurt(db_path: Path, 
             entries = packing.decode_chunk(
                 *db.execute(f"SELECT flags, payload FROM chunks WHERE id = {SECOND}").fetchone()
             )
-            flags, payload = packing.encode_chunk([(r, f, bytes(p)) for r, f, p in entries[:-1]], None)
+            flags, payload = packing.encode_chunk([(r, f, bytes(p)) for r, f, p in entries[:-1]])
             db.execute(f"UPDATE chunks SET flags = ?, payload = ? WHERE id = {SECOND}", (flags, payload))
     db.close()
     async with connect(db_path) as conn:
@@ -240,7 +246,7 @@ async def test_a_damaged_message_inside_a_chunk_is_named_by_position(db_path: Pa
         row = db.execute(f"SELECT flags, payload FROM chunks WHERE id = {SECOND}").fetchone()
         entries = [(r, f, bytes(p)) for r, f, p in packing.decode_chunk(*row)]
         entries[5] = (entries[5][0], 0, msgspec.msgpack.encode([1, 2, 3]))  # not content blocks
-        flags, payload = packing.encode_chunk(entries, None)
+        flags, payload = packing.encode_chunk(entries)
         db.execute(f"UPDATE chunks SET flags = ?, payload = ? WHERE id = {SECOND}", (flags, payload))
         storage.unbind()
     db.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from collections import Counter
@@ -18,10 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from axio_context import Message, TextBlock
 from axio_context_sqlite import SQLiteContextStore, connect
 from axio_context_sqlite.store import chunks
 from tests.procs import SEALING_ENV
+from tests.support.legacy import dictionary_rows, use_dictionaries
 from tests.support.sqlite_checks import check_storage, scalar, texts
+from tests.support.words import prose
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().parents[1] / "procs" / "mp_worker.py"
@@ -150,20 +154,28 @@ async def test_processes_append_to_their_own_sessions(tmp_path: Path, writers: i
 
 
 async def test_recompress_while_other_processes_append(tmp_path: Path) -> None:
-    """One process retrains the compression dictionary and deletes the old ones while two others
-    append compressible messages with whatever dictionary they hold: every append succeeds (one
-    that finds its dictionary gone compresses again), nothing is lost or out of order, and every
-    row's dictionary exists."""
+    """One process rewrites a database off the dictionaries an earlier build trained, again and
+    again, while two others append compressible messages: every append succeeds, nothing is lost
+    or out of order, no row ever names a deleted dictionary, and none is left."""
     db = tmp_path / "recompress.db"
+    old = [
+        Message(role="user", content=[TextBlock(text=f"old-{i} " + prose(random.Random(i), 140))])
+        for i in range(150)
+    ]
+    async with connect(db) as conn:
+        await SQLiteContextStore(conn, "old", project="mp").append_many(old)
+    assert use_dictionaries(db) > 0
     names = ["w0", "w1"]
     jobs = [("append_long", f"s-{name}", name, APPENDS) for name in names]
     jobs.append(("recompress", "r", "r", 12))
     results = run_workers(db, jobs)
 
     check_storage(db)  # includes: every dictionary a row names exists
-    assert sum(results[-1]["removed"]) >= 1  # dictionaries in use by the writers were deleted
+    assert sum(results[-1]["removed"]) == 1  # the earlier build's, once
     assert results[-1]["dangling"] == [0] * 12  # no row ever named a deleted dictionary
+    assert dictionary_rows(db) == 0 and scalar(db, "SELECT count(*) FROM zstd_dicts") == 0
     async with connect(db) as conn:
+        assert await SQLiteContextStore(conn, "old", project="mp").get_history() == old
         for name in names:
             history = texts(await SQLiteContextStore(conn, f"s-{name}", project="mp").get_history())
             assert [t.split(" ", 1)[0] for t in history] == expected_texts(name, APPENDS)

@@ -1,5 +1,5 @@
 """Text that compresses like an agent transcript's: words drawn from a small vocabulary, so
-payloads get compressed and a database trains its compression dictionary."""
+payloads get compressed."""
 
 from __future__ import annotations
 
