@@ -272,9 +272,17 @@ async def run(args: argparse.Namespace, tmp: Path) -> None:
     print(f"workload: {len(data)} sessions x {PER_SESSION} = {total:,} messages, {DIM}-d HashingEmbedder")
 
     a, b = tmp / "append.db", tmp / "reindex.db"
-    secs_a = await build(a, data, embed=True)
-    print(f"  build A, append_many({BATCH}) with embedder: {secs_a:7.1f} s ({total / secs_a:,.0f} msg/s)")
-    if not args.no_reindex_build:
+    agent = load_agent_set()
+    reuse = False
+    if args.db is not None:
+        a = Path(args.db)
+        reuse = a.exists()
+    if reuse:
+        print(f"  database A: reusing {a} (built by an earlier run with --db)")
+    else:
+        secs_a = await build(a, data, embed=True)
+        print(f"  build A, append_many({BATCH}) with embedder: {secs_a:7.1f} s ({total / secs_a:,.0f} msg/s)")
+    if not args.no_reindex_build and not reuse:
         secs_b0 = await build(b, data, embed=False)
         async with open_database(b) as db:
             t0 = time.perf_counter()
@@ -285,9 +293,9 @@ async def run(args: argparse.Namespace, tmp: Path) -> None:
             f" + reindex {secs_b1:.1f} s ({report.embedded:,} embedded) = {secs_b0 + secs_b1:.1f} s"
         )
         b.unlink()
-    agent = load_agent_set()
-    await add_labelled(a, rs)
-    await store_set(a, agent, HashingEmbedder(DIM))
+    if not reuse:
+        await add_labelled(a, rs)
+        await store_set(a, agent, HashingEmbedder(DIM))
 
     queries = [q.query for q in rs.queries] + WORKLOAD_QUERIES
     async with open_database(a) as db:
@@ -398,6 +406,9 @@ def main(argv: list[str] | None = None) -> None:
         "--minilm-among", action="store_true", help="with --minilm(-onnx): re-embed the big database too"
     )
     parser.add_argument("--no-reindex-build", action="store_true", help="skip the reindex build (1M)")
+    parser.add_argument(
+        "--db", default=None, help="keep database A at this path; reuse it when it exists (skips building)"
+    )
     args = parser.parse_args(argv)
     if args.n is None:
         args.n = 10_000 if args.quick else 100_000
