@@ -16,9 +16,10 @@ entries), so a message and its index entries commit together:
   embedded message for a fast coarse KNN, with the filter columns search uses (session, role,
   time). Its width depends on the embedding dimension, so it is created with the first
   embedding rather than in ``schema.sql``. Tables made before also held the session's project,
-  which no search read (see :func:`codes_outdated`); ``reindex`` rebuilds them. A connection without sqlite-vec cannot touch it; when such a connection
-  deletes messages it marks the codes stale (``settings.codes_stale``) and search falls back to
-  the exact scan until ``reindex`` rebuilds them.
+  which no search read (see :func:`codes_outdated`); ``reindex`` rebuilds them. A connection
+  without sqlite-vec cannot touch it; when such a connection deletes messages it marks the codes
+  stale (``settings.codes_stale``) and search falls back to the exact scan until ``reindex``
+  rebuilds them.
 """
 
 from __future__ import annotations
@@ -210,7 +211,9 @@ def codes_outdated(c: Any) -> bool:
     yet vec0 keeps a text column longer than 12 bytes in a side table with its own index: 6.4
     of the 26 MB the codes took at 100,000 messages. ``reindex`` rebuilds such a table.
     """
-    row = c.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (CODES_TABLE,)).fetchone()
+    row = c.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (CODES_TABLE,)
+    ).fetchone()
     return row is not None and " project text" in str(row[0])
 
 
@@ -323,7 +326,11 @@ def copy_index(c: Any, lo_key: int, hi_key: int, dest_sid: int, dest_project: st
                 (lo_key, hi_key),
             ).fetchall()
             insert_codes(
-                c, [(base + position_of(rid), dest_sid, dest_project, role, ts, code) for rid, role, ts, code in codes]
+                c,
+                [
+                    (base + position_of(rid), dest_sid, dest_project, role, ts, code)
+                    for rid, role, ts, code in codes
+                ],
             )
         else:
             _set(c, "codes_stale", "1")

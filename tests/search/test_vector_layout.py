@@ -26,7 +26,9 @@ def codes_sql(path: Path) -> str:
 async def fill(path: Path, sessions: int = 4, per: int = 40) -> None:
     async with connect(path) as conn:
         for s in range(sessions):
-            store = SQLiteContextStore(conn, f"s{s}", f"/work/project-with-a-long-name-{s % 2}", embedder=HashingEmbedder())
+            store = SQLiteContextStore(
+                conn, f"s{s}", f"/work/project-with-a-long-name-{s % 2}", embedder=HashingEmbedder()
+            )
             await store.append_many(
                 [text("user" if i % 2 else "assistant", f"{TOPICS[i % 5]} note {s}-{i}") for i in range(per)]
             )
@@ -34,7 +36,9 @@ async def fill(path: Path, sessions: int = 4, per: int = 40) -> None:
 
 async def fork_and_delete_parent(db: Database) -> str:
     """Fork s1, then delete s1: the fork's inherited rows, and their codes, are copied to it."""
-    parent = SQLiteContextStore(db.connection, "s1", "/work/project-with-a-long-name-1", embedder=HashingEmbedder())
+    parent = SQLiteContextStore(
+        db.connection, "s1", "/work/project-with-a-long-name-1", embedder=HashingEmbedder()
+    )
     child = await parent.fork()
     assert await parent.delete_session()
     hits = await db.search("unicode escapes", mode="semantic", session_id=child.session_id, k=40)
@@ -83,7 +87,9 @@ async def test_the_codes_table_keeps_no_project_column(tmp_path: Path) -> None:
     sql = codes_sql(path)
     assert "project" not in sql and "sid integer" in sql and f"bit[{code_bits(384)}]" in sql
     async with open_database(path) as db:
-        hits = await db.search("socket timeout", mode="semantic", project="/work/project-with-a-long-name-1", k=5)
+        hits = await db.search(
+            "socket timeout", mode="semantic", project="/work/project-with-a-long-name-1", k=5
+        )
         assert hits and all(h.project == "/work/project-with-a-long-name-1" for h in hits)
         assert all("socket timeout" in h.snippet for h in hits)
         status = await db.index_status()
