@@ -82,7 +82,10 @@ def recall_table(x: np.ndarray, v8: np.ndarray, classes: dict[str, np.ndarray]) 
 
     def recall(name: str, pick: list[np.ndarray]) -> float:
         rows = exact[name]
-        hits = [min(10, int((s[got] >= k - 1e-5).sum())) for (_, s), got, k in zip(rows, pick, kth[name])]
+        hits = [
+            min(10, int((s[got] >= k - 1e-5).sum()))
+            for (_, s), got, k in zip(rows, pick, kth[name], strict=True)
+        ]
         return statistics.fmean(hits) / 10
 
     ceiling = {n: recall(n, [np.argsort(-(v8 @ q))[:10] for q, _ in rows]) for n, rows in exact.items()}
@@ -96,7 +99,7 @@ def recall_table(x: np.ndarray, v8: np.ndarray, classes: dict[str, np.ndarray]) 
             row = []
             for name, rows in exact.items():
                 pick = []
-                for (q, _), qc in zip(rows, q_codes[name]):
+                for (q, _), qc in zip(rows, q_codes[name], strict=True):
                     ham = _POPCOUNT[np.bitwise_xor(db_codes, qc)].sum(axis=1)
                     cand = np.argpartition(ham, c)[:c]
                     pick.append(cand[np.argsort(-(v8[cand] @ q))[:10]])
@@ -159,7 +162,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reps", type=int, default=20, help="queries timed per latency cell")
     args = parser.parse_args(argv)
     print(
-        f"sqlite {sqlean.sqlite_version}, numpy {np.__version__}, {os.cpu_count()} cores, load {os.getloadavg()}"
+        f"sqlite {sqlean.sqlite_version}, numpy {np.__version__}, {os.cpu_count()} cores,"
+        f" load {os.getloadavg()}"
     )
     path = Path(args.db)
     data = sessions(args.n) + _set_sessions(load_retrieval_set()) + _set_sessions(load_agent_set())
