@@ -3,9 +3,10 @@ read, an older table with it still written to and searched, and rebuilt smaller 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
-from axio_context.embeddings import HashingEmbedder
+from axio_context.embeddings import HashingEmbedder, Vector
 from axio_context.testing import text
 from axio_context_sqlite import Database, SQLiteContextStore, connect, open_database
 from axio_context_sqlite.store.vec import code_bits, load_sqlite_vec
@@ -125,3 +126,52 @@ async def test_an_older_codes_table_is_used_until_reindex_rebuilds_it_smaller(tm
         again = await db.reindex(HashingEmbedder())
         assert (again.codes_added, again.codes_removed) == (0, 0)
         assert (await db.search("parser brackets", mode="semantic", k=50)).not_embedded == 0
+
+
+class Counting:
+    """Wraps an embedder and records every text it is asked to embed."""
+
+    def __init__(self, inner: HashingEmbedder) -> None:
+        self.inner = inner
+        self.seen: list[str] = []
+
+    @property
+    def model(self) -> str:
+        return self.inner.model
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+        self.seen += texts
+        return await self.inner.embed(texts)
+
+
+async def test_each_distinct_text_of_a_batch_is_embedded_once(tmp_path: Path) -> None:
+    path = tmp_path / "twins.db"
+    repeated = ["tests passed", "continue", "tests passed", "FileNotFoundError: config.toml", "continue"]
+    appending = Counting(HashingEmbedder())
+    async with connect(path) as conn:
+        store = SQLiteContextStore(conn, "on-append", "/p", embedder=appending)
+        await store.append_many([text("user", t) for t in repeated])
+        await SQLiteContextStore(conn, "later", "/p").append_many([text("user", t) for t in repeated * 3])
+    assert sorted(appending.seen) == sorted(set(repeated))
+    async with open_database(path) as db:
+        reindexing = Counting(HashingEmbedder())
+        report = await db.reindex(reindexing, batch_size=8)
+        assert report.embedded == 15 and report.codes_added == 0
+        # two batches of 8 and 7 messages: each distinct text once per batch
+        assert len(reindexing.seen) == 6 and set(reindexing.seen) == set(repeated)
+        assert (await db.vector_space()).embedded == 20
+        twins = await db.similar("later", 0, k=10)
+        same = [h for h in twins if h.score > 0.999]
+        assert {(h.session_id, h.position) for h in same} == {
+            ("later", 5),
+            ("later", 10),
+            ("on-append", 0),
+            ("on-append", 2),
+            ("later", 2),
+            ("later", 7),
+            ("later", 12),
+        }
