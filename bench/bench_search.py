@@ -122,6 +122,14 @@ async def add_labelled(path: Path, rs: RetrievalSet) -> None:
             await SQLiteContextStore(conn, sid, project, embedder=HashingEmbedder(DIM)).append_many(messages)
 
 
+async def has_session(path: Path, session_id: str) -> bool:
+    conn = sqlean.connect(str(path))
+    try:
+        return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
+    finally:
+        conn.close()
+
+
 # --- measuring -----------------------------------------------------------------------------------
 
 
@@ -299,13 +307,16 @@ async def run(args: argparse.Namespace, tmp: Path) -> None:
             f" + reindex {secs_b1:.1f} s ({report.embedded:,} embedded) = {secs_b0 + secs_b1:.1f} s"
         )
         b.unlink()
-    if not reuse:
+    if not reuse or not await has_session(a, rs.messages[0].session_id):
+        # (a reused database may be a build stopped midway: the labelled sets go in now)
         await add_labelled(a, rs)
         await store_set(a, agent, HashingEmbedder(DIM))
 
     queries = [q.query for q in rs.queries] + WORKLOAD_QUERIES
     async with open_database(a) as db:
         status = await db.index_status()
+        if reuse:  # what it holds, not what was asked for
+            total = status.messages - len(rs.messages) - len(agent.messages)
         print(
             f"  database A: {status.messages:,} messages, {status.embedded:,} embedded, semantic via "
             f"{status.semantic}, {a.stat().st_size / 1e6:,.0f} MB"
