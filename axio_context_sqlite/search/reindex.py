@@ -176,6 +176,15 @@ def codes_plan(c: Any) -> tuple[bool, str | None]:
         if dim is None:
             return False, None
         table = indexing.codes_table_exists(c)
+        if table and indexing.codes_outdated(c):
+            # the older layout (with a project column no search reads): built again, smaller
+            c.execute(f"DROP TABLE {CODES_TABLE}")
+            table = False
+            c.execute(
+                "INSERT INTO settings (key, value) VALUES ('codes_stale', '1')"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+            )
+            settings["codes_stale"] = "1"
         any_vector = c.execute("SELECT 1 FROM message_vectors LIMIT 1").fetchone() is not None
         if "codes_stale" not in settings and (table or not any_vector):
             return False, None
@@ -227,11 +236,10 @@ def codes_add(c: Any, ids: Sequence[int]) -> int:
             (ids_json(i for i in ids if i not in have),),
         ).fetchall()
         dim = int(read_settings(c).get("embedding_dimension", "0"))
-        c.executemany(
-            f"INSERT INTO {CODES_TABLE} (rowid, sid, project, role, created_at, code)"
-            " VALUES (?, ?, ?, ?, ?, vec_bit(?))",
+        indexing.insert_codes(
+            c,
             [
-                (mid, sid, project or "", role, ts, binary_code(unit_vector(bytes(vec), dim)))
+                (mid, sid, project, role, ts, binary_code(unit_vector(bytes(vec), dim)))
                 for mid, vec, sid, project, role, ts in rows
             ],
         )
@@ -281,6 +289,8 @@ def quantize_vectors(c: Any, limit: int) -> int:
                 out.append((quantize(values), mid))
             else:  # NaN or zero: never searchable; dropped so that reindex embeds the message again
                 c.execute("DELETE FROM message_vectors WHERE id = ?", (mid,))
+                if indexing.codes_table_exists(c) and indexing.vec_available(c):
+                    c.execute(f"DELETE FROM {CODES_TABLE} WHERE rowid = ?", (mid,))  # one code a vector
         c.executemany("UPDATE message_vectors SET embedding = ? WHERE id = ?", out)
         assert all(is_int8(b, d) for b, _ in out)
     return len(rows)

@@ -63,17 +63,26 @@ async def embed_batch(embedder: Embedder, texts: Sequence[tuple[str, str]], code
 
     Vectors are stored as int8 (:func:`.vec.quantize`). A wrong number of vectors or a vector of
     the wrong width is :class:`EmbeddingMismatchError`: the embedder does not fit the store, and
-    nothing of the batch is used.
+    nothing of the batch is used. Each distinct text is embedded once: identical messages are
+    common in agent transcripts (a tool's same output, "continue", a retried request), and a
+    model such as MiniLM embeds some tens of texts a second on a CPU.
     """
     wanted = [(i, embedding_text(b, t)) for i, (b, t) in enumerate(texts)]
     wanted = [(i, text) for i, text in wanted if text.strip()]
     rows: list[tuple[int, bytes, bytes | None]] = []
     if wanted:
-        vectors = await embed_checked(embedder, [text for _, text in wanted])
-        for (i, _), vector in zip(wanted, vectors, strict=True):
+        distinct = list(dict.fromkeys(text for _, text in wanted))
+        vectors = await embed_checked(embedder, distinct)
+        stored: dict[str, tuple[bytes, bytes | None] | None] = {}
+        for text, vector in zip(distinct, vectors, strict=True):
             if not any(vector) or not all(map(math.isfinite, vector)):
                 # A zero vector would sit near every query, a NaN one at no distance from
                 # anything: neither ranks, so neither is kept; the message stays unembedded.
+                stored[text] = None
                 continue
-            rows.append((i, quantize(vector), binary_code(vector) if codes else None))
+            stored[text] = (quantize(vector), binary_code(vector) if codes else None)
+        for i, text in wanted:
+            kept = stored[text]
+            if kept is not None:
+                rows.append((i, *kept))
     return Embeddings(model=embedder.model, dimension=embedder.dimension, rows=rows)

@@ -13,11 +13,13 @@ entries), so a message and its index entries commit together:
 - ``message_vectors``: one embedding per embedded message, int8 (see :mod:`.vec`; float32 in
   databases written before, until ``reindex`` converts them).
 - ``message_codes`` (sqlite-vec ``vec0``, only where the extension runs): a binary code per
-  embedded message for a fast coarse KNN, with the filter columns search uses. Its width depends
-  on the embedding dimension, so it is created with the first embedding rather than in
-  ``schema.sql``. A connection without sqlite-vec cannot touch it; when such a connection
-  deletes messages it marks the codes stale (``settings.codes_stale``) and search falls back to
-  the exact scan until ``reindex`` rebuilds them.
+  embedded message for a fast coarse KNN, with the filter columns search uses (session, role,
+  time). Its width depends on the embedding dimension, so it is created with the first
+  embedding rather than in ``schema.sql``. Tables made before also held the session's project,
+  which no search read (see :func:`codes_outdated`); ``reindex`` rebuilds them. A connection
+  without sqlite-vec cannot touch it; when such a connection deletes messages it marks the codes
+  stale (``settings.codes_stale``) and search falls back to the exact scan until ``reindex``
+  rebuilds them.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ __all__ = [
     "FLUSH_AT",
     "FOLD_BATCH",
     "EmbeddingRow",
+    "codes_outdated",
     "codes_table_exists",
     "copy_index",
     "delete_index",
@@ -48,6 +51,7 @@ __all__ = [
     "flush_pending",
     "index_all_messages",
     "index_text",
+    "insert_codes",
     "queue_is_long",
     "queue_text",
     "reindex_provider_text",
@@ -196,7 +200,38 @@ def ensure_embedding_settings(c: Any, model: str, dimension: int) -> None:
 def ensure_codes_table(c: Any, dimension: int) -> None:
     c.execute(
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {CODES_TABLE} USING vec0("
-        f"sid integer, project text, role integer, created_at integer, code bit[{code_bits(dimension)}])"
+        f"sid integer, role integer, created_at integer, code bit[{code_bits(dimension)}])"
+    )
+
+
+def codes_outdated(c: Any) -> bool:
+    """Whether the codes table has the layout of older databases, with a ``project`` column.
+
+    No search read it (a project is filtered by its sessions, see :mod:`..search.semantic`),
+    yet vec0 keeps a text column longer than 12 bytes in a side table with its own index: 6.4
+    of the 26 MB the codes took at 100,000 messages. ``reindex`` rebuilds such a table.
+    """
+    row = c.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (CODES_TABLE,)
+    ).fetchone()
+    return row is not None and " project text" in str(row[0])
+
+
+def insert_codes(c: Any, rows: Sequence[tuple[int, int, str | None, int, int, bytes]]) -> None:
+    """Insert ``(rowid, sid, project, role, created_at, code)`` rows into the codes table, in
+    either layout (the project is kept only by an outdated table, until ``reindex``)."""
+    if not rows:
+        return
+    if codes_outdated(c):
+        c.executemany(
+            f"INSERT INTO {CODES_TABLE} (rowid, sid, project, role, created_at, code)"
+            " VALUES (?, ?, ?, ?, ?, vec_bit(?))",
+            [(mid, sid, project or "", role, ts, code) for mid, sid, project, role, ts, code in rows],
+        )
+        return
+    c.executemany(
+        f"INSERT INTO {CODES_TABLE} (rowid, sid, role, created_at, code) VALUES (?, ?, ?, ?, vec_bit(?))",
+        [(mid, sid, role, ts, code) for mid, sid, _, role, ts, code in rows],
     )
 
 
@@ -220,11 +255,7 @@ def store_embeddings(c: Any, model: str, dimension: int, rows: Sequence[Embeddin
     if coded and vec_available(c):
         ensure_codes_table(c, dimension)
         c.executemany(f"DELETE FROM {CODES_TABLE} WHERE rowid = ?", [(r[0],) for r in coded])
-        c.executemany(
-            f"INSERT INTO {CODES_TABLE} (rowid, sid, project, role, created_at, code)"
-            " VALUES (?, ?, ?, ?, ?, vec_bit(?))",
-            [(r[0], r[3], r[4] or "", r[5], r[6], r[2]) for r in coded],
-        )
+        insert_codes(c, [(r[0], r[3], r[4], r[5], r[6], r[2]) for r in coded if r[2] is not None])
         stored = len(coded)
     if stored < len(rows):
         # Vectors without codes: even where no codes table exists yet, since one created later
@@ -294,11 +325,10 @@ def copy_index(c: Any, lo_key: int, hi_key: int, dest_sid: int, dest_project: st
                 f"SELECT rowid, role, created_at, code FROM {CODES_TABLE} WHERE rowid >= ? AND rowid < ?",
                 (lo_key, hi_key),
             ).fetchall()
-            c.executemany(
-                f"INSERT INTO {CODES_TABLE} (rowid, sid, project, role, created_at, code)"
-                " VALUES (?, ?, ?, ?, ?, vec_bit(?))",
+            insert_codes(
+                c,
                 [
-                    (base + position_of(rid), dest_sid, dest_project or "", role, ts, code)
+                    (base + position_of(rid), dest_sid, dest_project, role, ts, code)
                     for rid, role, ts, code in codes
                 ],
             )
