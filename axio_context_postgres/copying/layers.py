@@ -1,0 +1,157 @@
+"""Copying what the layers keep beside the sessions: usage, memory stores, context pools,
+resumable state and framework conversation records, after the sessions themselves.
+
+Each layer is dumped on both sides and compared item by item. An item (a collection, a blob key,
+a pool family, a state...) is named by its key: absent from the destination, it is copied; there
+with the same content, it counts as already there; there with different content, it is a
+conflict, refused with a one-line reason and never overwritten, and the rest is still copied.
+Usage rows have no name: they are compared as a multiset (the same row twice is two requests),
+and the destination gets the difference. Items go in batches, one transaction each, so a second
+run copies nothing and an interrupted one finishes on the next.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Hashable
+from typing import Any, Final
+
+import msgspec
+
+from axio_context.copying import LayerReport, PoolRow
+
+from .sides import Side
+
+__all__ = ["LAYERS", "copy_layers"]
+
+
+def _family_key(rows: list[PoolRow]) -> str:
+    return rows[0].name
+
+
+def _family_content(rows: list[PoolRow]) -> Hashable:
+    """A family with its log positions relative to its oldest entry: two databases' copies of
+    it compare equal (a copy shifts them all by one offset)."""
+    seqs = [e.seq for p in rows for e in p.entries]
+    low = min(seqs) if seqs else None
+
+    def rel(value: int | None) -> int | None:
+        if not value:
+            return value
+        return None if low is None else value - low
+
+    return tuple(
+        (
+            msgspec.structs.replace(p, fork_seq=rel(p.fork_seq), base_seq=rel(p.base_seq) or 0, entries=()),
+            tuple(msgspec.structs.replace(e, seq=rel(e.seq) or 0, ord=rel(e.ord) or 0) for e in p.entries),
+        )
+        for p in rows
+    )
+
+
+def _families(rows: list[PoolRow]) -> list[list[PoolRow]]:
+    """Pools grouped by the root of their parent chain, parents before branches."""
+    root: dict[str, str] = {}
+    groups: dict[str, list[PoolRow]] = {}
+    for p in rows:  # dumped parents first
+        r = p.name if p.parent is None else root.get(p.parent, p.parent)
+        root[p.name] = r
+        groups.setdefault(r, []).append(p)
+    return list(groups.values())
+
+
+class Layer(msgspec.Struct, frozen=True):
+    """How to copy one layer: its items' key and comparable content, a batch size, a label."""
+
+    name: str
+    label: str
+    key: Callable[[Any], str]
+    content: Callable[[Any], Hashable] = lambda item: item
+    batch: int = 200
+
+
+#: In order: graph entities before relationships, sessions (copied first) before states.
+LAYERS: Final = (
+    Layer("collections", "collection", lambda c: c.name, batch=1),
+    Layer("blobs", "blob", lambda b: b.key, batch=1),
+    Layer("graph_entities", "graph entity", lambda e: e.id),
+    Layer("graph_relationships", "graph relationship", lambda r: r.id),
+    Layer("task_lists", "task list", lambda t: t.id, batch=20),
+    Layer("pools", "queue or pool family", _family_key, _family_content, batch=1),
+    Layer("states", "state of session", lambda s: s.session_id),
+    Layer("conversations", "conversation", lambda c: c.id),
+    Layer("conversation_entries", "conversation entry", lambda e: e.id, batch=1000),
+)
+
+Progress = Callable[[str, int, int], object]
+
+
+async def _copy_usage(src: Side, dst: Side, dry_run: bool, progress: Progress | None) -> LayerReport:
+    have = Counter(await dst.dump("usage"))
+    todo = []
+    already = 0
+    for row in await src.dump("usage"):
+        if have[row] > 0:
+            have[row] -= 1
+            already += 1
+        else:
+            todo.append(row)
+    if not dry_run:
+        for start in range(0, len(todo), 500):
+            await dst.load("usage", todo[start : start + 500])
+            if progress is not None:
+                progress("usage", min(start + 500, len(todo)), len(todo))
+    return LayerReport(copied=len(todo), already=already)
+
+
+async def _copy_layer(
+    layer: Layer, src: Side, dst: Side, dry_run: bool, progress: Progress | None
+) -> LayerReport:
+    items = await src.dump(layer.name)
+    theirs = await dst.dump(layer.name)
+    if layer.name == "pools":
+        items, theirs = _families(items), _families(theirs)
+        taken = {p.name for family in theirs for p in family}
+    else:
+        taken = set()
+    there = {layer.key(t): layer.content(t) for t in theirs}
+    report = LayerReport()
+    todo = []
+    for item in items:
+        k = layer.key(item)
+        if k in there:
+            if there[k] == layer.content(item):
+                report.already += 1
+            else:
+                report.conflicts.append(f"{layer.label} {k!r} differs in the destination: not copied")
+        elif layer.name == "pools" and (clash := sorted({p.name for p in item} & taken)):
+            report.conflicts.append(
+                f"pool {clash[0]!r} exists in the destination in another family: not copied"
+            )
+        else:
+            todo.append(item)
+    if dry_run:
+        report.copied = len(todo)
+        return report
+    for start in range(0, len(todo), layer.batch):
+        batch = todo[start : start + layer.batch]
+        for item, written in zip(batch, await dst.load(layer.name, batch), strict=True):
+            if written:
+                report.copied += 1
+            else:
+                report.conflicts.append(
+                    f"{layer.label} {layer.key(item)!r}: the session is not in the destination: not copied"
+                )
+        if progress is not None:
+            progress(layer.name, start + len(batch), len(todo))
+    return report
+
+
+async def copy_layers(
+    src: Side, dst: Side, *, dry_run: bool = False, progress: Progress | None = None
+) -> dict[str, LayerReport]:
+    """Copy every layer's items ``dst`` lacks; the report per layer, usage first."""
+    out = {"usage": await _copy_usage(src, dst, dry_run, progress)}
+    for layer in LAYERS:
+        out[layer.name] = await _copy_layer(layer, src, dst, dry_run, progress)
+    return out
