@@ -19,6 +19,7 @@ from typing import Any, Final
 import msgspec
 
 from axio_context.copying import LayerReport, PoolRow
+from axio_context.transcript.hidden import Renumbering
 
 from .sides import Side
 
@@ -86,11 +87,49 @@ LAYERS: Final = (
 Progress = Callable[[str, int, int], object]
 
 
-async def _copy_usage(src: Side, dst: Side, dry_run: bool, progress: Progress | None) -> LayerReport:
-    have = Counter(await dst.dump("usage"))
+def _renumbered(
+    rows: list[Any], hidden: dict[str, list[int]], field: str, session: str, *, drop_hidden: bool = False
+) -> list[Any]:
+    """``rows`` with their message positions as the copied sessions number them (an export
+    leaves the messages a cleared run hid out); with ``drop_hidden`` a row of a hidden message
+    keeps no position (a usage row: the message is not copied, the spending is)."""
+    if not hidden:
+        return rows
+    out = []
+    for row in rows:
+        gone = hidden.get(getattr(row, session) or "")
+        position: int | None = getattr(row, field)
+        if gone and position is not None:
+            kept: int | None = Renumbering(gone).position(position)
+            if drop_hidden and position in gone:
+                kept = None
+            row = msgspec.structs.replace(row, **{field: kept})
+        out.append(row)
+    return out
+
+
+async def _dump(side: Side, layer: str, hidden: dict[str, list[int]]) -> list[Any]:
+    rows = await side.dump(layer)
+    if layer == "usage":
+        return _renumbered(rows, hidden, "position", "session", drop_hidden=True)
+    if layer == "conversation_entries":
+        return _renumbered(rows, hidden, "position", "session_id")
+    if layer == "conversations":
+        return _renumbered(rows, hidden, "head_position", "head_session")
+    return rows
+
+
+async def _copy_usage(
+    src: Side,
+    dst: Side,
+    hidden: tuple[dict[str, list[int]], dict[str, list[int]]],
+    dry_run: bool,
+    progress: Progress | None,
+) -> LayerReport:
+    have = Counter(await _dump(dst, "usage", hidden[1]))
     todo = []
     already = 0
-    for row in await src.dump("usage"):
+    for row in await _dump(src, "usage", hidden[0]):
         if have[row] > 0:
             have[row] -= 1
             already += 1
@@ -105,10 +144,15 @@ async def _copy_usage(src: Side, dst: Side, dry_run: bool, progress: Progress | 
 
 
 async def _copy_layer(
-    layer: Layer, src: Side, dst: Side, dry_run: bool, progress: Progress | None
+    layer: Layer,
+    src: Side,
+    dst: Side,
+    hidden: tuple[dict[str, list[int]], dict[str, list[int]]],
+    dry_run: bool,
+    progress: Progress | None,
 ) -> LayerReport:
-    items = await src.dump(layer.name)
-    theirs = await dst.dump(layer.name)
+    items = await _dump(src, layer.name, hidden[0])
+    theirs = await _dump(dst, layer.name, hidden[1])
     if layer.name == "pools":
         items, theirs = _families(items), _families(theirs)
         taken = {p.name for family in theirs for p in family}
@@ -151,7 +195,8 @@ async def copy_layers(
     src: Side, dst: Side, *, dry_run: bool = False, progress: Progress | None = None
 ) -> dict[str, LayerReport]:
     """Copy every layer's items ``dst`` lacks; the report per layer, usage first."""
-    out = {"usage": await _copy_usage(src, dst, dry_run, progress)}
+    hidden = (await src.hidden(), await dst.hidden())
+    out = {"usage": await _copy_usage(src, dst, hidden, dry_run, progress)}
     for layer in LAYERS:
-        out[layer.name] = await _copy_layer(layer, src, dst, dry_run, progress)
+        out[layer.name] = await _copy_layer(layer, src, dst, hidden, dry_run, progress)
     return out

@@ -18,6 +18,7 @@ from axio_context_sqlite.store.calls import run
 from axio_context_sqlite.store.transactions import read_tx, write_tx
 from axio_context_sqlite.usage import transfer as sqlite_usage
 
+from .. import sessions as pg_sessions
 from ..memory import transfer as pg_memory
 from ..memory.blobs import PostgresBlobStore
 from ..memory.common import transaction
@@ -78,6 +79,11 @@ class Side:
         session is not here is not)."""
         raise NotImplementedError
 
+    async def hidden(self) -> dict[str, list[int]]:
+        """Per session, the positions ``clear_run`` hid (an export leaves them out and numbers
+        the rest densely, so positions that point at messages are renumbered the same way)."""
+        raise NotImplementedError
+
 
 def _dump(c: Any, fn: Callable[[Any], list[Any]]) -> list[Any]:
     with read_tx(c):
@@ -87,6 +93,16 @@ def _dump(c: Any, fn: Callable[[Any], list[Any]]) -> list[Any]:
 def _load(c: Any, fn: Callable[[Any, Any], object], items: Sequence[Any]) -> list[bool]:
     with write_tx(c):
         return [fn(c, item) is not False for item in items]
+
+
+def _hidden(c: Any) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for session_id, position in c.execute(
+        "SELECT s.id, h.position FROM hidden_messages h JOIN sessions s ON s.sid = h.sid"
+        " ORDER BY s.id, h.position"
+    ):
+        out.setdefault(session_id, []).append(int(position))
+    return out
 
 
 class SQLiteSide(Side):
@@ -100,6 +116,9 @@ class SQLiteSide(Side):
 
     async def load(self, layer: str, items: Sequence[Any]) -> list[bool]:
         return await run(self._conn, _load, SQLITE[layer][1], list(items))
+
+    async def hidden(self) -> dict[str, list[int]]:
+        return await run(self._conn, _hidden)
 
 
 class PostgresSide(Side):
@@ -122,6 +141,14 @@ class PostgresSide(Side):
             return [True] * len(items)
         async with transaction(self._pool) as conn:
             return [await POSTGRES[layer][1](conn, item) is not False for item in items]
+
+    async def hidden(self) -> dict[str, list[int]]:
+        async with transaction(self._pool, readonly=True) as conn:
+            rows = await conn.fetch(
+                "SELECT id, sid, seg, next_position, TRUE AS hides FROM sessions"
+                " WHERE EXISTS (SELECT 1 FROM hidden_messages h WHERE h.sid = sessions.sid)"
+            )
+            return {r["id"]: await pg_sessions.hidden(conn, r) for r in rows}
 
 
 def side_of(db: Any) -> Side:

@@ -21,6 +21,7 @@ from axio_context.pools import ContextItem
 from axio_context.state import ResumableState
 from axio_context.testing import text
 from axio_context.usage_limits import RequestUsage, RunUsage
+from axio_context_postgres import PostgresContextStore, connect
 from axio_context_postgres.copying import CopyAllReport, copy_all
 from axio_context_postgres.copying.layers import LAYERS
 from axio_context_postgres.copying.sides import side_of
@@ -36,6 +37,7 @@ from axio_context_postgres.pools import list_pools as pg_list_pools
 from axio_context_postgres.usage import PostgresUsageRecorder
 from axio_context_sqlite import SQLiteContextStore
 from axio_context_sqlite import connect as sqlite_connect
+from axio_context_sqlite.agents import SQLiteHistoryProvider
 from axio_context_sqlite.cli import cli
 from axio_context_sqlite.database import open_database as open_sqlite
 from axio_context_sqlite.memory import SQLiteBlobStore, SQLiteGraphStore, SQLiteTaskStore, SQLiteVectorStore
@@ -348,3 +350,39 @@ def test_interrupted_copy_finishes_and_dry_run_writes_nothing(fresh_pg_url: str,
     out = run("copy", str(src), fresh_pg_url, "--json")
     assert (out["layers"]["usage"]["copied"], out["layers"]["usage"]["already"]) == (2, 1)
     assert asyncio.run(dumps(fresh_pg_url)) == asyncio.run(dumps(str(src)))
+
+
+async def _fill_cleared(path: Path) -> None:
+    """Usage recorded with messages of a thread one of whose runs was then cleared."""
+    async with sqlite_connect(path) as conn:
+        agents = SQLiteHistoryProvider(conn, project="p")
+        await agents.append("bot", text("user", "first"), session_id="t1")
+        await agents.append("bot", text("assistant", "cleared"), session_id="t1", run_id="r1")
+        sid = (await agents.store("bot", "t1")).session_id
+        usage = SQLiteUsageRecorder(conn, "p")
+        await usage.record(RequestUsage(input_tokens=1), session_id=sid, message=text("user", "after"), at=AT)
+        await agents.clear_run("bot", session_id="t1", run_id="r1")
+
+
+async def _recorded_message(url: str) -> list[tuple[int | None, str]]:
+    pool_ = await connect(url, min_size=1, max_size=2)
+    try:
+        out = []
+        for r in await PostgresUsageRecorder(pool_, "p").records():
+            history = await PostgresContextStore(pool_, r.session_id, project="p").get_history()
+            block = history[r.position].content[0] if r.position is not None else None
+            out.append((r.position, getattr(block, "text", "")))
+        return out
+    finally:
+        await pool_.close()
+
+
+def test_usage_positions_follow_a_cleared_run(fresh_pg_url: str, tmp_path: Path) -> None:
+    src = tmp_path / "src.db"
+    asyncio.run(_fill_cleared(src))
+    report = asyncio.run(copy(str(src), fresh_pg_url))
+    assert report.layers["usage"].copied == 1
+    # "cleared" is not copied (an export leaves a cleared run out): the usage row's message
+    # moved from position 2 to 1 with it, and still names the message it was recorded with.
+    assert asyncio.run(_recorded_message(fresh_pg_url)) == [(1, "after")]
+    assert asyncio.run(copy(str(src), fresh_pg_url)).layers["usage"].already == 1
