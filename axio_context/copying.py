@@ -22,6 +22,7 @@ __all__ = [
     "PoolEntryRow",
     "PoolRow",
     "RelationshipRow",
+    "RunRow",
     "StateRow",
     "TaskListRow",
     "TaskRow",
@@ -161,6 +162,16 @@ class PoolRow(msgspec.Struct, frozen=True):
     created_at: int
     updated_at: int
     entries: tuple[PoolEntryRow, ...]
+
+
+class RunRow(msgspec.Struct, frozen=True):
+    """An agent run (ravi's run id in a thread) and the messages it wrote, as (session id,
+    position) of each session's transcript that shows them, sorted."""
+
+    run_id: str
+    thread_id: str
+    created_at: int
+    tags: tuple[tuple[str, int], ...]
 
 
 class StateRow(msgspec.Struct, frozen=True):

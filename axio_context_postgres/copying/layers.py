@@ -18,12 +18,12 @@ from typing import Any, Final
 
 import msgspec
 
-from axio_context.copying import LayerReport, PoolRow
+from axio_context.copying import LayerReport, PoolRow, RunRow
 from axio_context.transcript.hidden import Renumbering
 
 from .sides import Side
 
-__all__ = ["LAYERS", "copy_layers"]
+__all__ = ["LAYERS", "Layer", "copy_layers", "dump", "families"]
 
 
 def _family_key(rows: list[PoolRow]) -> str:
@@ -50,7 +50,7 @@ def _family_content(rows: list[PoolRow]) -> Hashable:
     )
 
 
-def _families(rows: list[PoolRow]) -> list[list[PoolRow]]:
+def families(rows: list[PoolRow]) -> list[list[PoolRow]]:
     """Pools grouped by the root of their parent chain, parents before branches."""
     root: dict[str, str] = {}
     groups: dict[str, list[PoolRow]] = {}
@@ -71,7 +71,8 @@ class Layer(msgspec.Struct, frozen=True):
     batch: int = 200
 
 
-#: In order: graph entities before relationships, sessions (copied first) before states.
+#: In order: graph entities before relationships; sessions (copied first) before what points at
+#: their messages (states, conversation entries, run tags).
 LAYERS: Final = (
     Layer("collections", "collection", lambda c: c.name, batch=1),
     Layer("blobs", "blob", lambda b: b.key, batch=1),
@@ -82,6 +83,7 @@ LAYERS: Final = (
     Layer("states", "state of session", lambda s: s.session_id),
     Layer("conversations", "conversation", lambda c: c.id),
     Layer("conversation_entries", "conversation entry", lambda e: e.id, batch=1000),
+    Layer("runs", "agent run", lambda r: r.run_id, batch=50),
 )
 
 Progress = Callable[[str, int, int], object]
@@ -108,8 +110,27 @@ def _renumbered(
     return out
 
 
-async def _dump(side: Side, layer: str, hidden: dict[str, list[int]]) -> list[Any]:
+def _visible_tags(runs: list[RunRow], hidden: dict[str, list[int]]) -> list[RunRow]:
+    """Runs with the tags of messages a cleared run hid left out, the rest renumbered."""
+    if not hidden:
+        return runs
+    out = []
+    for run in runs:
+        tags = [
+            (session, Renumbering(hidden[session]).position(p) if session in hidden else p)
+            for session, p in run.tags
+            if p not in hidden.get(session, ())
+        ]
+        out.append(msgspec.structs.replace(run, tags=tuple(sorted(tags))))
+    return out
+
+
+async def dump(side: Side, layer: str, hidden: dict[str, list[int]]) -> list[Any]:
+    """One side's items of ``layer`` as the copy compares them: positions that point at
+    messages renumbered as the copied sessions number them (``hidden``: :meth:`Side.hidden`)."""
     rows = await side.dump(layer)
+    if layer == "runs":
+        return _visible_tags(rows, hidden)
     if layer == "usage":
         return _renumbered(rows, hidden, "position", "session", drop_hidden=True)
     if layer == "conversation_entries":
@@ -126,10 +147,10 @@ async def _copy_usage(
     dry_run: bool,
     progress: Progress | None,
 ) -> LayerReport:
-    have = Counter(await _dump(dst, "usage", hidden[1]))
+    have = Counter(await dump(dst, "usage", hidden[1]))
     todo = []
     already = 0
-    for row in await _dump(src, "usage", hidden[0]):
+    for row in await dump(src, "usage", hidden[0]):
         if have[row] > 0:
             have[row] -= 1
             already += 1
@@ -151,10 +172,10 @@ async def _copy_layer(
     dry_run: bool,
     progress: Progress | None,
 ) -> LayerReport:
-    items = await _dump(src, layer.name, hidden[0])
-    theirs = await _dump(dst, layer.name, hidden[1])
+    items = await dump(src, layer.name, hidden[0])
+    theirs = await dump(dst, layer.name, hidden[1])
     if layer.name == "pools":
-        items, theirs = _families(items), _families(theirs)
+        items, theirs = families(items), families(theirs)
         taken = {p.name for family in theirs for p in family}
     else:
         taken = set()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
+from axio_context_sqlite.agents import transfer as sqlite_runs
 from axio_context_sqlite.memory import blobs as sqlite_blobs
 from axio_context_sqlite.memory import transfer as sqlite_memory
 from axio_context_sqlite.pools import transfer as sqlite_pools
@@ -19,6 +20,7 @@ from axio_context_sqlite.store.transactions import read_tx, write_tx
 from axio_context_sqlite.usage import transfer as sqlite_usage
 
 from .. import sessions as pg_sessions
+from ..agents import transfer as pg_runs
 from ..memory import transfer as pg_memory
 from ..memory.blobs import PostgresBlobStore
 from ..memory.common import transaction
@@ -49,6 +51,7 @@ SQLITE: Final[dict[str, tuple[Callable[[Any], list[Any]], Callable[[Any, Any], o
     "states": (sqlite_records.dump_states, sqlite_records.load_state),
     "conversations": (sqlite_records.dump_conversations, sqlite_records.load_conversation),
     "conversation_entries": (sqlite_records.dump_entries, sqlite_records.load_entry),
+    "runs": (sqlite_runs.dump_runs, sqlite_runs.load_run),
 }
 
 _PgDump = Callable[[Any], Awaitable[list[Any]]]
@@ -65,6 +68,7 @@ POSTGRES: Final[dict[str, tuple[_PgDump, _PgLoad]]] = {
     "states": (pg_records.dump_states, pg_records.load_state),
     "conversations": (pg_records.dump_conversations, pg_records.load_conversation),
     "conversation_entries": (pg_records.dump_entries, pg_records.load_entry),
+    "runs": (pg_runs.dump_runs, pg_runs.load_run),
 }
 
 

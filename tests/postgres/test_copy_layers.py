@@ -22,7 +22,7 @@ from axio_context.state import ResumableState
 from axio_context.testing import text
 from axio_context.usage_limits import RequestUsage, RunUsage
 from axio_context_postgres import PostgresContextStore, connect
-from axio_context_postgres.copying import CopyAllReport, copy_all
+from axio_context_postgres.copying import CopyAllReport, copy_all, layers
 from axio_context_postgres.copying.layers import LAYERS
 from axio_context_postgres.copying.sides import side_of
 from axio_context_postgres.database import open_database as open_postgres
@@ -59,8 +59,15 @@ def run(*args: str, code: int = 0) -> dict[str, Any]:
     return out
 
 
-async def fill(path: Path) -> None:
-    """Every layer on SQLite, through the public APIs."""
+def _cli(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+async def fill(path: Path) -> str:
+    """Every layer on SQLite, through the public APIs; returns the id of a fork made before a
+    run was cleared (it still shows that run)."""
     async with sqlite_connect(path) as conn:
         main = SQLiteContextStore(conn, "main", project="p")
         await main.append(text("user", "hello"))
@@ -104,6 +111,15 @@ async def fill(path: Path) -> None:
         )  # replaced, keeps order
         await queue.clear()
         await save_state(main, ResumableState(subagent_history={"explorer": HIST}, user_prompts=["go"]))
+        agents = SQLiteHistoryProvider(conn, project="p")
+        await agents.append("bot", text("user", "hello bot"), session_id="t1")
+        await agents.append_many(
+            "bot", [text("assistant", "cleared a"), text("user", "cleared b")], session_id="t1", run_id="r1"
+        )
+        await agents.append("bot", text("assistant", "kept"), session_id="t1", run_id="r2")
+        before = await (await agents.store("bot", "t1")).fork()  # still sees run r1
+        await agents.clear_run("bot", session_id="t1", run_id="r1")
+        await agents.append("bot", text("user", "after the clear"), session_id="t1", run_id="r3")
         log = ConversationLog(conn, adapter="pydantic-ai", project="p")
         await log.write(
             "c1",
@@ -115,6 +131,7 @@ async def fill(path: Path) -> None:
             expected_revision=None,
             entries=[("en1", None, text("user", "a question"))],
         )
+        return before.session_id
 
 
 @asynccontextmanager
@@ -127,17 +144,17 @@ async def both(a: str, b: str) -> AsyncIterator[tuple[Any, Any]]:
 
 
 async def dumps(where: str) -> dict[str, Any]:
-    """Every layer's items as the copy compares them (pools: families, positions relative)."""
+    """Every layer's items as the copy compares them (positions as the copied sessions number
+    them, pools as families with positions relative to their oldest entry)."""
     opened = open_postgres(where) if where.startswith("postgresql://") else open_sqlite(where)
     async with opened as db:
         side = side_of(db)
-        out: dict[str, Any] = {"usage": sorted(await side.dump("usage"), key=repr)}
+        hidden = await side.hidden()
+        out: dict[str, Any] = {"usage": sorted(await layers.dump(side, "usage", hidden), key=repr)}
         for layer in LAYERS:
-            items = await side.dump(layer.name)
+            items = await layers.dump(side, layer.name, hidden)
             if layer.name == "pools":
-                from axio_context_postgres.copying.layers import _families
-
-                items = _families(items)
+                items = layers.families(items)
             out[layer.name] = {layer.key(i): layer.content(i) for i in items}
         return out
 
@@ -212,7 +229,7 @@ async def public_reads_postgres(url: str) -> dict[str, Any]:
 
 def test_copy_carries_every_layer_both_ways(fresh_pg_url: str, tmp_path: Path) -> None:
     src = tmp_path / "src.db"
-    asyncio.run(fill(src))
+    before = asyncio.run(fill(src))
     first = asyncio.run(copy(str(src), fresh_pg_url))
     assert first.conflicts == []
     counts = {name: (r.copied, r.already) for name, r in first.layers.items()}
@@ -227,6 +244,7 @@ def test_copy_carries_every_layer_both_ways(fresh_pg_url: str, tmp_path: Path) -
         "states": (1, 0),
         "conversations": (1, 0),
         "conversation_entries": (1, 0),
+        "runs": (3, 0),
     }
     original = asyncio.run(dumps(str(src)))
     assert asyncio.run(dumps(fresh_pg_url)) == original
@@ -245,6 +263,17 @@ def test_copy_carries_every_layer_both_ways(fresh_pg_url: str, tmp_path: Path) -
     assert {n: r["copied"] for n, r in out["layers"].items()} == {n: c for n, (c, _) in counts.items()}
     assert asyncio.run(dumps(str(back))) == original
     assert asyncio.run(public_reads_sqlite(back)) == mine
+    # Run tags: the messages each run wrote, as every reader of a run shows them.
+    for db in (str(src), fresh_pg_url, str(back)):
+        shown = {}
+        for session, run_id in (("t1:bot", "r2"), ("t1:bot", "r3"), (before, "r1")):
+            view = json.loads(_cli("--db", db, "show", session, "--run", run_id, "--json"))
+            shown[session, run_id] = [m["content"][0]["text"] for m in view["messages"]]
+        assert shown == {
+            ("t1:bot", "r2"): ["kept"],
+            ("t1:bot", "r3"): ["after the clear"],
+            (before, "r1"): ["cleared a", "cleared b"],
+        }, db
 
 
 async def _append_after_copy(where: str) -> list[Any]:
