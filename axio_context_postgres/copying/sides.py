@@ -144,6 +144,9 @@ class PostgresSide(Side):
                 await store.load_row(item)
             return [True] * len(items)
         async with transaction(self._pool) as conn:
+            if layer == "usage":  # a batch in a few statements, not a round trip per row
+                await pg_usage.load(conn, items)
+                return [True] * len(items)
             return [await POSTGRES[layer][1](conn, item) is not False for item in items]
 
     async def hidden(self) -> dict[str, list[int]]:

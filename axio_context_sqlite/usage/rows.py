@@ -33,6 +33,7 @@ __all__ = [
     "decode_extras",
     "encode_extras",
     "insert_row",
+    "merge_extras",
     "record",
     "usage_of",
 ]
@@ -84,7 +85,8 @@ def usage_of(counts: Sequence[Any], audio: float, cost: Decimal | None, extras: 
     )
 
 
-def _merge(a: Extras, b: Extras) -> Extras:
+def merge_extras(a: Extras, b: Extras) -> Extras:
+    """``a`` with ``b`` added: counters summed, new keys after ``a``'s in ``b``'s order."""
     d = dict(a.d)
     for k, v in b.d.items():
         d[k] = d.get(k, 0) + v
@@ -190,7 +192,7 @@ def _merge_exact(c: Any, keys: dict[str, str], day: int, usage: RunUsage) -> Non
         if usage.cost is not None:
             cost = str(Decimal(cost) + usage.cost) if cost is not None else str(usage.cost)
         if mine.d or mine.x:
-            blob = _ENCODE.encode(_merge(decode_extras(blob), mine))
+            blob = _ENCODE.encode(merge_extras(decode_extras(blob), mine))
         c.execute(
             "UPDATE usage_rollups SET cost = ?, details = ? WHERE dim = ? AND key = ? AND day = ?",
             (cost, blob, dim, k, day),

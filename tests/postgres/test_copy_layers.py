@@ -74,6 +74,9 @@ async def fill(path: Path) -> str:
         usage = SQLiteUsageRecorder(conn, "p")
         await usage.record(RequestUsage(input_tokens=10, output_tokens=4), session_id="main", run="r1", at=AT)
         await usage.record(RequestUsage(input_tokens=10, output_tokens=4), session_id="main", run="r1", at=AT)
+        for seconds in (0.1, 0.2, 0.7):  # float sums in one order: the same bits on both sides
+            spoken = RunUsage(requests=1, input_tokens=1, audio_seconds=seconds, extra={"beeps": seconds})
+            await usage.record(spoken, session_id="voice", model="m1", at=AT)
         await usage.record(
             RunUsage(
                 requests=1, input_tokens=3, output_tokens=2, cost=Decimal("0.0010"), details={"reasoning": 7}
@@ -234,7 +237,7 @@ def test_copy_carries_every_layer_both_ways(fresh_pg_url: str, tmp_path: Path) -
     assert first.conflicts == []
     counts = {name: (r.copied, r.already) for name, r in first.layers.items()}
     assert counts == {
-        "usage": (3, 0),
+        "usage": (6, 0),
         "collections": (1, 0),
         "blobs": (2, 0),
         "graph_entities": (2, 0),
@@ -251,6 +254,7 @@ def test_copy_carries_every_layer_both_ways(fresh_pg_url: str, tmp_path: Path) -
     mine = asyncio.run(public_reads_sqlite(src))
     assert asyncio.run(public_reads_postgres(fresh_pg_url)) == mine
     assert mine["totals"].input_tokens == 23 and mine["totals"].cost == Decimal("0.0010")
+    assert [u.audio_seconds for k, u in mine["by_model"] if k == "m1"] == [0.1 + 0.2 + 0.7]
     assert mine["big"] == (BIG, "application/octet-stream")
     # A second run copies nothing and changes nothing.
     again = asyncio.run(copy(str(src), fresh_pg_url))
@@ -353,7 +357,7 @@ def test_conflicts_are_refused_and_the_rest_copied(fresh_pg_url: str, tmp_path: 
     # back the same as at the source.
     theirs = asyncio.run(public_reads_postgres_queue(fresh_pg_url))
     assert theirs == ["q4", "only in branch", "after"]  # the limit of 3 pushes q3 out
-    assert len(after["usage"]) == 3 and set(after["blobs"]) == {"big", "small"}
+    assert len(after["usage"]) == 6 and set(after["blobs"]) == {"big", "small"}
 
 
 def test_interrupted_copy_finishes_and_dry_run_writes_nothing(fresh_pg_url: str, tmp_path: Path) -> None:
@@ -372,13 +376,15 @@ def test_interrupted_copy_finishes_and_dry_run_writes_nothing(fresh_pg_url: str,
     asyncio.run(partial())
     dry = run("copy", str(src), fresh_pg_url, "--dry-run", "--json")
     assert dry["dry_run"] is True
-    assert (dry["layers"]["usage"]["copied"], dry["layers"]["usage"]["already"]) == (2, 1)
+    assert (dry["layers"]["usage"]["copied"], dry["layers"]["usage"]["already"]) == (5, 1)
     assert (dry["layers"]["blobs"]["copied"], dry["layers"]["blobs"]["already"]) == (1, 1)
     assert dry["layers"]["pools"]["copied"] == 2
     assert len(asyncio.run(dumps(fresh_pg_url))["usage"]) == 1  # nothing written
     out = run("copy", str(src), fresh_pg_url, "--json")
-    assert (out["layers"]["usage"]["copied"], out["layers"]["usage"]["already"]) == (2, 1)
+    assert (out["layers"]["usage"]["copied"], out["layers"]["usage"]["already"]) == (5, 1)
     assert asyncio.run(dumps(fresh_pg_url)) == asyncio.run(dumps(str(src)))
+    # rollups the first batch made, brought up to date by the second: as recorded one by one
+    assert asyncio.run(public_reads_postgres(fresh_pg_url)) == asyncio.run(public_reads_sqlite(src))
 
 
 async def _fill_cleared(path: Path) -> None:
