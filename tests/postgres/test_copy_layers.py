@@ -421,3 +421,12 @@ def test_usage_positions_follow_a_cleared_run(fresh_pg_url: str, tmp_path: Path)
     # moved from position 2 to 1 with it, and still names the message it was recorded with.
     assert asyncio.run(_recorded_message(fresh_pg_url)) == [(1, "after")]
     assert asyncio.run(copy(str(src), fresh_pg_url)).layers["usage"].already == 1
+
+
+def test_file_to_file_copy_carries_every_layer(tmp_path: Path) -> None:
+    src, dst = tmp_path / "src.db", tmp_path / "dst.db"
+    asyncio.run(fill(src))
+    out = run("copy", str(src), str(dst), "--json")
+    assert out["layers"]["pools"]["copied"] == 2 and out["layers"]["runs"]["copied"] == 3
+    assert asyncio.run(dumps(str(dst))) == asyncio.run(dumps(str(src)))
+    assert asyncio.run(public_reads_sqlite(dst)) == asyncio.run(public_reads_sqlite(src))
