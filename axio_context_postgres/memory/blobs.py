@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator
 from typing import IO, Any, Final
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from axio_context.copying import BlobRow
 from axio_context.memory.blobs import (
     CHUNK_SIZE,
     DEFAULT_CONTENT_TYPE,
@@ -89,7 +90,13 @@ class PostgresBlobStore:
         """Nothing to release: the pool stays open (its owner closes it)."""
 
     async def _put(
-        self, key: str, digest: bytes, size: int, content_type: str, pieces: AsyncIterator[bytes]
+        self,
+        key: str,
+        digest: bytes,
+        size: int,
+        content_type: str,
+        pieces: AsyncIterator[bytes],
+        created_at: int | None = None,
     ) -> BlobInfo:
         async with transaction(self._pool) as conn:
             old = await conn.fetchval("SELECT hash FROM memory_blob_keys WHERE key = $1 FOR UPDATE", key)
@@ -117,7 +124,7 @@ class PostgresBlobStore:
                 key,
                 digest,
                 content_type,
-                now_ms(),
+                now_ms() if created_at is None else created_at,
             )
             if old is not None and bytes(old) != digest:
                 await _free(conn, bytes(old))
@@ -135,6 +142,26 @@ class PostgresBlobStore:
         return await self._put(
             key, hashlib.sha256(data).digest(), len(data), content_type, _bytes_pieces(data)
         )
+
+    async def load_row(self, row: BlobRow) -> None:
+        """Store a copied key with its bytes and creation time (for ``axio-context copy``)."""
+        digest = hashlib.sha256(row.data).digest()
+        await self._put(
+            row.key, digest, len(row.data), row.content_type, _bytes_pieces(row.data), row.created_at
+        )
+
+    async def dump_rows(self) -> list[BlobRow]:
+        """Every key with its bytes and creation time, by key (for ``axio-context copy``)."""
+        async with transaction(self._pool, readonly=True) as conn:
+            keys = await conn.fetch("SELECT key, content_type, created_at FROM memory_blob_keys ORDER BY key")
+            out = []
+            for k in keys:
+                digest = await conn.fetchval("SELECT hash FROM memory_blob_keys WHERE key = $1", k[0])
+                pieces = await conn.fetch(
+                    "SELECT data FROM memory_blob_pieces WHERE hash = $1 ORDER BY seq", digest
+                )
+                out.append(BlobRow(k[0], k[1], int(k[2]), b"".join(p[0] for p in pieces)))
+        return out
 
     async def upload_stream(
         self, key: str, source: BlobSource, content_type: str = DEFAULT_CONTENT_TYPE

@@ -65,7 +65,9 @@ async def _find(conn: Any, name: str) -> tuple[int, int, str] | None:
     return None if row is None else (int(row[0]), int(row[1]), str(row[2]))
 
 
-async def _ensure(conn: Any, name: str, dimension: int, embedder: str) -> tuple[int, int, str]:
+async def _ensure(
+    conn: Any, name: str, dimension: int, embedder: str, created_at: int | None = None
+) -> tuple[int, int, str]:
     """The collection (created with its index when absent), refusing another dimension."""
     found = await _find(conn, name)
     if found is None:
@@ -78,7 +80,7 @@ async def _ensure(conn: Any, name: str, dimension: int, embedder: str) -> tuple[
             name,
             dimension,
             embedder,
-            now_ms(),
+            now_ms() if created_at is None else created_at,
         )
         found = await _find(conn, name)
         assert found is not None
@@ -93,6 +95,12 @@ async def _ensure(conn: Any, name: str, dimension: int, embedder: str) -> tuple[
             f"collection {name!r} exists with {found[1]} dimensions, not {dimension}"
         )
     return found
+
+
+async def ensure_collection(conn: Any, name: str, dimension: int, embedder: str, created_at: int) -> int:
+    """The id of collection ``name``, created (with its index) at ``created_at`` when absent, in
+    the caller's transaction: how a copy brings a collection over with its creation time."""
+    return (await _ensure(conn, name, dimension, embedder, created_at))[0]
 
 
 def _document(row: Any, with_embedding: bool = True) -> Document:

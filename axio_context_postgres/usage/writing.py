@@ -21,7 +21,7 @@ from axio_context_sqlite.usage.rows import ALL_TIME, COLUMNS, Extras, decode_ext
 
 from .. import writes
 
-__all__ = ["Batch", "claim_run", "record"]
+__all__ = ["Batch", "claim_run", "insert_row", "record"]
 
 #: A message ready to append: its encoded row and its preview (see ``PostgresContextStore``).
 Batch = tuple[writes.Encoded, tuple[int, str] | None]
@@ -137,6 +137,23 @@ async def record(
         row, preview = message
         position = await writes.append_rows(conn, session_id, project, [row], preview)
     session_project = await _add_tokens(conn, session_id, project, usage, writes.now_ms())
+    row_id = await insert_row(conn, at, session_id, agent, run, model, session_project, position, usage)
+    return row_id, session_project, position
+
+
+async def insert_row(
+    conn: Any,
+    at: int,
+    session_id: str,
+    agent: str,
+    run: str,
+    model: str,
+    project: str | None,
+    position: int | None,
+    usage: RunUsage,
+) -> int:
+    """Insert one usage row and add it to its rollups (in the caller's transaction); the run's
+    claim and the session's token totals are the caller's (a copy brings them with the session)."""
     counts = [getattr(usage, name) for name in COLUMNS]
     extras = encode_extras(usage)
     keys = {
@@ -144,7 +161,7 @@ async def record(
         "agent": agent,
         "run": run,
         "model": model,
-        "project": session_project or "",
+        "project": project or "",
         "day": "",
     }
     cells = sorted((dim, k, d) for dim, k in keys.items() for d in (at // DAY_MS, ALL_TIME))
@@ -155,7 +172,7 @@ async def record(
         agent,
         run,
         model,
-        session_project,
+        project,
         position,
         *counts,
         float(usage.audio_seconds),
@@ -175,4 +192,4 @@ async def record(
             [r[3] for r in rolled],
             [_ENCODE.encode(_merge(decode_extras(r[4]), mine)) for r in rolled],
         )
-    return int(row_id), session_project, position
+    return int(row_id)

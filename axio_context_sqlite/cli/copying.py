@@ -1,5 +1,6 @@
-"""``axio-context copy SRC DST``: every session from one database to another (a file or a
-postgresql:// URL on either side), lossless, idempotent and resumable."""
+"""``axio-context copy SRC DST``: everything from one database to another (a file or a
+postgresql:// URL on either side): the sessions, then usage, memory stores, context pools,
+resumable state and conversation records; lossless, idempotent and resumable."""
 
 from __future__ import annotations
 
@@ -12,38 +13,61 @@ import click
 from .app import cli, one_line_errors
 from .backends import PostgresExtraMissingError, opener
 from .options import output_options
-from .output import Progress, echo_json
+from .output import StageProgress, echo_json
 
 
 @cli.command("copy")
 @click.argument("src")
 @click.argument("dst")
+@click.option("--dry-run", is_flag=True, help="Count what would be copied; write nothing.")
 @output_options(listing=False)
-def copy(src: str, dst: str, as_json: bool) -> None:
-    """Copy the sessions SRC has and DST lacks (files or postgresql:// URLs); run again to resume."""
+@click.pass_context
+def copy(ctx: click.Context, src: str, dst: str, dry_run: bool, as_json: bool) -> None:
+    """Copy what SRC has and DST lacks (files or postgresql:// URLs): sessions, usage, memory
+    stores, queues and pools, saved state, conversation records. Run again to resume; an item
+    on both sides with different content is refused (exit 1), never overwritten."""
     try:
-        from axio_context_postgres.copying import copy_sessions
+        from axio_context_postgres.copying import copy_all
     except ImportError as exc:
         missing = PostgresExtraMissingError(
             f"copy needs the postgres extra: pip install 'axio-context[postgres]' ({exc})"
         )
         raise click.ClickException(str(missing)) from None
-    progress = Progress()
+    progress = StageProgress()
 
     async def go() -> Any:
         async with contextlib.AsyncExitStack() as stack:
             source = await stack.enter_async_context(opener(src, create=False))
-            target = await stack.enter_async_context(opener(dst))
-            return await copy_sessions(source, target, progress)
+            target = await stack.enter_async_context(opener(dst, create=not dry_run))
+            return await copy_all(source, target, progress, dry_run=dry_run)
 
     try:
         with one_line_errors():
             report = asyncio.run(go())
     finally:
         progress.close()
+    s = report.sessions
     if as_json:
-        echo_json({"copied": report.copied, "already": report.already, "messages": report.messages})
-        return
-    click.echo(
-        f"copied {report.copied} session(s), {report.messages} message(s); {report.already} already there"
-    )
+        echo_json(
+            {
+                "copied": s.copied,
+                "already": s.already,
+                "messages": s.messages,
+                "dry_run": dry_run,
+                "layers": {
+                    name: {"copied": r.copied, "already": r.already, "conflicts": r.conflicts}
+                    for name, r in report.layers.items()
+                },
+            }
+        )
+    else:
+        verb = "would copy" if dry_run else "copied"
+        click.echo(f"{verb} {s.copied} session(s), {s.messages} message(s); {s.already} already there")
+        for name, r in report.layers.items():
+            if r.copied or r.already or r.conflicts:
+                refused = f", {len(r.conflicts)} refused" if r.conflicts else ""
+                click.echo(f"{name}: {verb} {r.copied}, {r.already} already there{refused}")
+    for line in report.conflicts:
+        click.echo(f"Error: {line}", err=True)
+    if report.conflicts:
+        ctx.exit(1)

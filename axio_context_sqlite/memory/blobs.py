@@ -27,6 +27,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import aiosqlite
 
+from axio_context.copying import BlobRow
 from axio_context.memory.blobs import (
     CHUNK_SIZE,
     DEFAULT_CONTENT_TYPE,
@@ -46,7 +47,7 @@ from ..store.connection import connect
 from ..store.keys import now_ms
 from ..store.transactions import read_tx, write_tx
 
-__all__ = ["INLINE_MAX", "URL_SCHEME", "SQLiteBlobStore", "open_blob_url"]
+__all__ = ["INLINE_MAX", "URL_SCHEME", "SQLiteBlobStore", "dump_rows", "load_row", "open_blob_url"]
 
 #: Largest blob kept in one row; larger ones are stored in pieces.
 INLINE_MAX: Final = CHUNK_SIZE
@@ -59,7 +60,15 @@ def _info(row: Any) -> BlobInfo:
     return BlobInfo(str(row[0]), int(row[1]), str(row[2]), bytes(row[3]).hex())
 
 
-def _put(c: Any, key: str, digest: bytes, size: int, content_type: str, pieces: _Pieces) -> BlobInfo:
+def _put(
+    c: Any,
+    key: str,
+    digest: bytes,
+    size: int,
+    content_type: str,
+    pieces: _Pieces,
+    created_at: int | None = None,
+) -> BlobInfo:
     """Point ``key`` at the bytes ``pieces`` yields (``digest``, ``size``), storing them unless
     the database already has them, in one transaction."""
     with write_tx(c):
@@ -71,7 +80,7 @@ def _put(c: Any, key: str, digest: bytes, size: int, content_type: str, pieces: 
             "INSERT INTO memory_blob_keys (key, hash, size, content_type, created_at) VALUES (?, ?, ?, ?, ?)"
             " ON CONFLICT (key) DO UPDATE SET hash = excluded.hash, size = excluded.size,"
             " content_type = excluded.content_type, created_at = excluded.created_at",
-            (key, digest, size, content_type, now_ms()),
+            (key, digest, size, content_type, now_ms() if created_at is None else created_at),
         )
         if old != digest:
             if c.execute("SELECT 1 FROM blobs WHERE hash = ?", (digest,)).fetchone() is not None:
@@ -90,6 +99,37 @@ def _put(c: Any, key: str, digest: bytes, size: int, content_type: str, pieces: 
             if old is not None:
                 _release(c, old)
     return BlobInfo(key, size, content_type, digest.hex())
+
+
+def dump_rows(c: Any) -> list[BlobRow]:
+    """Every key with its bytes, by key (for ``axio-context copy``)."""
+    with read_tx(c):
+        keys = c.execute("SELECT key, content_type, created_at FROM memory_blob_keys ORDER BY key").fetchall()
+        out = []
+        for key, content_type, created_at in keys:
+            found = _download(c, key)
+            assert found is not None  # inside this snapshot
+            out.append(BlobRow(key, content_type, int(created_at), found[0]))
+        return out
+
+
+def load_row(c: Any, row: BlobRow) -> None:
+    """Store a copied key with its bytes and creation time, in one transaction."""
+    data = row.data
+
+    def pieces() -> Iterator[bytes]:
+        for start in range(0, len(data), CHUNK_SIZE):
+            yield data[start : start + CHUNK_SIZE]
+
+    _put(
+        c,
+        row.key,
+        hashlib.sha256(data).digest(),
+        len(data),
+        row.content_type,
+        pieces,
+        row.created_at,
+    )
 
 
 def _release(c: Any, digest: bytes) -> None:

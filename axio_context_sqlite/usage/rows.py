@@ -32,6 +32,8 @@ __all__ = [
     "Extras",
     "decode_extras",
     "encode_extras",
+    "insert_row",
+    "merge_extras",
     "record",
     "usage_of",
 ]
@@ -83,7 +85,8 @@ def usage_of(counts: Sequence[Any], audio: float, cost: Decimal | None, extras: 
     )
 
 
-def _merge(a: Extras, b: Extras) -> Extras:
+def merge_extras(a: Extras, b: Extras) -> Extras:
+    """``a`` with ``b`` added: counters summed, new keys after ``a``'s in ``b``'s order."""
     d = dict(a.d)
     for k, v in b.d.items():
         d[k] = d.get(k, 0) + v
@@ -135,43 +138,48 @@ def record(
             "SELECT sid, next_position, project FROM sessions WHERE id = ?", (session_id,)
         ).fetchone()
         position = next_position - 1 if message is not None else None
-        counts = [getattr(usage, name) for name in COLUMNS]
-        cost = None if usage.cost is None else str(usage.cost)
-        extras = encode_extras(usage)
         message_id = None if position is None else key(sid, position)
-        row = c.execute(
-            _INSERT + " RETURNING id",
-            (
-                at,
-                session_id,
-                agent,
-                run,
-                model,
-                session_project,
-                message_id,
-                *counts,
-                usage.audio_seconds,
-                cost,
-                extras,
-            ),
-        ).fetchone()
-        days = (at // DAY_MS, ALL_TIME)
-        keys = {
-            "session": session_id,
-            "agent": agent,
-            "run": run,
-            "model": model,
-            "project": session_project or "",
-            "day": "",
-        }
-        c.executemany(
-            _UPSERT,
-            [(dim, k, d, *counts, usage.audio_seconds, at, at) for dim, k in keys.items() for d in days],
-        )
-        if cost is not None or extras is not None:
-            for d in days:
-                _merge_exact(c, keys, d, usage)
-    return int(row[0]), session_project, position
+        row_id = insert_row(c, at, session_id, agent, run, model, session_project, message_id, usage)
+    return row_id, session_project, position
+
+
+def insert_row(
+    c: Any,
+    at: int,
+    session_id: str,
+    agent: str,
+    run: str,
+    model: str,
+    project: str | None,
+    message_id: int | None,
+    usage: RunUsage,
+) -> int:
+    """Insert one usage row and add it to its rollups (inside the caller's transaction); the
+    session's token totals are the caller's (a copy brings them with the session)."""
+    counts = [getattr(usage, name) for name in COLUMNS]
+    cost = None if usage.cost is None else str(usage.cost)
+    extras = encode_extras(usage)
+    row = c.execute(
+        _INSERT + " RETURNING id",
+        (at, session_id, agent, run, model, project, message_id, *counts, usage.audio_seconds, cost, extras),
+    ).fetchone()
+    days = (at // DAY_MS, ALL_TIME)
+    keys = {
+        "session": session_id,
+        "agent": agent,
+        "run": run,
+        "model": model,
+        "project": project or "",
+        "day": "",
+    }
+    c.executemany(
+        _UPSERT,
+        [(dim, k, d, *counts, usage.audio_seconds, at, at) for dim, k in keys.items() for d in days],
+    )
+    if cost is not None or extras is not None:
+        for d in days:
+            _merge_exact(c, keys, d, usage)
+    return int(row[0])
 
 
 def _merge_exact(c: Any, keys: dict[str, str], day: int, usage: RunUsage) -> None:
@@ -184,7 +192,7 @@ def _merge_exact(c: Any, keys: dict[str, str], day: int, usage: RunUsage) -> Non
         if usage.cost is not None:
             cost = str(Decimal(cost) + usage.cost) if cost is not None else str(usage.cost)
         if mine.d or mine.x:
-            blob = _ENCODE.encode(_merge(decode_extras(blob), mine))
+            blob = _ENCODE.encode(merge_extras(decode_extras(blob), mine))
         c.execute(
             "UPDATE usage_rollups SET cost = ?, details = ? WHERE dim = ? AND key = ? AND day = ?",
             (cost, blob, dim, k, day),

@@ -1,4 +1,4 @@
-"""Copying every session from one database to another: SQLite to PostgreSQL, back, or alike.
+"""Copying the sessions from one database to another: SQLite to PostgreSQL, back, or alike.
 
 A copy is the lossless export of the sessions the destination lacks, imported there one
 session per transaction. So it is idempotent (a second run copies nothing) and resumable (an
@@ -33,13 +33,17 @@ async def _ids(db: Any) -> list[str]:
 
 
 async def copy_sessions(
-    src: Any, dst: Any, progress: Callable[[int, int], object] | None = None
+    src: Any, dst: Any, progress: Callable[[int, int], object] | None = None, *, dry_run: bool = False
 ) -> CopyReport:
     """Copy the sessions of ``src`` that ``dst`` lacks (by id), oldest first; ``progress(done,
-    total)`` counts messages exported."""
+    total)`` counts messages exported. ``dry_run``: count what would be copied, write nothing."""
     have = set(await _ids(dst))
-    wanted = [i for i in await _ids(src) if i not in have]
-    already = len(set(await _ids(src)) & have)
+    source = await _ids(src)
+    wanted = [i for i in source if i not in have]
+    already = len(set(source) & have)
+    if dry_run:
+        counts = {s.session_id: s.message_count for s in (await src.list_sessions(limit=None)).sessions}
+        return CopyReport(copied=len(wanted), already=already, messages=sum(counts[i] for i in wanted))
     if not wanted:
         return CopyReport(copied=0, already=already, messages=0)
     fd, name = tempfile.mkstemp(prefix="axio-copy-", suffix=".jsonl")
