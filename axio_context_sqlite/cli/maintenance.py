@@ -19,17 +19,15 @@ from .memory import memory_stats_lines
 from .options import Count, When, chosen_project, one_format, output_options, project_option, stored_project
 from .output import (
     SESSION_COLUMNS,
-    Column,
     echo_json,
     emit,
     human_size,
     info_dict,
     info_row,
     shown_for_infos,
-    tilde,
     visible,
 )
-from .postgres_stats import postgres_stats
+from .postgres_stats import postgres_stats, project_table
 
 
 @cli.command()
@@ -70,30 +68,7 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
     click.echo(f"vectors    {s.vectors:,} embedding(s), {human_size(s.vector_bytes)}")
     click.echo(f"compaction {s.checkpoints:,} checkpoint(s)")
     click.echo("\n".join(memory_stats_lines(mem)))
-    if s.by_project:
-        click.echo("")
-        rows = [
-            {
-                "project": tilde(p.project) or "(none)",
-                "sessions": f"{p.sessions:,}",
-                "messages": f"{p.messages:,}",
-                "in": f"{p.input_tokens:,}",
-                "out": f"{p.output_tokens:,}",
-            }
-            for p in s.by_project
-        ]
-        emit(
-            rows,
-            [
-                Column("project", "PROJECT", 48),
-                Column("sessions", "SESSIONS", right=True),
-                Column("messages", "MESSAGES", right=True),
-                Column("in", "IN", right=True),
-                Column("out", "OUT", right=True),
-            ],
-            False,
-            False,
-        )
+    project_table(s.by_project)
 
 
 #: Sessions prune's confirmation names; the rest are counted.

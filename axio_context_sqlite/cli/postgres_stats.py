@@ -10,7 +10,7 @@ import msgspec
 
 from .output import Column, echo_json, emit, human_size, tilde
 
-__all__ = ["postgres_stats"]
+__all__ = ["postgres_stats", "project_table"]
 
 
 def postgres_stats(s: Any, where: str, as_json: bool, nl: bool) -> None:
@@ -37,27 +37,29 @@ def postgres_stats(s: Any, where: str, as_json: bool, nl: bool) -> None:
         False,
         False,
     )
-    if s.by_project:
-        click.echo("")
-        rows = [
-            {
-                "project": tilde(p.project) or "(none)",
-                "sessions": f"{p.sessions:,}",
-                "messages": f"{p.messages:,}",
-                "in": f"{p.input_tokens:,}",
-                "out": f"{p.output_tokens:,}",
-            }
-            for p in s.by_project
-        ]
-        emit(
-            rows,
-            [
-                Column("project", "PROJECT", 48),
-                Column("sessions", "SESSIONS", right=True),
-                Column("messages", "MESSAGES", right=True),
-                Column("in", "IN", right=True),
-                Column("out", "OUT", right=True),
-            ],
-            False,
-            False,
-        )
+    project_table(s.by_project)
+
+
+def project_table(by_project: Any) -> None:
+    """The per-project lines of ``stats`` (both backends): sessions, messages, tokens in and out."""
+    if not by_project:
+        return
+    click.echo("")
+    rows = [
+        {
+            "project": tilde(p.project) or "(none)",
+            "sessions": f"{p.sessions:,}",
+            "messages": f"{p.messages:,}",
+            "in": f"{p.input_tokens:,}",
+            "out": f"{p.output_tokens:,}",
+        }
+        for p in by_project
+    ]
+    columns = [
+        Column("project", "PROJECT", 48),
+        Column("sessions", "SESSIONS", right=True),
+        Column("messages", "MESSAGES", right=True),
+        Column("in", "IN", right=True),
+        Column("out", "OUT", right=True),
+    ]
+    emit(rows, columns, False, False)
