@@ -128,6 +128,8 @@ async def add_labelled(path: Path, rs: RetrievalSet, emb: Embedder | None = None
 def session_length(path: Path, session_id: str) -> int:
     """Messages of one session (0 when absent): an earlier run's append-cost session is no part of
     the workload a read-only run counts."""
+    if not path.is_file():
+        return 0
     conn = sqlean.connect(f"file:{path}?mode=ro", uri=True)
     try:
         row = conn.execute("SELECT next_position FROM sessions WHERE id = ?", (session_id,)).fetchone()
@@ -296,7 +298,7 @@ async def labelled_only(args: argparse.Namespace, tmp: Path) -> None:
     measured as it is), and alone in small databases of their own. Seconds, not a rebuild."""
     rs, agent = load_retrieval_set(), load_agent_set()
     path = Path(args.db)
-    if not path.exists() or not await has_session(path, rs.messages[0].session_id):
+    if not session_length(path, rs.messages[0].session_id):
         raise SystemExit(f"--labelled-only needs --db naming a database that holds the labelled sets: {path}")
     print(f"load average {os.getloadavg()[0]:.1f}; {path} read-only")
     async with open_database(path, readonly=True) as db:
