@@ -141,7 +141,7 @@ class Ranked(msgspec.Struct):
 #: with all-MiniLM-L6-v2), tests/data/retrieval.json held out; the figures are in docs/search.md.
 FUSION_K: int = 60
 COVERAGE_POWER: float = 5.0
-SEMANTIC_FLOOR: float = 0.25
+SEMANTIC_FLOOR: float = 0.5
 MARGIN_POWER: float = 2.0
 
 
