@@ -137,8 +137,8 @@ class Ranked(msgspec.Struct):
 #: best hit holds (:func:`.keyword.term_coverage`); the semantic ranking weighs
 #: ``max(SEMANTIC_FLOOR, 1 - c ** COVERAGE_POWER) * m ** MARGIN_POWER``, ``m`` how far its nearest
 #: message stands out (:func:`semantic_margin`). Chosen on tests/data/agent_retrieval.json (alone,
-#: among 100,000 and 1,000,000 workload messages with the hashing embedder, alone and among 10,000
-#: with all-MiniLM-L6-v2), tests/data/retrieval.json held out; the figures are in docs/search.md.
+#: among 100,000 and 1,000,000 workload messages with the hashing embedder, alone with
+#: all-MiniLM-L6-v2), tests/data/retrieval.json held out; the figures are in docs/search.md.
 FUSION_K: int = 60
 COVERAGE_POWER: float = 5.0
 SEMANTIC_FLOOR: float = 0.5
@@ -148,7 +148,7 @@ MARGIN_POWER: float = 2.0
 def semantic_margin(sem: list[tuple[int, float]]) -> float:
     """How far the semantic ranking's nearest message stands above the rest, from 0 to 1:
     ``(s1 - s50) / (1 - s50)`` with ``s1`` its cosine similarity and ``s50`` that of the
-    :data:`.query.DEPTH`-th (0 when the ranking is shorter: nothing else was near).
+    :data:`.query.DEPTH`-th, taken as 0 when the ranking is shorter (nothing else was near).
 
     Among many messages a lexical embedder puts dozens at about the same small similarity, and
     its first is then no better than its fiftieth; a nearest message well above the crowd is
