@@ -17,8 +17,9 @@ A search is one thread hop and one read snapshot (the query is embedded just bef
   Messages whose cosine similarity to the query is at most :data:`MIN_SIMILARITY` are no hits.
   Messages with text and no embedding cannot be found this way: the results count them
   (``not_embedded``; ``reindex`` embeds them).
-- **hybrid**: reciprocal rank fusion (:mod:`.ranking`) of the top :data:`DEPTH` of each, a
-  keyword hit's share weighted by how much of the query it holds (:func:`.hits.rank`). When
+- **hybrid**: reciprocal rank fusion (:mod:`.ranking`) of the top :data:`DEPTH` of each, each
+  ranking weighted by its own confidence: keyword by how much of the query its best hit holds,
+  semantic by how far its nearest message stands above its fiftieth (:func:`.hits.fusion_weights`). When
   the query has words, no message contains any of them and the nearest in meaning is weak, a
   hybrid search shows nothing: the messages nearest in meaning are withheld (counted in
   ``withheld``, with a note that semantic mode shows them). Weak: always for the lexical hashing

@@ -13,11 +13,11 @@ from ..store.keys import iso
 from ..store.message_rows import ROLE_NAMES
 from ..store.packing import ROW_ERRORS
 from . import snippets
-from .query import Query
+from .query import DEPTH, Query
 from .ranking import reciprocal_rank_fusion
 from .scope import Scope, ids_json
 
-__all__ = ["Ranked", "SearchHit", "SearchResults", "build_hits", "rank"]
+__all__ = ["Ranked", "SearchHit", "SearchResults", "build_hits", "fusion_weights", "rank", "semantic_margin"]
 
 _LOW: Final = (1 << keys.SHIFT) - 1
 
@@ -131,17 +131,41 @@ class Ranked(msgspec.Struct):
     semantic_rank: int | None
 
 
-#: Hybrid fusion (see :func:`rank`). Weighted reciprocal rank fusion with the usual constant; the
-#: keyword ranking weighs ``c ** COVERAGE_POWER``, with ``c`` the IDF-weighted share of the
-#: query's terms its best hit holds (:func:`.keyword.term_coverage`), the semantic ranking
-#: ``1 - c ** COVERAGE_POWER``, at least ``SEMANTIC_FLOOR``. Chosen on
-#: tests/data/agent_retrieval.json, alone and among 10,000 workload messages, with the hashing
-#: and the all-MiniLM-L6-v2 embedders (docs/search.md has the figures): weighting each keyword hit
-#: by its own coverage did better with MiniLM alone but reordered bm25's list, and fell below
-#: keyword search among 10,000 messages.
+#: Hybrid fusion (see :func:`rank` and docs/search.md "Hybrid search"): weighted reciprocal rank
+#: fusion with the usual constant, each ranking weighted by its own confidence. The keyword
+#: ranking weighs ``c ** COVERAGE_POWER``, ``c`` the IDF-weighted share of the query's terms its
+#: best hit holds (:func:`.keyword.term_coverage`); the semantic ranking weighs
+#: ``max(SEMANTIC_FLOOR, 1 - c ** COVERAGE_POWER) * m ** MARGIN_POWER``, ``m`` how far its nearest
+#: message stands out (:func:`semantic_margin`). Chosen on tests/data/agent_retrieval.json (alone,
+#: among 100,000 and 1,000,000 workload messages with the hashing embedder, alone with
+#: all-MiniLM-L6-v2), tests/data/retrieval.json held out; the figures are in docs/search.md
+#: (MiniLM among 10,000 messages still ranks plain keyword questions below semantic alone).
 FUSION_K: int = 60
-COVERAGE_POWER: float = 3.0
-SEMANTIC_FLOOR: float = 0.25
+COVERAGE_POWER: float = 5.0
+SEMANTIC_FLOOR: float = 0.5
+MARGIN_POWER: float = 2.0
+
+
+def semantic_margin(sem: list[tuple[int, float]]) -> float:
+    """How far the semantic ranking's nearest message stands above the rest, from 0 to 1:
+    ``(s1 - s50) / (1 - s50)`` with ``s1`` its cosine similarity and ``s50`` that of the
+    :data:`.query.DEPTH`-th, taken as 0 when the ranking is shorter (nothing else was near).
+
+    Among many messages a lexical embedder puts dozens at about the same small similarity, and
+    its first is then no better than its fiftieth; a nearest message well above the crowd is
+    meaning's confident answer.
+    """
+    if not sem:
+        return 0.0
+    first = 1.0 - sem[0][1] ** 2 / 2.0
+    last = 1.0 - sem[DEPTH - 1][1] ** 2 / 2.0 if len(sem) >= DEPTH else 0.0
+    return max(0.0, first - last) / max(1e-9, 1.0 - last)
+
+
+def fusion_weights(coverage: dict[int, float], sem: list[tuple[int, float]]) -> tuple[float, float]:
+    """The (keyword, semantic) weights of a hybrid search (see :data:`COVERAGE_POWER`)."""
+    full = max(coverage.values(), default=0.0) ** COVERAGE_POWER
+    return full, max(SEMANTIC_FLOOR, 1.0 - full) * semantic_margin(sem) ** MARGIN_POWER
 
 
 def rank(
@@ -150,6 +174,9 @@ def rank(
     sem: list[tuple[int, float]],
     coverage: dict[int, float] | None = None,
 ) -> list[Ranked]:
+    """The ranked message ids of a search from its keyword ranking (``(id, bm25)``, best first),
+    its semantic one (``(id, distance)`` between unit vectors, nearest first) and, for a hybrid
+    search, the share of the query each keyword hit holds."""
     if q.mode == "keyword":
         return [Ranked(mid, 0.0 - bm25, i, None) for i, (mid, bm25) in enumerate(kw[: q.k], 1)]
     if q.mode == "semantic":
@@ -157,11 +184,10 @@ def rank(
         return [Ranked(mid, 1.0 - d * d / 2.0, None, i) for i, (mid, d) in enumerate(sem[: q.k], 1)]
     weights = [1.0, 1.0]
     if coverage is not None:
-        # how much of the query the best keyword hit holds: all of it (an identifier, a question
-        # in the message's words) and keyword leads; little (a paraphrase's common word) and
-        # meaning leads
-        full = max(coverage.values(), default=0.0) ** COVERAGE_POWER
-        weights = [full, max(SEMANTIC_FLOOR, 1.0 - full)]
+        # all of the query in a keyword hit (an identifier, a question in the message's words) and
+        # keyword leads; little of it (a paraphrase's common word) and meaning leads, as far as
+        # its nearest message stands out from the crowd
+        weights = list(fusion_weights(coverage, sem))
     fused = reciprocal_rank_fusion(
         [[m for m, _ in kw], [m for m, _ in sem]], k=FUSION_K, limit=q.k, weights=weights
     )

@@ -18,6 +18,7 @@ from axio_context.testing import text
 from axio_context_sqlite import SQLiteContextStore, connect, open_database
 from tests.data import make_agent_set
 from tests.support.labelled import KINDS, load_agent_set, measure, store_set
+from tests.support.retrieval_set import load_retrieval_set
 from tests.support.sqlite_checks import raw_connect
 
 EMB = HashingEmbedder()
@@ -35,7 +36,8 @@ def test_the_set_is_large_balanced_and_as_the_script_writes_it() -> None:
 
 async def test_hybrid_is_never_below_its_best_part(tmp_path: Path) -> None:
     """Per query class and overall, with the hashing embedder: hybrid's recall@5 is at least the
-    better of keyword and semantic, less one query's worth (noise: one query of 58)."""
+    better of keyword and semantic (no slack: the fusion weighs each ranking by its own
+    confidence, see hits.fusion_weights), and its MRR at least the better of theirs overall."""
     rs = load_agent_set()
     path = tmp_path / "labelled.db"
     await store_set(path, rs, EMB)
@@ -43,12 +45,26 @@ async def test_hybrid_is_never_below_its_best_part(tmp_path: Path) -> None:
         scores = await measure(db, rs, EMB)
     for kind in (*KINDS, "all"):
         best = max(scores["keyword"][kind].recall, scores["semantic"][kind].recall)
-        slack = 1.0 / scores["hybrid"][kind].queries
-        assert scores["hybrid"][kind].recall >= best - slack - 1e-9, (kind, scores)
+        assert scores["hybrid"][kind].recall >= best - 1e-9, (kind, scores)
+    assert scores["hybrid"]["all"].mrr >= max(scores["keyword"]["all"].mrr, scores["semantic"]["all"].mrr)
     # what the set measured when it was written, less a margin: a change that makes search worse fails
     assert scores["keyword"]["identifier"].recall == 1.0 and scores["hybrid"]["identifier"].recall == 1.0
     assert scores["hybrid"]["identifier"].mrr >= 0.97
-    assert scores["hybrid"]["keyword"].recall >= 0.75 and scores["hybrid"]["all"].mrr >= 0.54
+    assert scores["hybrid"]["keyword"].recall >= 0.79 and scores["hybrid"]["all"].mrr >= 0.555
+
+
+async def test_hybrid_is_never_below_its_best_part_on_the_held_out_set(tmp_path: Path) -> None:
+    """tests/data/retrieval.json played no part in choosing the fusion's constants: on it too
+    hybrid's recall@5 is at least the better of keyword and semantic, overall and per class."""
+    rs = load_retrieval_set()
+    path = tmp_path / "held_out.db"
+    await store_set(path, rs, EMB)
+    async with open_database(path) as db:
+        scores = await measure(db, rs, EMB)
+    for kind in scores["hybrid"]:
+        best = max(scores["keyword"][kind].recall, scores["semantic"][kind].recall)
+        assert scores["hybrid"][kind].recall >= best - 1e-9, (kind, scores)
+    assert scores["hybrid"]["all"].recall > scores["keyword"]["all"].recall
 
 
 def _tie_aware_recall(found: Sequence[int], sims: np.ndarray, k: int) -> float:

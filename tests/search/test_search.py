@@ -33,7 +33,7 @@ from axio_context_sqlite.database import Database, open_database
 from axio_context_sqlite.search import keyword as keyword_module
 from axio_context_sqlite.search import semantic as search_module
 from axio_context_sqlite.search.hits import SEMANTIC_FLOOR
-from axio_context_sqlite.search.query import MAX_QUERY_CHARS, MAX_QUERY_WORDS
+from axio_context_sqlite.search.query import DEPTH, MAX_QUERY_CHARS, MAX_QUERY_WORDS
 from tests.support.sqlite_checks import raw_connect
 
 MODES = ("keyword", "semantic", "hybrid")
@@ -136,8 +136,11 @@ async def test_hybrid_fuses_both_rankings(db: Database) -> None:
     assert (top.session_id, top.position) == ("jsonkit-crash", 0)
     assert top.keyword_rank == 1 and top.semantic_rank == 1
     # weighted RRF, k = 60: the top hit holds every word of the query (coverage 1), so keyword
-    # weighs 1 and semantic its floor (see hits.rank)
-    assert top.score == pytest.approx((1 + SEMANTIC_FLOOR) / 61)
+    # weighs 1 and semantic its floor times the square of how far its nearest stands out: here
+    # fewer than 50 messages are near at all, so that is the nearest's own cosine (see hits.rank)
+    near = await db.search("parser crashes nested", mode="semantic", k=DEPTH, embedder=EMB)
+    assert len(near) < DEPTH
+    assert top.score == pytest.approx((1 + SEMANTIC_FLOOR * near[0].score ** 2) / 61)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
