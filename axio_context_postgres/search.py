@@ -7,7 +7,8 @@
   with :data:`HNSW_M` / :data:`HNSW_EF_CONSTRUCTION` and searched with ``hnsw.ef_search`` at
   :data:`EF_SEARCH` (recall@10 against exact measured by ``bench.bench_postgres_recall``), and
   under a filter pgvector 0.8's iterative scan; no hit at a cosine similarity of zero or less.
-- **hybrid**: weighted reciprocal rank fusion of the top :data:`DEPTH` of each with the SQLite
+- **hybrid**: weighted reciprocal rank fusion of the top :data:`DEPTH` of each (the keyword
+  candidates holding any of the query's :func:`terms`, as SQLite's do) with the SQLite
   backend's very functions and weights (:func:`axio_context_sqlite.search.hits.fusion_weights`
   from the keyword hits' :func:`coverage` and the semantic similarities), so both rank alike.
 
