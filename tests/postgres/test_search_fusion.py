@@ -106,7 +106,7 @@ async def test_the_weights_flip_the_order_where_sqlites_do(both: tuple[Database,
     assert plain.index(6) < plain.index(1)
 
 
-async def test_raw_and_wordless_queries_fuse_as_on_sqlite(both: tuple[Database, PostgresDatabase]) -> None:
+async def test_a_raw_query_fuses_unweighted_as_on_sqlite(both: tuple[Database, PostgresDatabase]) -> None:
     """A raw query has no terms to weigh: both backends fuse it with equal weights."""
     lite, pg = both
     want = await lite.search("billing AND staging", mode="hybrid", raw=True, embedder=EMB, k=10)
