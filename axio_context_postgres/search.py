@@ -7,8 +7,10 @@
   with :data:`HNSW_M` / :data:`HNSW_EF_CONSTRUCTION` and searched with ``hnsw.ef_search`` at
   :data:`EF_SEARCH` (recall@10 against exact measured by ``bench.bench_postgres_recall``), and
   under a filter pgvector 0.8's iterative scan; no hit at a cosine similarity of zero or less.
-- **hybrid**: reciprocal rank fusion of the top :data:`DEPTH` of each, the SQLite backend's very
-  function (:func:`axio_context_sqlite.search.ranking.reciprocal_rank_fusion`), so both rank alike.
+- **hybrid**: weighted reciprocal rank fusion of the top :data:`DEPTH` of each (the keyword
+  candidates holding any of the query's :func:`terms`, as SQLite's do) with the SQLite
+  backend's very functions and weights (:func:`axio_context_sqlite.search.hits.fusion_weights`
+  from the keyword hits' :func:`coverage` and the semantic similarities), so both rank alike.
 
 Embeddings live in ``embeddings``, created once the database's model and dimension are recorded
 (a ``vector(dim)`` column: the HNSW index needs a fixed dimension). Without the ``vector``
@@ -17,12 +19,14 @@ extension the keyword search works and the others say how to enable it.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Final
 
 import msgspec
 
 from axio_context.errors import EmbeddingMismatchError
+from axio_context_sqlite.search.fts import match_terms
 
 from .errors import VectorExtensionMissingError
 
@@ -46,7 +50,7 @@ ENABLE_VECTOR: Final = (
 )
 
 _KEYWORD: Final = """
-SELECT h.owner, h.position, h.role, h.created_at, h.score,
+SELECT h.owner, h.position, h.role, h.created_at, h.score, h.seg,
        ts_headline('simple', concat_ws(' ', NULLIF(m.body, ''), NULLIF(m.tool, '')), h.q,
                    'StartSel=' || chr(1) || ', StopSel=' || chr(2) || ', MaxWords=30, MinWords=12') AS snippet
 FROM (
@@ -138,17 +142,81 @@ def filters(args: list[Any], scope: Scope) -> str:
     return sql
 
 
-async def keyword(conn: Any, words: str, k: int, scope: Scope) -> list[Any]:
-    """The ``k`` best keyword hits: ``words`` as a person types them, or with ``scope.raw`` the
-    raw query's tsquery (``words`` is then ignored)."""
-    if scope.raw is not None:
-        args: list[Any] = [scope.raw, k]
+async def keyword(conn: Any, words: str, k: int, scope: Scope, any_of: list[str] | None = None) -> list[Any]:
+    """The ``k`` best keyword hits: ``words`` as a person types them, with ``any_of`` the messages
+    matching any of those :func:`terms` (hybrid's candidates, as on SQLite), or with
+    ``scope.raw`` the raw query's tsquery (``words`` is then ignored)."""
+    if any_of is not None and scope.raw is None:
+        args: list[Any] = [any_of, k]
+        sql = _KEYWORD.replace("{parser}('simple', $1) q", f"(SELECT {any_term(len(any_of))} AS q) AS anyq")
+    elif scope.raw is not None:
+        args = [scope.raw, k]
         sql = _KEYWORD.replace("{parser}", "to_tsquery")
         scope = msgspec.structs.replace(scope, raw=None)  # it is the query itself
     else:
         args = [words, k]
         sql = _KEYWORD.replace("{parser}", "websearch_to_tsquery")
     return list(await conn.fetch(sql.replace("{filters}", filters(args, scope)), *args))
+
+
+#: Matches counted per term for its rarity: the SQLite backend's cap, so both weigh terms alike.
+COUNT_CAP: Final = 2_000
+
+_COVERAGE: Final = """
+SELECT t.term,
+       (SELECT COUNT(*) FROM (SELECT 1 FROM messages m
+                              WHERE m.tsv @@ phraseto_tsquery('simple', t.term) LIMIT $2) c) AS n,
+       ARRAY(SELECT h.i FROM unnest($3::bigint[], $4::integer[]) WITH ORDINALITY AS h (seg, position, i)
+             JOIN messages m ON m.seg = h.seg AND m.position = h.position
+             WHERE m.tsv @@ phraseto_tsquery('simple', t.term)) AS holders,
+       (SELECT COALESCE(SUM(s.next_position - g.base_len), 0)
+        FROM sessions s JOIN segments g ON g.seg = s.seg) AS total
+FROM unnest($1::text[]) AS t (term)
+"""
+# One round trip: per term, its capped count of matching rows, which hits hold it, and the stored
+# message count (SQLite's N: every session's own rows).
+
+
+def terms(query: str) -> list[str]:
+    """The query's distinct terms as the SQLite backend splits them
+    (:func:`axio_context_sqlite.search.fts.match_terms`: each whitespace-separated word, or a
+    quoted phrase), unquoted: each is searched as ``phraseto_tsquery('simple', term)``, which
+    matches what FTS5 matches for the quoted term (a word the tokenizer splits, such as
+    ``ERR_CONN``, is a phrase on both)."""
+    out: list[str] = []
+    for term in match_terms(query):
+        plain = term.removesuffix(" *")[1:-1].replace('""', '"')
+        if plain not in out:
+            out.append(plain)
+    return out
+
+
+def any_term(count: int) -> str:
+    """A tsquery matching any of the ``count`` terms in the text array ``$1`` (as SQLite's hybrid
+    ORs the terms)."""
+    return " || ".join(f"phraseto_tsquery('simple', ($1::text[])[{i}])" for i in range(1, count + 1))
+
+
+async def coverage(conn: Any, words: list[str], hits: list[Any]) -> dict[int, float]:
+    """For each keyword hit (by its index in ``hits``), the share of the query it holds: the
+    IDF-weighted fraction of its :func:`terms` ``words`` it matches, from 0 to 1, as
+    :func:`axio_context_sqlite.search.keyword.term_coverage` computes it on SQLite (bm25's IDF,
+    ``ln(1 + (N - n + 0.5) / (n + 0.5))`` with ``n`` counted up to :data:`COUNT_CAP` and ``N`` the
+    messages stored)."""
+    if not hits or not words:
+        return dict.fromkeys(range(len(hits)), 1.0)
+    rows = await conn.fetch(
+        _COVERAGE, words, COUNT_CAP, [int(r["seg"]) for r in hits], [int(r["position"]) for r in hits]
+    )
+    weights: list[float] = []
+    holders: list[set[int]] = []
+    for r in rows:
+        n, total = int(r["n"]), int(r["total"])
+        weights.append(math.log(1.0 + (max(total, n) - n + 0.5) / (n + 0.5)))
+        holders.append({int(i) - 1 for i in r["holders"]})  # WITH ORDINALITY counts from 1
+    whole = sum(weights) or 1.0
+    pairs = list(zip(weights, holders, strict=True))
+    return {i: sum(w for w, h in pairs if i in h) / whole for i in range(len(hits))}
 
 
 async def not_embedded(conn: Any) -> int:

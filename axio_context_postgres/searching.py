@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
+from math import sqrt
 from typing import Any
 
 from axio_context.embeddings import (
@@ -37,7 +38,7 @@ from axio_context.transcript import format_time
 from axio_context_sqlite.admin.jobs import ms
 from axio_context_sqlite.database import DEFAULT_DIMENSION, HASHING_MODEL
 from axio_context_sqlite.search.fts import raw_words
-from axio_context_sqlite.search.hits import SearchHit, SearchResults
+from axio_context_sqlite.search.hits import FUSION_K, SearchHit, SearchResults, fusion_weights
 from axio_context_sqlite.search.query import MAX_K, MODES, check_bounds
 from axio_context_sqlite.search.ranking import reciprocal_rank_fusion
 from axio_context_sqlite.search.reindex import ReindexReport
@@ -289,7 +290,12 @@ class SearchCalls:
             scope = pgsearch.Scope(
                 project, role, ms(since), segments, tsquery, agent_id=agent_id, run_id=run_id
             )
-            kw = [] if mode == "semantic" else await pgsearch.keyword(conn, query, depth, scope)
+            # hybrid's keyword candidates hold any of the terms, as on SQLite: coverage weighs them
+            words = pgsearch.terms(query) if mode == "hybrid" and not raw else None
+            if mode == "semantic" or words == []:
+                kw = []
+            else:
+                kw = await pgsearch.keyword(conn, query, depth, scope, words)
             sem: list[Any] = []
             if mode != "keyword":
                 ready = await pgsearch.vectors_ready(conn)
@@ -315,7 +321,9 @@ class SearchCalls:
                         sem = await pgsearch.semantic(conn, np.asarray(vec, dtype=np.float32), depth, scope)
                     if mode == "semantic":
                         uncounted = await pgsearch.not_embedded(conn)
-        return await self._hits(mode, k, kw, sem, session_id, fallback, uncounted)
+            # as SQLite: weighted by coverage when the query has words and meaning found something
+            shares = await pgsearch.coverage(conn, words, kw) if words and sem else None
+        return await self._hits(mode, k, kw, sem, session_id, fallback, uncounted, shares)
 
     async def _hits(
         self,
@@ -326,8 +334,10 @@ class SearchCalls:
         session_id: str | None,
         fallback: str | None,
         not_embedded: int,
+        coverage: dict[int, float] | None = None,
     ) -> SearchResults:
-        """Ranked rows made into hits (filed under ``session_id`` when one session was searched)."""
+        """Ranked rows made into hits (filed under ``session_id`` when one session was searched);
+        hybrid fuses with the SQLite backend's weights when the keyword hits' ``coverage`` is given."""
         by_key = {(r[0], r[1]): r for r in [*sem, *kw]}
         order: list[tuple[tuple[str, int], float, int | None, int | None]]
         if mode == "keyword":
@@ -335,7 +345,14 @@ class SearchCalls:
         elif mode == "semantic":
             order = [((r[0], r[1]), float(r[4]), None, 1) for r in sem[:k]]
         else:
-            fused = reciprocal_rank_fusion([[(r[0], r[1]) for r in kw], [(r[0], r[1]) for r in sem]], limit=k)
+            weights = [1.0, 1.0]
+            if coverage is not None:
+                # fusion_weights takes SQLite's (id, distance between unit vectors); the rows carry
+                # the cosine similarity s, and d = sqrt(2 - 2s) so its 1 - d^2/2 gives s back
+                distances = [(i, sqrt(max(0.0, 2.0 - 2.0 * float(r[4])))) for i, r in enumerate(sem)]
+                weights = list(fusion_weights(coverage, distances))
+            rankings = [[(r[0], r[1]) for r in kw], [(r[0], r[1]) for r in sem]]
+            fused = reciprocal_rank_fusion(rankings, k=FUSION_K, weights=weights, limit=k)
             order = [(f.key, f.score, f.ranks[0], f.ranks[1]) for f in fused]
         hits: list[SearchHit] = []
         infos = await self._infos({session_id or owner for (owner, _), *_ in order})

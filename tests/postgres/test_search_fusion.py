@@ -1,0 +1,115 @@
+"""PostgreSQL's hybrid search ranks as SQLite's does: the same corpus, embedder and queries give
+the same hits in the same order with the same fused scores, because both weigh the keyword
+ranking by how much of the query its hits hold (IDF coverage) and the semantic one by how far its
+nearest message stands out (axio_context_sqlite/search/hits.py ``fusion_weights``)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from axio_context.embeddings import HashingEmbedder
+from axio_context.testing import text
+from axio_context_postgres import Pool, PostgresContextStore, connect
+from axio_context_postgres.database import PostgresDatabase
+from axio_context_sqlite import SQLiteContextStore
+from axio_context_sqlite import connect as sqlite_connect
+from axio_context_sqlite.database import Database
+from axio_context_sqlite.search.hits import FUSION_K, SearchResults
+from axio_context_sqlite.search.ranking import reciprocal_rank_fusion
+
+EMB = HashingEmbedder()
+
+CORPUS = [
+    text("user", "the kubelet on node seven keeps restarting"),
+    text("assistant", "the parser crashed while reading configs with tabs"),
+    text("user", "what about sourdough bread baking at home"),
+    text("assistant", "sourdough needs a starter fed every day"),
+    text("user", "deploy the billing service to staging"),
+    text("assistant", "the billing service health endpoint returns 503 on staging"),
+    text("user", "lighthouses guide ships at night with a rotating lamp"),
+    text("assistant", "the config file uses tabs for indentation"),
+    text("user", "rollback the deploy if the health check fails"),
+]
+
+QUERIES = [
+    "kubelet",  # an identifier held whole by one message
+    "billing staging",  # the whole query held by two messages
+    "kubelet eviction",  # a part of it held: the keyword ranking weighs little
+    "indentation parser crashed",  # parts held by two messages, the nearest stands out
+    "billing service eviction",
+    "deploy health",
+]
+# Words in the form they are stored in: SQLite's keyword index stems (porter), PostgreSQL's
+# 'simple' configuration does not, so "parsers" finds "parser" on SQLite only.
+
+
+def _order(results: SearchResults) -> list[tuple[int, int | None, int | None]]:
+    return [(h.position, h.keyword_rank, h.semantic_rank) for h in results.hits]
+
+
+@pytest.fixture
+async def both(tmp_path: Path, fresh_pg_url: str) -> AsyncIterator[tuple[Database, PostgresDatabase]]:
+    """The corpus in a SQLite file and in a PostgreSQL database, embedded by the same embedder."""
+    pool: Pool = await connect(fresh_pg_url)
+    try:
+        async with sqlite_connect(tmp_path / "fusion.db") as conn:
+            await SQLiteContextStore(conn, "s", "/p", embedder=EMB).append_many(CORPUS)
+            await PostgresContextStore(pool, "s", project="/p").append_many(CORPUS)
+            pg = PostgresDatabase(pool, fresh_pg_url)
+            assert (await pg.reindex(EMB)).embedded == len(CORPUS)
+            yield Database(conn, tmp_path / "fusion.db"), pg
+    finally:
+        await pool.close()
+
+
+@pytest.mark.parametrize("query", QUERIES)
+async def test_hybrid_order_and_scores_match_sqlite(
+    both: tuple[Database, PostgresDatabase], query: str
+) -> None:
+    """The same hits, ranks and fused scores: the score of a hit is each ranking's weight over
+    60 + its rank there, so equal scores mean equal weights (the tolerance is SQLite's int8
+    embeddings against PostgreSQL's float32 ones: similarities within about 1e-3)."""
+    lite, pg = both
+    want = await lite.search(query, mode="hybrid", embedder=EMB, k=10)
+    got = await pg.search(query, mode="hybrid", embedder=EMB, k=10)
+    assert want.hits, query
+    assert _order(got) == _order(want)
+    assert [h.score for h in got.hits] == pytest.approx([h.score for h in want.hits], rel=1e-2)
+
+
+async def test_the_weights_flip_the_order_where_sqlites_do(both: tuple[Database, PostgresDatabase]) -> None:
+    """ "lamp" alone (a third of the query, a common-ish word) is a weak keyword hit: SQLite's weights
+    put meaning's third neighbour above it, where equal-weight fusion of the same two rankings would
+    not; PostgreSQL does the same."""
+    lite, pg = both
+    query = "sourdough bread lamp"
+    want = await lite.search(query, mode="hybrid", embedder=EMB, k=10)
+    got = await pg.search(query, mode="hybrid", embedder=EMB, k=10)
+
+    # (the keyword ranks of the two bread messages differ: bm25 and ts_rank_cd weigh length apart)
+    def placed(r: SearchResults) -> list[tuple[int, int | None]]:
+        return [(h.position, h.semantic_rank) for h in r.hits]
+
+    assert placed(got) == placed(want)
+    # the keyword-only hit (the lamp message) comes below the semantic-only one ...
+    positions = [h.position for h in got.hits]
+    assert positions.index(6) > positions.index(1)
+    assert got.hits[positions.index(6)].semantic_rank is None
+    assert got.hits[positions.index(1)].keyword_rank is None
+    # ... where plain reciprocal rank fusion of PostgreSQL's own two rankings puts it above
+    kw = [h.position for h in sorted(got.hits, key=lambda h: h.keyword_rank or 99) if h.keyword_rank]
+    sem = [h.position for h in sorted(got.hits, key=lambda h: h.semantic_rank or 99) if h.semantic_rank]
+    plain = [f.key for f in reciprocal_rank_fusion([kw, sem], k=FUSION_K)]
+    assert plain.index(6) < plain.index(1)
+
+
+async def test_a_raw_query_fuses_unweighted_as_on_sqlite(both: tuple[Database, PostgresDatabase]) -> None:
+    """A raw query has no terms to weigh: both backends fuse it with equal weights."""
+    lite, pg = both
+    want = await lite.search("billing AND staging", mode="hybrid", raw=True, embedder=EMB, k=10)
+    got = await pg.search("billing AND staging", mode="hybrid", raw=True, embedder=EMB, k=10)
+    assert _order(got) == _order(want)
+    assert [h.score for h in got.hits] == pytest.approx([h.score for h in want.hits], rel=1e-2)
