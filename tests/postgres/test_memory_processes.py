@@ -3,19 +3,13 @@ bound holds across processes (each a real interpreter with its own pool)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
-
-import pytest
 
 from axio_context.memory import TaskStatus
 from axio_context_postgres import connect
 from axio_context_postgres.memory import PostgresTaskStore
+from tests.support.processes import run_together
 
-ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().parent / "task_worker.py"
 PROCESSES = 4
 CALLS = 25
@@ -23,43 +17,7 @@ MAX_RETRIES = 60  # fewer than PROCESSES * CALLS: the bound must stop exactly th
 
 
 def _run(url: str, list_id: str, task_id: str) -> list[dict[str, object]]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(WORKER), url, list_id, task_id, f"p{k}", str(CALLS)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for k in range(PROCESSES)
-    ]
-    try:
-        for p in procs:
-            assert p.stdout is not None
-            line = p.stdout.readline()
-            if line.strip() != "ready":
-                _, err = p.communicate(timeout=30)
-                pytest.fail(f"worker did not start: {line!r}\n{err}")
-        for p in procs:
-            assert p.stdin is not None
-            p.stdin.write("go\n")
-            p.stdin.flush()
-        results = []
-        for p in procs:
-            out, err = p.communicate(timeout=120)
-            assert p.returncode == 0, f"worker failed (status {p.returncode}):\n{err}"
-            results.append(json.loads(out))
-        return results
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-            p.wait()
-            for stream in (p.stdin, p.stdout, p.stderr):
-                if stream is not None:
-                    stream.close()
+    return run_together([[str(WORKER), url, list_id, task_id, f"p{k}", str(CALLS)] for k in range(PROCESSES)])
 
 
 async def test_processes_share_one_board(fresh_pg_url: str) -> None:

@@ -3,58 +3,19 @@ change lands (the container's row lock serialises them), each process's items ke
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
-
-import pytest
 
 from axio_context_postgres import connect
 from axio_context_postgres.pools import PostgresContextPool, PostgresContextQueue
+from tests.support.processes import run_together
 
-ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().parent / "pool_worker.py"
 PROCESSES = 3
 CALLS = 20
 
 
 def _run(url: str) -> list[dict[str, list[int]]]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(WORKER), url, f"p{k}", str(CALLS)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for k in range(PROCESSES)
-    ]
-    try:
-        for p in procs:
-            assert p.stdout is not None
-            line = p.stdout.readline()
-            if line.strip() != "ready":
-                _, err = p.communicate(timeout=30)
-                pytest.fail(f"worker did not start: {line!r}\n{err}")
-        for p in procs:
-            assert p.stdin is not None
-            p.stdin.write("go\n")
-            p.stdin.flush()
-        results = []
-        for p in procs:
-            out, err = p.communicate(timeout=120)
-            assert p.returncode == 0, f"worker failed (status {p.returncode}):\n{err}"
-            results.append(json.loads(out))
-        return results
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-            p.communicate()
+    return run_together([[str(WORKER), url, f"p{k}", str(CALLS)] for k in range(PROCESSES)])
 
 
 async def test_processes_lose_no_append_and_no_add(fresh_pg_url: str) -> None:

@@ -9,13 +9,10 @@ and token totals are exact.
 
 from __future__ import annotations
 
-import json
-import os
 import random
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,10 +21,10 @@ from axio_context_sqlite import SQLiteContextStore, connect
 from axio_context_sqlite.store import chunks
 from tests.procs import SEALING_ENV
 from tests.support.legacy import dictionary_rows, use_dictionaries
+from tests.support.processes import run_together
 from tests.support.sqlite_checks import check_storage, scalar, texts
 from tests.support.words import prose
 
-ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().parents[1] / "procs" / "mp_worker.py"
 APPENDS = 150
 TOKEN_CALLS = 100
@@ -43,46 +40,12 @@ def expected_texts(name: str, count: int) -> list[str]:
 
 def run_workers(
     db: Path, jobs: list[tuple[str, str, str, int]], extra_env: dict[str, str] | None = None
-) -> list[dict[str, list[list[object]]]]:
+) -> list[dict[str, Any]]:
     """Start one process per job, release them together, and return each one's JSON result."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **(extra_env or {})}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(WORKER), str(db), role, session, name, str(count)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for role, session, name, count in jobs
+    commands = [
+        [str(WORKER), str(db), role, session, name, str(count)] for role, session, name, count in jobs
     ]
-    try:
-        for p in procs:
-            assert p.stdout is not None
-            line = p.stdout.readline()
-            if line.strip() != "ready":
-                _, err = p.communicate(timeout=30)
-                pytest.fail(f"worker did not start: {line!r}\n{err}")
-        for p in procs:
-            assert p.stdin is not None
-            p.stdin.write("go\n")
-            p.stdin.flush()
-        results = []
-        for p in procs:
-            out, err = p.communicate(timeout=60)
-            assert p.returncode == 0, f"worker failed (status {p.returncode}):\n{err}"
-            assert "locked" not in err
-            results.append(json.loads(out))
-        return results
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-            p.wait()
-            for stream in (p.stdin, p.stdout, p.stderr):
-                if stream is not None:
-                    stream.close()
+    return run_together(commands, timeout=60, extra_env=extra_env, forbid="locked")
 
 
 @pytest.mark.parametrize(
