@@ -27,9 +27,10 @@ class CopyReport(msgspec.Struct, frozen=True):
     messages: int
 
 
-async def _ids(db: Any) -> list[str]:
+async def _sizes(db: Any) -> dict[str, int]:
+    """Every session's id and message count, in listing order, from one listing."""
     page = await db.list_sessions(limit=None)
-    return [s.session_id for s in page.sessions]
+    return {s.session_id: s.message_count for s in page.sessions}
 
 
 async def copy_sessions(
@@ -37,13 +38,12 @@ async def copy_sessions(
 ) -> CopyReport:
     """Copy the sessions of ``src`` that ``dst`` lacks (by id), oldest first; ``progress(done,
     total)`` counts messages exported. ``dry_run``: count what would be copied, write nothing."""
-    have = set(await _ids(dst))
-    source = await _ids(src)
+    have = await _sizes(dst)
+    source = await _sizes(src)
     wanted = [i for i in source if i not in have]
-    already = len(set(source) & have)
+    already = len(source) - len(wanted)
     if dry_run:
-        counts = {s.session_id: s.message_count for s in (await src.list_sessions(limit=None)).sessions}
-        return CopyReport(copied=len(wanted), already=already, messages=sum(counts[i] for i in wanted))
+        return CopyReport(copied=len(wanted), already=already, messages=sum(source[i] for i in wanted))
     if not wanted:
         return CopyReport(copied=0, already=already, messages=0)
     fd, name = tempfile.mkstemp(prefix="axio-copy-", suffix=".jsonl")
