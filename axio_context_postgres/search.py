@@ -19,7 +19,6 @@ extension the keyword search works and the others say how to enable it.
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any, Final
 
@@ -27,6 +26,7 @@ import msgspec
 
 from axio_context.errors import EmbeddingMismatchError
 from axio_context_sqlite.search.fts import match_terms
+from axio_context_sqlite.search.keyword import COUNT_CAP, query_shares
 
 from .errors import VectorExtensionMissingError
 
@@ -159,9 +159,6 @@ async def keyword(conn: Any, words: str, k: int, scope: Scope, any_of: list[str]
     return list(await conn.fetch(sql.replace("{filters}", filters(args, scope)), *args))
 
 
-#: Matches counted per term for its rarity: the SQLite backend's cap, so both weigh terms alike.
-COUNT_CAP: Final = 2_000
-
 _COVERAGE: Final = """
 SELECT t.term,
        (SELECT COUNT(*) FROM (SELECT 1 FROM messages m
@@ -208,15 +205,10 @@ async def coverage(conn: Any, words: list[str], hits: list[Any]) -> dict[int, fl
     rows = await conn.fetch(
         _COVERAGE, words, COUNT_CAP, [int(r["seg"]) for r in hits], [int(r["position"]) for r in hits]
     )
-    weights: list[float] = []
-    holders: list[set[int]] = []
-    for r in rows:
-        n, total = int(r["n"]), int(r["total"])
-        weights.append(math.log(1.0 + (max(total, n) - n + 0.5) / (n + 0.5)))
-        holders.append({int(i) - 1 for i in r["holders"]})  # WITH ORDINALITY counts from 1
-    whole = sum(weights) or 1.0
-    pairs = list(zip(weights, holders, strict=True))
-    return {i: sum(w for w, h in pairs if i in h) / whole for i in range(len(hits))}
+    total = int(rows[0]["total"]) if rows else 0
+    # WITH ORDINALITY counts from 1
+    counted = [(int(r["n"]), {int(i) - 1 for i in r["holders"]}) for r in rows]
+    return query_shares(range(len(hits)), total, counted)
 
 
 async def not_embedded(conn: Any) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import math
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from ..store.keys import key
@@ -13,7 +14,7 @@ from .fts import BM25_WEIGHTS, fts_errors
 from .query import Query
 from .scope import Scope, ids_json, message_filters
 
-__all__ = ["COUNT_CAP", "PRUNE_MIN_ROWS", "keyword_ranking", "term_coverage"]
+__all__ = ["COUNT_CAP", "PRUNE_MIN_ROWS", "keyword_ranking", "query_shares", "term_coverage"]
 
 #: keyword ranking (see :func:`keyword_ranking`).
 PRUNE_MIN_ROWS: Final = 20_000
@@ -190,8 +191,7 @@ def term_coverage(c: Any, terms: list[str], ids: list[int]) -> dict[int, float]:
         return dict.fromkeys(ids, 1.0)
     total = int(c.execute("SELECT COALESCE(SUM(next_position - base_len), 0) FROM sessions").fetchone()[0])
     wanted = ids_json(ids)
-    weights: list[float] = []
-    holders: list[set[int]] = []
+    counted: list[tuple[int, set[int]]] = []
     for term in dict.fromkeys(terms):
         n = int(
             c.execute(
@@ -199,16 +199,22 @@ def term_coverage(c: Any, terms: list[str], ids: list[int]) -> dict[int, float]:
                 (term, COUNT_CAP),
             ).fetchone()[0]
         )
-        weights.append(math.log(1.0 + (max(total, n) - n + 0.5) / (n + 0.5)))
-        holders.append(
-            {
-                int(r[0])
-                for r in c.execute(
-                    "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
-                    " AND rowid IN (SELECT value FROM json_each(?))",
-                    (term, wanted),
-                )
-            }
-        )
+        holders = {
+            int(r[0])
+            for r in c.execute(
+                "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
+                " AND rowid IN (SELECT value FROM json_each(?))",
+                (term, wanted),
+            )
+        }
+        counted.append((n, holders))
+    return query_shares(ids, total, counted)
+
+
+def query_shares(ids: Iterable[int], total: int, counted: Sequence[tuple[int, set[int]]]) -> dict[int, float]:
+    """Each of ``ids``' share of the query, given each term's ``(n, holders)``: how many of the
+    ``total`` messages match it (capped) and which of ``ids`` do; a term weighs bm25's IDF,
+    ``ln(1 + (N - n + 0.5) / (n + 0.5))``. Both backends' coverage ends here."""
+    weights = [math.log(1.0 + (max(total, n) - n + 0.5) / (n + 0.5)) for n, _ in counted]
     whole = sum(weights) or 1.0
-    return {i: sum(w for w, h in zip(weights, holders, strict=True) if i in h) / whole for i in ids}
+    return {i: sum(w for w, (_, h) in zip(weights, counted, strict=True) if i in h) / whole for i in ids}
