@@ -7,7 +7,7 @@ import contextlib
 import heapq
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -19,6 +19,9 @@ from .fts import fts_errors
 from .query import Query
 from .scope import Scope, ids_json, message_filters
 from .settings import check_model, codes_usable, read_settings
+
+if TYPE_CHECKING:
+    from .codescan import Filters
 
 __all__ = [
     "CANDIDATES",
@@ -83,10 +86,11 @@ def semantic_ranking(
 ) -> list[tuple[int, float]]:
     """``(message id, L2 distance)`` nearest first; ``exclude`` leaves one message out.
 
-    Through the codes when they can answer and the search is not narrowed to a few thousand
-    messages; a small population (a session, a small project) is scanned exactly, which is
-    both exact and faster there than vec0's per-row metadata filtering. A raw query scans the
-    messages its expression matches. Messages with a cosine similarity of at most
+    Through the codes when they can answer: read by :mod:`.codescan` (any population, its
+    filters applied in memory), else by vec0's KNN when the search is not narrowed to a few
+    thousand messages; a small population (a session, a small project) is otherwise scanned
+    exactly, which is both exact and faster there than vec0's per-row metadata filtering. A raw
+    query scans the messages its expression matches. Messages with a cosine similarity of at most
     :data:`MIN_SIMILARITY` are left out, and so are stored vectors whose distance is not a
     number (a vector holding NaN, stored before such vectors were refused).
     """
@@ -102,6 +106,10 @@ def semantic_ranking(
     if q.raw and q.match is not None:
         with fts_errors(q.text):
             found = _semantic_raw(c, q, scope, population, want, exclude, settings)
+    elif codes_usable(c, settings) and (
+        (scanned := _semantic_scan(c, q, population, want, candidates, exclude)) is not None
+    ):
+        found = scanned
     elif (
         codes_usable(c, settings)
         and (population is None or population.rows > EXACT_ROWS)
@@ -178,27 +186,73 @@ def _semantic_codes_matching(
         asked = min(VEC_K_MAX, max(2 * asked, asked * target * 5 // (4 * max(len(passing), 1))))
 
 
+def _filters(q: Query, population: _Population | None, exclude: int | None) -> Filters:
+    from .codescan import Filters
+
+    return Filters(
+        q.role,
+        q.since_ms,
+        population.sids if population is not None else None,
+        population.ranges if population is not None and population.outside else None,
+        exclude,
+    )
+
+
+def _semantic_scan(
+    c: Any, q: Query, population: _Population | None, depth: int, candidates: int, exclude: int | None
+) -> list[tuple[int, float]] | None:
+    """The codes read by :mod:`.codescan`: its ``candidates`` best (of many more codes, ranked
+    by cosine in memory) re-scored exactly; None when it cannot read them."""
+    assert q.vector is not None and q.dimension is not None
+    from . import codescan  # NumPy: imported by the first semantic search, not by every command
+
+    found = codescan.nearest(
+        c,
+        q.dimension,
+        binary_code(q.vector),
+        candidates,
+        _filters(q, population, exclude),
+        quantize(q.vector),
+    )
+    return None if found is None else _rescore(c, q, found[0], depth)
+
+
 def _code_ids(
     c: Any, q: Query, population: _Population | None, candidates: int, exclude: int | None
 ) -> tuple[list[int], bool]:
     """The ``candidates`` nearest ids by binary code that pass the filters, and whether that is
-    every embedded message passing them (vec0 gave fewer than asked)."""
-    assert q.vector is not None
-    filters, args = message_filters(q)  # vec0 keeps role and created_at as metadata columns
-    where = ["code MATCH vec_bit(?)", "k = ?", *filters]
-    args[:0] = [binary_code(q.vector), candidates]
-    if population is not None:
-        # by session rather than the project text column: vec0 compares long text metadata
-        # row by row from a side table, several times slower
-        where.append("sid IN (SELECT value FROM json_each(?))")
-        args.append(ids_json(population.sids))
-    ids = [r[0] for r in c.execute(f"SELECT rowid FROM {CODES_TABLE} WHERE {' AND '.join(where)}", args)]
-    complete = len(ids) < candidates
+    every embedded message passing them."""
+    assert q.vector is not None and q.dimension is not None
+    code = binary_code(q.vector)
+    from . import codescan
+
+    found = codescan.nearest(c, q.dimension, code, candidates, _filters(q, population, exclude))
+    if found is not None:
+        return found
+    # codes laid out otherwise than codescan reads: vec0's own KNN
+    ids, complete = _vec0_ids(c, q, code, population.sids if population is not None else None, candidates)
     if population is not None and population.outside:
         ids = [i for i in ids if population.contains(i)]
     if exclude is not None:
         ids = [i for i in ids if i != exclude]
     return ids, complete
+
+
+def _vec0_ids(
+    c: Any, q: Query, code: bytes, sids: list[int] | None, candidates: int
+) -> tuple[list[int], bool]:
+    """vec0's KNN over the codes: what :func:`.codescan.nearest` computes, slower (it picks each
+    chunk's nearest by one pass per candidate)."""
+    filters, args = message_filters(q)  # vec0 keeps role and created_at as metadata columns
+    where = ["code MATCH vec_bit(?)", "k = ?", *filters]
+    args[:0] = [code, candidates]
+    if sids is not None:
+        # by session rather than the project text column: vec0 compares long text metadata
+        # row by row from a side table, several times slower
+        where.append("sid IN (SELECT value FROM json_each(?))")
+        args.append(ids_json(sids))
+    ids = [r[0] for r in c.execute(f"SELECT rowid FROM {CODES_TABLE} WHERE {' AND '.join(where)}", args)]
+    return ids, len(ids) < candidates
 
 
 #: The cosine distance of a stored embedding (int8, or a float32 one of an older database) to the
@@ -233,8 +287,13 @@ def _rescore(c: Any, q: Query, ids: Sequence[int], depth: int) -> list[tuple[int
 def _semantic_codes(
     c: Any, q: Query, population: _Population | None, depth: int, candidates: int, exclude: int | None
 ) -> list[tuple[int, float]]:
-    ids, _ = _code_ids(c, q, population, candidates, exclude)
-    return _rescore(c, q, ids, depth)
+    """vec0's ``candidates`` nearest codes re-scored exactly (codes :mod:`.codescan` cannot read)."""
+    assert q.vector is not None
+    sids = population.sids if population is not None else None
+    ids, _ = _vec0_ids(c, q, binary_code(q.vector), sids, candidates)
+    if population is not None and population.outside:
+        ids = [i for i in ids if population.contains(i)]
+    return _rescore(c, q, [i for i in ids if i != exclude], depth)
 
 
 def exact_scan(

@@ -30,7 +30,7 @@ from . import packing
 from .adopting import READY
 from .appending import install_temp_objects
 from .driver import MMAP_SIZE, Synchronous, warn_vec_once
-from .files import open_readonly, prepare_file
+from .files import RawConnection, open_readonly, prepare_file
 from .schema import apply_schema, check_owner, is_empty, mark, refuse_newer
 from .vec import load_sqlite_vec
 from .worker import Connection
@@ -97,7 +97,11 @@ def connect(
                 raw = open_readonly(absolute, busy_timeout)
             else:
                 raw = sqlean.connect(
-                    str(path), isolation_level=None, timeout=busy_timeout, check_same_thread=False
+                    str(path),
+                    isolation_level=None,
+                    timeout=busy_timeout,
+                    check_same_thread=False,
+                    factory=RawConnection,
                 )
             try:
                 raw.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")

@@ -11,7 +11,13 @@ from typing import Any, TypeVar
 
 import sqlean
 
-__all__ = ["open_readonly", "prepare_file"]
+__all__ = ["RawConnection", "open_readonly", "prepare_file"]
+
+
+class RawConnection(sqlean.Connection):  # type: ignore[misc]
+    """The driver's connection, able to take a weak reference: a cache kept per connection
+    (semantic search's copy of the codes, :mod:`..search.codescan`) goes with it."""
+
 
 T = TypeVar("T")
 
@@ -73,7 +79,12 @@ def open_readonly(absolute: str, busy_timeout: float) -> Any:
     """
     uri = Path(absolute).as_uri()
     raw = sqlean.connect(
-        uri + "?mode=ro", uri=True, isolation_level=None, timeout=busy_timeout, check_same_thread=False
+        uri + "?mode=ro",
+        uri=True,
+        isolation_level=None,
+        timeout=busy_timeout,
+        check_same_thread=False,
+        factory=RawConnection,
     )
     try:
         raw.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -98,4 +109,5 @@ def open_readonly(absolute: str, busy_timeout: float) -> Any:
         isolation_level=None,
         timeout=busy_timeout,
         check_same_thread=False,
+        factory=RawConnection,
     )
