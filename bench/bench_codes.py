@@ -44,7 +44,6 @@ from tests.support.retrieval_set import load_retrieval_set  # noqa: E402
 
 ROTATIONS = (1, 2, 3)
 CANDIDATES = (100, 200, 400, 800)
-_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint16)
 
 
 def codes(x: np.ndarray, rotations: int) -> np.ndarray:
@@ -74,7 +73,13 @@ def query_classes(n_held_out: int) -> dict[str, list[str]]:
     return out
 
 
-def recall_table(x: np.ndarray, v8: np.ndarray, classes: dict[str, np.ndarray]) -> None:
+def recall_table(
+    x: np.ndarray,
+    v8: np.ndarray,
+    classes: dict[str, np.ndarray],
+    rotations_list: tuple[int, ...] = ROTATIONS,
+    candidates: tuple[int, ...] = CANDIDATES,
+) -> None:
     print(f"\n== recall@10 against the exact top 10, by query class ({len(x):,} vectors) ==")
     print(f"  {'bits':>5s} {'C':>5s}  " + "  ".join(f"{name[:22]:>22s}" for name in classes))
     exact = {name: [(q, x @ q) for q in qs if q.any()] for name, qs in classes.items()}
@@ -90,17 +95,17 @@ def recall_table(x: np.ndarray, v8: np.ndarray, classes: dict[str, np.ndarray]) 
 
     ceiling = {n: recall(n, [np.argsort(-(v8 @ q))[:10] for q, _ in rows]) for n, rows in exact.items()}
     print(f"  {'int8':>5s} {'all':>5s}  " + "  ".join(f"{ceiling[n]:22.3f}" for n in classes))
-    for rotations in ROTATIONS:
+    for rotations in rotations_list:
         db_codes = codes(x, rotations)
         for i in range(20):
             assert db_codes[i].tobytes() == binary_code(x[i].tobytes(), rotations)
         q_codes = {n: codes(np.stack([q for q, _ in rows]), rotations) for n, rows in exact.items()}
-        for c in CANDIDATES:
+        for c in candidates:
             row = []
             for name, rows in exact.items():
                 pick = []
                 for (q, _), qc in zip(rows, q_codes[name], strict=True):
-                    ham = _POPCOUNT[np.bitwise_xor(db_codes, qc)].sum(axis=1)
+                    ham = np.bitwise_count(np.bitwise_xor(db_codes, qc)).sum(axis=1, dtype=np.uint16)
                     cand = np.argpartition(ham, c)[:c]
                     pick.append(cand[np.argsort(-(v8[cand] @ q))[:10]])
                 row.append(recall(name, pick))
@@ -160,6 +165,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n", type=int, default=100_000, help="messages bench_search built it with")
     parser.add_argument("--held-out", type=int, default=200)
     parser.add_argument("--reps", type=int, default=20, help="queries timed per latency cell")
+    parser.add_argument(
+        "--rotations", type=int, nargs="+", default=list(ROTATIONS), help="spreadings (384 bits each)"
+    )
+    parser.add_argument("--candidates", type=int, nargs="+", default=list(CANDIDATES))
+    parser.add_argument("--recall-only", action="store_true", help="skip the vec0 latency table")
     args = parser.parse_args(argv)
     print(
         f"sqlite {sqlean.sqlite_version}, numpy {np.__version__}, {os.cpu_count()} cores,"
@@ -178,8 +188,9 @@ def main(argv: list[str] | None = None) -> None:
         name: np.stack([np.frombuffer(v.tobytes(), dtype=np.float32) for v in emb.embed_sync(qs)])
         for name, qs in query_classes(args.held_out).items()
     }
-    recall_table(x, v8, classes)
-    latency_table(x, args.reps)
+    recall_table(x, v8, classes, tuple(args.rotations), tuple(args.candidates))
+    if not args.recall_only:
+        latency_table(x, args.reps)
     print(f"  load average at the end: {os.getloadavg()}")
 
 

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ from axio_context.messages import text_columns
 from axio_context.onnx_minilm import OnnxMiniLMEmbedder
 from axio_context.testing import text
 from axio_context_sqlite import Database, SQLiteContextStore, connect, open_database
+from axio_context_sqlite.search import codescan
 from axio_context_sqlite.search.query import check_bounds
 from axio_context_sqlite.store.embedding import embedding_text
 
@@ -167,17 +169,51 @@ async def latency(db: Database, queries: list[str], reps: int) -> dict[str, tupl
         ("semantic, --project", "semantic", {"project": "/work/project-3"}),
         ("hybrid, --session", "hybrid", {"session_id": "w00042"}),
     ]
+    variants += [
+        ("semantic, vec0 KNN", "semantic", {}),
+        ("semantic, --project, vec0", "semantic", {"project": "/work/project-3"}),
+    ]
     for label, mode, extra in variants:
-        for q in queries[:3]:
-            await db.search(q, mode=mode, embedder=emb, **extra)  # type: ignore[arg-type]
-        samples: list[float] = []
-        for q in queries:
-            samples += await timed(
-                lambda q=q, mode=mode, extra=extra: db.search(q, mode=mode, embedder=emb, **extra),  # type: ignore[misc]
-                reps,
-            )
+        with vec0_only(label.endswith(("vec0 KNN", "vec0"))):
+            for q in queries[:3]:
+                await db.search(q, mode=mode, embedder=emb, **extra)  # type: ignore[arg-type]
+            samples: list[float] = []
+            for q in queries:
+                samples += await timed(
+                    lambda q=q, mode=mode, extra=extra: db.search(q, mode=mode, embedder=emb, **extra),  # type: ignore[misc]
+                    reps,
+                )
         result[label] = ms(samples)
     return result
+
+
+@contextlib.contextmanager
+def vec0_only(on: bool) -> Iterator[None]:
+    """With ``on``: semantic search without :mod:`.codescan` (its ``nearest`` says it cannot read
+    the codes), so vec0's KNN answers as before it, for the same-run comparison."""
+    saved = codescan.nearest
+    if on:
+        codescan.nearest = lambda *args, **kwargs: None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        codescan.nearest = saved
+
+
+async def first_search(path: Path, queries: list[str]) -> dict[str, tuple[float, float]]:
+    """A connection's first semantic search (what a command line pays: the codes read, and the
+    candidates' vectors) and its second (the vectors read into memory), against vec0's first."""
+    emb = HashingEmbedder(DIM)
+    first: dict[str, list[float]] = {"first search": [], "second search": [], "first search, vec0 KNN": []}
+    for q in queries:
+        for vec0 in (False, True):
+            with vec0_only(vec0):
+                async with open_database(path, readonly=True) as db:
+                    for label in ("first search", "second search")[: 1 if vec0 else 2]:
+                        t0 = time.perf_counter()
+                        await db.search(q, mode="semantic", embedder=emb)
+                        first[label + (", vec0 KNN" if vec0 else "")].append(time.perf_counter() - t0)
+    return {label: ms(samples) for label, samples in first.items()}
 
 
 def load_vectors(
@@ -415,6 +451,9 @@ async def run(args: argparse.Namespace, tmp: Path) -> None:
             target = TARGET_MS.get(label)
             verdict = "" if target is None else f"< {target:.0f} ms {'ok' if med < target else 'MISSED'}"
             print(f"  {label:28s} {med:8.1f} {p95:8.1f}  {verdict}")
+        print(f"\n  a new connection's semantic search, {len(queries[:10])} queries (median, p95 ms):")
+        for label, (med, p95) in (await first_search(a, queries[:10])).items():
+            print(f"  {label:28s} {med:8.1f} {p95:8.1f}")
         if recalls:
             exact_figures(recalls)
         else:
