@@ -354,10 +354,19 @@ def not_embedded(c: Any, q: Query, scope: Scope | None) -> int:
     """How many messages a semantic search could have found but did not look at: those in its
     scope and filters (with ``raw``, matching its expression) that have text and no embedding."""
     stored = c.execute("SELECT COALESCE(SUM(next_position - base_len), 0) FROM sessions").fetchone()[0]
-    if _embedded(c) >= int(stored):
+    embedded = _embedded(c)
+    if embedded >= int(stored):
         # every stored row has an embedding (the common case): nothing to count, in any scope;
         # counting row by row costs about a quarter of a millisecond per thousand messages
         return 0
+    filtered = (q.raw and q.match is not None) or scope is not None or q.project is not None
+    if not filtered and q.role is None and q.since_ms is None:
+        # the whole database: the messages with text are those of the keyword index and its queue,
+        # and only those have embeddings (2 ms at 100,000 messages; row by row took 47)
+        text = c.execute(
+            "SELECT (SELECT COUNT(*) FROM messages_fts_docsize) + (SELECT COUNT(*) FROM fts_pending)"
+        ).fetchone()[0]
+        return max(0, int(text) - embedded)
     where, args = message_filters(q, "m.")
     where.append("NOT EXISTS (SELECT 1 FROM message_vectors v WHERE v.id = m.id)")
     if q.raw and q.match is not None:

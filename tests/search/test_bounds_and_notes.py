@@ -15,6 +15,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from axio_context import Message
 from axio_context.embeddings import HashingEmbedder, Vector
 from axio_context.errors import EmbedderDimensionError, SearchQueryError
 from axio_context.testing import text
@@ -152,6 +153,34 @@ async def test_semantic_search_counts_the_messages_it_could_not_see(tmp_path: Pa
         await db.reindex(HashingEmbedder())
         after = await db.search("parser", mode="semantic", k=50)
         assert len(after) == 8 and after.not_embedded == 0 and after.notes() == []
+
+
+async def test_the_whole_database_count_agrees_with_counting_row_by_row(tmp_path: Path) -> None:
+    """Unfiltered, the count is the keyword index and its queue less the embeddings; filtered (a
+    project holding every session), it is counted row by row: both agree through a fork, a
+    deleted session, messages still queued for the index and one without text."""
+    path = tmp_path / "count.db"
+    async with connect(path) as conn:
+        with_ = SQLiteContextStore(conn, "with", "/all", embedder=HashingEmbedder())
+        await with_.append_many([text("user", f"parser note {i}") for i in range(6)])
+        without = SQLiteContextStore(conn, "without", "/all")
+        await without.append_many([text("user", f"parser later {i}") for i in range(4)])
+        await without.append(Message(role="assistant", content=[]))  # no text: nothing to embed
+        fork = await without.fork()
+        await fork.append(text("user", "parser in the fork"))
+        gone = SQLiteContextStore(conn, "gone", "/all")
+        await gone.append_many([text("user", f"parser gone {i}") for i in range(3)])
+        assert await gone.delete_session()
+    async with open_database(path) as db:
+        counts = []
+        for _ in range(2):  # queued for the keyword index, then folded into it by a keyword search
+            whole = await db.search("parser", mode="semantic")
+            by_row = await db.search("parser", mode="semantic", project="/all")
+            counts.append((whole.not_embedded, by_row.not_embedded))
+            await db.search("parser", mode="keyword")
+        # while queued, the message without text counts (whether it has text is known when it is
+        # folded), on both paths alike
+        assert counts == [(6, 6), (5, 5)]
 
 
 def test_search_results_are_a_struct_that_reads_like_its_hits() -> None:
