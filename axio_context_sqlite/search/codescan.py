@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..store.indexing import CODES_TABLE
-from ..store.vec import quantize
+from ..store.vec import _signs, quantize
 
 __all__ = ["VECTOR_BYTES", "WIDE", "CodeScan", "Filters", "nearest"]
 
@@ -48,11 +48,25 @@ VECTOR_BYTES: Final = 256 * 2**20
 
 #: The metadata columns a search filters on (vec0 keeps each integer column in its own chunks).
 _FILTERED: Final = ("sid", "role", "created_at")
-#: Distance given to a code that must not be picked (a free slot, or filtered out).
-_FAR: Final = np.iinfo(np.uint32).max
 
 _COLUMN = re.compile(r"^(\w+)\s+(?:(integer|int|float|double|text|boolean)|bit\[(\d+)\])$", re.IGNORECASE)
 _CHUNK_SIZE = re.compile(r"^chunk_size\s*=\s*(\d+)$", re.IGNORECASE)
+
+
+def query_code(vector: bytes, code_bytes: int) -> bytes:
+    """:func:`..store.vec.binary_code` of a float32 query vector, in NumPy (0.5 ms in Python):
+    the same float64 sums in the same order, so the same bits."""
+    values = np.frombuffer(vector, dtype=np.float32).astype(np.float64)
+    n = len(values) + (-len(values)) % 8
+    values = np.concatenate([values, np.zeros(n - len(values))])
+    parts = []
+    for rotation in range(8 * code_bytes // n):
+        v = values * np.asarray(_signs(n, rotation))
+        for _ in range(max(1, (n - 1).bit_length())):
+            even, odd = v[0::2], v[1::2]
+            v = np.concatenate([even + odd, even - odd])
+        parts.append(v > 0.0)
+    return np.packbits(np.concatenate(parts)).tobytes()
 
 
 class LayoutError(Exception):
@@ -314,12 +328,19 @@ class CodeScan:
         if wide >= passing:
             pick = np.flatnonzero(keep if keep is not None else self.live[: self.rows])
         else:
-            distance = np.zeros(self.rows, dtype=np.uint32)
+            far = 8 * self.layout.code_bytes + 1  # farther than any code: a row not to pick
+            distance = np.zeros(self.rows, dtype=np.uint16)
             for word, q in zip(self.codes[:, : self.rows], np.frombuffer(code, dtype=self.word), strict=True):
                 distance += np.bitwise_count(word ^ q)
-            distance[~keep if keep is not None else self.dead] = _FAR
-            pick = np.argpartition(distance, wide - 1)[:wide]
-            pick = pick[np.lexsort((self.ids[pick], distance[pick]))]
+            distance[~keep if keep is not None else self.dead] = far
+            # distances are small integers: the nearest ``wide`` by counting, in a fifth of the
+            # time of a partition (every row up to the distance that reaches ``wide``, then as
+            # many at that distance as are still wanted, by position)
+            reach = int(np.searchsorted(np.cumsum(np.bincount(distance, minlength=far + 1)), wide))
+            below = np.flatnonzero(distance < reach)
+            pick = np.concatenate([below, np.flatnonzero(distance == reach)[: wide - len(below)]])
+            if query is None:
+                pick = pick[np.lexsort((self.ids[pick], distance[pick]))]
         if query is not None and len(pick) > count:
             if self.vectors is not None:
                 vectors = self.vectors[pick].astype(np.float32)
@@ -372,14 +393,17 @@ def _scan_for(c: Any, dimension: int) -> CodeScan:
 
 
 def nearest(
-    c: Any, dimension: int, code: bytes, count: int, filters: Filters, query: bytes | None = None
+    c: Any, vector: bytes, count: int, filters: Filters, rescore: bool = False
 ) -> tuple[list[int], bool] | None:
-    """:meth:`CodeScan.search` on this connection's codes; None when their layout is not the one
-    this module reads (the caller then asks vec0)."""
+    """:meth:`CodeScan.search` on this connection's codes for a float32 query ``vector`` (with
+    ``rescore``: ranked by cosine); None when their layout is not the one this module reads (the
+    caller then asks vec0)."""
+    dimension = len(vector) // 4
     try:
         scan = _scan_for(c, dimension)
     except (LayoutError, ValueError):
         with contextlib.suppress(TypeError):
             _SCANS.pop(c, None)
         return None
-    return scan.search(c, code, count, filters, query)
+    code = query_code(vector, scan.layout.code_bytes)
+    return scan.search(c, code, count, filters, quantize(vector) if rescore else None)

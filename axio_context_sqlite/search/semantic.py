@@ -206,14 +206,7 @@ def _semantic_scan(
     assert q.vector is not None and q.dimension is not None
     from . import codescan  # NumPy: imported by the first semantic search, not by every command
 
-    found = codescan.nearest(
-        c,
-        q.dimension,
-        binary_code(q.vector),
-        candidates,
-        _filters(q, population, exclude),
-        quantize(q.vector),
-    )
+    found = codescan.nearest(c, q.vector, candidates, _filters(q, population, exclude), rescore=True)
     return None if found is None else _rescore(c, q, found[0], depth)
 
 
@@ -223,14 +216,14 @@ def _code_ids(
     """The ``candidates`` nearest ids by binary code that pass the filters, and whether that is
     every embedded message passing them."""
     assert q.vector is not None and q.dimension is not None
-    code = binary_code(q.vector)
     from . import codescan
 
-    found = codescan.nearest(c, q.dimension, code, candidates, _filters(q, population, exclude))
+    found = codescan.nearest(c, q.vector, candidates, _filters(q, population, exclude))
     if found is not None:
         return found
     # codes laid out otherwise than codescan reads: vec0's own KNN
-    ids, complete = _vec0_ids(c, q, code, population.sids if population is not None else None, candidates)
+    sids = population.sids if population is not None else None
+    ids, complete = _vec0_ids(c, q, binary_code(q.vector), sids, candidates)
     if population is not None and population.outside:
         ids = [i for i in ids if population.contains(i)]
     if exclude is not None:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import sqlean
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from axio_context.embeddings import HashingEmbedder
 from axio_context.testing import text
@@ -51,6 +53,25 @@ def hamming(raw: sqlean.Connection, code: bytes, ids: list[int]) -> list[int]:
     )
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 70).flatmap(
+        lambda n: st.lists(
+            st.one_of(st.just(0.0), st.floats(-1e3, 1e3, width=32, allow_subnormal=False)),
+            min_size=n,
+            max_size=n,
+        )
+    ),
+    st.integers(1, 3),
+)
+def test_the_query_code_is_binary_codes_bits(values: list[float], rotations: int) -> None:
+    """The query's code in NumPy is :func:`binary_code`'s, bit for bit (sparse, odd-length and
+    signed-zero vectors included)."""
+    vector = np.asarray(values, dtype=np.float32).tobytes()
+    expected = binary_code(vector, rotations)
+    assert codescan.query_code(vector, len(expected)) == expected
+
+
 async def test_the_nearest_codes_are_vec0s(tmp_path: Path) -> None:
     """By Hamming distance alone, with and without vec0's metadata filters: the same distances as
     vec0's own KNN (ties at the last place may pick other rows, never nearer or farther ones),
@@ -62,7 +83,7 @@ async def test_the_nearest_codes_are_vec0s(tmp_path: Path) -> None:
     def compare() -> None:
         two = [r[0] for r in raw.execute("SELECT sid FROM sessions WHERE id IN ('s01', 's07')")]
         for words in queries:
-            _, code, _ = query(words)
+            vector, code, _ = query(words)
             for where_sql, args, f in [
                 ("", [], codescan.Filters()),
                 (" AND role = ?", [0], codescan.Filters(role=0)),
@@ -75,7 +96,7 @@ async def test_the_nearest_codes_are_vec0s(tmp_path: Path) -> None:
                         (code, *args),
                     )
                 ]
-                found = codescan.nearest(raw, DIM, code, 40, f)
+                found = codescan.nearest(raw, vector, 40, f)
                 assert found is not None
                 ids, complete = found
                 assert len(ids) == len(expected) == 40 and not complete
@@ -88,13 +109,13 @@ async def test_the_nearest_codes_are_vec0s(tmp_path: Path) -> None:
         compare()
         live = {r[0] for r in raw.execute("SELECT id FROM message_vectors")}
         # a freed slot keeps no code (zeros): nearest of all to a code of zeros, and never picked
-        zeros = codescan.nearest(raw, DIM, bytes(len(query("x")[1])), 40, codescan.Filters())
+        zeros = codescan.nearest(raw, bytes(4 * DIM), 40, codescan.Filters())
         assert zeros is not None and set(zeros[0]) <= live
-        found = codescan.nearest(raw, DIM, query(queries[0])[1], 10_000, codescan.Filters())
+        found = codescan.nearest(raw, query(queries[0])[0], 10_000, codescan.Filters())
         assert found is not None and found[1] and set(found[0]) == live
         # asking for more than pass the filters: all of them, and said to be all
         one = raw.execute("SELECT sid FROM sessions WHERE id = 's03'").fetchone()[0]
-        everything = codescan.nearest(raw, DIM, query(queries[0])[1], 10_000, codescan.Filters(sids=[one]))
+        everything = codescan.nearest(raw, query(queries[0])[0], 10_000, codescan.Filters(sids=[one]))
         assert everything is not None and everything[1] and len(everything[0]) == 40
     finally:
         raw.close()
@@ -244,7 +265,7 @@ async def test_codes_it_cannot_read_are_asked_of_vec0(tmp_path: Path) -> None:
             rows,
         )
         raw.execute("COMMIT")
-        assert codescan.nearest(raw, DIM, query(queries[0])[1], 10, codescan.Filters()) is None
+        assert codescan.nearest(raw, query(queries[0])[0], 10, codescan.Filters()) is None
     finally:
         raw.close()
     searches = [(q, f) for q in queries[:4] for f in ({}, {"role": "user", "project": "/p/1"})]
@@ -253,7 +274,7 @@ async def test_codes_it_cannot_read_are_asked_of_vec0(tmp_path: Path) -> None:
     make_outdated(path)
     raw = vec_connection(path)
     try:
-        assert codescan.nearest(raw, DIM, query(queries[0])[1], 10, codescan.Filters(role=1)) is not None
+        assert codescan.nearest(raw, query(queries[0])[0], 10, codescan.Filters(role=1)) is not None
     finally:
         raw.close()
     async with open_database(path) as db:
@@ -274,9 +295,9 @@ async def test_a_driver_connection_without_weak_references_still_searches(tmp_pa
     try:
         assert load_sqlite_vec(plain)
         for words in queries:
-            _, code, q8 = query(words)
-            assert codescan.nearest(plain, DIM, code, 10, codescan.Filters(), q8) == codescan.nearest(
-                cached, DIM, code, 10, codescan.Filters(), q8
+            vector = query(words)[0]
+            assert codescan.nearest(plain, vector, 10, codescan.Filters(), rescore=True) == codescan.nearest(
+                cached, vector, 10, codescan.Filters(), rescore=True
             )
     finally:
         plain.close()
