@@ -267,18 +267,21 @@ class CodeScan:
 
     @staticmethod
     def _blobs(c: Any, table: str, column: str, ids: Sequence[int], size: int) -> dict[int, bytes]:
-        """One blob per chunk id, each of ``size`` bytes (read in one statement per 500 chunks)."""
+        """One blob per chunk id, each of ``size`` bytes: looked up by id when a few are wanted
+        (a search after an append), else in one pass over the table (the first search)."""
+        wanted = set(ids)
+        if len(wanted) > 16:
+            rows = c.execute(f"SELECT rowid, {column} FROM {table}")
+        else:
+            marks = ",".join("?" * len(wanted))
+            rows = c.execute(f"SELECT rowid, {column} FROM {table} WHERE rowid IN ({marks})", sorted(wanted))
         out: dict[int, bytes] = {}
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            marks = ",".join("?" * len(part))
-            for chunk_id, blob in c.execute(
-                f"SELECT rowid, {column} FROM {table} WHERE rowid IN ({marks})", part
-            ):
+        for chunk_id, blob in rows:
+            if chunk_id in wanted:
                 if len(blob) != size:
                     raise LayoutError(f"{table} holds a blob of an unexpected size")
                 out[int(chunk_id)] = blob
-        if len(out) != len(ids):
+        if len(out) != len(wanted):
             raise LayoutError(f"{table} lacks a chunk")
         return out
 
