@@ -6,14 +6,16 @@ A search is one thread hop and one read snapshot (the query is embedded just bef
   be a syntax error (:func:`.fts.match_expression`), or with ``raw`` FTS5 syntax whose errors
   become :class:`SearchQueryError`; ranked by bm25 (body 1.0, tool output 0.25), leaving out
   of the ranking, on a large database, words found in most messages (:func:`keyword_ranking`).
-- **semantic**: the query's binary code against ``message_codes``
-  (``code MATCH vec_bit(?) AND k = ?``, with the filters as vec0 metadata constraints) gives
-  :data:`CANDIDATES` candidates, re-scored exactly from ``message_vectors``. Where sqlite-vec does
-  not run on the connection, or the codes are stale (see :mod:`.indexing`), an exact scan of
-  ``message_vectors`` (filters in SQL, distances in Python) answers instead; it is what the
-  codes approximate, so both give the same top hits. A query embedder whose model or
-  dimension differ from the database's is refused (:class:`EmbeddingMismatchError`). A search
-  narrowed to at most :data:`EXACT_ROWS` messages (a session, a project) scans them exactly.
+- **semantic**: the query's binary code against every code of ``message_codes``, held in memory
+  per connection (:mod:`.codescan`, the filters applied there): the nearest 6,400 ranked by
+  cosine, the best :data:`CANDIDATES` re-scored exactly from ``message_vectors``. A codes table
+  that module cannot read is asked with vec0's own ``code MATCH vec_bit(?) AND k = ?`` (the
+  filters as metadata constraints; a search narrowed to at most :data:`EXACT_ROWS` messages then
+  scans them exactly). Where sqlite-vec does not run on the connection, or the codes are stale
+  (see :mod:`.indexing`), an exact scan of ``message_vectors`` (filters in SQL, distances in
+  Python) answers instead; it is what the codes approximate, so both give the same top hits. A
+  query embedder whose model or dimension differ from the database's is refused
+  (:class:`EmbeddingMismatchError`).
   Messages whose cosine similarity to the query is at most :data:`MIN_SIMILARITY` are no hits.
   Messages with text and no embedding cannot be found this way: the results count them
   (``not_embedded``; ``reindex`` embeds them).

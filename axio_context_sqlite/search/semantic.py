@@ -1,5 +1,6 @@
-"""The semantic ranking: nearest embeddings to the query's, through sqlite-vec's binary codes
-(re-scored exactly) or an exact scan, optionally limited to what a raw FTS5 expression matches."""
+"""The semantic ranking: nearest embeddings to the query's, through the binary codes (read by
+:mod:`.codescan`, else by vec0's own KNN; re-scored exactly) or an exact scan, optionally limited
+to what a raw FTS5 expression matches."""
 
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ __all__ = [
     "semantic_ranking",
 ]
 
-#: Binary-code candidates re-scored exactly per semantic search (at least; 2k when k is larger).
-#: 100 kept 99.7% of the exact top 10 on real text (see :mod:`.vec`).
+#: Candidates re-scored exactly per semantic search (at least; 2k when k is larger): the best by
+#: cosine of :data:`.codescan.WIDE` nearest codes, or vec0's nearest codes (100 kept 99.7% of the
+#: exact top 10 on real text, see :mod:`.vec`).
 CANDIDATES: Final = 100
 #: Cosine similarity a semantic hit must exceed: at 0 or below a message shares nothing with
 #: the query (the margin absorbs float32 rounding of an exactly orthogonal pair).
