@@ -211,6 +211,26 @@ async def coverage(conn: Any, words: list[str], hits: list[Any]) -> dict[int, fl
     return query_shares(range(len(hits)), total, counted)
 
 
+async def cosines(conn: Any, vector: Any, kw: list[Any], sem: list[Any]) -> dict[tuple[str, int], float]:
+    """Every candidate's cosine similarity with the query, by ``(owner, position)``: the semantic
+    rows carry theirs; the keyword rows' are read (those with an embedding)."""
+    out = {(r["owner"], r["position"]): float(r["score"]) for r in sem}
+    missing = [r for r in kw if (r["owner"], r["position"]) not in out]
+    if missing:
+        rows = await conn.fetch(
+            "SELECT h.i, 1 - (e.embedding <=> $1) AS s"
+            " FROM unnest($2::bigint[], $3::integer[]) WITH ORDINALITY AS h (seg, position, i)"
+            " JOIN embeddings e ON e.seg = h.seg AND e.position = h.position",
+            vector,
+            [r["seg"] for r in missing],
+            [r["position"] for r in missing],
+        )
+        for i, similarity in rows:
+            r = missing[i - 1]
+            out[(r["owner"], r["position"])] = float(similarity)
+    return out
+
+
 async def not_embedded(conn: Any) -> int:
     """Messages with text and no embedding (what semantic search cannot see)."""
     stored = int(await conn.fetchval("SELECT COUNT(*) FROM messages"))

@@ -37,8 +37,9 @@ from axio_context.messages import SessionInfo
 from axio_context.transcript import format_time
 from axio_context_sqlite.admin.jobs import ms
 from axio_context_sqlite.database import DEFAULT_DIMENSION, HASHING_MODEL
+from axio_context_sqlite.search.engine import LEXICAL_MODEL_PREFIX
 from axio_context_sqlite.search.fts import raw_words
-from axio_context_sqlite.search.hits import FUSION_K, SearchHit, SearchResults, fusion_weights
+from axio_context_sqlite.search.hits import FUSION_K, SearchHit, SearchResults, blend, fusion_weights
 from axio_context_sqlite.search.query import MAX_K, MODES, check_bounds
 from axio_context_sqlite.search.ranking import reciprocal_rank_fusion
 from axio_context_sqlite.search.reindex import ReindexReport
@@ -285,6 +286,8 @@ class SearchCalls:
         depth = max(k, pgsearch.DEPTH)
         fallback = None
         uncounted = 0
+        emb: Embedder | None = None
+        qvec: Any = None
         async with self._tx(readonly=True) as conn:
             segments = None if session_id is None else await self._segments(conn, session_id)
             scope = pgsearch.Scope(
@@ -318,12 +321,17 @@ class SearchCalls:
                     if vec is not None and any(vec):
                         import numpy as np
 
-                        sem = await pgsearch.semantic(conn, np.asarray(vec, dtype=np.float32), depth, scope)
+                        qvec = np.asarray(vec, dtype=np.float32)
+                        sem = await pgsearch.semantic(conn, qvec, depth, scope)
                     if mode == "semantic":
                         uncounted = await pgsearch.not_embedded(conn)
             # as SQLite: weighted by coverage when the query has words and meaning found something
             shares = await pgsearch.coverage(conn, words, kw) if words and sem else None
-        return await self._hits(mode, k, kw, sem, session_id, fallback, uncounted, shares)
+            # a meaning-level embedder's cosines are comparable across messages: fused by score
+            near = None
+            if shares is not None and emb is not None and not emb.model.startswith(LEXICAL_MODEL_PREFIX):
+                near = await pgsearch.cosines(conn, qvec, kw, sem)
+        return await self._hits(mode, k, kw, sem, session_id, fallback, uncounted, shares, near)
 
     async def _hits(
         self,
@@ -335,9 +343,12 @@ class SearchCalls:
         fallback: str | None,
         not_embedded: int,
         coverage: dict[int, float] | None = None,
+        cosines: dict[tuple[str, int], float] | None = None,
     ) -> SearchResults:
         """Ranked rows made into hits (filed under ``session_id`` when one session was searched);
-        hybrid fuses with the SQLite backend's weights when the keyword hits' ``coverage`` is given."""
+        hybrid fuses with the SQLite backend's weights when the keyword hits' ``coverage`` is given,
+        by score (:func:`~axio_context_sqlite.search.hits.blend`) when every candidate's
+        ``cosines`` are (a meaning-level embedder), else by rank."""
         by_key = {(r[0], r[1]): r for r in [*sem, *kw]}
         order: list[tuple[tuple[str, int], float, int | None, int | None]]
         if mode == "keyword":
@@ -351,8 +362,13 @@ class SearchCalls:
                 # the cosine similarity s, and d = sqrt(2 - 2s) so its 1 - d^2/2 gives s back
                 distances = [(i, sqrt(max(0.0, 2.0 - 2.0 * float(r[4])))) for i, r in enumerate(sem)]
                 weights = list(fusion_weights(coverage, distances))
-            rankings = [[(r[0], r[1]) for r in kw], [(r[0], r[1]) for r in sem]]
-            fused = reciprocal_rank_fusion(rankings, k=FUSION_K, weights=weights, limit=k)
+            keys = [(r[0], r[1]) for r in sem]
+            if coverage is not None and cosines is not None:
+                scored = [((r[0], r[1]), float(r[4])) for r in kw]
+                fused = blend(scored, keys, cosines, (weights[0], weights[1]), k)
+            else:
+                rankings = [[(r[0], r[1]) for r in kw], keys]
+                fused = reciprocal_rank_fusion(rankings, k=FUSION_K, weights=weights, limit=k)
             order = [(f.key, f.score, f.ranks[0], f.ranks[1]) for f in fused]
         hits: list[SearchHit] = []
         infos = await self._infos({session_id or owner for (owner, _), *_ in order})

@@ -77,7 +77,7 @@ from .keyword import keyword_ranking, term_coverage
 from .query import DEPTH, MAX_K, MODES, Mode, Query
 from .reindex import ReindexReport
 from .scope import session_scope
-from .semantic import CANDIDATES, MIN_SIMILARITY, not_embedded, semantic_ranking
+from .semantic import CANDIDATES, MIN_SIMILARITY, cosines, not_embedded, semantic_ranking
 from .settings import read_settings
 from .status import IndexStatus
 
@@ -178,7 +178,10 @@ def _search(c: Any, q: Query, results: SearchResults) -> SearchResults:
     coverage = (
         term_coverage(c, q.terms, [m for m, _ in kw]) if q.mode == "hybrid" and q.terms and sem else None
     )
-    ranked = rank(q, kw, sem, coverage)
+    meaning = coverage is not None and q.model is not None and not q.model.startswith(LEXICAL_MODEL_PREFIX)
+    # a meaning-level embedder's cosines are comparable across messages: fused by score (hits.blend)
+    near = cosines(c, q, {m for m, _ in kw} | {m for m, _ in sem}) if meaning else None
+    ranked = rank(q, kw, sem, coverage, near)
     highlight = _meaningful(q.text) if q.mode == "semantic" and not q.raw else q.match
     if q.raw and highlight is not None:
         with fts_errors(q.text):

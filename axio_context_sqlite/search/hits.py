@@ -3,8 +3,8 @@ and the results Struct that carries them with what the search could not see."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any, Final, overload
+from collections.abc import Hashable, Iterator, Mapping, Sequence
+from typing import Any, Final, TypeVar, overload
 
 import msgspec
 
@@ -14,10 +14,20 @@ from ..store.message_rows import ROLE_NAMES
 from ..store.packing import ROW_ERRORS
 from . import snippets
 from .query import DEPTH, Query
-from .ranking import reciprocal_rank_fusion
+from .ranking import Fused, reciprocal_rank_fusion
 from .scope import Scope, ids_json
 
-__all__ = ["Ranked", "SearchHit", "SearchResults", "build_hits", "fusion_weights", "rank", "semantic_margin"]
+__all__ = [
+    "KEYWORD_SHARE",
+    "Ranked",
+    "SearchHit",
+    "SearchResults",
+    "blend",
+    "build_hits",
+    "fusion_weights",
+    "rank",
+    "semantic_margin",
+]
 
 _LOW: Final = (1 << keys.SHIFT) - 1
 
@@ -168,15 +178,74 @@ def fusion_weights(coverage: dict[int, float], sem: list[tuple[int, float]]) -> 
     return full, max(SEMANTIC_FLOOR, 1.0 - full) * semantic_margin(sem) ** MARGIN_POWER
 
 
+#: The most a meaning-level embedder's hybrid search gives the keyword side in
+#: :func:`blend` (keyword's share is ``KEYWORD_SHARE * wk / (wk + ws)`` of the
+#: :func:`fusion_weights`). Chosen with all-MiniLM-L6-v2 (int8 ONNX) on both labelled sets, alone
+#: and among 10,000 workload messages (docs/search.md): 0.5 to 0.6 keep hybrid within half a
+#: query of its better part on every class; 0.7 lets keyword hits crowd meaning out again.
+KEYWORD_SHARE: float = 0.6
+
+H = TypeVar("H", bound=Hashable)
+
+
+def blend(
+    kw: Sequence[tuple[H, float]],
+    sem: Sequence[H],
+    cosines: Mapping[H, float],
+    weights: tuple[float, float],
+    limit: int,
+) -> list[Fused[H]]:
+    """A meaning-level embedder's hybrid ranking: each candidate (of either ranking) scored by
+    ``a * k + (1 - a) * s``, best first.
+
+    ``k`` is its keyword score over the best one's (``kw``: ``(key, score)`` best first, bm25 or
+    ts_rank, 0 where absent); ``s`` its cosine similarity (``cosines``: every candidate's, with the
+    query), rescaled so that the nearest of ``sem`` (the semantic ranking, nearest first) is 1 and
+    its :data:`.query.DEPTH`-th (0 when it is shorter) is 0; ``a`` is keyword's share, from the
+    :func:`fusion_weights`. Why not ranks: such an embedder's cosine means the same for every
+    message, so a keyword hit far from the query in meaning can fall below the nearest messages
+    instead of taking the top places by rank alone (the plain keyword questions where hybrid
+    fell below semantic). Ties go to the better rank in either list, then the keyword list.
+    """
+    wk, ws = weights
+    share = KEYWORD_SHARE * wk / (wk + ws) if wk + ws > 0 else 0.0
+    best = kw[0][1] if kw else 0.0
+    first = cosines.get(sem[0], 0.0) if sem else 0.0
+    last = cosines.get(sem[DEPTH - 1], 0.0) if len(sem) >= DEPTH else 0.0
+    span = first - last  # nothing to rescale by (a flat ranking): meaning adds nothing
+    ranks: dict[H, list[int | None]] = {}
+    for li, keys_ in enumerate(([key for key, _ in kw], sem)):
+        for pos, key in enumerate(keys_):
+            slot = ranks.setdefault(key, [None, None])
+            if slot[li] is None:
+                slot[li] = pos + 1
+    keyword = {key: (score / best if best else 0.0) for key, score in reversed(kw)}
+    scores = {
+        key: share * keyword.get(key, 0.0)
+        + ((1.0 - share) * min(1.0, max(0.0, (cosines.get(key, last) - last) / span)) if span > 0 else 0.0)
+        for key in ranks
+    }
+
+    def order(key: H) -> tuple[float, int, int]:
+        held = [(r, li) for li, r in enumerate(ranks[key]) if r is not None]
+        return (-scores[key], *min(held))
+
+    return [
+        Fused(key=key, score=scores[key], ranks=tuple(ranks[key])) for key in sorted(ranks, key=order)[:limit]
+    ]
+
+
 def rank(
     q: Query,
     kw: list[tuple[int, float]],
     sem: list[tuple[int, float]],
     coverage: dict[int, float] | None = None,
+    cosines: dict[int, float] | None = None,
 ) -> list[Ranked]:
     """The ranked message ids of a search from its keyword ranking (``(id, bm25)``, best first),
     its semantic one (``(id, distance)`` between unit vectors, nearest first) and, for a hybrid
-    search, the share of the query each keyword hit holds."""
+    search, the share of the query each keyword hit holds and, for a meaning-level embedder,
+    every candidate's cosine with the query (then fused by :func:`blend`, else by rank)."""
     if q.mode == "keyword":
         return [Ranked(mid, 0.0 - bm25, i, None) for i, (mid, bm25) in enumerate(kw[: q.k], 1)]
     if q.mode == "semantic":
@@ -188,6 +257,9 @@ def rank(
         # keyword leads; little of it (a paraphrase's common word) and meaning leads, as far as
         # its nearest message stands out from the crowd
         weights = list(fusion_weights(coverage, sem))
+        if cosines is not None:
+            blended = blend(kw, [m for m, _ in sem], cosines, (weights[0], weights[1]), q.k)
+            return [Ranked(f.key, f.score, f.ranks[0], f.ranks[1]) for f in blended]
     fused = reciprocal_rank_fusion(
         [[m for m, _ in kw], [m for m, _ in sem]], k=FUSION_K, limit=q.k, weights=weights
     )

@@ -29,6 +29,7 @@ __all__ = [
     "EXACT_ROWS",
     "MIN_SIMILARITY",
     "VEC_K_MAX",
+    "cosines",
     "exact_scan",
     "not_embedded",
     "semantic_ranking",
@@ -343,6 +344,31 @@ def exact_scan(
     dim = q.dimension or 0
     query = unit_vector(quantize(q.vector), dim)
     return brute_force_knn(query, ((i, unit_vector(bytes(b), dim)) for i, b in rows()), depth)
+
+
+def cosines(c: Any, q: Query, ids: Iterable[int]) -> dict[int, float]:
+    """The cosine similarity of each message's stored embedding (those that have one) with the
+    query, both as int8, as sqlite-vec compares them."""
+    assert q.vector is not None
+    import numpy as np
+
+    query = np.frombuffer(quantize(q.vector), dtype=np.int8).astype(np.float64)
+    out: dict[int, float] = {}
+    for mid, blob in c.execute(
+        "SELECT id, embedding FROM message_vectors WHERE id IN (SELECT value FROM json_each(?))",
+        (ids_json(ids),),
+    ):
+        if len(blob) not in (len(query), 4 * len(query)):
+            continue
+        try:  # a float32 one of an older database, quantized as the search compares it
+            stored = bytes(blob) if len(blob) == len(query) else quantize(bytes(blob))
+        except ValueError:  # all zeros, or NaN (stored before those were refused): no cosine
+            continue
+        v = np.frombuffer(stored, dtype=np.int8).astype(np.float64)
+        norm = float(np.linalg.norm(v) * np.linalg.norm(query))
+        if norm > 0 and math.isfinite(norm):
+            out[int(mid)] = float(v @ query) / norm
+    return out
 
 
 def not_embedded(c: Any, q: Query, scope: Scope | None) -> int:

@@ -113,3 +113,45 @@ async def test_a_raw_query_fuses_unweighted_as_on_sqlite(both: tuple[Database, P
     got = await pg.search("billing AND staging", mode="hybrid", raw=True, embedder=EMB, k=10)
     assert _order(got) == _order(want)
     assert [h.score for h in got.hits] == pytest.approx([h.score for h in want.hits], rel=1e-2)
+
+
+MEANING = [
+    text("user", "memoize the responses to frequent questions so they are served instantly"),
+    text("assistant", "the cache directory is common to all users on the machine"),
+    text("user", "answers to the quiz are kept in a common cache of paper sheets"),
+    text("assistant", "clear the browser cache and reload the page"),
+    text("user", "common lisp has good answers for macros"),
+    text("assistant", "the kubelet on node seven keeps restarting"),
+    text("user", "sourdough needs a starter fed every day"),
+]
+
+
+async def test_a_meaning_level_embedder_fuses_by_score_on_both(tmp_path: Path, fresh_pg_url: str) -> None:
+    """With all-MiniLM-L6-v2 (a meaning-level embedder) both backends fuse by score
+    (hits.blend: keyword's share of the best keyword score, meaning's of the nearest cosine), not
+    by rank: the same hits in the same order, with scores on the 0-to-1 scale of the blend."""
+    from axio_context.onnx_minilm import OnnxMiniLMEmbedder
+
+    emb = await OnnxMiniLMEmbedder.load()
+    pool: Pool = await connect(fresh_pg_url)
+    try:
+        async with sqlite_connect(tmp_path / "meaning.db") as conn:
+            await SQLiteContextStore(conn, "s", "/p", embedder=emb).append_many(MEANING)
+            await PostgresContextStore(pool, "s", project="/p").append_many(MEANING)
+            pg = PostgresDatabase(pool, fresh_pg_url)
+            assert (await pg.reindex(emb)).embedded == len(MEANING)
+            lite = Database(conn, tmp_path / "meaning.db")
+            for query in ("reuse replies to repeated questions", "restarting kubelet"):
+                want = await lite.search(query, mode="hybrid", embedder=emb, k=5)
+                got = await pg.search(query, mode="hybrid", embedder=emb, k=5)
+                assert _order(got) == _order(want)
+                assert [h.score for h in got.hits] == pytest.approx([h.score for h in want.hits], rel=2e-2)
+                assert want.hits[0].score > 0.5  # by rank, a hit scores at most 2 / 61
+            # where the keyword scorers order the hits apart (bm25 puts the Lisp message first,
+            # ts_rank_cd the quiz one), the fused lists differ there, and agree on the rest
+            want = await lite.search("cache common answers", mode="hybrid", embedder=emb, k=5)
+            got = await pg.search("cache common answers", mode="hybrid", embedder=emb, k=5)
+            assert want.hits[0].position == got.hits[0].position == 2
+            assert {h.position for h in want.hits} == {h.position for h in got.hits}
+    finally:
+        await pool.close()

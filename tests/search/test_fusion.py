@@ -86,3 +86,51 @@ def test_both_rankings_agreeing_beats_either_alone() -> None:
     sem = _semantic(0.85, 0.12, ids=range(3, 3 + DEPTH))  # keyword's third is meaning's first
     ranked = rank(_hybrid(), KEYWORD, sem, {1: 0.8, 2: 0.8, 3: 0.8, 4: 0.8, 5: 0.8})
     assert ranked[0].mid == 3 and ranked[0].keyword_rank == 3 and ranked[0].semantic_rank == 1
+
+
+# --- a meaning-level embedder: fused by score (hits.blend) ----------------------------------------
+
+
+def _cosines(sem: list[tuple[int, float]], **more: float) -> dict[int, float]:
+    out = {mid: 1.0 - d * d / 2.0 for mid, d in sem}
+    out.update({int(k[1:]): v for k, v in more.items()})
+    return out
+
+
+def test_a_keyword_hit_far_in_meaning_falls_below_the_nearest_messages() -> None:
+    """Every keyword hit holds the whole query but sits far from it in meaning (cosine 0.1, the
+    crowd's level); the message nearest in meaning holds none of its words. By rank, the five
+    keyword hits take the top five places; by score the nearest message comes first."""
+    sem = _semantic(0.8, 0.1)
+    coverage = dict.fromkeys(range(len(KEYWORD)), 1.0)
+    cosines = _cosines(sem, m1=0.1, m2=0.1, m3=0.1, m4=0.1, m5=0.1)
+    by_rank = [r.mid for r in rank(_hybrid(), KEYWORD, sem, coverage)]
+    by_score = rank(_hybrid(), KEYWORD, sem, coverage, cosines)
+    assert 100 not in by_rank
+    assert by_score[0].mid == 100 and by_score[0].keyword_rank is None and by_score[0].semantic_rank == 1
+    assert by_score[0].score == pytest.approx(
+        1.0 - 0.6 * 1.0 / (1.0 + SEMANTIC_FLOOR * semantic_margin(sem) ** 2)
+    )
+
+
+def test_keyword_leads_where_meaning_is_flat() -> None:
+    """A flat semantic ranking (every message about as near) gives meaning nothing to rescale by:
+    the keyword order stands, each hit at keyword's share of its score over the best one."""
+    sem = [(100 + i, _distance(0.3)) for i in range(DEPTH)]
+    coverage = dict.fromkeys(range(len(KEYWORD)), 1.0)
+    ranked = rank(_hybrid(), KEYWORD, sem, coverage, _cosines(sem, m1=0.3, m2=0.3))
+    assert [r.mid for r in ranked] == [1, 2, 3, 4, 5]
+    assert [r.score for r in ranked] == pytest.approx([0.6 * s / -9.0 for _, s in KEYWORD])
+
+
+def test_a_hit_in_both_rankings_counts_both_and_ties_go_to_the_better_rank() -> None:
+    """Message 1 is the best keyword hit and as near as the nearest: it leads. Two messages with
+    the same score keep their order by their best rank; a repeated key counts at its first place."""
+    sem = _semantic(0.9, 0.1, ids=range(100, 100 + DEPTH))
+    sem = [(1, sem[0][1]), *sem[1:]]
+    kw = [(1, -9.0), (7, -4.5), (1, -1.0), (8, -4.5)]
+    coverage = dict.fromkeys(range(len(kw)), 0.5)
+    ranked = rank(_hybrid(k=100), kw, sem, coverage, _cosines(sem, m7=0.1, m8=0.1))
+    assert ranked[0].mid == 1 and (ranked[0].keyword_rank, ranked[0].semantic_rank) == (1, 1)
+    order = [r.mid for r in ranked]
+    assert order.index(7) < order.index(8) and ranked[order.index(7)].score == ranked[order.index(8)].score

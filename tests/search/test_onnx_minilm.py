@@ -63,8 +63,11 @@ async def test_it_embeds_meaning_offline(onnx: OnnxMiniLMEmbedder) -> None:
 
 
 async def test_the_labelled_set_through_it(onnx: OnnxMiniLMEmbedder, tmp_path: Path) -> None:
-    """Paraphrases (no word shared with the target) are found by meaning, and hybrid stays at
-    least the better of its parts on every class, less one query's worth."""
+    """Paraphrases (no word shared with the target) are found by meaning, and hybrid, fused by
+    score for this meaning-level embedder (hits.blend), is at least the better of its parts on
+    every class and overall, identifiers less one query's worth (0.991 against keyword's 1.000:
+    one of a two-message target ranks sixth). Fused by rank it fell below semantic on the
+    keyword class (0.862 against 0.879)."""
     rs = load_agent_set()
     path = tmp_path / "labelled.db"
     embedder = _Remembering(onnx)
@@ -75,7 +78,7 @@ async def test_the_labelled_set_through_it(onnx: OnnxMiniLMEmbedder, tmp_path: P
     assert scores["semantic"]["paraphrase"].recall >= 0.6
     for kind in (*KINDS, "all"):
         best = max(scores["keyword"][kind].recall, scores["semantic"][kind].recall)
-        slack = 1.0 / scores["hybrid"][kind].queries
+        slack = 1.0 / scores["hybrid"][kind].queries if kind == "identifier" else 0.0
         assert scores["hybrid"][kind].recall >= best - slack - 1e-9, (kind, scores)
 
 
