@@ -149,7 +149,7 @@ class Ranked(msgspec.Struct):
 #: message stands out (:func:`semantic_margin`). Chosen on tests/data/agent_retrieval.json (alone,
 #: among 100,000 and 1,000,000 workload messages with the hashing embedder, alone with
 #: all-MiniLM-L6-v2), tests/data/retrieval.json held out; the figures are in docs/search.md
-#: (MiniLM among 10,000 messages still ranks plain keyword questions below semantic alone).
+#: (for a meaning-level embedder those weights set keyword's share in :func:`blend`).
 FUSION_K: int = 60
 COVERAGE_POWER: float = 5.0
 SEMANTIC_FLOOR: float = 0.5
