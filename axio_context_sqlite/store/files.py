@@ -78,14 +78,18 @@ def open_readonly(absolute: str, busy_timeout: float) -> Any:
     that way, so that case is a clear error instead of a stale view.
     """
     uri = Path(absolute).as_uri()
-    raw = sqlean.connect(
-        uri + "?mode=ro",
-        uri=True,
-        isolation_level=None,
-        timeout=busy_timeout,
-        check_same_thread=False,
-        factory=RawConnection,
-    )
+
+    def opened(options: str) -> Any:
+        return sqlean.connect(
+            f"{uri}?{options}",
+            uri=True,
+            isolation_level=None,
+            timeout=busy_timeout,
+            check_same_thread=False,
+            factory=RawConnection,
+        )
+
+    raw = opened("mode=ro")
     try:
         raw.execute("SELECT count(*) FROM sqlite_master").fetchone()
         return raw
@@ -103,11 +107,4 @@ def open_readonly(absolute: str, busy_timeout: float) -> Any:
             "which its read-only folder cannot hold; copy the database and its -wal file to a "
             "writable folder, or open it once where the folder is writable"
         )
-    return sqlean.connect(
-        uri + "?mode=ro&immutable=1",
-        uri=True,
-        isolation_level=None,
-        timeout=busy_timeout,
-        check_same_thread=False,
-        factory=RawConnection,
-    )
+    return opened("mode=ro&immutable=1")

@@ -6,11 +6,13 @@ nearest message stands out (axio_context_sqlite/search/hits.py ``fusion_weights`
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 
-from axio_context.embeddings import HashingEmbedder
+from axio_context import Message
+from axio_context.embeddings import Embedder, HashingEmbedder
 from axio_context.testing import text
 from axio_context_postgres import Pool, PostgresContextStore, connect
 from axio_context_postgres.database import PostgresDatabase
@@ -50,19 +52,28 @@ def _order(results: SearchResults) -> list[tuple[int, int | None, int | None]]:
     return [(h.position, h.keyword_rank, h.semantic_rank) for h in results.hits]
 
 
+@asynccontextmanager
+async def stored_in_both(
+    path: Path, url: str, corpus: list[Message], embedder: Embedder
+) -> AsyncIterator[tuple[Database, PostgresDatabase]]:
+    """``corpus`` in a SQLite file and in a PostgreSQL database, embedded by ``embedder``."""
+    pool: Pool = await connect(url)
+    try:
+        async with sqlite_connect(path) as conn:
+            await SQLiteContextStore(conn, "s", "/p", embedder=embedder).append_many(corpus)
+            await PostgresContextStore(pool, "s", project="/p").append_many(corpus)
+            pg = PostgresDatabase(pool, url)
+            assert (await pg.reindex(embedder)).embedded == len(corpus)
+            yield Database(conn, path), pg
+    finally:
+        await pool.close()
+
+
 @pytest.fixture
 async def both(tmp_path: Path, fresh_pg_url: str) -> AsyncIterator[tuple[Database, PostgresDatabase]]:
     """The corpus in a SQLite file and in a PostgreSQL database, embedded by the same embedder."""
-    pool: Pool = await connect(fresh_pg_url)
-    try:
-        async with sqlite_connect(tmp_path / "fusion.db") as conn:
-            await SQLiteContextStore(conn, "s", "/p", embedder=EMB).append_many(CORPUS)
-            await PostgresContextStore(pool, "s", project="/p").append_many(CORPUS)
-            pg = PostgresDatabase(pool, fresh_pg_url)
-            assert (await pg.reindex(EMB)).embedded == len(CORPUS)
-            yield Database(conn, tmp_path / "fusion.db"), pg
-    finally:
-        await pool.close()
+    async with stored_in_both(tmp_path / "fusion.db", fresh_pg_url, CORPUS, EMB) as pair:
+        yield pair
 
 
 @pytest.mark.parametrize("query", QUERIES)
@@ -133,25 +144,16 @@ async def test_a_meaning_level_embedder_fuses_by_score_on_both(tmp_path: Path, f
     from axio_context.onnx_minilm import OnnxMiniLMEmbedder
 
     emb = await OnnxMiniLMEmbedder.load()
-    pool: Pool = await connect(fresh_pg_url)
-    try:
-        async with sqlite_connect(tmp_path / "meaning.db") as conn:
-            await SQLiteContextStore(conn, "s", "/p", embedder=emb).append_many(MEANING)
-            await PostgresContextStore(pool, "s", project="/p").append_many(MEANING)
-            pg = PostgresDatabase(pool, fresh_pg_url)
-            assert (await pg.reindex(emb)).embedded == len(MEANING)
-            lite = Database(conn, tmp_path / "meaning.db")
-            for query in ("reuse replies to repeated questions", "restarting kubelet"):
-                want = await lite.search(query, mode="hybrid", embedder=emb, k=5)
-                got = await pg.search(query, mode="hybrid", embedder=emb, k=5)
-                assert _order(got) == _order(want)
-                assert [h.score for h in got.hits] == pytest.approx([h.score for h in want.hits], rel=2e-2)
-                assert want.hits[0].score > 0.5  # by rank, a hit scores at most 2 / 61
-            # where the keyword scorers order the hits apart (bm25 puts the Lisp message first,
-            # ts_rank_cd the quiz one), the fused lists differ there, and agree on the rest
-            want = await lite.search("cache common answers", mode="hybrid", embedder=emb, k=5)
-            got = await pg.search("cache common answers", mode="hybrid", embedder=emb, k=5)
-            assert want.hits[0].position == got.hits[0].position == 2
-            assert {h.position for h in want.hits} == {h.position for h in got.hits}
-    finally:
-        await pool.close()
+    async with stored_in_both(tmp_path / "meaning.db", fresh_pg_url, MEANING, emb) as (lite, pg):
+        for query in ("reuse replies to repeated questions", "restarting kubelet"):
+            want = await lite.search(query, mode="hybrid", embedder=emb, k=5)
+            got = await pg.search(query, mode="hybrid", embedder=emb, k=5)
+            assert _order(got) == _order(want)
+            assert [h.score for h in got.hits] == pytest.approx([h.score for h in want.hits], rel=2e-2)
+            assert want.hits[0].score > 0.5  # by rank, a hit scores at most 2 / 61
+        # where the keyword scorers order the hits apart (bm25 puts the Lisp message first,
+        # ts_rank_cd the quiz one), the fused lists differ there, and agree on the rest
+        want = await lite.search("cache common answers", mode="hybrid", embedder=emb, k=5)
+        got = await pg.search("cache common answers", mode="hybrid", embedder=emb, k=5)
+        assert want.hits[0].position == got.hits[0].position == 2
+        assert {h.position for h in want.hits} == {h.position for h in got.hits}
