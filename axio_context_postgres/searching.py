@@ -37,7 +37,7 @@ from axio_context.messages import SessionInfo
 from axio_context.transcript import format_time
 from axio_context_sqlite.admin.jobs import ms
 from axio_context_sqlite.database import DEFAULT_DIMENSION, HASHING_MODEL
-from axio_context_sqlite.search.engine import LEXICAL_MODEL_PREFIX
+from axio_context_sqlite.search.engine import LEXICAL_MODEL_PREFIX, weak_meaning
 from axio_context_sqlite.search.fts import raw_words
 from axio_context_sqlite.search.hits import FUSION_K, SearchHit, SearchResults, blend, fusion_weights
 from axio_context_sqlite.search.query import MAX_K, MODES, check_bounds
@@ -326,6 +326,15 @@ class SearchCalls:
                     if mode == "semantic":
                         uncounted = await pgsearch.not_embedded(conn)
             # as SQLite: weighted by coverage when the query has words and meaning found something
+            if (
+                mode == "hybrid"
+                and words
+                and not kw
+                and weak_meaning(emb.model if emb else None, _nearest(sem))
+            ):
+                # as SQLite: no message holds any of the words and meaning found nothing close,
+                # so what it found is withheld and counted (SearchResults.withheld)
+                return SearchResults(withheld=len(sem), fallback=fallback)
             shares = await pgsearch.coverage(conn, words, kw) if words and sem else None
             # a meaning-level embedder's cosines are comparable across messages: fused by score
             near = None
@@ -422,3 +431,8 @@ class SearchCalls:
             sem = await pgsearch.semantic(conn, found, k, scope)
             uncounted = await pgsearch.not_embedded(conn)
         return await self._hits("semantic", k, [], sem, None, None, uncounted)
+
+
+def _nearest(sem: list[Any]) -> float | None:
+    """The semantic ranking's best cosine similarity (None: it is empty)."""
+    return float(sem[0]["score"]) if sem else None

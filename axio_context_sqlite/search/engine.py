@@ -97,6 +97,7 @@ __all__ = [
     "fold_queue",
     "search",
     "similar",
+    "weak_meaning",
 ]
 
 #: Embedders whose model name starts so are lexical (:class:`HashingEmbedder`): their
@@ -192,13 +193,17 @@ def _search(c: Any, q: Query, results: SearchResults) -> SearchResults:
 
 
 def _weak(q: Query, sem: list[tuple[int, float]]) -> bool:
-    """Whether the semantic ranking's best is too far to show without a keyword match: always for
-    a lexical embedder (the hashing one: with no shared word, only colliding buckets are left),
-    else below :data:`STRONG_SIMILARITY`."""
-    if not sem or q.model is None or q.model.startswith(LEXICAL_MODEL_PREFIX):
+    return weak_meaning(q.model, 1.0 - sem[0][1] ** 2 / 2.0 if sem else None)
+
+
+def weak_meaning(model: str | None, nearest: float | None) -> bool:
+    """Whether the semantic ranking's best (its cosine similarity ``nearest``; None: nothing was
+    near) is too far to show without a keyword match: always for a lexical embedder (the hashing
+    one: with no shared word, only colliding buckets are left), else below
+    :data:`STRONG_SIMILARITY`. Both backends ask it."""
+    if nearest is None or model is None or model.startswith(LEXICAL_MODEL_PREFIX):
         return True
-    d = sem[0][1]
-    return 1.0 - d * d / 2.0 < STRONG_SIMILARITY
+    return nearest < STRONG_SIMILARITY
 
 
 def _meaningful(query: str) -> str | None:

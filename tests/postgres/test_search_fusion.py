@@ -157,3 +157,18 @@ async def test_a_meaning_level_embedder_fuses_by_score_on_both(tmp_path: Path, f
         got = await pg.search("cache common answers", mode="hybrid", embedder=emb, k=5)
         assert want.hits[0].position == got.hits[0].position == 2
         assert {h.position for h in want.hits} == {h.position for h in got.hits}
+
+
+async def test_weak_meaning_alone_is_withheld_on_both(both: tuple[Database, PostgresDatabase]) -> None:
+    """No message holds any word of the query and the embedder is the lexical one: both backends
+    show nothing and count what meaning found (``withheld``); a word held somewhere shows hits."""
+    lite, pg = both
+    want = await lite.search("parsnipology zeugma", mode="hybrid", embedder=EMB, k=10)
+    got = await pg.search("parsnipology zeugma", mode="hybrid", embedder=EMB, k=10)
+    assert want.hits == [] and got.hits == []
+    assert want.withheld > 0 and got.withheld > 0
+    assert any("semantic mode shows" in n for n in got.notes())
+    shown = await pg.search("parsnipology kubelet", mode="hybrid", embedder=EMB, k=10)
+    assert shown.hits and shown.withheld == 0
+    semantic = await pg.search("parsnipology zeugma", mode="semantic", embedder=EMB, k=10)
+    assert len(semantic.hits) == got.withheld
