@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import weakref
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -37,7 +36,7 @@ import numpy.typing as npt
 from ..store.indexing import CODES_TABLE
 from ..store.vec import _signs, quantize
 
-__all__ = ["VECTOR_BYTES", "WIDE", "CodeScan", "Filters", "nearest"]
+__all__ = ["CODE_BYTES", "VECTOR_BYTES", "WIDE", "CodeScan", "Filters", "held", "nearest", "query_code"]
 
 #: Codes nearest by Hamming distance ranked by cosine in memory, per search: enough that the
 #: short queries of the labelled sets, whose tenth neighbour is at a cosine of 0.15 to 0.2 where
@@ -45,6 +44,9 @@ __all__ = ["VECTOR_BYTES", "WIDE", "CodeScan", "Filters", "nearest"]
 WIDE: Final = 6400
 #: The most int8 vector bytes held per connection (about 700,000 messages of 384 dimensions).
 VECTOR_BYTES: Final = 256 * 2**20
+#: The most bytes of codes and their columns held per connection (about 5,900,000 messages at
+#: 1,152 bits); a larger table is searched with vec0's own KNN.
+CODE_BYTES: Final = 2**30
 
 #: The metadata columns a search filters on (vec0 keeps each integer column in its own chunks).
 _FILTERED: Final = ("sid", "role", "created_at")
@@ -175,6 +177,8 @@ class CodeScan:
                 raise LayoutError("chunk bitmap or rowids of an unexpected size")
             if self.keys.get(chunk_id) != validity + rowids:
                 changed.append((chunk_id, validity, rowids))
+        if len(seen) * n * (self.layout.code_bytes + 8 * (1 + len(_FILTERED))) > CODE_BYTES:
+            raise LayoutError(f"{len(seen) * n:,} codes are more than a connection holds")
         for chunk_id in set(self.slots) - set(seen):  # a chunk vec0 dropped
             slot = self.slots.pop(chunk_id)
             self.keys.pop(chunk_id)
@@ -359,20 +363,30 @@ class CodeScan:
         return [int(i) for i in self.ids[pick]], count >= passing
 
 
-_SCANS: weakref.WeakKeyDictionary[Any, CodeScan] = weakref.WeakKeyDictionary()
+#: The attribute a connection keeps its copy in (:class:`..store.files.RawConnection` takes one).
+_ATTRIBUTE: Final = "axio_codescan"
+
+
+def held(c: Any) -> CodeScan | None:
+    """This connection's copy, if it keeps one."""
+    scan: CodeScan | None = getattr(c, _ATTRIBUTE, None)
+    return scan
+
+
+def _keep(c: Any, scan: CodeScan | None) -> None:
+    with contextlib.suppress(AttributeError):  # the driver's own connection keeps none
+        setattr(c, _ATTRIBUTE, scan)
 
 
 def _scan_for(c: Any, dimension: int) -> CodeScan:
     """This connection's copy, refreshed; a new one when the schema changed (a codes table
-    dropped and made again holds other codes under the same chunk ids)."""
+    dropped and made again holds other codes under the same chunk ids). A connection that cannot
+    keep one (the driver's own class) gets a fresh copy each search."""
     version, schema = (
         int(c.execute(f"PRAGMA {p}").fetchone()[0]) for p in ("data_version", "schema_version")
     )
     token = (version, schema, int(c.total_changes))
-    try:
-        scan: CodeScan | None = _SCANS.get(c)
-    except TypeError:  # the driver's connection takes no weak reference: a copy per search
-        scan = None
+    scan = held(c)
     if scan is None or scan.schema != schema or scan.dimension != dimension:
         row = c.execute(
             "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (CODES_TABLE,)
@@ -390,8 +404,7 @@ def _scan_for(c: Any, dimension: int) -> CodeScan:
         # a connection that searches again is a long-lived one (an agent, the browser): the
         # vectors are worth reading once; a command line's one search reads only its candidates'
         scan.hold_vectors(c)
-    with contextlib.suppress(TypeError):
-        _SCANS[c] = scan
+    _keep(c, scan)
     return scan
 
 
@@ -405,8 +418,7 @@ def nearest(
     try:
         scan = _scan_for(c, dimension)
     except (LayoutError, ValueError):
-        with contextlib.suppress(TypeError):
-            _SCANS.pop(c, None)
+        _keep(c, None)
         return None
     code = query_code(vector, scan.layout.code_bytes)
     return scan.search(c, code, count, filters, quantize(vector) if rescore else None)

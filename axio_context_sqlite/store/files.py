@@ -15,8 +15,8 @@ __all__ = ["RawConnection", "open_readonly", "prepare_file"]
 
 
 class RawConnection(sqlean.Connection):  # type: ignore[misc]
-    """The driver's connection, able to take a weak reference: a cache kept per connection
-    (semantic search's copy of the codes, :mod:`..search.codescan`) goes with it."""
+    """The driver's connection, able to take attributes: what is kept per connection (semantic
+    search's copy of the codes, :mod:`..search.codescan`) lives and goes with it."""
 
 
 T = TypeVar("T")

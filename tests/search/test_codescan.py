@@ -148,7 +148,8 @@ async def test_wide_candidates_are_ranked_by_cosine(tmp_path: Path) -> None:
                 assert set(ids) <= set(near)
                 assert [round(cosine[i], 5) for i in ids] == [round(cosine[i], 5) for i in best]
                 answers.append(ids)
-        assert codescan._SCANS[raw].vectors is not None  # held from the second search
+        kept = codescan.held(raw)
+        assert kept is not None and kept.vectors is not None  # held from the second search
         n = len(queries)
         assert answers[:n] == answers[n : 2 * n] == answers[2 * n :]
     finally:
@@ -240,7 +241,8 @@ async def test_the_copy_follows_every_write(tmp_path: Path) -> None:
             raw.close()
         hits = await db.search("obsidian tuba", mode="semantic", k=1)
         assert [h.session_id for h in hits.hits] == ["other"] and hits.hits[0].score > 0.99
-        kept = await run(db.connection, lambda c: codescan._SCANS[c])
+        kept = await run(db.connection, codescan.held)
+        assert kept is not None
         row = int(np.flatnonzero(kept.ids == mid)[0])
         assert kept.codes[:, row].tobytes() == binary_code(vector)
         assert kept.vectors is not None and kept.vectors[row].tobytes() == quantize(vector)
@@ -285,9 +287,9 @@ async def test_codes_it_cannot_read_are_asked_of_vec0(tmp_path: Path) -> None:
     assert got == outdated == exact and all(exact)
 
 
-async def test_a_driver_connection_without_weak_references_still_searches(tmp_path: Path) -> None:
-    """The copy is kept per connection through a weak reference; a plain driver connection takes
-    none, and gets a fresh copy each search, with the same answer."""
+async def test_a_driver_connection_that_keeps_nothing_still_searches(tmp_path: Path) -> None:
+    """The copy is kept on the connection (the store's connections take attributes); a plain
+    driver connection keeps none, and gets a fresh copy each search, with the same answer."""
     path = tmp_path / "plain.db"
     queries = await _corpus(path, n_sessions=4)
     plain = sqlean.connect(str(path), isolation_level=None)
@@ -305,10 +307,10 @@ async def test_a_driver_connection_without_weak_references_still_searches(tmp_pa
 
 
 async def test_search_runs_on_the_databases_own_connection(tmp_path: Path) -> None:
-    """The store's connection is one that keeps the copy (the factory takes weak references)."""
+    """The store's connection is one that keeps the copy (its factory's class takes attributes)."""
     path = tmp_path / "own.db"
     await _corpus(path, n_sessions=2)
     async with open_database(path) as db:
         await db.search("kestrel", mode="semantic")
-        kept = await run(db.connection, lambda c: codescan._SCANS.get(c))
+        kept = await run(db.connection, codescan.held)
         assert kept is not None and kept.searches == 1
