@@ -20,13 +20,16 @@ extension the keyword search works and the others say how to enable it.
 from __future__ import annotations
 
 import re
+from math import sqrt
 from typing import Any, Final
 
 import msgspec
 
 from axio_context.errors import EmbeddingMismatchError
 from axio_context_sqlite.search.fts import match_terms
+from axio_context_sqlite.search.hits import FUSION_K, blend, fusion_weights
 from axio_context_sqlite.search.keyword import COUNT_CAP, query_shares
+from axio_context_sqlite.search.ranking import Fused, reciprocal_rank_fusion
 
 from .errors import VectorExtensionMissingError
 
@@ -320,3 +323,26 @@ async def semantic(conn: Any, vector: Any, k: int, scope: Scope) -> list[Any]:
         await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
     rows = await conn.fetch(_SEMANTIC.replace("{filters}", filters(args, scope)), *args)
     return [r for r in rows if r["score"] > 0]
+
+
+def hybrid_order(
+    kw: list[Any],
+    sem: list[Any],
+    k: int,
+    coverage: dict[int, float] | None,
+    cosines: dict[tuple[str, int], float] | None,
+) -> list[Fused[tuple[str, int]]]:
+    """The hybrid ranking of the keyword and semantic rows, by ``(owner, position)``: with the
+    keyword hits' ``coverage``, weighted as the SQLite backend weighs (``fusion_weights``) and,
+    given every candidate's ``cosines`` (a meaning-level embedder), fused by score (``blend``);
+    else by rank with equal weights."""
+    weights = [1.0, 1.0]
+    if coverage is not None:
+        # fusion_weights takes SQLite's (id, distance between unit vectors); the rows carry the
+        # cosine similarity s, and d = sqrt(2 - 2s) so its 1 - d^2/2 gives s back
+        distances = [(i, sqrt(max(0.0, 2.0 - 2.0 * float(r[4])))) for i, r in enumerate(sem)]
+        weights = list(fusion_weights(coverage, distances))
+    keys = [(r[0], r[1]) for r in sem]
+    if coverage is not None and cosines is not None:
+        return blend([((r[0], r[1]), float(r[4])) for r in kw], keys, cosines, (weights[0], weights[1]), k)
+    return reciprocal_rank_fusion([[(r[0], r[1]) for r in kw], keys], k=FUSION_K, weights=weights, limit=k)

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
-from math import sqrt
 from typing import Any
 
 from axio_context.embeddings import (
@@ -39,9 +38,8 @@ from axio_context_sqlite.admin.jobs import ms
 from axio_context_sqlite.database import DEFAULT_DIMENSION, HASHING_MODEL
 from axio_context_sqlite.search.engine import LEXICAL_MODEL_PREFIX, weak_meaning
 from axio_context_sqlite.search.fts import raw_words
-from axio_context_sqlite.search.hits import FUSION_K, SearchHit, SearchResults, blend, fusion_weights
+from axio_context_sqlite.search.hits import SearchHit, SearchResults
 from axio_context_sqlite.search.query import MAX_K, MODES, check_bounds
-from axio_context_sqlite.search.ranking import reciprocal_rank_fusion
 from axio_context_sqlite.search.reindex import ReindexReport
 
 from . import lineage, sessions
@@ -325,16 +323,12 @@ class SearchCalls:
                         sem = await pgsearch.semantic(conn, qvec, depth, scope)
                     if mode == "semantic":
                         uncounted = await pgsearch.not_embedded(conn)
-            # as SQLite: weighted by coverage when the query has words and meaning found something
-            if (
-                mode == "hybrid"
-                and words
-                and not kw
-                and weak_meaning(emb.model if emb else None, _nearest(sem))
-            ):
+            nearest = float(sem[0]["score"]) if sem else None
+            if mode == "hybrid" and words and not kw and weak_meaning(emb.model if emb else None, nearest):
                 # as SQLite: no message holds any of the words and meaning found nothing close,
                 # so what it found is withheld and counted (SearchResults.withheld)
                 return SearchResults(withheld=len(sem), fallback=fallback)
+            # as SQLite: weighted by coverage when the query has words and meaning found something
             shares = await pgsearch.coverage(conn, words, kw) if words and sem else None
             # a meaning-level embedder's cosines are comparable across messages: fused by score
             near = None
@@ -365,19 +359,7 @@ class SearchCalls:
         elif mode == "semantic":
             order = [((r[0], r[1]), float(r[4]), None, 1) for r in sem[:k]]
         else:
-            weights = [1.0, 1.0]
-            if coverage is not None:
-                # fusion_weights takes SQLite's (id, distance between unit vectors); the rows carry
-                # the cosine similarity s, and d = sqrt(2 - 2s) so its 1 - d^2/2 gives s back
-                distances = [(i, sqrt(max(0.0, 2.0 - 2.0 * float(r[4])))) for i, r in enumerate(sem)]
-                weights = list(fusion_weights(coverage, distances))
-            keys = [(r[0], r[1]) for r in sem]
-            if coverage is not None and cosines is not None:
-                scored = [((r[0], r[1]), float(r[4])) for r in kw]
-                fused = blend(scored, keys, cosines, (weights[0], weights[1]), k)
-            else:
-                rankings = [[(r[0], r[1]) for r in kw], keys]
-                fused = reciprocal_rank_fusion(rankings, k=FUSION_K, weights=weights, limit=k)
+            fused = pgsearch.hybrid_order(kw, sem, k, coverage, cosines)
             order = [(f.key, f.score, f.ranks[0], f.ranks[1]) for f in fused]
         hits: list[SearchHit] = []
         infos = await self._infos({session_id or owner for (owner, _), *_ in order})
@@ -431,8 +413,3 @@ class SearchCalls:
             sem = await pgsearch.semantic(conn, found, k, scope)
             uncounted = await pgsearch.not_embedded(conn)
         return await self._hits("semantic", k, [], sem, None, None, uncounted)
-
-
-def _nearest(sem: list[Any]) -> float | None:
-    """The semantic ranking's best cosine similarity (None: it is empty)."""
-    return float(sem[0]["score"]) if sem else None

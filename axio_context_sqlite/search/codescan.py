@@ -34,9 +34,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ..store.indexing import CODES_TABLE
-from ..store.vec import _signs, quantize
+from ..store.vec import quantize, query_code
 
-__all__ = ["CODE_BYTES", "VECTOR_BYTES", "WIDE", "CodeScan", "Filters", "held", "nearest", "query_code"]
+__all__ = ["CODE_BYTES", "VECTOR_BYTES", "WIDE", "CodeScan", "Filters", "held", "nearest"]
 
 #: Codes nearest by Hamming distance ranked by cosine in memory, per search: enough that the
 #: short queries of the labelled sets, whose tenth neighbour is at a cosine of 0.15 to 0.2 where
@@ -53,22 +53,6 @@ _FILTERED: Final = ("sid", "role", "created_at")
 
 _COLUMN = re.compile(r"^(\w+)\s+(?:(integer|int|float|double|text|boolean)|bit\[(\d+)\])$", re.IGNORECASE)
 _CHUNK_SIZE = re.compile(r"^chunk_size\s*=\s*(\d+)$", re.IGNORECASE)
-
-
-def query_code(vector: bytes, code_bytes: int) -> bytes:
-    """:func:`..store.vec.binary_code` of a float32 query vector, in NumPy (0.5 ms in Python):
-    the same float64 sums in the same order, so the same bits."""
-    values = np.frombuffer(vector, dtype=np.float32).astype(np.float64)
-    n = len(values) + (-len(values)) % 8
-    values = np.concatenate([values, np.zeros(n - len(values))])
-    parts = []
-    for rotation in range(8 * code_bytes // n):
-        v = values * np.asarray(_signs(n, rotation))
-        for _ in range(max(1, (n - 1).bit_length())):
-            even, odd = v[0::2], v[1::2]
-            v = np.concatenate([even + odd, even - odd])
-        parts.append(v > 0.0)
-    return np.packbits(np.concatenate(parts)).tobytes()
 
 
 class LayoutError(Exception):

@@ -40,6 +40,7 @@ __all__ = [
     "load_sqlite_vec",
     "probe_sqlite_vec",
     "quantize",
+    "query_code",
     "unit_vector",
 ]
 
@@ -175,6 +176,25 @@ def binary_code(vector: bytes | Sequence[float], rotations: int = CODE_ROTATIONS
         for x in _spread(values, _signs(n, r)):
             bits = (bits << 1) | (x > 0.0)
     return bits.to_bytes(rotations * n // 8, "big")
+
+
+def query_code(vector: bytes, code_bytes: int) -> bytes:
+    """:func:`binary_code` of a float32 query vector with ``code_bytes`` bytes, in NumPy (0.5 ms
+    in Python): the same float64 sums in the same order, so the same bits. NumPy is imported
+    here, by the first semantic search, not by every connection that loads this module."""
+    import numpy as np
+
+    values = np.frombuffer(vector, dtype=np.float32).astype(np.float64)
+    n = len(values) + (-len(values)) % 8
+    values = np.concatenate([values, np.zeros(n - len(values))])
+    parts = []
+    for rotation in range(8 * code_bytes // n):
+        v = values * np.asarray(_signs(n, rotation))
+        for _ in range(max(1, (n - 1).bit_length())):
+            even, odd = v[0::2], v[1::2]
+            v = np.concatenate([even + odd, even - odd])
+        parts.append(v > 0.0)
+    return np.packbits(np.concatenate(parts)).tobytes()
 
 
 def _as_vector(value: bytes | Sequence[float]) -> Sequence[float]:

@@ -20,7 +20,7 @@ from axio_context_sqlite.search import codescan
 from axio_context_sqlite.store import indexing
 from axio_context_sqlite.store.calls import run
 from axio_context_sqlite.store.files import RawConnection
-from axio_context_sqlite.store.vec import binary_code, load_sqlite_vec, quantize
+from axio_context_sqlite.store.vec import binary_code, load_sqlite_vec, quantize, query_code
 from tests.search.test_search import _corpus, plain_sqlean, where
 from tests.search.test_vector_layout import make_outdated
 
@@ -69,7 +69,7 @@ def test_the_query_code_is_binary_codes_bits(values: list[float], rotations: int
     signed-zero vectors included)."""
     vector = np.asarray(values, dtype=np.float32).tobytes()
     expected = binary_code(vector, rotations)
-    assert codescan.query_code(vector, len(expected)) == expected
+    assert query_code(vector, len(expected)) == expected
 
 
 async def test_the_nearest_codes_are_vec0s(tmp_path: Path) -> None:
