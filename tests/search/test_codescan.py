@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import pytest
 import sqlean
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -314,3 +315,25 @@ async def test_search_runs_on_the_databases_own_connection(tmp_path: Path) -> No
         await db.search("kestrel", mode="semantic")
         kept = await run(db.connection, codescan.held)
         assert kept is not None and kept.searches == 1
+
+
+async def test_past_its_limits_it_holds_less_and_answers_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Vectors past :data:`VECTOR_BYTES` are read per search instead of held; codes past
+    :data:`CODE_BYTES` are not held at all (vec0's KNN answers). The hits stay the exact scan's."""
+    path = tmp_path / "limits.db"
+    queries = await _corpus(path)
+    async with plain_sqlean(path) as conn:
+        plain = Database(conn, path)
+        exact = [where(await plain.search(q, mode="semantic", k=6)) for q in queries[:4]]
+    monkeypatch.setattr(codescan, "VECTOR_BYTES", 1_000)
+    async with open_database(path) as db:
+        for _ in range(2):
+            assert [where(await db.search(q, mode="semantic", k=6)) for q in queries[:4]] == exact
+        kept = await run(db.connection, codescan.held)
+        assert kept is not None and kept.searches == 8 and kept.vectors is None
+    monkeypatch.setattr(codescan, "CODE_BYTES", 1_000)
+    async with open_database(path) as db:
+        assert [where(await db.search(q, mode="semantic", k=6)) for q in queries[:4]] == exact
+        assert await run(db.connection, codescan.held) is None
