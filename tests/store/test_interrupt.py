@@ -18,6 +18,7 @@ import pytest
 from axio_context_sqlite import Connection, SQLiteContextStore, connect
 from axio_context_sqlite.store.calls import run
 from tests.procs.long_query import COUNT_TO_A_BILLION
+from tests.support.processes import take_ctrl_c
 from tests.support.sqlite_checks import text_message
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,6 +99,7 @@ def test_ctrl_c_interrupts_a_long_query_under_asyncio_run(tmp_path: Path) -> Non
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
+        preexec_fn=take_ctrl_c,
     )
     try:
         assert proc.stdout is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -13,9 +14,16 @@ from typing import Any
 
 import pytest
 
-__all__ = ["ROOT", "run_together"]
+__all__ = ["ROOT", "run_together", "take_ctrl_c"]
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def take_ctrl_c() -> None:
+    """``preexec_fn`` of a process a test stops with SIGINT: a shell that starts the test run in
+    the background (``pytest &`` in a script) makes it ignore SIGINT, and every child it starts
+    would too, so Python would never raise KeyboardInterrupt in it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_together(

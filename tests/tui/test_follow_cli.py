@@ -17,6 +17,7 @@ from axio_context import Message
 from axio_context.testing import text
 from tests.support.backends import Backend
 from tests.support.cli_helpers import invoke, make_sessions
+from tests.support.processes import take_ctrl_c
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -84,6 +85,7 @@ def test_show_follow_prints_another_processes_appends_and_stops_on_ctrl_c(backen
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=take_ctrl_c,
     )
     seen = bytearray()
     try:
@@ -119,6 +121,7 @@ def test_show_follow_json_prints_one_message_a_line(backend_db: Backend) -> None
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=take_ctrl_c,
     )
     seen = bytearray()
     try:
