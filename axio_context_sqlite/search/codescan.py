@@ -1,25 +1,28 @@
 """The first pass of semantic search in NumPy: the Hamming distance of the query's binary code to
-every stored code, read from sqlite-vec's own chunk tables and kept in memory per connection.
+every stored code, read from sqlite-vec's own chunk tables and kept in memory per connection;
+the :data:`WIDE` nearest ranked by cosine of their int8 vectors (the caller re-scores the best
+exactly in SQL).
 
 Why not vec0's KNN: it picks each 1,024-code chunk's ``k`` nearest by ``k`` passes over the
 chunk, so the candidates asked for, not the distances, set its cost (at 100,000 messages,
-19 ms for 100 candidates and 216 ms for 800, while the distances alone take about 2). NumPy
-computes every distance and selects with one partition, 5 to 6 ms whatever the number of
-candidates, so semantic search can re-score several times more of them in less time than vec0
-took to give 100 (``bench/bench_search.py``, ``bench/bench_codes.py``).
+19 ms for 100 candidates and 216 ms for 800). Here the distances take 1.3 ms and picking the
+nearest 6,400 by counting 0.25 ms, so enough candidates for recall cost less than vec0's 100
+(``bench/bench_search.py``, ``bench/bench_codes.py``).
 
 The codes stay sqlite-vec's: appends, deletes, prune and reindex maintain its ``vec0`` table as
 before, and this module only reads the table's chunks: per chunk, a validity bitmap and the
 rowids (``{table}_chunks``), the codes (``{table}_vector_chunks00``) and each integer metadata
-column (``{table}_metadatachunksNN``). The layout is checked on every load (blob sizes, and one
-code compared with what vec0 itself returns); anything else and :func:`nearest` returns None, so
-the caller asks vec0 as before.
+column (``{table}_metadatachunksNN``). The layout is checked on every load (the table's columns,
+blob sizes, and one code compared with what vec0 itself returns); anything else and
+:func:`nearest` returns None, so the caller asks vec0 as before.
 
-The copy in memory (about 180 bytes a message: the code, rowid, session, role and time) is
-refreshed when the connection has seen a change since the last search: ``PRAGMA data_version``
-moves on another connection's commit, ``total_changes()`` on this connection's own writes. A
-refresh re-reads the chunk rows (8 KB per 1,024 codes) and only the codes of the chunks whose
-bitmap or rowids changed, so a search after an append reads one chunk, not the table.
+The copy (about 180 bytes a message: code, rowid, session, role and time; from a connection's
+second search, within :data:`VECTOR_BYTES`, the int8 vectors too) is refreshed when the
+connection has seen a change since its last search: ``PRAGMA data_version`` moves on another
+connection's commit, ``total_changes()`` on its own writes, ``schema_version`` when a table was
+made anew. A refresh re-reads the chunk rows (8 KB per 1,024 codes) and only the codes (and
+vectors) of the chunks whose bitmap or rowids changed, so a search after an append reads one
+chunk, not the table.
 """
 
 from __future__ import annotations
@@ -244,13 +247,19 @@ class CodeScan:
                 "SELECT id, embedding FROM message_vectors WHERE id IN (SELECT value FROM json_each(?))",
                 (msgspec.json.encode(wanted.tolist()).decode(),),
             )
-        found = [(mid, blob) for mid, blob in source if len(blob) in (dim, 4 * dim)]
+        found: list[tuple[int, bytes]] = []
+        for mid, blob in source:
+            if len(blob) == dim:
+                found.append((mid, blob))
+            elif len(blob) == 4 * dim:
+                with contextlib.suppress(ValueError):  # zeros or NaN: nothing to compare
+                    found.append((mid, quantize(bytes(blob))))
         if not found or not len(wanted):
             return
         mids = np.fromiter((mid for mid, _ in found), dtype=np.int64, count=len(found))
         where = np.minimum(np.searchsorted(wanted, mids), len(wanted) - 1)
         hit = np.flatnonzero(wanted[where] == mids)
-        packed = b"".join(found[i][1] if len(found[i][1]) == dim else quantize(found[i][1]) for i in hit)
+        packed = b"".join(found[i][1] for i in hit)
         out[at[order[where[hit]]]] = np.frombuffer(packed, dtype=np.int8).reshape(len(hit), dim)
 
     @staticmethod

@@ -337,3 +337,25 @@ async def test_past_its_limits_it_holds_less_and_answers_the_same(
     async with open_database(path) as db:
         assert [where(await db.search(q, mode="semantic", k=6)) for q in queries[:4]] == exact
         assert await run(db.connection, codescan.held) is None
+
+
+async def test_a_nan_vector_stored_before_they_were_refused_is_passed_over(tmp_path: Path) -> None:
+    """A float32 vector holding NaN (an old database) cannot be quantized: reading candidates'
+    vectors, and holding them all, pass over it instead of failing the search."""
+    path = tmp_path / "nan.db"
+    queries = await _corpus(path, n_sessions=3)
+    raw = vec_connection(path)
+    try:
+        poisoned = raw.execute("SELECT id FROM message_vectors ORDER BY id LIMIT 1 OFFSET 7").fetchone()[0]
+        raw.execute(
+            "UPDATE message_vectors SET embedding = ? WHERE id = ?",
+            (np.full(DIM, np.nan, dtype=np.float32).tobytes(), poisoned),
+        )
+        for _ in range(3):  # read for the candidates, then held, then from memory
+            for words in queries:
+                found = codescan.nearest(raw, query(words)[0], 5, codescan.Filters(), rescore=True)
+                assert found is not None and len(found[0]) == 5 and poisoned not in found[0]
+        kept = codescan.held(raw)
+        assert kept is not None and kept.vectors is not None
+    finally:
+        raw.close()
