@@ -95,7 +95,7 @@ DEFINITIONS: dict[str, list[tuple[Any, str]]] = {
         (settings, "codes_usable"),
         (semantic, "_semantic_codes_matching"),
         (semantic, "_code_ids"),
-        (semantic, "_semantic_codes"),
+        (semantic, "_vec0_ids"),
         (indexing, "codes_table_exists"),
         (indexing, "ensure_codes_table"),
     ],

@@ -109,16 +109,13 @@ def semantic_ranking(
     if q.raw and q.match is not None:
         with fts_errors(q.text):
             found = _semantic_raw(c, q, scope, population, want, exclude, settings)
-    elif codes_usable(c, settings) and (
+    elif (usable := codes_usable(c, settings)) and (
         (scanned := _semantic_scan(c, q, population, want, candidates, exclude)) is not None
     ):
         found = scanned
-    elif (
-        codes_usable(c, settings)
-        and (population is None or population.rows > EXACT_ROWS)
-        and candidates <= VEC_K_MAX
-    ):
-        found = _semantic_codes(c, q, population, want, candidates, exclude)
+    elif usable and (population is None or population.rows > EXACT_ROWS) and candidates <= VEC_K_MAX:
+        ids, _ = _vec0_ids(c, q, population, candidates, exclude)
+        found = _rescore(c, q, ids, want)
     else:
         found = exact_scan(c, q, population, want, exclude)
     # unit vectors: cosine similarity = 1 - d^2 / 2; a message at or below MIN_SIMILARITY shares
@@ -162,7 +159,7 @@ def _semantic_raw(
 def _semantic_codes_matching(
     c: Any, q: Query, population: _Population | None, depth: int, exclude: int | None
 ) -> list[tuple[int, float]] | None:
-    """:func:`_semantic_codes` of the messages ``q.match`` matches (None: too few among the
+    """The nearest codes (re-scored) of the messages ``q.match`` matches (None: too few among the
     most candidates vec0 gives)."""
     assert q.match is not None
     target = _candidates(depth)
@@ -222,33 +219,29 @@ def _code_ids(
     from . import codescan
 
     found = codescan.nearest(c, q.vector, candidates, _filters(q, population, exclude))
-    if found is not None:
-        return found
-    # codes laid out otherwise than codescan reads: vec0's own KNN
-    sids = population.sids if population is not None else None
-    ids, complete = _vec0_ids(c, q, binary_code(q.vector), sids, candidates)
-    if population is not None and population.outside:
-        ids = [i for i in ids if population.contains(i)]
-    if exclude is not None:
-        ids = [i for i in ids if i != exclude]
-    return ids, complete
+    # None: codes laid out otherwise than codescan reads
+    return found if found is not None else _vec0_ids(c, q, population, candidates, exclude)
 
 
 def _vec0_ids(
-    c: Any, q: Query, code: bytes, sids: list[int] | None, candidates: int
+    c: Any, q: Query, population: _Population | None, candidates: int, exclude: int | None
 ) -> tuple[list[int], bool]:
     """vec0's KNN over the codes: what :func:`.codescan.nearest` computes, slower (it picks each
     chunk's nearest by one pass per candidate)."""
+    assert q.vector is not None
     filters, args = message_filters(q)  # vec0 keeps role and created_at as metadata columns
     where = ["code MATCH vec_bit(?)", "k = ?", *filters]
-    args[:0] = [code, candidates]
-    if sids is not None:
+    args[:0] = [binary_code(q.vector), candidates]
+    if population is not None:
         # by session rather than the project text column: vec0 compares long text metadata
         # row by row from a side table, several times slower
         where.append("sid IN (SELECT value FROM json_each(?))")
-        args.append(ids_json(sids))
+        args.append(ids_json(population.sids))
     ids = [r[0] for r in c.execute(f"SELECT rowid FROM {CODES_TABLE} WHERE {' AND '.join(where)}", args)]
-    return ids, len(ids) < candidates
+    complete = len(ids) < candidates
+    if population is not None and population.outside:
+        ids = [i for i in ids if population.contains(i)]
+    return [i for i in ids if i != exclude], complete
 
 
 #: The cosine distance of a stored embedding (int8, or a float32 one of an older database) to the
@@ -278,18 +271,6 @@ def _rescore(c: Any, q: Query, ids: Sequence[int], depth: int) -> list[tuple[int
         (*_distance_args(q), ids_json(ids), depth),
     ).fetchall()
     return [(int(r[0]), _l2(float(r[1]))) for r in rows]
-
-
-def _semantic_codes(
-    c: Any, q: Query, population: _Population | None, depth: int, candidates: int, exclude: int | None
-) -> list[tuple[int, float]]:
-    """vec0's ``candidates`` nearest codes re-scored exactly (codes :mod:`.codescan` cannot read)."""
-    assert q.vector is not None
-    sids = population.sids if population is not None else None
-    ids, _ = _vec0_ids(c, q, binary_code(q.vector), sids, candidates)
-    if population is not None and population.outside:
-        ids = [i for i in ids if population.contains(i)]
-    return _rescore(c, q, [i for i in ids if i != exclude], depth)
 
 
 def exact_scan(
