@@ -12,7 +12,7 @@ import msgspec
 
 from axio_context.copying import UsageRow
 from axio_context.usage_limits.records import DAY_MS
-from axio_context_sqlite.usage.rows import ALL_TIME, COLUMNS, decode_extras, merge_extras
+from axio_context_sqlite.usage.rows import ALL_TIME, COLUMNS, decode_extras, merge_extras, rollup_keys
 
 _ENCODE: Final = msgspec.msgpack.Encoder()
 
@@ -86,14 +86,7 @@ def _values(r: UsageRow) -> tuple[Any, ...]:
 
 
 def _cells(r: UsageRow) -> list[tuple[str, str, int]]:
-    keys = {
-        "session": r.session,
-        "agent": r.agent,
-        "run": r.run,
-        "model": r.model,
-        "project": r.project or "",
-    }
-    keys["day"] = ""
+    keys = rollup_keys(r.session, r.agent, r.run, r.model, r.project)
     return [(dim, k, d) for dim, k in keys.items() for d in (r.at // DAY_MS, ALL_TIME)]
 
 

@@ -17,7 +17,14 @@ from axio_context.usage import MAX_TOKENS, token_totals_after_add
 from axio_context.usage_limits.counts import RunUsage
 from axio_context.usage_limits.errors import UsageError
 from axio_context.usage_limits.records import DAY_MS
-from axio_context_sqlite.usage.rows import ALL_TIME, COLUMNS, Extras, decode_extras, encode_extras
+from axio_context_sqlite.usage.rows import (
+    ALL_TIME,
+    COLUMNS,
+    Extras,
+    decode_extras,
+    encode_extras,
+    rollup_keys,
+)
 
 from .. import writes
 
@@ -156,14 +163,7 @@ async def insert_row(
     claim and the session's token totals are the caller's (a copy brings them with the session)."""
     counts = [getattr(usage, name) for name in COLUMNS]
     extras = encode_extras(usage)
-    keys = {
-        "session": session_id,
-        "agent": agent,
-        "run": run,
-        "model": model,
-        "project": project or "",
-        "day": "",
-    }
+    keys = rollup_keys(session_id, agent, run, model, project)
     cells = sorted((dim, k, d) for dim, k in keys.items() for d in (at // DAY_MS, ALL_TIME))
     rolled = await conn.fetch(
         _RECORD,

@@ -35,6 +35,7 @@ __all__ = [
     "insert_row",
     "merge_extras",
     "record",
+    "rollup_keys",
     "usage_of",
 ]
 
@@ -143,6 +144,19 @@ def record(
     return row_id, session_project, position
 
 
+def rollup_keys(session_id: str, agent: str, run: str, model: str, project: str | None) -> dict[str, str]:
+    """The key a usage row adds to in each of :data:`DIMENSIONS` (the ``day`` dimension's key is
+    ''; its day is the row's, and :data:`ALL_TIME`): one list for both backends' rollups."""
+    return {
+        "session": session_id,
+        "agent": agent,
+        "run": run,
+        "model": model,
+        "project": project or "",
+        "day": "",
+    }
+
+
 def insert_row(
     c: Any,
     at: int,
@@ -164,14 +178,7 @@ def insert_row(
         (at, session_id, agent, run, model, project, message_id, *counts, usage.audio_seconds, cost, extras),
     ).fetchone()
     days = (at // DAY_MS, ALL_TIME)
-    keys = {
-        "session": session_id,
-        "agent": agent,
-        "run": run,
-        "model": model,
-        "project": project or "",
-        "day": "",
-    }
+    keys = rollup_keys(session_id, agent, run, model, project)
     c.executemany(
         _UPSERT,
         [(dim, k, d, *counts, usage.audio_seconds, at, at) for dim, k in keys.items() for d in days],
