@@ -29,14 +29,7 @@ class Flaky:
 
     def __init__(self, inner: Embedder, ok_calls: int) -> None:
         self.inner, self.ok_calls, self.calls = inner, ok_calls, 0
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
+        self.model, self.dimension = inner.model, inner.dimension
 
     async def embed(self, texts: Sequence[str]) -> list[Vector]:
         self.calls += 1

@@ -134,14 +134,7 @@ class Counting:
     def __init__(self, inner: HashingEmbedder) -> None:
         self.inner = inner
         self.seen: list[str] = []
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
+        self.model, self.dimension = inner.model, inner.dimension
 
     async def embed(self, texts: Sequence[str]) -> list[Vector]:
         self.seen += texts
