@@ -141,8 +141,28 @@ def check_metadata(metadata: Any, where: str = "") -> dict[str, Any]:
     if not isinstance(metadata, dict):
         raise InvalidInputError(f"{label}metadata is a dict, got {type(metadata).__name__}")
     try:
-        copy = msgspec.json.decode(_JSON_ENCODER.encode(metadata))
-    except (TypeError, msgspec.EncodeError, ValueError) as exc:
+        text = _JSON_ENCODER.encode(metadata)
+        copy = msgspec.json.decode(text)
+    except (TypeError, msgspec.EncodeError, ValueError, RecursionError) as exc:
         raise InvalidInputError(f"{label}metadata is not JSON: {exc}") from None
+    # JSON has no NaN or infinity: msgspec writes them as null, which would change the value
+    # silently. Only a copy holding a null can have lost one, so only then is it looked for.
+    if b"null" in text and _non_finite(metadata):
+        raise InvalidInputError(f"{label}metadata holds a number that is not finite (NaN or infinity)")
     assert isinstance(copy, dict)
     return copy
+
+
+def _non_finite(value: Any) -> bool:
+    """Whether a float NaN or infinity is anywhere inside ``value`` (no recursion: any depth)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False

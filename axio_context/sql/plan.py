@@ -1,0 +1,157 @@
+"""The vocabulary of plans: the statements a plan yields, the dialect it writes them in, and the
+runner protocol a backend implements (see the package docstring)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Generator, Iterable, Sequence
+from functools import lru_cache
+from typing import Any, Concatenate, Final, NamedTuple, ParamSpec, Protocol, TypeAlias, TypeVar
+
+import msgspec
+
+__all__ = [
+    "Dialect",
+    "Execute",
+    "ExecuteMany",
+    "Plan",
+    "PlanFn",
+    "Row",
+    "Rows",
+    "Runner",
+    "Step",
+    "Value",
+    "decode_object",
+    "encode_json",
+    "numbered",
+]
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+class Rows(NamedTuple):
+    """Every row of a query (a list of sequences, indexable by position)."""
+
+    sql: str
+    args: Sequence[Any] = ()
+
+
+class Row(NamedTuple):
+    """The first row of a query, or None."""
+
+    sql: str
+    args: Sequence[Any] = ()
+
+
+class Value(NamedTuple):
+    """The first column of a query's first row, or None when there is no row."""
+
+    sql: str
+    args: Sequence[Any] = ()
+
+
+class Execute(NamedTuple):
+    """A statement run for its effect (None is sent back)."""
+
+    sql: str
+    args: Sequence[Any] = ()
+
+
+class ExecuteMany(NamedTuple):
+    """One statement run once per argument tuple (None is sent back)."""
+
+    sql: str
+    rows: Sequence[Sequence[Any]]
+
+
+Step: TypeAlias = Rows | Row | Value | Execute | ExecuteMany
+#: A plan: yields steps, is sent each step's result, returns the operation's result.
+Plan: TypeAlias = Generator[Step, Any, T]
+#: What a runner carries out: called with the runner's dialect and the caller's arguments.
+PlanFn: TypeAlias = Callable[Concatenate["Dialect", P], Plan[T]]
+
+_JSON: Final = msgspec.json.Encoder()
+_OBJECT: Final = msgspec.json.Decoder(dict[str, Any])
+
+
+def encode_json(value: Any) -> str:
+    """``value`` as JSON text: what a JSON column (TEXT on SQLite, ``jsonb`` on PostgreSQL) takes."""
+    return _JSON.encode(value).decode()
+
+
+def decode_object(text: str | bytes) -> dict[str, Any]:
+    """A JSON object read back from a JSON column's text."""
+    return _OBJECT.decode(text)
+
+
+# A "?" outside quoted strings, identifiers and comments (layer SQL keeps "?" out of those).
+_PLACEHOLDER: Final = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|\?")
+
+
+@lru_cache(maxsize=1024)
+def numbered(sql: str) -> str:
+    """``sql`` with each ``?`` placeholder made ``$1``, ``$2``, ... (PostgreSQL's form)."""
+    count = 0
+
+    def number(match: re.Match[str]) -> str:
+        nonlocal count
+        if match.group(0) != "?":
+            return match.group(0)
+        count += 1
+        return f"${count}"
+
+    return _PLACEHOLDER.sub(number, sql)
+
+
+class Dialect:
+    """The fragments in which two SQL backends differ, for statements written once.
+
+    The defaults are SQLite's; PostgreSQL's dialect overrides them. Every fragment that takes a
+    parameter holds exactly one ``?``.
+    """
+
+    #: The backend's name, as the registry and messages call it.
+    name: str = "sqlite"
+    #: Appended to a SELECT that must lock the rows it reads until the transaction ends (SQLite
+    #: takes the database's write lock when the write transaction begins, so nothing).
+    lock_rows: str = ""
+    #: The same for rows that must not change or vanish before commit (a shared lock).
+    share_rows: str = ""
+
+    def json_param(self) -> str:
+        """A JSON parameter (bind :func:`encode_json`'s text)."""
+        return "?"
+
+    def json_text(self, column: str) -> str:
+        """A JSON column read as text (:func:`decode_object` takes it)."""
+        return column
+
+    def any_of(self, column: str, kind: str = "text") -> str:
+        """``column`` is one of a list parameter's values (bind :meth:`list_arg`)."""
+        return f"{column} IN (SELECT value FROM json_each(?))"
+
+    def list_arg(self, values: Iterable[Any]) -> Any:
+        """A list parameter for :meth:`any_of`."""
+        return encode_json(list(values))
+
+    def by_code_point(self, column: str) -> str:
+        """``column`` in an ORDER BY that sorts text as Python does (by code point)."""
+        return column
+
+
+class Runner(Protocol):
+    """How one backend carries out plans: each call is one transaction on its database."""
+
+    @property
+    def dialect(self) -> Dialect:
+        """The dialect this runner's plans are written in."""
+        ...
+
+    async def read(self, fn: PlanFn[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run ``fn(dialect, *args)`` as one read snapshot."""
+        ...
+
+    async def write(self, fn: PlanFn[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run ``fn(dialect, *args)`` as one write transaction: all of it, or nothing."""
+        ...

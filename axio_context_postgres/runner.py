@@ -1,0 +1,107 @@
+"""PostgreSQL's :class:`~axio_context.sql.Runner`: a plan's statements are awaited one by one on
+one pooled connection inside one transaction (a read-only repeatable-read snapshot for reads),
+with ``?`` placeholders numbered and the driver's errors made into this package's named ones."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final, ParamSpec, TypeVar
+
+from axio_context.sql import Dialect, Execute, ExecuteMany, Plan, PlanFn, Row, Rows, Step, Value
+from axio_context.sql.plan import numbered
+
+from .connection import Pool, translated
+
+__all__ = ["POSTGRES", "PostgresDialect", "PostgresRunner", "drive"]
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+class PostgresDialect(Dialect):
+    """PostgreSQL's fragments: ``jsonb`` parameters, arrays for lists, row locks, ``COLLATE "C"``."""
+
+    name = "postgresql"
+    lock_rows = " FOR UPDATE"
+    share_rows = " FOR SHARE"
+
+    def json_param(self) -> str:
+        return "?::jsonb"
+
+    def json_text(self, column: str) -> str:
+        return f"{column}::text"
+
+    def any_of(self, column: str, kind: str = "text") -> str:
+        return f"{column} = ANY(?::{kind}[])"
+
+    def list_arg(self, values: Iterable[Any]) -> Any:
+        return list(values)
+
+    def by_code_point(self, column: str) -> str:
+        return f'{column} COLLATE "C"'
+
+
+#: The dialect every PostgreSQL runner speaks.
+POSTGRES: Final = PostgresDialect()
+
+
+async def _step(conn: Any, step: Step) -> Any:
+    if isinstance(step, Rows):
+        return await conn.fetch(numbered(step.sql), *step.args)
+    if isinstance(step, Row):
+        return await conn.fetchrow(numbered(step.sql), *step.args)
+    if isinstance(step, Value):
+        return await conn.fetchval(numbered(step.sql), *step.args)
+    if isinstance(step, Execute):
+        await conn.execute(numbered(step.sql), *step.args)
+        return None
+    if isinstance(step, ExecuteMany):
+        if step.rows:
+            await conn.executemany(numbered(step.sql), step.rows)
+        return None
+    raise TypeError(f"not a plan step: {step!r}")
+
+
+async def drive(conn: Any, plan: Plan[T]) -> T:
+    """Carry out ``plan`` on ``conn`` (already inside a transaction)."""
+    try:
+        step = next(plan)
+        while True:
+            try:
+                result = await _step(conn, step)
+            except Exception as exc:  # the plan may handle it; if not, it comes back out
+                step = plan.throw(exc)
+            else:
+                step = plan.send(result)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+
+
+class PostgresRunner:
+    """Runs plans on an asyncpg pool (from :func:`axio_context_postgres.connect`); ``where``
+    names the store in errors."""
+
+    __slots__ = ("pool", "where")
+
+    def __init__(self, pool: Pool, where: str = "PostgreSQL") -> None:
+        self.pool = pool
+        self.where = where
+
+    @property
+    def dialect(self) -> Dialect:
+        """PostgreSQL's dialect."""
+        return POSTGRES
+
+    async def read(self, fn: PlanFn[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run the plan in one read-only snapshot."""
+        async with (
+            translated(self.where),
+            self.pool.acquire() as conn,
+            conn.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            return await drive(conn, fn(POSTGRES, *args, **kwargs))
+
+    async def write(self, fn: PlanFn[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run the plan in one transaction: all of it, or nothing."""
+        async with translated(self.where), self.pool.acquire() as conn, conn.transaction():
+            return await drive(conn, fn(POSTGRES, *args, **kwargs))

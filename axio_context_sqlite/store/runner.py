@@ -1,0 +1,82 @@
+"""SQLite's :class:`~axio_context.sql.Runner`: a plan runs whole on the connection's worker
+thread (one thread hop per operation, as the hand-written layers did), inside :func:`read_tx` or
+:func:`write_tx`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final, ParamSpec, TypeVar
+
+import aiosqlite
+
+from axio_context.sql import Dialect, Execute, ExecuteMany, Plan, PlanFn, Row, Rows, Step, Value
+
+from .calls import run
+from .transactions import read_tx, write_tx
+
+__all__ = ["SQLITE", "SQLiteRunner", "drive"]
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+#: SQLite's dialect: :class:`~axio_context.sql.Dialect`'s defaults.
+SQLITE: Final = Dialect()
+
+
+def _step(c: Any, step: Step) -> Any:
+    if isinstance(step, Rows):
+        return c.execute(step.sql, step.args).fetchall()
+    if isinstance(step, Row):
+        return c.execute(step.sql, step.args).fetchone()
+    if isinstance(step, Value):
+        row = c.execute(step.sql, step.args).fetchone()
+        return None if row is None else row[0]
+    if isinstance(step, Execute):
+        c.execute(step.sql, step.args)
+        return None
+    if isinstance(step, ExecuteMany):
+        c.executemany(step.sql, step.rows)
+        return None
+    raise TypeError(f"not a plan step: {step!r}")
+
+
+def drive(c: Any, plan: Plan[T]) -> T:
+    """Carry out ``plan`` on the raw connection ``c`` (already inside a transaction)."""
+    try:
+        step = next(plan)
+        while True:
+            try:
+                result = _step(c, step)
+            except Exception as exc:  # the plan may handle it; if not, it comes back out
+                step = plan.throw(exc)
+            else:
+                step = plan.send(result)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+
+
+def _in(c: Any, tx: Callable[[Any], Any], fn: Callable[..., Plan[T]], args: Any, kwargs: Any) -> T:
+    with tx(c):
+        return drive(c, fn(SQLITE, *args, **kwargs))
+
+
+class SQLiteRunner:
+    """Runs plans on one aiosqlite connection (from :func:`axio_context_sqlite.connect`)."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self.conn = conn
+
+    @property
+    def dialect(self) -> Dialect:
+        """SQLite's dialect."""
+        return SQLITE
+
+    async def read(self, fn: PlanFn[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run the plan in one read snapshot."""
+        return await run(self.conn, _in, read_tx, fn, args, kwargs)
+
+    async def write(self, fn: PlanFn[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run the plan in one write transaction (the write lock taken up front)."""
+        return await run(self.conn, _in, write_tx, fn, args, kwargs)
