@@ -8,8 +8,8 @@
   :data:`EF_SEARCH` (recall@10 against exact measured by ``bench.bench_postgres_recall``), and
   under a filter pgvector 0.8's iterative scan; no hit at a cosine similarity of zero or less.
 - **hybrid**: weighted reciprocal rank fusion of the top :data:`DEPTH` of each (the keyword
-  candidates holding any of the query's :func:`terms`, as SQLite's do) with the SQLite
-  backend's very functions and weights (:func:`axio_context_sqlite.search.hits.fusion_weights`
+  candidates holding any of the query's :func:`terms`, as SQLite's do) with the functions
+  and weights SQLite's fuses by (:func:`axio_context.search.fusion.fusion_weights`
   from the keyword hits' :func:`coverage` and the semantic similarities), so both rank alike.
 
 Embeddings live in ``embeddings``, created once the database's model and dimension are recorded
@@ -26,10 +26,9 @@ from typing import Any, Final
 import msgspec
 
 from axio_context.errors import EmbeddingMismatchError
-from axio_context_sqlite.search.fts import match_terms
-from axio_context_sqlite.search.hits import FUSION_K, blend, fusion_weights
-from axio_context_sqlite.search.keyword import COUNT_CAP, query_shares
-from axio_context_sqlite.search.ranking import Fused, reciprocal_rank_fusion
+from axio_context.search.fusion import COUNT_CAP, FUSION_K, blend, fusion_weights, query_shares
+from axio_context.search.query import match_terms
+from axio_context.search.ranking import Fused, reciprocal_rank_fusion
 
 from .errors import VectorExtensionMissingError
 
@@ -179,7 +178,7 @@ FROM unnest($1::text[]) AS t (term)
 
 def terms(query: str) -> list[str]:
     """The query's distinct terms as the SQLite backend splits them
-    (:func:`axio_context_sqlite.search.fts.match_terms`: each whitespace-separated word, or a
+    (:func:`axio_context.search.query.match_terms`: each whitespace-separated word, or a
     quoted phrase), unquoted: each is searched as ``phraseto_tsquery('simple', term)``, which
     matches what FTS5 matches for the quoted term (a word the tokenizer splits, such as
     ``ERR_CONN``, is a phrase on both)."""
@@ -200,7 +199,7 @@ def any_term(count: int) -> str:
 async def coverage(conn: Any, words: list[str], hits: list[Any]) -> dict[int, float]:
     """For each keyword hit (by its index in ``hits``), the share of the query it holds: the
     IDF-weighted fraction of its :func:`terms` ``words`` it matches, from 0 to 1, as
-    :func:`axio_context_sqlite.search.keyword.term_coverage` computes it on SQLite (bm25's IDF,
+    SQLite's ``term_coverage`` computes it (bm25's IDF,
     ``ln(1 + (N - n + 0.5) / (n + 0.5))`` with ``n`` counted up to :data:`COUNT_CAP` and ``N`` the
     messages stored)."""
     if not hits or not words:

@@ -1,13 +1,12 @@
 """The search calls of a PostgreSQL database (keyword by tsvector, meaning by pgvector, hybrid by
-the SQLite backend's rank fusion), ``similar``, the index status and the reindex that embeds its
-messages: the base class of :class:`~.database.PostgresDatabase`, as
-:class:`axio_context_sqlite.admin.jobs.DatabaseJobs` is of the SQLite ``Database``.
+the shared fusion of :mod:`axio_context.search.fusion`), ``similar``, the index status and the
+reindex that embeds its messages: the base class of :class:`~.database.PostgresDatabase`.
 
 The calls take the SQLite ``Database``'s arguments and give its results, so every search command
 runs on either backend: ``raw`` takes the same FTS5 syntax (compiled to a ``tsquery`` by
 :mod:`.rawquery`), ``session_id`` searches one session's whole transcript (inherited messages
 included, hits filed under that session), and the query bounds of
-:mod:`axio_context_sqlite.search.query` hold here too.
+:mod:`axio_context.search.query` hold here too.
 """
 
 from __future__ import annotations
@@ -18,10 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from axio_context.embeddings import (
-    BUNDLED_MINILM,
     Embedder,
-    HashingEmbedder,
-    SentenceTransformerEmbedder,
     check_embedder,
 )
 from axio_context.errors import (
@@ -33,14 +29,12 @@ from axio_context.errors import (
     SessionNotFoundError,
 )
 from axio_context.messages import SessionInfo
+from axio_context.search.embedders import choose_embedder
+from axio_context.search.fusion import LEXICAL_MODEL_PREFIX, weak_meaning
+from axio_context.search.query import MAX_K, MODES, check_bounds, raw_words
+from axio_context.search.results import ReindexReport, SearchHit, SearchResults
 from axio_context.transcript import format_time
-from axio_context_sqlite.admin.jobs import ms
-from axio_context_sqlite.database import DEFAULT_DIMENSION, HASHING_MODEL
-from axio_context_sqlite.search.engine import LEXICAL_MODEL_PREFIX, weak_meaning
-from axio_context_sqlite.search.fts import raw_words
-from axio_context_sqlite.search.hits import SearchHit, SearchResults
-from axio_context_sqlite.search.query import MAX_K, MODES, check_bounds
-from axio_context_sqlite.search.reindex import ReindexReport
+from axio_context.transcript.times import epoch_ms as ms
 
 from . import lineage, sessions
 from . import search as pgsearch
@@ -116,30 +110,9 @@ class SearchCalls:
         return None if model is None or dim is None else (model, int(dim))
 
     async def embedder(self, model: str | None = None, *, dimension: int | None = None) -> Embedder:
-        """The embedder for ``model``, by default the one this database's embeddings come from,
-        as the SQLite ``Database.embedder`` picks it: ``hashing`` (offline, as wide as the
-        database's embeddings, else ``dimension``, else 384), ``minilm`` (the ``minilm`` extra's
-        bundled all-MiniLM-L6-v2), or a sentence-transformers model directory or cached name.
-        Loaded once per database object."""
-        recorded = await self.embedding_model()
-        name = model or (recorded[0] if recorded else "hashing")
-        if name in ("hashing", HASHING_MODEL):
-            if dimension is None:
-                dimension = recorded[1] if recorded and recorded[0] == HASHING_MODEL else DEFAULT_DIMENSION
-            return HashingEmbedder(dimension)
-        name = BUNDLED_MINILM if name == "minilm" else name
-        if name not in self._models:
-            try:
-                self._models[name] = await SentenceTransformerEmbedder.load(
-                    None if name == BUNDLED_MINILM else name
-                )
-            except EmbedderUnavailableError as exc:
-                if model is not None:
-                    raise
-                raise EmbedderUnavailableError(
-                    f"this database's embeddings come from {name!r}, which cannot be loaded here: {exc}"
-                ) from exc
-        return self._models[name]
+        """The embedder for ``model``, by default the one this database's embeddings come from
+        (see :func:`axio_context.search.embedders.choose_embedder`); loaded once per database object."""
+        return await choose_embedder(model, await self.embedding_model(), self._models, dimension=dimension)
 
     async def index_status(self) -> PostgresIndexStatus:
         """The embedder recorded, how many messages are embedded, pgvector and its HNSW index."""

@@ -18,10 +18,7 @@ from pathlib import Path
 import aiosqlite
 
 from axio_context.embeddings import (
-    BUNDLED_MINILM,
     Embedder,
-    HashingEmbedder,
-    SentenceTransformerEmbedder,
     check_embedder,
     vector_to_blob,
 )
@@ -32,12 +29,13 @@ from axio_context.errors import (
     ReadOnlyDatabaseError,
     SearchQueryError,
 )
-from axio_context.onnx_minilm import ONNX_MINILM, OnnxMiniLMEmbedder
+from axio_context.search.embedders import DEFAULT_DIMENSION, HASHING_MODEL, choose_embedder
+from axio_context.transcript.times import epoch_ms as ms
 
 from .admin.axio_migration import AxioImportReport
 from .admin.exporting import ExportSummary
 from .admin.importing import ImportReport
-from .admin.jobs import DatabaseJobs, ms
+from .admin.jobs import DatabaseJobs
 from .admin.live import DatabaseLive, FollowUpdate
 from .errors import EmptyDatabaseError
 from .paths import db_path as db_location
@@ -58,6 +56,8 @@ from .store.recompressing import RecompressReport
 from .store.upkeep import Stats, VacuumReport
 
 __all__ = [
+    "DEFAULT_DIMENSION",
+    "HASHING_MODEL",
     "AxioImportReport",
     "CheckReport",
     "DamagedRow",
@@ -82,11 +82,6 @@ __all__ = [
 
 #: ``progress(stage, done, total)`` during a reindex; stage is "embedding" or "codes".
 ReindexProgress = Callable[[str, int, int], object]
-
-#: Dimension of the hashing embedder a database gets when nothing is recorded yet.
-DEFAULT_DIMENSION = 384
-#: The model name the hashing embedder records.
-HASHING_MODEL = HashingEmbedder().model
 
 
 async def _query_vector(emb: Embedder, query: str) -> bytes | None:
@@ -261,28 +256,7 @@ class Database(DatabaseJobs, DatabaseLive):
         the same model as int8 ONNX without torch (the ``minilm-onnx`` extra); anything else a
         local sentence-transformers model directory or cached name. Loaded once per Database.
         """
-        recorded = await self.embedding_model()
-        name = model or (recorded[0] if recorded else "hashing")
-        if name in ("hashing", HASHING_MODEL):
-            if dimension is None:
-                dimension = recorded[1] if recorded and recorded[0] == HASHING_MODEL else DEFAULT_DIMENSION
-            return HashingEmbedder(dimension)
-        name = {"minilm": BUNDLED_MINILM, "minilm-onnx": ONNX_MINILM}.get(name, name)
-        if name not in self._models:
-            try:
-                if name == ONNX_MINILM:
-                    self._models[name] = await OnnxMiniLMEmbedder.load()
-                else:
-                    self._models[name] = await SentenceTransformerEmbedder.load(
-                        None if name == BUNDLED_MINILM else name
-                    )
-            except EmbedderUnavailableError as exc:
-                if model is not None:
-                    raise
-                raise EmbedderUnavailableError(
-                    f"this database's embeddings come from {name!r}, which cannot be loaded here: {exc}"
-                ) from exc
-        return self._models[name]
+        return await choose_embedder(model, await self.embedding_model(), self._models, dimension=dimension)
 
     async def reindex(
         self,

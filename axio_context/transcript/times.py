@@ -1,4 +1,5 @@
-"""Times in exports: ISO-8601 UTC text with milliseconds, exactly (integer arithmetic)."""
+"""Times in exports: ISO-8601 UTC text with milliseconds, exactly (integer arithmetic); and a
+``datetime`` filter in milliseconds since the epoch, as every backend stores times."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Final
 
 from ..errors import DecodeError
 
-__all__ = ["format_time", "parse_time"]
+__all__ = ["epoch_ms", "format_time", "parse_time"]
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MS: Final = timedelta(milliseconds=1)
@@ -37,3 +38,12 @@ def parse_time(text: str) -> int:
     if not _FIRST_MS <= ms <= _LAST_MS:
         raise DecodeError(f"time {text!r} is outside years 1..9999 once converted to UTC")
     return ms
+
+
+def epoch_ms(when: datetime | None) -> int | None:
+    """``when`` in milliseconds since the epoch (a naive time is local); None stays None."""
+    if when is None:
+        return None
+    if when.tzinfo is None:
+        when = when.astimezone()  # a naive time is the local time
+    return int(when.timestamp() * 1000)

@@ -21,6 +21,7 @@ from axio_context.errors import (
 )
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FormatName, TranscriptWriter, writer_for
+from axio_context.transcript.times import epoch_ms as ms
 
 from ..store import catalog, checking, listing, naming, recompressing, runs, upkeep
 from ..store.calls import run
@@ -35,14 +36,7 @@ from .axio_migration import AxioImportReport
 from .exporting import ExportSummary, Progress, Sink
 from .importing import ImportReport
 
-
-def ms(when: datetime | None) -> int | None:
-    """``when`` in milliseconds since the epoch (a naive time is local); None stays None."""
-    if when is None:
-        return None
-    if when.tzinfo is None:
-        when = when.astimezone()  # a naive time is the local time
-    return int(when.timestamp() * 1000)
+__all__ = ["DatabaseJobs", "ms"]
 
 
 class DatabaseJobs:

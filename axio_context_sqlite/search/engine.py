@@ -64,6 +64,7 @@ from axio_context.errors import (
     ReadOnlyDatabaseError,
     SessionNotFoundError,
 )
+from axio_context.search.fusion import LEXICAL_MODEL_PREFIX, STRONG_SIMILARITY, weak_meaning
 
 from ..errors import translate_error
 from ..store import indexing, session_rows
@@ -84,9 +85,11 @@ from .status import IndexStatus
 __all__ = [
     "CANDIDATES",
     "DEPTH",
+    "LEXICAL_MODEL_PREFIX",
     "MAX_K",
     "MIN_SIMILARITY",
     "MODES",
+    "STRONG_SIMILARITY",
     "IndexStatus",
     "Mode",
     "Query",
@@ -99,15 +102,6 @@ __all__ = [
     "similar",
     "weak_meaning",
 ]
-
-#: Embedders whose model name starts so are lexical (:class:`HashingEmbedder`): their
-#: neighbours are never strong without a shared word.
-LEXICAL_MODEL_PREFIX: Final = "axio-hashing-"
-#: Cosine similarity at which a meaning-level embedder's nearest message is shown by a hybrid
-#: search that no keyword matched. Measured with all-MiniLM-L6-v2 on tests/data/agent_retrieval.json:
-#: unrelated queries ("recipe for banana bread") reach 0.17-0.34 (median 0.22), paraphrases their
-#: target 0.06-0.64 (median 0.33); 0.35 keeps out every unrelated one measured.
-STRONG_SIMILARITY: Final = 0.35
 
 #: Seconds the fold before a search waits for another connection's write lock; past it the
 #: search runs on what is indexed and says how many messages it could not see (SearchResults).
@@ -194,16 +188,6 @@ def _search(c: Any, q: Query, results: SearchResults) -> SearchResults:
 
 def _weak(q: Query, sem: list[tuple[int, float]]) -> bool:
     return weak_meaning(q.model, 1.0 - sem[0][1] ** 2 / 2.0 if sem else None)
-
-
-def weak_meaning(model: str | None, nearest: float | None) -> bool:
-    """Whether the semantic ranking's best (its cosine similarity ``nearest``; None: nothing was
-    near) is too far to show without a keyword match: always for a lexical embedder (the hashing
-    one: with no shared word, only colliding buckets are left), else below
-    :data:`STRONG_SIMILARITY`. Both backends ask it."""
-    if nearest is None or model is None or model.startswith(LEXICAL_MODEL_PREFIX):
-        return True
-    return nearest < STRONG_SIMILARITY
 
 
 def _meaningful(query: str) -> str | None:

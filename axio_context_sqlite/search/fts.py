@@ -9,9 +9,7 @@ the model wrote: text blocks) and ``tool`` (tool names, tool inputs and tool res
 
 from __future__ import annotations
 
-import re
 import sqlite3
-import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Literal
@@ -19,6 +17,7 @@ from typing import Literal
 import sqlean
 
 from axio_context.errors import SearchQueryError
+from axio_context.search.query import MAX_TERMS, TOKEN_CATEGORIES, match_terms, raw_words
 
 __all__ = [
     "BM25_WEIGHTS",
@@ -40,29 +39,7 @@ FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 #: bm25 weights of the (body, tool) columns: people's words count four times tool output's.
 BM25_WEIGHTS = (1.0, 0.25)
 
-#: A query keeps at most this many terms; more would only slow the search down.
-MAX_TERMS = 32
-
-
 # --- a person's query ---------------------------------------------------------------------------
-
-_PHRASE = re.compile(r'"([^"]*)"')
-# unicode61's token characters: letters, numbers and private-use code points.
-TOKEN_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Nd", "Nl", "No", "Co"})
-
-
-def _clean(text: str) -> str:
-    """Control characters, lone surrogates and format characters become spaces: a NUL would end
-    the string inside FTS5's parser and a surrogate cannot be encoded for SQLite at all."""
-    return "".join(" " if unicodedata.category(ch) in ("Cc", "Cs", "Cf") else ch for ch in text)
-
-
-def _has_token(text: str) -> bool:
-    return any(unicodedata.category(ch) in TOKEN_CATEGORIES for ch in text)
-
-
-def _quote(text: str) -> str:
-    return '"' + text.replace('"', '""') + '"'
 
 
 def match_expression(query: str, *, operator: Literal["AND", "OR"] = "OR") -> str | None:
@@ -84,37 +61,6 @@ def match_expression(query: str, *, operator: Literal["AND", "OR"] = "OR") -> st
     if not terms:
         return None
     return f" {operator} ".join(terms)
-
-
-def match_terms(query: str) -> list[str]:
-    """The terms :func:`match_expression` joins: each a quoted FTS5 string (a word or a phrase),
-    ``*`` after a prefix; none when the query has no word to search for."""
-    text = _clean(query)
-    chunks: list[tuple[str, bool]] = []  # (words, is_quoted_phrase)
-    last = 0
-    for match in _PHRASE.finditer(text):
-        chunks.extend((w, False) for w in text[last : match.start()].split())
-        chunks.append((match.group(1), True))
-        last = match.end()
-    chunks.extend((w, False) for w in text[last:].replace('"', " ").split())
-
-    terms: list[str] = []
-    seen: set[str] = set()
-    for words, phrase in chunks:
-        prefix = False
-        if not phrase:
-            stripped = words.rstrip("*")
-            prefix = stripped != words and _has_token(stripped[-1:])
-            words = stripped
-        if not _has_token(words):
-            continue
-        term = _quote(words.strip() if phrase else words) + (" *" if prefix else "")
-        if term not in seen:
-            seen.add(term)
-            terms.append(term)
-        if len(terms) == MAX_TERMS:
-            break
-    return terms
 
 
 # --- raw FTS5 syntax ----------------------------------------------------------------------------
@@ -144,74 +90,6 @@ def raw_expression(query: str) -> str | None:
             f"character {exc.object[exc.start]!r} at {exc.start} is not valid text"
         ) from None
     return query
-
-
-# A raw expression's tokens: a quoted string, a bareword (what FTS5 takes unquoted: letters,
-# digits, "_", code points above 127, U+001A), or one character of syntax.
-_RAW_TOKEN = re.compile(r'"(?:[^"]|"")*"?|[\w\x1a\x80-\U0010ffff]+|[(){}:,+*^-]')
-_OPERATORS = frozenset({"AND", "OR", "NOT"})
-
-
-def _opens_group(tokens: list[str], j: int) -> bool:
-    """Whether the operand starting at ``tokens[j]`` is a parenthesized group, after any column
-    filter (``col:``, ``-col:``, ``{a b}:``)."""
-    j += j < len(tokens) and tokens[j] == "-"
-    if j < len(tokens) and tokens[j] == "{":
-        while j < len(tokens) and tokens[j] != "}":
-            j += 1
-        j += 1
-    elif j + 1 < len(tokens) and tokens[j + 1] == ":":
-        j += 1
-    j += j < len(tokens) and tokens[j] == ":"
-    return j < len(tokens) and tokens[j] == "("
-
-
-def raw_words(query: str) -> str:
-    """The words a raw FTS5 expression asks for, for embedding it: its phrases, without the
-    operators, column names, ``NEAR`` distances, and without what ``NOT`` leaves out (the
-    operand after ``NOT``: a parenthesized group, or the run of phrases up to the next
-    operator, as FTS5 groups them). ``"parser NOT pizza"`` gives ``"parser"``."""
-    tokens = _RAW_TOKEN.findall(_clean(query))
-    words: list[str] = []
-    depth = 0
-    # the NOT operand being skipped: ("group", depth it ends at) or ("run", depth it is at)
-    negated: tuple[str, int] | None = None
-    columns = False  # inside {col1 col2}
-    after_comma = False
-    for i, tok in enumerate(tokens):
-        following = tokens[i + 1] if i + 1 < len(tokens) else ""
-        if tok in _OPERATORS:
-            if negated is not None and negated == ("run", depth):
-                negated = None
-            if tok == "NOT" and negated is None:
-                negated = ("group", depth) if _opens_group(tokens, i + 1) else ("run", depth)
-            continue
-        if tok == "(":
-            depth += 1
-        elif tok == ")":
-            depth -= 1
-            if negated is not None and (
-                (negated[0] == "group" and depth == negated[1])
-                or (negated[0] == "run" and depth < negated[1])
-            ):
-                negated = None
-        elif tok == "{":
-            columns = True
-        elif tok == "}":
-            columns = False
-        elif tok[0] == '"' or tok[0] not in "(){}:,+*^-":
-            word = tok[1:].removesuffix('"').replace('""', '"') if tok[0] == '"' else tok
-            skip = (
-                columns
-                or following == ":"  # a column name
-                or (tok == "NEAR" and following == "(")
-                or (after_comma and tok.isdigit())  # NEAR's distance
-                or negated is not None
-            )
-            if not skip and word.strip():
-                words.append(word)
-        after_comma = tok == ","
-    return " ".join(words)
 
 
 def is_fts_query_error(exc: BaseException) -> bool:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import heapq
-import math
-from collections.abc import Iterable, Sequence
 from typing import Any, Final
+
+from axio_context.search.fusion import COUNT_CAP, query_shares
 
 from ..store.keys import key
 from .fts import BM25_WEIGHTS, fts_errors
@@ -174,11 +174,6 @@ def keyword_ranking(c: Any, q: Query, scope: Scope | None, depth: int) -> list[t
     return ranked
 
 
-#: Matches counted per term for its rarity (:func:`term_coverage`); rarer than this is all that
-#: the weights need to tell apart, and counting stops there.
-COUNT_CAP: Final = 2_000
-
-
 def term_coverage(c: Any, terms: list[str], ids: list[int]) -> dict[int, float]:
     """For each message of ``ids``, the share of the query it holds: the IDF-weighted fraction
     of ``terms`` (FTS5 terms, each a word or phrase) that it matches, from 0 to 1.
@@ -209,12 +204,3 @@ def term_coverage(c: Any, terms: list[str], ids: list[int]) -> dict[int, float]:
         }
         counted.append((n, holders))
     return query_shares(ids, total, counted)
-
-
-def query_shares(ids: Iterable[int], total: int, counted: Sequence[tuple[int, set[int]]]) -> dict[int, float]:
-    """Each of ``ids``' share of the query, given each term's ``(n, holders)``: how many of the
-    ``total`` messages match it (capped) and which of ``ids`` do; a term weighs bm25's IDF,
-    ``ln(1 + (N - n + 0.5) / (n + 0.5))``. Both backends' coverage ends here."""
-    weights = [math.log(1.0 + (max(total, n) - n + 0.5) / (n + 0.5)) for n, _ in counted]
-    whole = sum(weights) or 1.0
-    return {i: sum(w for w, (_, h) in zip(weights, counted, strict=True) if i in h) / whole for i in ids}

@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 
 from axio_context.errors import VecUnavailableError
+from axio_context.search.results import ReindexReport
 
 from ..store import chunks, indexing, keys
 from ..store.indexing import CODES_TABLE
@@ -34,26 +35,6 @@ __all__ = [
     "reindex_read",
     "reindex_write",
 ]
-
-
-class ReindexReport(msgspec.Struct, frozen=True):
-    """What a reindex did: embeddings added (and messages without text, which get none), binary
-    codes added and removed, whether it cleared the old embeddings first, and whether the codes
-    are still stale (when sqlite-vec does not run on this connection). ``estimated_bytes``: the
-    space the new embeddings and codes were estimated to add before it began
-    (:func:`.status.vector_bytes` per message without one). ``quantized``: float32 embeddings of
-    an older database stored again as int8 (``vacuum`` then gives the space back)."""
-
-    model: str
-    dimension: int
-    embedded: int
-    without_text: int
-    codes_added: int
-    codes_removed: int
-    rebuilt: bool
-    codes_stale: bool
-    estimated_bytes: int = 0
-    quantized: int = 0
 
 
 def reindex_begin(c: Any, model: str, dimension: int, rebuild: bool) -> tuple[int, bool]:
