@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final, ParamSpec, TypeVar
 
-from axio_context.sql import Dialect, Execute, ExecuteMany, Plan, PlanFn, Row, Rows, Step, Value
+from axio_context.sql import Dialect, Execute, ExecuteMany, Native, Plan, PlanFn, Row, Rows, Step, Value
 from axio_context.sql.plan import numbered
 
 from .connection import Pool, translated
@@ -24,6 +24,7 @@ class PostgresDialect(Dialect):
     name = "postgresql"
     lock_rows = " FOR UPDATE"
     share_rows = " FOR SHARE"
+    key_lock = "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))"
 
     def json_param(self) -> str:
         return "?::jsonb"
@@ -59,6 +60,8 @@ async def _step(conn: Any, step: Step) -> Any:
         if step.rows:
             await conn.executemany(numbered(step.sql), step.rows)
         return None
+    if isinstance(step, Native):
+        return await step.fn(conn, *step.args)
     raise TypeError(f"not a plan step: {step!r}")
 
 

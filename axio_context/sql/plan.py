@@ -14,6 +14,7 @@ __all__ = [
     "Dialect",
     "Execute",
     "ExecuteMany",
+    "Native",
     "Plan",
     "PlanFn",
     "Row",
@@ -65,7 +66,17 @@ class ExecuteMany(NamedTuple):
     rows: Sequence[Sequence[Any]]
 
 
-Step: TypeAlias = Rows | Row | Value | Execute | ExecuteMany
+class Native(NamedTuple):
+    """A backend's own function, called with the transaction's connection first and ``args``
+    after (on SQLite's worker thread; awaited on PostgreSQL); its result is sent back. For what
+    a layer shares with the session store (appending, clearing a session), which each backend
+    writes in its own way: the layer gets the function from its backend, never names one."""
+
+    fn: Callable[..., Any]
+    args: Sequence[Any] = ()
+
+
+Step: TypeAlias = Rows | Row | Value | Execute | ExecuteMany | Native
 #: A plan: yields steps, is sent each step's result, returns the operation's result.
 Plan: TypeAlias = Generator[Step, Any, T]
 #: What a runner carries out: called with the runner's dialect and the caller's arguments.
@@ -118,6 +129,9 @@ class Dialect:
     lock_rows: str = ""
     #: The same for rows that must not change or vanish before commit (a shared lock).
     share_rows: str = ""
+    #: A statement taking one text parameter that locks that key until the transaction ends, for
+    #: a row that may not exist yet (None: the write transaction already excludes other writers).
+    key_lock: str | None = None
 
     def json_param(self) -> str:
         """A JSON parameter (bind :func:`encode_json`'s text)."""

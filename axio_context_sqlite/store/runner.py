@@ -9,7 +9,7 @@ from typing import Any, Final, ParamSpec, TypeVar
 
 import aiosqlite
 
-from axio_context.sql import Dialect, Execute, ExecuteMany, Plan, PlanFn, Row, Rows, Step, Value
+from axio_context.sql import Dialect, Execute, ExecuteMany, Native, Plan, PlanFn, Row, Rows, Step, Value
 
 from .calls import run
 from .transactions import read_tx, write_tx
@@ -37,6 +37,8 @@ def _step(c: Any, step: Step) -> Any:
     if isinstance(step, ExecuteMany):
         c.executemany(step.sql, step.rows)
         return None
+    if isinstance(step, Native):
+        return step.fn(c, *step.args)
     raise TypeError(f"not a plan step: {step!r}")
 
 
