@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Final, Literal, TypeAlias
 
@@ -29,6 +30,7 @@ __all__ = [
     "Role",
     "SessionInfo",
     "input_text",
+    "preview_for",
     "preview_of",
     "provider_text",
     "replace_lone_surrogates",
@@ -166,6 +168,19 @@ def replace_lone_surrogates(text: str) -> str:
     """``text`` with each lone surrogate as U+FFFD: for text derived from a message (its search
     text, its preview), which goes where only valid UTF-8 can; the message keeps its own."""
     return text if text.isascii() else SURROGATE.sub("\ufffd", text)
+
+
+def preview_for(messages: Sequence[Message], offset: int = 0) -> tuple[int, str] | None:
+    """axio's preview rule for a batch: (position, text) of the first user message, if any."""
+    for i, msg in enumerate(messages):
+        if msg.role == "user":
+            for block in msg.content:
+                if isinstance(block, TextBlock):
+                    t = block.text
+                    cut = t[:PREVIEW_CHARS] + ("..." if len(t) > PREVIEW_CHARS else "")
+                    return offset + i, replace_lone_surrogates(cut)
+            return offset + i, ""
+    return None
 
 
 def _input_text(value: Any) -> str:

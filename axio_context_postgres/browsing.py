@@ -23,13 +23,12 @@ from contextlib import aclosing, asynccontextmanager
 from typing import Any, Final, Literal
 
 from axio_context.errors import DatabaseLockedError, SessionNotFoundError
+from axio_context.following import FollowUpdate, follow_changes
 from axio_context.messages import SessionInfo
+from axio_context.search.results import SearchResults
 from axio_context.transcript import FormatName, MessageRecord
-from axio_context_sqlite.admin.exporting import ExportSummary
-from axio_context_sqlite.admin.live import FollowUpdate, follow_changes
-from axio_context_sqlite.search.hits import SearchResults
-from axio_context_sqlite.store.browsing import MAX_DEPTH, MAX_PAGE, SessionTreePage, TreeRow
-from axio_context_sqlite.store.catalog import SessionView
+from axio_context.transcript.reports import ExportSummary
+from axio_context.views import MAX_DEPTH, MAX_PAGE, SessionTreePage, SessionView, TreeRow
 
 from . import sessions
 from .connection import translated

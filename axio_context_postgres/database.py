@@ -19,6 +19,7 @@ from uuid import uuid4
 
 from axio_context.errors import SessionExistsError, SessionNotFoundError
 from axio_context.messages import SessionInfo
+from axio_context.naming import project_forms
 from axio_context.transcript import (
     TranscriptWriter,
     iter_jsonl,
@@ -26,12 +27,10 @@ from axio_context.transcript import (
     sniff_format,
     writer_for,
 )
-from axio_context_sqlite.admin.exporting import ExportSummary
-from axio_context_sqlite.admin.importing import ImportedSession, ImportReport
-from axio_context_sqlite.admin.jobs import ms
-from axio_context_sqlite.state import SessionNode, StoredState
-from axio_context_sqlite.store.catalog import SessionView
-from axio_context_sqlite.store.naming import project_forms
+from axio_context.transcript.reports import ExportSummary, ImportedSession, ImportReport
+from axio_context.transcript.times import epoch_ms as ms
+from axio_context.views import SessionNode, SessionView
+from axio_context_sqlite.state import StoredState
 
 from . import runs, sessions, state, tree, upkeep, writes
 from .connection import Pool, connect, redacted, translated

@@ -7,7 +7,7 @@ from typing import Any, Final
 
 from axio_context.messages import SessionInfo
 from axio_context.transcript import format_time
-from axio_context_sqlite.store.listing import SessionPage
+from axio_context.views import SessionPage
 
 __all__ = ["INFO_COLUMNS", "SessionPage", "info_of", "list_page"]
 

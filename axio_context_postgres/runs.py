@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from axio_context.errors import SessionNotFoundError
 from axio_context.messages import Message
-from axio_context_sqlite.store.catalog import SessionView
+from axio_context.views import SessionView
 
 from . import lineage, sessions, writes
 

@@ -84,7 +84,7 @@ async def checkpoints(conn: Any, s: Any) -> list[CheckpointRecord]:
 
 
 async def header(conn: Any, s: Any, inherited: int) -> SessionHeader:
-    from axio_context_sqlite.store.sessions import decode_metadata
+    from axio_context.session_metadata import decode_metadata
 
     meta = s["metadata"]
     return SessionHeader(
@@ -198,8 +198,8 @@ async def insert_session(
 ) -> int:
     """Insert a whole session with its original times, lineage, checkpoints and (a subagent
     session's) owner link, in the caller's transaction."""
-    from axio_context_sqlite.store.appending import preview_for
-    from axio_context_sqlite.store.sessions import encode_metadata
+    from axio_context.messages import preview_for
+    from axio_context.session_metadata import encode_metadata
 
     base_seg: int | None = None
     est = 0

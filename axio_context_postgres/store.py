@@ -101,7 +101,7 @@ class PostgresContextStore(ContextStore):
             except DecodeError as exc:
                 raise DecodeError(f"message {index}: {exc}") from None
         rows = [writes.encode(m, self._counter.count(m), now) for m in batch]
-        from axio_context_sqlite.store.appending import preview_for
+        from axio_context.messages import preview_for
 
         preview = preview_for(batch)
         async with translated(f"session {self._session_id!r}"), self._pool.acquire() as conn:
@@ -328,7 +328,7 @@ class PostgresContextStore(ContextStore):
 
     async def get_metadata(self) -> dict[str, Any]:
         """The session's free-form metadata (an empty dict when none)."""
-        from axio_context_sqlite.store.sessions import decode_metadata
+        from axio_context.session_metadata import decode_metadata
 
         async with translated(f"session {self._session_id!r}"):
             blob = await self._pool.fetchval("SELECT metadata FROM sessions WHERE id = $1", self._session_id)
@@ -340,7 +340,7 @@ class PostgresContextStore(ContextStore):
 
     async def set_metadata(self, metadata: dict[str, Any]) -> None:
         """Replace the session's metadata with a JSON-serialisable mapping."""
-        from axio_context_sqlite.store.sessions import encode_metadata
+        from axio_context.session_metadata import encode_metadata
 
         blob = encode_metadata(metadata).encode("utf-8", "surrogatepass")
         async with self._tx() as conn:

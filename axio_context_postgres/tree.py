@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Final
 
-from axio_context_sqlite.admin.jobs import ms
-from axio_context_sqlite.state import SessionNode
+from axio_context.transcript.times import epoch_ms as ms
+from axio_context.views import SessionNode
 
 from .connection import Pool, translated
 from .listing import INFO_COLUMNS, info_of

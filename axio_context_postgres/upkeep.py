@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from axio_context.messages import SessionInfo
-from axio_context_sqlite.store.upkeep import ProjectStats
+from axio_context.views import ProjectStats
 
 from . import runs, writes
 from .listing import INFO_COLUMNS, info_of

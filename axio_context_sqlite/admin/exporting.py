@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
-import msgspec
-
 from axio_context.errors import CorruptDataError
 from axio_context.transcript import (
     MessageRecord,
@@ -23,6 +21,7 @@ from axio_context.transcript import (
     format_time,
 )
 from axio_context.transcript.hidden import Renumbering
+from axio_context.transcript.reports import ExportSummary as ExportSummary  # re-exported
 
 from ..store import hiding, transactions
 from ..store.catalog import (
@@ -41,17 +40,6 @@ Sink = Callable[[bytes], object]
 
 #: Messages decoded and written per batch during export (bounds its memory; import has its own).
 BATCH: Final = 256
-
-
-class ExportSummary(msgspec.Struct, frozen=True):
-    """How much an export wrote: ``messages`` counts each stored message once (a fork's messages
-    shared with its parent exported too are not counted again, even where markdown repeats
-    them); ``skipped``: the messages left out because they do not decode (each has a
-    placeholder in the export instead)."""
-
-    sessions: int
-    messages: int
-    skipped: list[DamagedRow] = msgspec.field(default_factory=list)
 
 
 # --- export --------------------------------------------------------------------------------------

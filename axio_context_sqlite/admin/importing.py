@@ -14,8 +14,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Final, Literal
 
-import msgspec
-
 from axio_context.errors import (
     SessionExistsError,
     TranscriptError,
@@ -27,26 +25,10 @@ from axio_context.transcript import (
     read_json,
     sniff_format,
 )
+from axio_context.transcript.reports import ImportedSession, ImportReport
 
 from ..store import session_rows, sessions, transactions
 from ..store.inserting import Stamped, insert_session, set_aside
-
-
-class ImportedSession(msgspec.Struct, frozen=True):
-    """One session an import wrote: its id in the file, its id now, and its messages."""
-
-    source_id: str
-    id: str
-    messages: int
-    replaced: bool = False
-
-
-class ImportReport(msgspec.Struct, frozen=True):
-    """What an import wrote, in file order."""
-
-    format: str
-    sessions: list[ImportedSession]
-
 
 # --- import --------------------------------------------------------------------------------------
 

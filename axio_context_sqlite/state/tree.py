@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import aiosqlite
 import msgspec
 
-from axio_context.messages import SessionInfo
+from axio_context.views import SessionNode
 
 from ..admin.jobs import ms
 from ..store.calls import run
@@ -23,19 +23,6 @@ from ..store.listing import INFO_COLUMNS, info_from_row
 from ..store.transactions import read_tx
 
 __all__ = ["SessionNode", "descendants", "session_tree"]
-
-NodeKind = Literal["session", "fork", "subagent"]
-
-
-class SessionNode(msgspec.Struct):
-    """One session of the tree: its listing entry, how it hangs under its parent node (``kind``:
-    ``"session"`` for a root), the subagent's name, and the sessions under it."""
-
-    info: SessionInfo
-    kind: NodeKind = "session"
-    agent_name: str | None = None
-    children: list[SessionNode] = []
-
 
 _COLUMNS: Final = f"{INFO_COLUMNS}, owner_id, agent_name"
 _ROOT: Final = (

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from axio_context.blocks import TextBlock
-from axio_context.messages import PREVIEW_CHARS, Message, replace_lone_surrogates
+from axio_context.messages import preview_for
 
 from . import indexing
 from .blob_refs import add_blob_refs
@@ -30,19 +29,6 @@ __all__ = [
     "install_temp_objects",
     "preview_for",
 ]
-
-
-def preview_for(messages: Sequence[Message], offset: int = 0) -> tuple[int, str] | None:
-    """axio's preview rule for a batch: (position, text) of the first user message, if any."""
-    for i, msg in enumerate(messages):
-        if msg.role == "user":
-            for block in msg.content:
-                if isinstance(block, TextBlock):
-                    t = block.text
-                    cut = t[:PREVIEW_CHARS] + ("..." if len(t) > PREVIEW_CHARS else "")
-                    return offset + i, replace_lone_surrogates(cut)
-            return offset + i, ""
-    return None
 
 
 def append(

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-import msgspec
-
 from axio_context.messages import SessionInfo
 from axio_context.transcript import MessageRecord
+from axio_context.views import MAX_DEPTH, MAX_PAGE, SessionTreePage, TreeRow
 
 from . import listing, transactions
 from .catalog import SessionView, full_row, records, session_header
 
 __all__ = [
+    "MAX_DEPTH",
     "MAX_PAGE",
     "SessionTreePage",
     "TreeRow",
@@ -33,25 +33,6 @@ __all__ = [
     "session_tree",
     "transcript",
 ]
-
-#: The most sessions (tree heads) or messages one page reads.
-MAX_PAGE: Final = 10_000
-#: How deep forks of forks are followed under one head (a guard against a parent_id cycle).
-MAX_DEPTH: Final = 64
-
-
-class TreeRow(msgspec.Struct, frozen=True):
-    """One session in a tree listing: ``depth`` 0 heads a tree, a fork is one deeper than its parent."""
-
-    info: SessionInfo
-    depth: int
-
-
-class SessionTreePage(msgspec.Struct, frozen=True):
-    """One page of heads with their forks under them (depth first); ``next_cursor`` is None at the end."""
-
-    rows: list[TreeRow]
-    next_cursor: str | None
 
 
 def data_version(c: Any) -> int:

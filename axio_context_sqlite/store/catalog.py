@@ -12,14 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
-import msgspec
-
 from axio_context.errors import (
     AmbiguousSessionError,
     SessionExistsError,
     SessionNotFoundError,
 )
-from axio_context.messages import Message
 from axio_context.transcript import (
     CheckpointRecord,
     MessageRecord,
@@ -27,29 +24,10 @@ from axio_context.transcript import (
     format_time,
 )
 from axio_context.transcript.hidden import shared_visible
+from axio_context.views import SessionView as SessionView  # re-exported
 
 from . import hiding, keys, listing, reading, runs, session_rows, sessions, transactions
 from .listing import SessionPage
-
-
-class SessionView(msgspec.Struct, frozen=True):
-    """What ``show`` prints: the session's fields, then either the model's view or every message.
-
-    In the view, ``summary`` is the latest checkpoint's summary (None when there is none) and
-    ``messages`` start at position ``start``; with ``full`` they start at 0 and summary is None.
-    """
-
-    header: SessionHeader
-    summary: list[Message] | None
-    start: int
-    messages: list[MessageRecord]
-    #: The position of each message (``start + i`` unless ``clear_run`` hid some, or ``run_id``
-    #: kept one run's), the run that wrote it (``""``: none), and whose session it is.
-    positions: list[int] = msgspec.field(default_factory=list)
-    runs: list[str] = msgspec.field(default_factory=list)
-    agent_id: str | None = None
-    thread_id: str | None = None
-
 
 # --- resolving ids -------------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ placeholder. The quarantined rows can be listed with their raw bytes (:func:`qua
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, cast
 
 import msgspec
 
@@ -30,6 +30,7 @@ from axio_context.blocks import TextBlock
 from axio_context.codec import decode_content
 from axio_context.errors import CorruptDataError
 from axio_context.messages import Message, Role
+from axio_context.transcript.reports import DamagedRow as DamagedRow  # re-exported
 
 from . import chunks, keys, message_rows, transactions
 from .chunks import CHUNK, chunk_of
@@ -51,17 +52,6 @@ __all__ = [
 _SCAN: Final = 512
 #: Problems of one kind listed in full; the rest are counted.
 _LISTED: Final = 1000
-
-
-class DamagedRow(msgspec.Struct, frozen=True):
-    """A stored row that does not decode: where it is (the session that stored it, and the
-    position there; for a chunk its first of ``count``) and why."""
-
-    session_id: str
-    position: int
-    reason: str
-    count: int = 1
-    kind: Literal["message", "chunk"] = "message"
 
 
 class CheckReport(msgspec.Struct, frozen=True):

@@ -6,10 +6,9 @@ from collections.abc import Sequence
 from itertools import starmap
 from typing import Any, Final
 
-import msgspec
-
 from axio_context.errors import SessionNotFoundError
 from axio_context.messages import SessionInfo
+from axio_context.views import SessionPage
 
 from . import runs
 
@@ -22,13 +21,6 @@ __all__ = [
     "session_info",
     "session_info_or_none",
 ]
-
-
-class SessionPage(msgspec.Struct, frozen=True):
-    """One page of a session listing; pass ``next_cursor`` back for the next page (None at the end)."""
-
-    sessions: list[SessionInfo]
-    next_cursor: str | None
 
 
 # The times come formatted from the sessions table's generated columns (schema version 3):

@@ -13,14 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-import msgspec
-
-from axio_context.codec import (
-    decode_json_exact,
-    encode_json,
-)
-from axio_context.errors import CorruptDataError
 from axio_context.messages import Message
+from axio_context.session_metadata import decode_metadata, encode_metadata
 
 from ..errors import TokenTotalError
 from . import chunks, hiding, indexing, packing
@@ -315,24 +309,6 @@ def set_title(c: Any, session_id: str, project: str | None, title: str | None) -
     with write_tx(c):
         ensure_session(c, session_id, project, now)
         c.execute("UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?", (title, now, session_id))
-
-
-_metadata_decoder: Final = msgspec.json.Decoder(dict[str, Any])
-
-
-def encode_metadata(metadata: dict[str, Any]) -> str:
-    """The ``sessions.metadata`` text of a mapping: JSON as the exports write it, so NaN,
-    infinities, lone surrogates and integers of any size are kept (plain msgspec would write
-    NaN as null and refuse a lone surrogate)."""
-    return encode_json(metadata, exact=True).decode()
-
-
-def decode_metadata(session_id: str, text: str) -> dict[str, Any]:
-    """A stored ``sessions.metadata`` back as a mapping; anything else is corrupt data."""
-    try:
-        return decode_json_exact(_metadata_decoder, text.encode("utf-8", "surrogatepass"))
-    except msgspec.DecodeError as exc:
-        raise CorruptDataError(f"session {session_id!r}: metadata is not a JSON object ({exc})") from None
 
 
 def get_metadata(c: Any, session_id: str) -> dict[str, Any]:

@@ -12,20 +12,11 @@ from typing import Any, Literal
 import msgspec
 
 from axio_context.messages import SessionInfo
+from axio_context.views import ProjectStats as ProjectStats  # re-exported
 
 from . import chunks, hiding, listing, packing, transactions
 from .catalog import delete_sessions
 from .wal import truncate_wal
-
-
-class ProjectStats(msgspec.Struct, frozen=True):
-    """Totals of one project."""
-
-    project: str | None
-    sessions: int
-    messages: int
-    input_tokens: int
-    output_tokens: int
 
 
 class Stats(msgspec.Struct, frozen=True):
