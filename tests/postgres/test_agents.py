@@ -5,6 +5,7 @@ providers, many writers on one thread, and bad input."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import AsyncIterator
 
 import pytest
@@ -44,8 +45,21 @@ def provider(pool: Pool) -> PostgresHistoryProvider:
     return PostgresHistoryProvider(pool, project="p")
 
 
-async def test_it_is_a_history_provider(provider: PostgresHistoryProvider) -> None:
-    assert isinstance(provider, HistoryProvider)
+def test_it_is_a_history_provider_method_for_method() -> None:
+    """isinstance against the runtime Protocol only checks that the names exist; each method must
+    also take what the protocol's takes (the contract suite, test_agents_contract.py, runs them)."""
+    members = [
+        n for n in vars(HistoryProvider) if not n.startswith("_") and callable(getattr(HistoryProvider, n))
+    ]
+    assert set(members) == {"append", "append_many", "get_messages", "clear", "clear_run", "count_messages"}
+    for name in members:
+        want = inspect.signature(getattr(HistoryProvider, name))
+        got = inspect.signature(getattr(PostgresHistoryProvider, name))
+        shape = [(p.name, p.kind, p.default) for p in want.parameters.values()]
+        assert [(p.name, p.kind, p.default) for p in got.parameters.values()] == shape, name
+        assert inspect.iscoroutinefunction(getattr(PostgresHistoryProvider, name)) == (
+            inspect.iscoroutinefunction(getattr(HistoryProvider, name))
+        ), name
 
 
 async def test_agent_history_is_an_ordinary_session(pool: Pool, provider: PostgresHistoryProvider) -> None:

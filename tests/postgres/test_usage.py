@@ -354,6 +354,10 @@ async def test_totals_aggregates_and_records_read_indexes_not_the_rows(pg_pool: 
                 await reading.totals(traced, filters, after)
         for session_id, run in ((None, None), ("s1", None), (None, "s2-r1")):
             await reading.records(traced, session_id, run, 10)
+        # every call above went through fetch/fetchrow (a read another way would not be planned)
+        assert set(GROUPS) >= {"session", "agent", "model"}
+        assert len(traced.queries) >= 2 * (len(GROUPS) + 5) + 3, traced.queries
+        listings = 0
         for sql, args in traced.queries:
             [plan] = json.loads(await conn.fetchval("EXPLAIN (FORMAT JSON) " + sql, *args))
             nodes = list(_nodes(plan["Plan"]))
@@ -361,6 +365,8 @@ async def test_totals_aggregates_and_records_read_indexes_not_the_rows(pg_pool: 
             assert not scans, (sql, scans)
             if "ORDER BY at DESC" in sql:
                 assert "Sort" not in {n["Node Type"] for n in nodes}, sql
+                listings += 1
+        assert listings >= 3  # the three record listings were among them
 
 
 def test_the_usage_command_answers_on_postgres_as_on_sqlite(pg_url: str, tmp_path: Path) -> None:

@@ -105,13 +105,18 @@ async def test_aggregates_and_totals_read_indexes_not_the_rows(tmp_path: Path) -
                 at=START + timedelta(hours=i),
             )
     since = int((START + timedelta(hours=3)).timestamp() * 1000)
+    assert set(GROUPS) >= {"session", "agent", "model"}  # the loop below checks every grouping
+    checked = 0
     for by in GROUPS:
         for after in (None, since):
             plans = _plans(db, lambda raw, by=by, after=after: queries.aggregate(raw, by, after))
             assert plans and not [p for p in plans if p.startswith("SCAN")], (by, plans)
+            checked += 1
     for filters in ({"session": "s1"}, {"agent": "a2"}, {"session": "s1", "agent": "a1"}, {}):
         plans = _plans(db, lambda raw, f=filters: queries.totals(raw, f, since))
-        assert not [p for p in plans if p.startswith("SCAN")], (filters, plans)
+        assert plans and not [p for p in plans if p.startswith("SCAN")], (filters, plans)
+        checked += 1
+    assert checked == 2 * len(GROUPS) + 4
 
 
 def test_several_processes_record_into_one_file(tmp_path: Path) -> None:
