@@ -18,6 +18,8 @@ import click
 
 from axio_context import __version__
 from axio_context.errors import AxioContextError, DatabaseNotFoundError
+from axio_context.locations import shown_location
+from axio_context.terminal import visible
 
 from ..admin.files import removed_if_failed
 from ..database import Database
@@ -47,7 +49,8 @@ class Settings:
         #: A postgresql:// URL (from --db or the environment), else None for a file.
         self.url: str | None = str(named) if is_url(named) else None
         if self.url is not None:
-            self.path = Path(self.url)  # not a file: the commands open ``url`` (see .backends)
+            # not a file: the commands open ``url`` (see .backends) and show ``shown``
+            self.path = Path(shown_location(self.url))
             self.source = PathSource.ARGUMENT if db is not None else PathSource.ENVIRONMENT
         else:
             self.path, self.source = db_path(db)
@@ -57,6 +60,11 @@ class Settings:
     def target(self) -> str | Path:
         """What to open: the URL, or the file."""
         return self.url if self.url is not None else self.path
+
+    @property
+    def shown(self) -> str:
+        """The database as people see it: the file, or the URL without its password."""
+        return shown_location(self.target)
 
 
 def settings_of(ctx: click.Context) -> Settings:
@@ -186,7 +194,8 @@ class _Group(click.Group):
     """The command group: writing the output cannot end a command with a traceback.
 
     A reader that went away (``... | head``) ends it quietly with exit code 1 (as click does);
-    any other failed write (a full disk) is one ``Error:`` line, exit code 1. A mistyped command
+    any other failed write (a full disk) is one ``Error:`` line, exit code 1. Every error is
+    one line with no control character (:func:`~axio_context.terminal.visible`). A mistyped command
     names the closest ones; shell completion never prints a traceback.
     """
 
@@ -218,12 +227,18 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.ClickException as exc:
+            # An error names what it was given, stored text included: one line, no control.
+            setattr(exc, "message", visible(exc.message, lines=False))  # noqa: B010 (Final in the stubs)
+            raise
         except OSError as exc:
             if isinstance(exc, BrokenPipeError) or exc.errno == errno.EPIPE:
                 _silence_stdout()
                 ctx.exit(1)
             if exc.filename is not None:
-                raise click.ClickException(f"{exc.strerror or exc}: {exc.filename}") from None
+                raise click.ClickException(
+                    visible(f"{exc.strerror or exc}: {exc.filename}", lines=False)
+                ) from None
             if _cwd_gone(exc):  # Path.cwd() or a relative path resolved outside one_line_errors()
                 raise click.ClickException(CWD_GONE) from None
             raise OutputError(exc) from None

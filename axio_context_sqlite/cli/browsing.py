@@ -11,6 +11,7 @@ import click
 import msgspec
 
 from axio_context.errors import DatabaseLockedError
+from axio_context.terminal import escaped_json
 from axio_context.transcript import MessageRecord, render_blocks
 
 from ..admin.live import Browsable
@@ -38,7 +39,7 @@ def message_json(position: int, record: MessageRecord) -> dict[str, Any]:
 def _emit(start: int, records: list[MessageRecord], fold: int, as_json: bool) -> None:
     for i, r in enumerate(records):
         if as_json:
-            click.echo(_one_line_json.encode(message_json(start + i, r)).decode())
+            click.echo(escaped_json(_one_line_json.encode(message_json(start + i, r))))
         else:
             click.echo(visible(message_text(start + i, r, fold)))
     sys.stdout.flush()  # a pipe is block-buffered: each message is seen as it arrives

@@ -13,7 +13,7 @@ import click
 from .app import cli, one_line_errors
 from .backends import PostgresExtraMissingError, opener
 from .options import output_options
-from .output import StageProgress, echo_json
+from .output import StageProgress, echo_json, one_line, say
 
 
 @cli.command("copy")
@@ -66,8 +66,8 @@ def copy(ctx: click.Context, src: str, dst: str, dry_run: bool, as_json: bool) -
         for name, r in report.layers.items():
             if r.copied or r.already or r.conflicts:
                 refused = f", {len(r.conflicts)} refused" if r.conflicts else ""
-                click.echo(f"{name}: {verb} {r.copied}, {r.already} already there{refused}")
+                say(f"{name}: {verb} {r.copied}, {r.already} already there{refused}")
     for line in report.conflicts:
-        click.echo(f"Error: {line}", err=True)
+        say(f"Error: {one_line(line)}", err=True)
     if report.conflicts:
         ctx.exit(1)

@@ -24,6 +24,8 @@ from .output import (
     human_size,
     info_dict,
     info_row,
+    one_line,
+    say,
     shown_for_infos,
     visible,
 )
@@ -47,14 +49,14 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
     if mem is None:
         postgres_stats(cast(Any, s), url, as_json, nl)
         return
-    path = settings_of(ctx).path
+    path = settings_of(ctx).shown
     if as_json or nl:
         echo_json(
-            {"path": str(path), **msgspec.structs.asdict(s), "memory": msgspec.to_builtins(mem)},
+            {"path": path, **msgspec.structs.asdict(s), "memory": msgspec.to_builtins(mem)},
             indent=2 if as_json else 0,
         )
         return
-    click.echo(f"database   {path}")
+    say(f"database   {path}")
     on_disk = human_size(s.file_bytes + s.wal_bytes)
     click.echo(f"size       {on_disk} ({human_size(s.wal_bytes)} WAL, {s.free_pages:,} free pages)")
     click.echo(f"sessions   {s.sessions:,}")
@@ -188,9 +190,9 @@ def backup(ctx: click.Context, dest: Path, force: bool, as_json: bool) -> None:
     with_db(ctx, False, lambda db: db.backup(dest, overwrite=force))
     size = dest.stat().st_size
     if as_json:
-        echo_json({"source": str(settings_of(ctx).path), "destination": str(dest), "bytes": size})
+        echo_json({"source": settings_of(ctx).shown, "destination": str(dest), "bytes": size})
         return
-    click.echo(f"backed up {settings_of(ctx).path} to {dest} ({human_size(size)})")
+    say(f"backed up {settings_of(ctx).shown} to {dest} ({human_size(size)})")
 
 
 #: Damaged rows ``check`` lists one per line for people; the rest are counted.
@@ -241,7 +243,7 @@ def check(ctx: click.Context, move: bool, list_quarantine: bool, as_json: bool) 
         echo_json(report)
     else:
         click.echo(f"checked    {report.messages_checked:,} stored message(s)")
-        click.echo(f"sqlite     {'; '.join(report.quick_check[:5]) or 'ok'}")
+        say(f"sqlite     {one_line('; '.join(report.quick_check[:5])) or 'ok'}")
         click.echo(f"damaged    {len(report.damaged):,} row(s) that do not decode")
         for d in report.damaged[:_SHOWN]:
             click.echo(_damaged_line(d))

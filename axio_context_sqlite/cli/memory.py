@@ -7,6 +7,7 @@ makes one call on a store of :mod:`axio_context_sqlite.memory` and formats what 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
 
@@ -17,12 +18,13 @@ import msgspec
 from axio_context.memory import BlobInfo, Document, Entity, Relationship, TaskList
 from axio_context.memory.errors import BlobNotFoundError
 from axio_context.memory.tasks import FINAL_STATUSES
+from axio_context.memory.tasks_sql import UnreadableTaskWarning
 
 from ..database import Database
 from ..memory import MemoryStats, SQLiteBlobStore, SQLiteGraphStore, SQLiteTaskStore, SQLiteVectorStore
 from .app import COUNT_MAX, cli, with_db
 from .options import Count, one_format, output_options
-from .output import Column, echo_json, emit, human_size, local_time
+from .output import Column, echo_json, emit, human_size, local_time, one_line, say
 
 __all__ = ["memory_stats_lines"]
 
@@ -178,7 +180,7 @@ def blobs_show(ctx: click.Context, key: str, as_json: bool) -> None:
         ("type", info.content_type),
         ("sha256", info.sha256),
     ):
-        click.echo(f"{label:<7}{value}")
+        say(f"{label:<7}{value}")
 
 
 # --- graph -----------------------------------------------------------------------------------------
@@ -209,12 +211,12 @@ def graph(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         echo_json(_plain(counts))
         return
-    click.echo(f"entities       {counts.entities:,}")
+    say(f"entities       {counts.entities:,}")
     for t, n in counts.entity_types.items():
-        click.echo(f"  {t:<28} {n:>10,}")
-    click.echo(f"relationships  {counts.relationships:,}")
+        say(f"  {one_line(t):<28} {n:>10,}")
+    say(f"relationships  {counts.relationships:,}")
     for t, n in counts.relationship_types.items():
-        click.echo(f"  {t:<28} {n:>10,}")
+        say(f"  {one_line(t):<28} {n:>10,}")
 
 
 @graph.command("entities")
@@ -310,7 +312,11 @@ def tasks(ctx: click.Context, conversation: str | None, limit: int, as_json: boo
             return await store.get_boards_by_conversation(conversation)
         return await store.list_task_lists(limit=limit or None)
 
-    boards = _on(ctx, call)
+    with warnings.catch_warnings(record=True) as unreadable:
+        warnings.simplefilter("always", UnreadableTaskWarning)
+        boards = _on(ctx, call)
+    for w in unreadable:  # a board a newer version wrote: the others still show
+        click.echo(f"warning: {one_line(str(w.message))}", err=True)
     emit(
         [_board_row(b) for b in boards],
         [
@@ -345,11 +351,12 @@ def tasks_show(ctx: click.Context, board_id: str, as_json: bool) -> None:
     if as_json:
         echo_json(_plain(board))
         return
-    label = f" ({board.agent_label})" if board.agent_label else ""
-    click.echo(
-        f"board {board.id}: conversation {board.conversation_id}, agent {board.agent_id or '(root)'}{label}"
+    label = f" ({one_line(board.agent_label)})" if board.agent_label else ""
+    say(
+        f"board {one_line(board.id)}: conversation {one_line(board.conversation_id)},"
+        f" agent {one_line(board.agent_id or '(root)')}{label}"
     )
-    click.echo(f"max retries {board.max_retries}, created {local_time(board.created_at)}")
+    say(f"max retries {board.max_retries}, created {local_time(board.created_at)}")
     click.echo("")
     emit(
         [

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import codecs
 import functools
 import os
-import re
 import shutil
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -16,6 +16,8 @@ import click
 
 from axio_context.codec import encode_json, format_json
 from axio_context.messages import SessionInfo
+from axio_context.terminal import escaped_json
+from axio_context.terminal import visible as visible  # the printers import it from here
 
 from ..database import Database
 from .app import PROGRESS_MIN
@@ -32,15 +34,16 @@ class Column:
         self.key, self.title, self.width, self.right, self.visible = key, title, width, right, visible
 
 
-# C0 controls but tab and newline, DEL, C1 controls: ESC starts the sequences that move the
-# cursor, recolour or retitle a terminal, and CR overwrites what a line showed.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+def one_line(text: str) -> str:
+    """A stored field inside a line for people: kept on that line (newlines and tabs escaped
+    too), with no control; :func:`say` prints the line."""
+    return visible(text, lines=False)
 
 
-def visible(text: str) -> str:
-    """``text`` safe to print on a terminal: control characters shown as escapes (``\\r``,
-    ``\\x1b``), so stored text cannot send the terminal commands; newlines and tabs are kept."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+def say(text: str, err: bool = False) -> None:
+    """Print a line for people: through :func:`~axio_context.terminal.visible`, so stored text
+    in it cannot send the terminal commands."""
+    click.echo(visible(text), err=err)
 
 
 def _cell(value: Any, width: int | None, safe: bool = False) -> str:
@@ -51,9 +54,32 @@ def _cell(value: Any, width: int | None, safe: bool = False) -> str:
     return text
 
 
+class ShownStream:
+    """A binary output people may be watching (an export on stdout): markdown passes through
+    :func:`~axio_context.terminal.visible`, JSON through :func:`~axio_context.terminal.escaped_json`
+    (the same value). A file written with ``-o`` keeps the exact text instead."""
+
+    def __init__(self, out: Any, as_json: bool) -> None:
+        self.out, self.as_json = out, as_json
+        self._decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+
+    def _write(self, text: str) -> None:
+        if text:
+            data = (text if self.as_json else visible(text)).encode("utf-8", "surrogateescape")
+            self.out.write(escaped_json(data) if self.as_json else data)
+
+    def write(self, data: bytes) -> None:
+        self._write(self._decoder.decode(data))
+
+    def flush(self) -> None:
+        self._write(self._decoder.decode(b"", final=True))
+        self.out.flush()
+
+
 def echo_json(value: Any, indent: int = 2) -> None:
     """Print ``value`` as JSON: indented (``--json``), or on one line with ``indent=0``."""
-    click.echo(format_json(value, indent=indent))  # bytes: always UTF-8
+    # bytes: always UTF-8; C1 and bidi controls as \u escapes (JSON escapes C0 itself)
+    click.echo(escaped_json(format_json(value, indent=indent)))
 
 
 def page(text: str, no_pager: bool = False) -> None:
@@ -80,7 +106,7 @@ def emit(
         return
     if nl:
         for row in rows:
-            click.echo(encode_json(row))
+            click.echo(escaped_json(encode_json(row)))
         return
     shown = table_rows() if table_rows is not None else rows
     cells = [[_cell(r.get(c.key), c.width, c.visible) for c in columns] for r in shown]

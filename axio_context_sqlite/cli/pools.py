@@ -18,7 +18,7 @@ from ..database import Database
 from ..pools import PoolInfo, list_pools, show_pool
 from .app import COUNT_MAX, cli, with_db
 from .options import Count, one_format, output_options
-from .output import Column, echo_json, emit, local_time
+from .output import Column, echo_json, emit, local_time, one_line, say
 
 __all__ = ["pools"]
 
@@ -104,16 +104,17 @@ def pools_show(ctx: click.Context, name: str, limit: int, as_json: bool) -> None
         echo_json(msgspec.to_builtins(view))
         return
     info = view.info
-    click.echo(
-        f"{info.kind} {info.name}: {info.size:,} items, limit {'-' if info.limit is None else info.limit}"
+    say(
+        f"{info.kind} {one_line(info.name)}: {info.size:,} items,"
+        f" limit {'-' if info.limit is None else info.limit}"
     )
     if info.parent:
-        click.echo(f"branch of {info.parent}")
+        say(f"branch of {one_line(info.parent)}")
     if info.tags:
-        click.echo(f"tags     {', '.join(info.tags)}")
+        say(f"tags     {', '.join(map(one_line, info.tags))}")
     for event, names in info.hooks.items():
-        click.echo(f"hook     {event}: {', '.join(names)}")
-    click.echo(f"updated  {local_time(info.updated_at)}")
+        say(f"hook     {one_line(event)}: {', '.join(map(one_line, names))}")
+    say(f"updated  {local_time(info.updated_at)}")
     click.echo("")
     emit(
         [msgspec.to_builtins(i) for i in view.items],

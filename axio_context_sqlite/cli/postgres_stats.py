@@ -8,7 +8,7 @@ from typing import Any
 import click
 import msgspec
 
-from .output import Column, echo_json, emit, human_size, tilde
+from .output import Column, echo_json, emit, human_size, say, tilde
 
 __all__ = ["postgres_stats", "project_table"]
 
@@ -21,7 +21,7 @@ def postgres_stats(s: Any, where: str, as_json: bool, nl: bool) -> None:
             indent=2 if as_json else 0,
         )
         return
-    click.echo(f"database   {where} (PostgreSQL {s.server_version}, schema version {s.schema_version})")
+    say(f"database   {where} (PostgreSQL {s.server_version}, schema version {s.schema_version})")
     click.echo(f"size       {human_size(s.database_bytes)} (the whole database on the server)")
     click.echo(f"sessions   {s.sessions:,}")
     click.echo(f"messages   {s.messages:,} ({s.stored_messages:,} stored; forks share the rest)")

@@ -32,7 +32,7 @@ from .options import (
     session_argument,
     stored_project,
 )
-from .output import Column, StageProgress, echo_json, emit, local_time, shown_ids, visible
+from .output import Column, StageProgress, echo_json, emit, local_time, say, shown_ids, visible
 
 
 def _color() -> bool:
@@ -213,7 +213,7 @@ def search_(
 def _emit_results(results: SearchResults, shown: dict[str, str], as_json: bool, nl: bool, empty: str) -> None:
     """Notes to stderr; ``--json``: the results with their notes as one object; else the hits."""
     for note in results.notes():
-        click.echo(f"note: {note}", err=True)
+        say(f"note: {note}", err=True)
     if as_json:
         echo_json({**msgspec.to_builtins(results), "notes": results.notes()})
         return
@@ -330,7 +330,7 @@ def reindex(
         echo_json(r)
         return
     what = "re-embedded" if r.rebuilt else "embedded"
-    click.echo(f"{what} {r.embedded:,} message(s) with {r.model} ({r.dimension} dimensions)")
+    say(f"{what} {r.embedded:,} message(s) with {r.model} ({r.dimension} dimensions)")
     if r.without_text:
         click.echo(f"{r.without_text:,} message(s) have no text to embed")
     if r.codes_added or r.codes_removed:
@@ -378,4 +378,4 @@ def index_(ctx: click.Context, as_json: bool) -> None:
         echo_json(s)
         return
     lines = getattr(s, "lines", None)  # a PostgreSQL database's status words itself
-    click.echo("\n".join(lines() if callable(lines) else _status_lines(s)))
+    say("\n".join(lines() if callable(lines) else _status_lines(s)))

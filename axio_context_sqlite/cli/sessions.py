@@ -36,6 +36,7 @@ from .output import (
     info_row,
     local_time,
     page,
+    say,
     shown_for_infos,
     visible,
     with_agent,
@@ -98,13 +99,13 @@ def list_sessions(
         if as_json:
             click.echo("[]")
         elif not nl:
-            click.echo(f"no sessions yet (database: {settings.path})")
+            say(f"no sessions yet (database: {settings.shown})")
         return
     page, shown, others = found
     infos = page.sessions
     if not infos and not (as_json or nl):
         what = "no session matches the filters" if others else "no sessions yet"
-        click.echo(f"{what} (database: {settings.path})")
+        say(f"{what} (database: {settings.shown})")
         return
     rows = [with_agent(info_dict(i), agents.get(i.session_id)) for i in infos]
     columns = [*SESSION_COLUMNS, AGENT_COLUMN] if agents else SESSION_COLUMNS

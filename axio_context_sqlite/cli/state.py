@@ -15,7 +15,7 @@ from ..store.context_store import SQLiteContextStore
 from .app import cli, read_db, settings_of
 from .backends import is_url
 from .options import output_options, session_argument
-from .output import SESSION_COLUMNS, echo_json, emit, info_dict, info_row, local_time, shown_ids, visible
+from .output import SESSION_COLUMNS, echo_json, emit, info_dict, info_row, local_time, say, shown_ids, visible
 
 
 def _walk(
@@ -70,7 +70,7 @@ def list_tree(
         emit(rows, SESSION_COLUMNS, False, True)
         return
     if not flat:
-        click.echo(f"no sessions yet (database: {settings_of(ctx).path})")
+        say(f"no sessions yet (database: {settings_of(ctx).shown})")
         return
 
     def table() -> list[dict[str, Any]]:

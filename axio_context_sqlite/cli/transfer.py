@@ -19,7 +19,7 @@ from .agent_filters import agent_options, tag_filters
 from .app import Written, cli, one_line_errors, read_db, settings_of, writing_db
 from .backends import is_url
 from .options import output_options, session_argument
-from .output import Progress, echo_json, visible
+from .output import Progress, ShownStream, echo_json, say, visible
 
 
 @cli.command()
@@ -63,7 +63,7 @@ def export(
     format_ = cast(FormatName, fmt)
     progress = Progress()
 
-    async def go(db: Database, out: Written) -> Any:
+    async def go(db: Database, out: Written | ShownStream) -> Any:
         ids: list[str] | None
         if tagged:
             page = await db.list_sessions(**tag_filters(db, agent_id, run_id))
@@ -87,7 +87,8 @@ def export(
 
     try:
         if output is None or output == "-":
-            summary = read_db(ctx, lambda db: go(db, Written(sys.stdout.buffer, None)))
+            shown = ShownStream(Written(sys.stdout.buffer, None), as_json=format_ != "markdown")
+            summary = read_db(ctx, lambda db: go(db, shown))
             _report_skipped(summary.skipped)
             return
         with one_line_errors(), writing(Path(output), settings_of(ctx).path) as f:
@@ -96,7 +97,7 @@ def export(
         progress.close()
     _report_skipped(summary.skipped)
     skipped = f", {len(summary.skipped)} left out (damaged)" if summary.skipped else ""
-    click.echo(
+    say(
         f"exported {summary.sessions} session(s), {summary.messages} message(s){skipped} to {output}",
         err=True,
     )
@@ -144,7 +145,7 @@ def import_(
     replaced = sum(s.replaced for s in report.sessions)
     extra = f", {replaced} replaced" if replaced else ""
     shown = "standard input" if source == STDIN else file
-    click.echo(f"imported {len(report.sessions)} session(s), {messages} message(s){extra} from {shown}")
+    say(f"imported {len(report.sessions)} session(s), {messages} message(s){extra} from {shown}")
 
 
 @cli.command("import-axio")
@@ -165,7 +166,7 @@ def import_axio(ctx: click.Context, path: Path, replace: bool, as_json: bool) ->
     )
     if report.conflicts:
         shown = ", ".join(report.conflicts[:5]) + (", ..." if len(report.conflicts) > 5 else "")
-        click.echo(
+        say(
             f"{len(report.conflicts)} session(s) differ here and were left alone ({shown}); "
             "--replace overwrites them",
             err=True,
