@@ -48,7 +48,7 @@ def checked_history(
             )
         try:
             raw.append(_JSON.encode(item))
-        except (TypeError, ValueError, OverflowError) as exc:
+        except (TypeError, ValueError, OverflowError, RecursionError) as exc:
             raise StateEncodeError(f"subagent_history[{name!r}][{i}] cannot be encoded: {exc}") from None
     digests = prefix_digests(raw)
     first = 0
