@@ -3,12 +3,13 @@ scopes, tail reads, deletes, and a session id another adapter owns."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 
 import pytest
 from pydantic_ai import messages as pm
 from pydantic_ai.conversation import Conversation
-from pydantic_ai.conversation_store import ConversationConflict
+from pydantic_ai.conversation_store import ConversationConflict, ConversationEntry
 from pydantic_ai.exceptions import UserError
 
 from axio_context import Message, TextBlock
@@ -53,6 +54,46 @@ async def test_stale_revision_is_a_conflict_and_writes_nothing(backend: Backend)
     assert len(await backend.store("c").get_history()) == 4  # b's messages were not stored
     with pytest.raises(ConversationConflict):  # a new conversation over a stored one
         await store.save(Conversation(conversation_id="c", messages=turn(9)))
+
+
+async def test_write_record_with_a_stale_expected_revision_is_refused_by_the_store(backend: Backend) -> None:
+    """The store's own check, without pydantic-ai's: ``Conversation.save`` reads the record and
+    compares revisions before it calls ``write_record``, which hides a store that would not. Here
+    ``write_record`` is called as a second writer would reach it, with the revision it read before
+    the first writer's save, in order (no race): it must refuse and write nothing."""
+    store = AxioConversationStore(backend.handle)
+    await saved(store, "c", 1)
+    read = await store.read_record("c")
+    assert read is not None and read.head_id is not None
+    history = await store.read_history(read.head_id)
+
+    def after(head: str, i: int) -> list[ConversationEntry]:
+        first = ConversationEntry(parent_id=head, message=turn(i)[0])
+        return [first, ConversationEntry(parent_id=first.id, message=turn(i)[1])]
+
+    first_writer = after(read.head_id, 1)
+    moved = dataclasses.replace(read, head_id=first_writer[-1].id, revision="r-first")
+    await store.write_record(moved, new_entries=first_writer, expected_revision=read.revision)
+
+    second_writer = after(read.head_id, 2)  # the same parent: it read before the first saved
+    stale = dataclasses.replace(read, head_id=second_writer[-1].id, revision="r-second")
+    with pytest.raises(ConversationConflict):
+        await store.write_record(stale, new_entries=second_writer, expected_revision=read.revision)
+    with pytest.raises(ConversationConflict):  # "no record yet" while one is stored
+        await store.write_record(stale, new_entries=second_writer, expected_revision=None)
+    with pytest.raises(ConversationConflict):
+        await store.delete_record("c", expected_revision=read.revision)
+
+    now = await store.read_record("c")
+    assert now is not None and (now.revision, now.head_id) == ("r-first", first_writer[-1].id)
+    assert [e.id for e in await store.read_history(now.head_id)] == [
+        *(e.id for e in history),
+        *(e.id for e in first_writer),
+    ]
+    for entry in second_writer:  # none of the refused writer's entries was stored
+        with pytest.raises(KeyError):
+            await store.read_entry(entry.id)
+    assert len(await backend.store("c").get_history()) == 4
 
 
 async def test_rewritten_history_branches_into_a_fork(backend: Backend) -> None:
