@@ -21,6 +21,7 @@ from .errors import AgentRuntimeError, RunSessionError
 from .history import HistoryProvider, InMemoryHistoryProvider
 from .retention import HistoryRetention
 from .variables import (
+    DEFAULT_THREAD_ID,
     current_agent_id,
     current_agent_label,
     current_parent_agent_id,
@@ -30,6 +31,7 @@ from .variables import (
 )
 
 __all__ = [
+    "DEFAULT_THREAD_ID",
     "AgentContext",
     "AgentRun",
     "AgentRuntimeError",

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from contextvars import Token
+from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any
 from uuid import uuid4
 
 from ..messages import Message
+from .chat import ChatMessageLike
 from .config import ContextConfig, window_of
 from .history import check_ids, check_messages
 from .retention import HistoryRetention
@@ -62,12 +63,14 @@ class AgentContext:
             return current_run_id.get() or ""
         return ""
 
-    async def append(self, session_id: str, message: Message, *, run_id: str | None = None) -> None:
+    async def append(
+        self, session_id: str, message: Message | ChatMessageLike, *, run_id: str | None = None
+    ) -> None:
         """Append one message (tagged with the current run, unless ``run_id`` says otherwise)."""
         await self.append_many(session_id, [message], run_id=run_id)
 
     async def append_many(
-        self, session_id: str, messages: Sequence[Message], *, run_id: str | None = None
+        self, session_id: str, messages: Sequence[Message | ChatMessageLike], *, run_id: str | None = None
     ) -> None:
         """Append messages as one write; nothing is written under ``HistoryRetention.NONE``."""
         check_ids(self.agent_id, session_id, "" if run_id is None else run_id)
@@ -119,11 +122,11 @@ class AgentRun:
     def agent_id(self) -> str:
         return self.context.agent_id
 
-    async def append(self, message: Message) -> None:
+    async def append(self, message: Message | ChatMessageLike) -> None:
         """Append one message tagged with this run."""
         await self.context.append_many(self.session_id, [message], run_id=self.run_id)
 
-    async def append_many(self, messages: Sequence[Message]) -> None:
+    async def append_many(self, messages: Sequence[Message | ChatMessageLike]) -> None:
         """Append messages, tagged with this run, as one write."""
         await self.context.append_many(self.session_id, messages, run_id=self.run_id)
 
@@ -141,13 +144,14 @@ class AgentRun:
         outer_agent = current_agent_id.get()
         if self.parent_agent_id is None and outer_agent is not None and outer_agent != self.agent_id:
             self.parent_agent_id = outer_agent
-        for var, value in (
+        values: tuple[tuple[ContextVar[Any], Any], ...] = (
             (current_thread_id, self.session_id),
             (current_agent_id, self.agent_id),
             (current_agent_label, self.context.agent_label),
             (current_parent_agent_id, self.parent_agent_id),
             (current_run_id, self.run_id),
-        ):
+        )
+        for var, value in values:
             self._tokens.append((var, var.set(value)))
         return self
 

@@ -41,21 +41,19 @@ class CompactionStrategy(base.Strategy):
     """ravi's strategy base: ``await strategy.compact(raw)`` returns the compacted view.
 
     Subclass and override :meth:`compact` (ravi's way) or :meth:`apply` (ours); either works
-    in every pipeline.
+    in every pipeline. (An object that only has ``async compact(raw)`` works too, unsubclassed.)
     """
 
-    async def compact(self, raw: Sequence[Message]) -> list[Message]:
-        """The view of ``raw`` after this strategy (``raw`` is not changed)."""
-        return await self.apply(list(raw), base.CompactionContext())
-
     async def apply(self, messages: list[Message], context: base.CompactionContext) -> list[Message]:
-        if type(self).compact is CompactionStrategy.compact:
+        if type(self).compact is base.Strategy.compact:
             raise TypeError(f"{type(self).__name__} must override compact() or apply()")
         return await self.compact(messages)
 
 
-class CompactionPipeline(base.CompactionPipeline, CompactionStrategy):
-    """ravi's ``CompactionPipeline(strategies)``: each strategy applied to the previous output."""
+#: ravi's ``CompactionPipeline(strategies)`` is the one pipeline class (each strategy applied to
+#: the previous output, ``compact`` included); it counts as a :class:`CompactionStrategy`.
+CompactionPipeline = base.CompactionPipeline
+CompactionStrategy.register(CompactionPipeline)
 
 
 class SlidingWindowCompaction(base.SlidingWindow, CompactionStrategy):
@@ -121,7 +119,8 @@ class SummarizationCompaction(CompactionStrategy):
     the older ones by a summary, once they are worth ``min_old_tokens`` or more.
 
     The system head stays verbatim ahead of the summary; no call is cut from its result; a
-    failing summarizer leaves the view unchanged (logged).
+    failing summarizer leaves the view unchanged (logged). ``llm=`` is ravi's name: an LLM
+    client (``complete``/``chat``/``generate``), an axio transport or a summarizer.
     """
 
     def __init__(
@@ -131,7 +130,12 @@ class SummarizationCompaction(CompactionStrategy):
         min_old_tokens: int = 2_000,
         *,
         system_prompt: str = DEFAULT_COMPACTION_PROMPT,
+        llm: object | None = None,
     ) -> None:
+        if llm is not None:
+            if summarizer is not None:
+                raise TypeError("SummarizationCompaction() got both 'summarizer' and ravi's 'llm'")
+            summarizer = check_summarizer(llm, "SummarizationCompaction")
         if recent_token_budget < 0:
             raise ValueError(f"recent_token_budget must be >= 0, got {recent_token_budget}")
         if min_old_tokens < 0:

@@ -3,11 +3,10 @@ what to keep when a run ends (ravi's ``ContextConfig``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from types import TracebackType
-from typing import Protocol, Self, runtime_checkable
+from typing import Self
 
-from ..compaction.strategies import CompactionContext, Strategy
+from ..compaction.strategies import CompactionContext, Compacts, Strategy
 from ..messages import Message
 from .compaction import SlidingWindowCompaction
 from .history import HistoryProvider, InMemoryHistoryProvider
@@ -16,14 +15,9 @@ from .retention import HistoryRetention
 __all__ = ["ContextConfig", "Pipeline", "window_of"]
 
 
-@runtime_checkable
-class _Compacts(Protocol):
-    async def compact(self, raw: Sequence[Message]) -> list[Message]: ...
-
-
 #: A prompt-window pipeline: one of our strategies (a CompactionPipeline, a TokenBudget...) or
 #: anything with ravi's ``async compact(raw)``.
-Pipeline = Strategy | _Compacts
+Pipeline = Strategy | Compacts
 
 
 async def window_of(pipeline: Pipeline, history: list[Message]) -> list[Message]:
@@ -52,7 +46,7 @@ class ContextConfig:
     ) -> None:
         if not isinstance(history, HistoryProvider):
             raise TypeError(f"history must be a HistoryProvider, got {type(history).__name__}")
-        if pipeline is not None and not isinstance(pipeline, Strategy | _Compacts):
+        if pipeline is not None and not isinstance(pipeline, Strategy | Compacts):
             raise TypeError(f"pipeline must be a Strategy or have compact(), got {type(pipeline).__name__}")
         if not isinstance(retention, HistoryRetention):
             raise TypeError(f"retention must be a HistoryRetention, got {retention!r}")

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 from ..messages import Message
+from .chat import ChatMessageLike, as_message
 from .errors import RunSessionError
 
 __all__ = [
@@ -27,12 +28,19 @@ class HistoryProvider(Protocol):
     """Where agents keep their conversations: messages keyed by ``(agent_id, session_id)``,
     each tagged with its ``run_id`` (``""``: written outside a run)."""
 
-    async def append(self, agent_id: str, message: Message, *, session_id: str, run_id: str = "") -> None:
-        """Append one message."""
+    async def append(
+        self, agent_id: str, message: Message | ChatMessageLike, *, session_id: str, run_id: str = ""
+    ) -> None:
+        """Append one message (a ravi chat message is converted to a :class:`Message`)."""
         ...
 
     async def append_many(
-        self, agent_id: str, messages: Sequence[Message], *, session_id: str, run_id: str = ""
+        self,
+        agent_id: str,
+        messages: Sequence[Message | ChatMessageLike],
+        *,
+        session_id: str,
+        run_id: str = "",
     ) -> None:
         """Append messages in order, all or none."""
         ...
@@ -69,12 +77,9 @@ def check_ids(agent_id: object, session_id: object, run_id: object = "") -> None
 
 
 def check_messages(messages: Iterable[object]) -> list[Message]:
-    """The batch as a list, refusing anything that is not a :class:`Message` before any write."""
-    batch = list(messages)
-    for i, m in enumerate(batch):
-        if not isinstance(m, Message):
-            raise TypeError(f"messages[{i}] must be a Message, got {type(m).__name__}")
-    return batch  # type: ignore[return-value]
+    """The batch as a list of :class:`Message`, ravi's chat messages (role and string content,
+    or their dict form) converted; anything else is refused before any write."""
+    return [as_message(m, f"messages[{i}]") for i, m in enumerate(list(messages))]
 
 
 def check_page(limit: object, offset: object) -> None:
@@ -100,11 +105,18 @@ class InMemoryHistoryProvider:
         if owner != session_id:
             raise RunSessionError(f"run_id {run_id!r} belongs to session {owner!r}, not {session_id!r}")
 
-    async def append(self, agent_id: str, message: Message, *, session_id: str, run_id: str = "") -> None:
+    async def append(
+        self, agent_id: str, message: Message | ChatMessageLike, *, session_id: str, run_id: str = ""
+    ) -> None:
         await self.append_many(agent_id, [message], session_id=session_id, run_id=run_id)
 
     async def append_many(
-        self, agent_id: str, messages: Sequence[Message], *, session_id: str, run_id: str = ""
+        self,
+        agent_id: str,
+        messages: Sequence[Message | ChatMessageLike],
+        *,
+        session_id: str,
+        run_id: str = "",
     ) -> None:
         check_ids(agent_id, session_id, run_id)
         batch = check_messages(messages)

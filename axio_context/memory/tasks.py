@@ -23,7 +23,7 @@ import enum
 import time
 import uuid
 from collections.abc import Sequence
-from typing import ClassVar, Final, Protocol, runtime_checkable
+from typing import Any, ClassVar, Final, Protocol, runtime_checkable
 
 import msgspec
 
@@ -85,7 +85,16 @@ class TaskList(msgspec.Struct, frozen=True):
 
 @runtime_checkable
 class TaskStore(Protocol):
-    """Kanban boards keyed by ``(conversation_id, agent_id)`` (ravi's ``TaskStore``)."""
+    """Kanban boards keyed by ``(conversation_id, agent_id)`` (ravi's ``TaskStore``).
+
+    A protocol for typing and ``isinstance``; called, ``TaskStore()`` gives a new
+    :class:`InMemoryTaskStore`, as ravi's in-memory ``TaskStore()`` does.
+    """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> TaskStore:
+        if cls is TaskStore:
+            return InMemoryTaskStore(*args, **kwargs)
+        return super().__new__(cls)
 
     async def create_task_list(
         self,

@@ -19,11 +19,12 @@ This module holds the embedding rules (:func:`check_embedding`, :func:`embed_mis
 from __future__ import annotations
 
 import asyncio
+import inspect
 import math
 import operator
 from array import array
 from collections.abc import Sequence
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, cast, runtime_checkable
 
 import msgspec
 
@@ -48,6 +49,7 @@ __all__ = [
     "check_embedder",
     "check_embedding",
     "check_limit",
+    "client_embedder",
     "cosine_similarity",
     "embed_missing",
 ]
@@ -215,6 +217,33 @@ def check_embedder(recorded: str, embedder: Embedder | None, collection: str) ->
         )
 
 
+class _ClientEmbedder:
+    """ravi's embedding client as an :class:`Embedder`: its ``embed(texts)`` (sync or async),
+    named by its ``model`` (or ``model_name``) where it has one, else by its class."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        name = getattr(client, "model", None) or getattr(client, "model_name", None)
+        self.model: str = name if isinstance(name, str) else type(client).__qualname__
+        self.dimension: int = int(getattr(client, "dimension", 0) or 0)
+
+    async def embed(self, texts: Sequence[str]) -> list[Any]:
+        vectors = self.client.embed(list(texts))
+        if inspect.isawaitable(vectors):
+            vectors = await vectors
+        return list(vectors)
+
+
+def client_embedder(client: object) -> Embedder:
+    """``client`` as an :class:`Embedder`: itself when it is one, else wrapped (ravi's
+    ``embedding_client``, which need have only ``embed(texts)``)."""
+    if isinstance(client, Embedder) and isinstance(getattr(client, "model", None), str):
+        return client
+    if not callable(getattr(client, "embed", None)):
+        raise TypeError(f"an embedding client needs embed(texts); {type(client).__name__} has none")
+    return cast(Embedder, _ClientEmbedder(client))
+
+
 def check_limit(limit: int) -> int:
     """``limit`` if it is a usable result count (0 gives no results)."""
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
@@ -240,7 +269,12 @@ class _Collection(msgspec.Struct):
 class InMemoryVectorStore:
     """:class:`VectorStore` in a dict, exact cosine search: for tests and small sets (ravi's name)."""
 
-    def __init__(self, embedder: Embedder | None = None) -> None:
+    def __init__(self, embedder: Embedder | None = None, *, embedding_client: object | None = None) -> None:
+        """``embedding_client=`` is ravi's name for ``embedder`` (any object with ``embed(texts)``)."""
+        if embedding_client is not None:
+            if embedder is not None:
+                raise TypeError("InMemoryVectorStore() got both 'embedder' and ravi's 'embedding_client'")
+            embedder = client_embedder(embedding_client)
         self._embedder = embedder
         self._collections: dict[str, _Collection] = {}
         self._lock = asyncio.Lock()

@@ -112,7 +112,7 @@ class HistoryProviderContract:
 
     async def test_a_bad_message_in_a_batch_writes_nothing(self, provider: HistoryProvider) -> None:
         await provider.append("a", text("user", "before"), session_id="s")
-        bad = [text("user", "ok"), {"role": "user", "content": []}]
+        bad = [text("user", "ok"), {"role": "robot", "content": "x"}]  # a chat dict, but no role of ours
         with pytest.raises(TypeError, match=r"messages\[1\]"):
             await provider.append_many("a", bad, session_id="s")  # type: ignore[arg-type]
         assert _texts(await provider.get_messages("a", session_id="s")) == ["before"]
@@ -267,7 +267,7 @@ class HistoryProviderContract:
             ("s", "agent", "Agent", None, "outer"),
             ("s", "helper", "", "agent", "inner"),
             ("s", "agent", "Agent", None, "outer"),
-            (None, None, None, None, None),
+            ("default", None, "", None, None),  # outside a run: ravi's "default" thread
         ]
 
     async def test_prompt_window_does_not_change_the_history(self, provider: HistoryProvider) -> None:

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from axio_context.agents.chat import ChatMessageLike
 from axio_context.agents.history import check_ids, check_messages, check_page
 from axio_context.codec import check_message
 from axio_context.errors import DecodeError
@@ -97,12 +98,19 @@ class PostgresHistoryProvider:
         name = await self.session_key(agent_id, session_id)
         return PostgresContextStore(self._pool, name, self._project, token_counter=self._counter)
 
-    async def append(self, agent_id: str, message: Message, *, session_id: str, run_id: str = "") -> None:
+    async def append(
+        self, agent_id: str, message: Message | ChatMessageLike, *, session_id: str, run_id: str = ""
+    ) -> None:
         """Append one message, tagged with ``run_id``."""
         await self.append_many(agent_id, [message], session_id=session_id, run_id=run_id)
 
     async def append_many(
-        self, agent_id: str, messages: Sequence[Message], *, session_id: str, run_id: str = ""
+        self,
+        agent_id: str,
+        messages: Sequence[Message | ChatMessageLike],
+        *,
+        session_id: str,
+        run_id: str = "",
     ) -> None:
         """Append messages in order, with their run tags, as one transaction: all or none."""
         check_ids(agent_id, session_id, run_id)

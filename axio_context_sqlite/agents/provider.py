@@ -15,6 +15,7 @@ from pathlib import Path
 
 import aiosqlite
 
+from axio_context.agents.chat import ChatMessageLike
 from axio_context.agents.history import check_ids, check_messages, check_page
 from axio_context.messages import Message
 from axio_context.tokens import DefaultEstimator, TokenCounter
@@ -88,12 +89,19 @@ class SQLiteHistoryProvider:
         name = await self.session_key(agent_id, session_id)
         return SQLiteContextStore(self._conn, name, self._project, token_counter=self._counter)
 
-    async def append(self, agent_id: str, message: Message, *, session_id: str, run_id: str = "") -> None:
+    async def append(
+        self, agent_id: str, message: Message | ChatMessageLike, *, session_id: str, run_id: str = ""
+    ) -> None:
         """Append one message, tagged with ``run_id`` (one statement)."""
         await self.append_many(agent_id, [message], session_id=session_id, run_id=run_id)
 
     async def append_many(
-        self, agent_id: str, messages: Sequence[Message], *, session_id: str, run_id: str = ""
+        self,
+        agent_id: str,
+        messages: Sequence[Message | ChatMessageLike],
+        *,
+        session_id: str,
+        run_id: str = "",
     ) -> None:
         """Append messages in order, with their run tags, as one transaction."""
         check_ids(agent_id, session_id, run_id)

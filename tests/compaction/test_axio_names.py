@@ -41,8 +41,8 @@ async def test_compact_context_refuses_both_or_neither() -> None:
         await compact_context(transport=summarize)
 
 
-async def test_an_axio_transport_by_its_name_is_still_refused() -> None:
-    class Transport:  # an axio CompletionTransport: not callable
+async def test_by_its_name_something_that_is_no_summarizer_is_refused() -> None:
+    class Transport:  # neither callable nor a transport (no stream()) nor an LLM client
         model = None
 
     with pytest.raises(TypeError, match="compact_context"):

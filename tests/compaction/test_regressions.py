@@ -172,16 +172,17 @@ class AxioTransport:
         yield "..."
 
 
-async def test_a_transport_instead_of_a_summarizer_is_a_type_error() -> None:
+async def test_a_transport_is_taken_and_anything_else_refused_when_handed_over() -> None:
     store = MemoryContextStore(session(3))
-    expected = (
-        r"needs a Summarizer, an async callable .*got tests\.compaction\.test_regressions\.AxioTransport"
-    )
+    # issue 35: an axio transport is accepted (it summarizes through the transport) and sizes the
+    # threshold from transport.model.context_window, as axio does
+    assert AutoCompactStore(store, AxioTransport()).max_tokens == 750  # type: ignore[arg-type]
+    expected = r"needs a Summarizer .* or an LLM client .*got builtins\.str"
     with pytest.raises(TypeError, match=expected) as info:
-        AutoCompactStore(store, AxioTransport(), keep_recent=2)  # type: ignore[arg-type]
-    assert "AutoCompactStore" in str(info.value) and "axio CompletionTransport" in str(info.value)
+        AutoCompactStore(store, "gpt-4o", keep_recent=2)  # type: ignore[arg-type]
+    assert "AutoCompactStore" in str(info.value)
     with pytest.raises(TypeError, match=r"^compact_context needs a Summarizer"):
-        await compact_context(store, AxioTransport())  # type: ignore[arg-type]
+        await compact_context(store, 42)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"^Summarization needs a Summarizer.*builtins\.str"):
         Summarization("gpt-4o")  # type: ignore[arg-type]
     assert await store.get_history() == session(3)

@@ -97,7 +97,7 @@ async def test_plain_callable_output_is_repaired() -> None:
 async def test_step_returning_a_non_list_is_a_clear_error() -> None:
     with pytest.raises(TypeError, match="returned tuple, not a list"):
         await run(CompactionPipeline([lambda m: tuple(m)]), session(1))
-    with pytest.raises(TypeError, match="must be a Strategy or a callable"):
+    with pytest.raises(TypeError, match="must be a Strategy, an object with async compact"):
         CompactionPipeline([42])  # type: ignore[list-item]
 
 

@@ -2,9 +2,10 @@
 
 A strategy takes the messages a store returns and gives back a (usually smaller) list for the
 next model call; the store is not touched. ``CompactionPipeline([...])`` feeds each step's
-output to the next. Steps are :class:`Strategy` objects or plain callables
-``list[Message] -> list[Message]`` (sync or async, optionally taking a
-:class:`CompactionContext` as second argument).
+output to the next. Steps are :class:`Strategy` objects, objects with ravi's
+``async compact(raw)``, or plain callables ``list[Message] -> list[Message]`` (sync or async,
+optionally taking a :class:`CompactionContext` as second argument). Every strategy also has
+``await strategy.compact(raw)``.
 
 Every strategy ends with :func:`~axio_context.compaction.pairs.repair_tool_pairs`, so no view
 starts with a tool_result or holds a call without its result (except calls in the final
@@ -23,6 +24,7 @@ from __future__ import annotations
 from .base import (
     CompactionContext,
     CompactionPipeline,
+    Compacts,
     Step,
     Strategy,
     TokenBudget,
@@ -37,6 +39,7 @@ from .windows import HardTruncation, MergeConsecutive, RepairToolPairs, SlidingW
 __all__ = [
     "CompactionContext",
     "CompactionPipeline",
+    "Compacts",
     "HardTruncation",
     "MergeConsecutive",
     "PruneToolCalls",

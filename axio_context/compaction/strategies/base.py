@@ -6,7 +6,7 @@ import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Self, TypeAlias, cast
+from typing import Any, Protocol, Self, TypeAlias, cast, runtime_checkable
 
 from ...blocks import (
     ReasoningBlock,
@@ -26,6 +26,7 @@ from ..summarizers import (
 __all__ = [
     "CompactionContext",
     "CompactionPipeline",
+    "Compacts",
     "Step",
     "Strategy",
     "TokenBudget",
@@ -61,10 +62,26 @@ class Strategy(ABC):
     ) -> list[Message]:
         return await self.apply(list(messages), context or CompactionContext())
 
+    async def compact(self, raw: Sequence[Message]) -> list[Message]:
+        """ravi's call form, ``await strategy.compact(raw)``: the view of ``raw`` (not changed)."""
+        return await self.apply(list(raw), CompactionContext())
+
 
 _Result: TypeAlias = list[Message] | Awaitable[list[Message]]
+
+
+@runtime_checkable
+class Compacts(Protocol):
+    """ravi's strategy shape: any object with ``async def compact(raw_history)``."""
+
+    def compact(self, raw: list[Message], /) -> Awaitable[list[Message]]: ...
+
+
 Step: TypeAlias = (
-    Strategy | Callable[[list[Message]], _Result] | Callable[[list[Message], CompactionContext], _Result]
+    Strategy
+    | Compacts
+    | Callable[[list[Message]], _Result]
+    | Callable[[list[Message], CompactionContext], _Result]
 )
 
 
@@ -87,6 +104,23 @@ class _Function(Strategy):
         return f"_Function({self.fn!r})"
 
 
+class _Compacting(Strategy):
+    """An object with ravi's ``async compact(raw)`` as a step; its output is repaired like
+    every strategy's."""
+
+    def __init__(self, strategy: Compacts) -> None:
+        self.strategy = strategy
+
+    async def apply(self, messages: list[Message], context: CompactionContext) -> list[Message]:
+        result = await self.strategy.compact(messages)
+        if not isinstance(result, list):
+            raise TypeError(f"{self.strategy!r}.compact() returned {type(result).__name__}, not a list")
+        return repair_tool_pairs(result)
+
+    def __repr__(self) -> str:
+        return repr(self.strategy)
+
+
 def _positional_arity(fn: Callable[..., Any]) -> int:
     try:
         params = inspect.signature(fn).parameters.values()
@@ -99,11 +133,17 @@ def _positional_arity(fn: Callable[..., Any]) -> int:
 
 
 def as_strategy(step: Step) -> Strategy:
-    """``step`` as a :class:`Strategy` (plain callables are wrapped)."""
+    """``step`` as a :class:`Strategy`: an object with ravi's ``compact(raw)`` and a plain callable
+    are wrapped (``compact`` wins where an object has both)."""
     if isinstance(step, Strategy):
         return step
+    if callable(getattr(step, "compact", None)):
+        return _Compacting(cast(Compacts, step))
     if not callable(step):
-        raise TypeError(f"a pipeline step must be a Strategy or a callable, got {type(step).__name__}")
+        raise TypeError(
+            "a pipeline step must be a Strategy, an object with async compact(raw), or a callable;"
+            f" got {type(step).__name__}"
+        )
     return _Function(step)
 
 

@@ -52,25 +52,28 @@ class Summarizer(Protocol):
 
 
 def check_summarizer(summarizer: object, where: str) -> Summarizer:
-    """``summarizer``, or a :class:`TypeError` naming what ``where`` got instead of a Summarizer.
+    """``summarizer`` as a :class:`Summarizer`, or a :class:`TypeError` naming what ``where`` got.
 
-    Checked when it is handed over, not when the first compaction fails: code ported from axio
-    passes a transport here, which would otherwise only log a warning at every compaction.
+    An async callable is used as it is. The seeds' model clients are accepted as their code passes
+    them: an axio ``CompletionTransport`` (it has ``stream()``) summarizes through the transport
+    and sizes the threshold from ``transport.model.context_window``, as axio does; ravi's LLM
+    client (``complete``/``chat``/``generate``) answers one request. Checked when handed over,
+    not when the first compaction fails.
     """
     if callable(summarizer):
         return cast(Summarizer, summarizer)
-    kind = type(summarizer)
-    hint = ""
+    # Here, not at the top: clients renders transcripts, and rendering imports this module.
+    from .clients import ClientSummarizer, TransportSummarizer, client_method
+
     if callable(getattr(summarizer, "stream", None)):
-        hint = (
-            " It looks like an axio CompletionTransport (it has .stream()); axio-context takes a"
-            " summarizer instead: OpenAICompatibleSummarizer(model, base_url=...), None for the"
-            " offline ExtractiveSummarizer, or an async function that asks your transport for the"
-            " summary."
-        )
+        return TransportSummarizer(summarizer)
+    if client_method(summarizer) is not None:
+        return ClientSummarizer(summarizer)
+    kind = type(summarizer)
     raise TypeError(
-        f"{where} needs a Summarizer, an async callable (messages, system_prompt) -> str; got "
-        f"{kind.__module__}.{kind.__qualname__}, which is not callable.{hint}"
+        f"{where} needs a Summarizer (an async callable (messages, system_prompt) -> str), an axio"
+        " transport (stream()) or an LLM client (complete(), chat() or generate()); got "
+        f"{kind.__module__}.{kind.__qualname__}, which is none of them."
     )
 
 
