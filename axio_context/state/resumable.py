@@ -14,24 +14,10 @@ from typing import Any, ClassVar, Final, Self
 
 import msgspec
 
+from ..usage_limits.counts import RunUsage  # the one RunUsage, pydantic-ai's fields
 from .errors import StateDecodeError, StateEncodeError
 
 __all__ = ["ExtraUsageRecord", "ResumableState", "RunUsage", "state_type_name"]
-
-
-class RunUsage(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """Token usage of one run (pydantic-ai's ``RunUsage`` fields, so its JSON loads as it is)."""
-
-    requests: int = 0
-    tool_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_write_tokens: int = 0
-    cache_read_tokens: int = 0
-    input_audio_tokens: int = 0
-    cache_audio_read_tokens: int = 0
-    output_audio_tokens: int = 0
-    details: dict[str, int] = {}
 
 
 class ExtraUsageRecord(msgspec.Struct, kw_only=True):
