@@ -12,36 +12,31 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from axio_context.memory.metadata import Condition
-
-from .common import encode_json
+from axio_context.sql import encode_json
 
 __all__ = ["filter_sql"]
 
 _RANGE_SQL: Final = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
 
-def filter_sql(conditions: Sequence[Condition], args: list[Any], column: str = "metadata") -> str:
-    """The conditions as one SQL boolean over ``column``; their values are appended to ``args``
-    (numbered after the ones already there)."""
-
-    def param(value: Any) -> str:
-        args.append(value)
-        return f"${len(args)}"
-
+def filter_sql(conditions: Sequence[Condition], column: str = "metadata") -> tuple[str, list[Any]]:
+    """The conditions as one SQL boolean over ``column`` (``?`` placeholders) and its values."""
     parts: list[str] = []
+    args: list[Any] = []
     for cond in conditions:
         if cond.op == "$in" and not cond.value:
             parts.append("false")
             continue
-        key = param(cond.field)
         if cond.op == "$eq":
-            parts.append(f"({column} -> {key}) = {param(encode_json(cond.value))}::jsonb")
+            parts.append(f"({column} -> ?) = ?::jsonb")
+            args += [cond.field, encode_json(cond.value)]
         elif cond.op == "$in":
-            parts.append(f"({column} -> {key}) = ANY({param([encode_json(v) for v in cond.value])}::jsonb[])")
+            parts.append(f"({column} -> ?) = ANY(?::jsonb[])")
+            args += [cond.field, [encode_json(v) for v in cond.value]]
         else:
-            op = _RANGE_SQL[cond.op]
             parts.append(
-                f"(CASE WHEN jsonb_typeof({column} -> {key}) = 'number'"
-                f" THEN ({column} ->> {key})::numeric {op} {param(repr(cond.value))}::numeric ELSE false END)"
+                f"(CASE WHEN jsonb_typeof({column} -> ?) = 'number'"
+                f" THEN ({column} ->> ?)::numeric {_RANGE_SQL[cond.op]} ?::numeric ELSE false END)"
             )
-    return " AND ".join(parts) or "true"
+            args += [cond.field, cond.field, repr(cond.value)]
+    return " AND ".join(parts) or "true", args

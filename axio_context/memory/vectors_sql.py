@@ -1,0 +1,198 @@
+"""Vector collections on any SQL backend, written once: :class:`SQLVectorStore` holds the rules
+(names, dimensions, the embedder a collection was made with, missing embeddings computed before
+anything is written, limits) and runs the backend's :class:`VectorStatements`, the plans of
+what only that backend can do: how it keeps embeddings and how it finds the nearest (binary
+codes re-scored by cosine on SQLite, pgvector's HNSW index on PostgreSQL)."""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+from typing import Final, Protocol
+
+from axio_context.embeddings import Embedder
+from axio_context.sql import Dialect, Plan, Runner, encode_json
+
+from .errors import InvalidInputError, MissingEmbeddingError
+from .metadata import Condition, MetadataFilter, compile_filter
+from .vectors import (
+    DEFAULT_COLLECTION,
+    CollectionInfo,
+    Document,
+    SearchResult,
+    check_collection_name,
+    check_embedder,
+    check_embedding,
+    check_limit,
+    embed_missing,
+)
+
+__all__ = ["DEFAULT_CANDIDATES", "Collection", "NewDocument", "SQLVectorStore", "VectorStatements"]
+
+#: Candidates the coarse pass keeps for exact re-scoring, at least.
+DEFAULT_CANDIDATES: Final = 100
+#: The largest row count a query is asked for (SQL's LIMIT is a signed 64-bit number).
+_MOST: Final = 2**63 - 1
+
+#: A collection as stored: its id, dimension and the embedder its vectors came from ('' unknown).
+Collection = tuple[int, int, str]
+#: A checked document to write: id, content, float32 embedding, metadata as JSON text.
+NewDocument = tuple[str, str, "array[float]", str]
+
+
+class VectorStatements(Protocol):
+    """The plans a backend gives :class:`SQLVectorStore` (each runs as one transaction)."""
+
+    def find(self, d: Dialect, name: str) -> Plan[Collection | None]:
+        """The collection called ``name``, or None."""
+        ...
+
+    def create(self, d: Dialect, name: str, dimension: int, embedder: str) -> Plan[None]:
+        """Make the collection when absent; DimensionMismatchError if it has another dimension."""
+        ...
+
+    def write(
+        self, d: Dialect, name: str, embedder: str, docs: list[NewDocument], replace: bool
+    ) -> Plan[None]:
+        """Insert (or replace) the documents, making the collection when absent, its dimension
+        re-checked inside the transaction."""
+        ...
+
+    def get(self, d: Dialect, name: str, ids: list[str]) -> Plan[list[Document]]:
+        """The documents with these ids that exist, in the order asked, with embeddings."""
+        ...
+
+    def delete(self, d: Dialect, name: str, ids: list[str]) -> Plan[int]:
+        """Delete the documents with these ids; how many existed."""
+        ...
+
+    def search(
+        self,
+        d: Dialect,
+        name: str,
+        query: array[float],
+        conditions: list[Condition],
+        limit: int,
+        candidates: int,
+    ) -> Plan[list[SearchResult]]:
+        """The ``limit`` best by cosine among the documents matching ``conditions``, ties by id
+        (DimensionMismatchError for a query of another dimension; [] for no collection)."""
+        ...
+
+    def collections(self, d: Dialect) -> Plan[list[CollectionInfo]]:
+        """Every collection, by name (code point order)."""
+        ...
+
+    def documents(self, d: Dialect, name: str, limit: int) -> Plan[list[Document]]:
+        """The first ``limit`` documents by id, without embeddings."""
+        ...
+
+
+class SQLVectorStore:
+    """:class:`~axio_context.memory.VectorStore` in a SQL database. ``embedder`` computes
+    missing document and text-query embeddings; ``candidates`` is how many documents the coarse
+    pass keeps for exact re-scoring."""
+
+    def __init__(
+        self,
+        runner: Runner,
+        statements: VectorStatements,
+        *,
+        embedder: Embedder | None = None,
+        candidates: int = DEFAULT_CANDIDATES,
+    ) -> None:
+        if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
+            raise InvalidInputError(f"candidates is a whole number >= 1, got {candidates!r}")
+        self._runner = runner
+        self._sql = statements
+        self._embedder = embedder
+        self._candidates = min(candidates, _MOST)
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder that computes missing document and query embeddings, if any."""
+        return self._embedder
+
+    def _label(self) -> str:
+        return self._embedder.model if self._embedder is not None else ""
+
+    async def create_collection(self, name: str, dimension: int, *, embedder: str | None = None) -> None:
+        """Create an empty collection of a fixed dimension (a no-op if it exists with that one)."""
+        check_collection_name(name)
+        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
+            raise InvalidInputError(f"a collection dimension is a whole number >= 1, got {dimension!r}")
+        label = embedder if embedder is not None else self._label()
+        await self._runner.write(self._sql.create, name, dimension, label)
+
+    async def _write(self, documents: Sequence[Document], collection: str, replace: bool) -> list[str]:
+        check_collection_name(collection)
+        docs = list(documents)
+        found = await self._runner.read(self._sql.find, collection)
+        if found is not None:
+            check_embedder(found[2], self._embedder, collection)
+        checked = await embed_missing(docs, self._embedder, None if found is None else found[1])
+        if checked:
+            rows = [(d.id, d.content, vec, encode_json(meta)) for d, vec, meta in checked]
+            await self._runner.write(self._sql.write, collection, self._label(), rows, replace)
+        return [d.id for d in docs]
+
+    async def add(self, documents: Sequence[Document], *, collection: str = DEFAULT_COLLECTION) -> list[str]:
+        """Insert the documents whose ids are absent (present ones are kept); returns their ids."""
+        return await self._write(documents, collection, replace=False)
+
+    async def upsert(
+        self, documents: Sequence[Document], *, collection: str = DEFAULT_COLLECTION
+    ) -> list[str]:
+        """Insert or replace the documents; returns their ids."""
+        return await self._write(documents, collection, replace=True)
+
+    async def get(self, ids: Sequence[str], *, collection: str = DEFAULT_COLLECTION) -> list[Document]:
+        """The documents with these ids that exist, in the order asked."""
+        return await self._runner.read(self._sql.get, collection, [str(i) for i in ids])
+
+    async def delete(self, ids: Sequence[str], *, collection: str = DEFAULT_COLLECTION) -> int:
+        """Delete the documents with these ids; returns how many existed."""
+        return await self._runner.write(self._sql.delete, collection, sorted({str(i) for i in ids}))
+
+    async def search(
+        self,
+        query_embedding: Sequence[float],
+        *,
+        collection: str = DEFAULT_COLLECTION,
+        limit: int = 5,
+        filter: MetadataFilter | None = None,
+    ) -> list[SearchResult]:
+        """The ``limit`` documents nearest the query among those matching ``filter``."""
+        conditions = compile_filter(filter)
+        check_limit(limit)
+        query = check_embedding(query_embedding, None, "query")
+        return await self._runner.read(
+            self._sql.search, collection, query, conditions, min(limit, _MOST), self._candidates
+        )
+
+    async def search_text(
+        self,
+        query: str,
+        *,
+        collection: str = DEFAULT_COLLECTION,
+        limit: int = 5,
+        filter: MetadataFilter | None = None,
+    ) -> list[SearchResult]:
+        """:meth:`search` with ``query`` embedded by the store's embedder."""
+        if self._embedder is None:
+            raise MissingEmbeddingError("search_text needs an embedder; this store has none")
+        compile_filter(filter)
+        found = await self._runner.read(self._sql.find, collection)
+        if found is not None:
+            check_embedder(found[2], self._embedder, collection)
+        [vector] = await self._embedder.embed([query])
+        return await self.search(vector, collection=collection, limit=limit, filter=filter)
+
+    async def list_collections(self) -> list[CollectionInfo]:
+        """Every collection, by name."""
+        return await self._runner.read(self._sql.collections)
+
+    async def documents(self, collection: str = DEFAULT_COLLECTION, *, limit: int = 20) -> list[Document]:
+        """The first ``limit`` documents of a collection by id, without their embeddings."""
+        check_limit(limit)
+        return await self._runner.read(self._sql.documents, collection, min(limit, _MOST))
