@@ -218,3 +218,14 @@ class VectorStoreContract:
         with pytest.raises(ValueError, match="limit"):
             await store.search([1, 0], limit=-1)
         assert await store.list_collections() == []
+
+    async def test_numbers_past_64_bits_agree_everywhere(self, memory: MemoryFactory) -> None:
+        # Every store answers these alike: no OverflowError from a driver that binds 64 bits.
+        store = await memory.vectors()
+        await store.add([_doc("a", [1, 0], n=5), _doc("b", [0, 1], n=2**64)])
+        assert await _ids(store, [1, 0], filter={"n": 2**65}) == []
+        assert await _ids(store, [1, 0], filter={"n": {"$gt": 2**64}}) == []
+        assert await _ids(store, [1, 0], filter={"n": {"$lt": 2**64}}) == ["a"]
+        assert await _ids(store, [1, 0], filter={"n": {"$in": [2**70, 5]}}) == ["a"]
+        assert await _ids(store, [1, 0], limit=2**63) == ["a", "b"]
+        assert await _ids(store, [1, 0], limit=2**64) == ["a", "b"]
