@@ -52,6 +52,7 @@ from .summarizers import (
     summarizer_name,
     summary_messages,
 )
+from .summarizers.clients import CompletionTransport
 
 __all__ = ["AutoCompactStore", "add_checkpoint_if_view", "starts_with", "supports_checkpoints"]
 
@@ -67,9 +68,11 @@ class AutoCompactStore(ContextStore):
     ``max_tokens`` (default ``threshold`` times the summarizer's context window, read from
     ``summarizer.context_window`` or ``summarizer.model.context_window``, else 128,000). Below
     the threshold it reads nothing. ``summarizer=None`` uses the offline
-    :class:`ExtractiveSummarizer`; anything not callable (an axio transport) is a
-    :class:`TypeError` here, not a warning at every compaction; axio's name ``transport=`` is
-    accepted for ``summarizer``. Checkpoint methods are forwarded to the wrapped store.
+    :class:`ExtractiveSummarizer`; an axio ``CompletionTransport`` (axio's call form) summarizes
+    through the transport, and its ``model.context_window`` sizes the threshold; anything that
+    is no summarizer is a :class:`TypeError` here, not a warning at every compaction. axio's name
+    ``transport=`` is accepted for ``summarizer``. Checkpoint methods are forwarded to the
+    wrapped store.
 
     A failed compaction never raises out of ``add_context_tokens``: it is logged as one line at
     WARNING (traceback at DEBUG), kept in :attr:`last_compaction_error`, and passed to
@@ -84,7 +87,7 @@ class AutoCompactStore(ContextStore):
     def __init__(
         self,
         store: ContextStore,
-        summarizer: Summarizer | Unset | None = UNSET,
+        summarizer: Summarizer | CompletionTransport | Unset | None = UNSET,
         *,
         keep_recent: int = 6,
         max_tokens: int | None = None,
@@ -92,7 +95,7 @@ class AutoCompactStore(ContextStore):
         system_prompt: str = DEFAULT_COMPACTION_PROMPT,
         repair_view: bool = True,
         on_error: Callable[[BaseException], None] | None = None,
-        transport: Summarizer | Unset | None = UNSET,
+        transport: Summarizer | CompletionTransport | Unset | None = UNSET,
         into_fork: bool = False,
         on_fork: Callable[[str, str], None] | None = None,
     ) -> None:

@@ -18,6 +18,7 @@ from .summarizers import (
     is_summary_pair,
     summary_messages,
 )
+from .summarizers.clients import CompletionTransport
 
 __all__ = ["compact_context", "leading_system_count", "one_line", "plan_split", "run_summarizer"]
 
@@ -86,20 +87,20 @@ async def run_summarizer(
 
 async def compact_context(
     store: ContextStore | Unset = UNSET,
-    summarizer: Summarizer | Unset | None = UNSET,
+    summarizer: Summarizer | CompletionTransport | Unset | None = UNSET,
     *,
     keep_recent: int = 6,
     system_prompt: str = DEFAULT_COMPACTION_PROMPT,
     context: ContextStore | Unset = UNSET,
-    transport: Summarizer | Unset | None = UNSET,
+    transport: Summarizer | CompletionTransport | Unset | None = UNSET,
 ) -> list[Message] | None:
     """Summarize the older part of ``store``'s history and keep the recent messages verbatim.
 
     Returns ``[summary (user), acknowledgement (assistant), *recent]``, ready to populate a
     fresh store, or ``None`` when there is nothing to compact or the summarizer failed (logged,
     not raised). The store is only read. ``summarizer=None`` uses the offline
-    :class:`ExtractiveSummarizer`; one that is not callable (an axio transport) is a
-    :class:`TypeError`. When the history already opens with a summary, the
+    :class:`ExtractiveSummarizer`; an axio transport summarizes through the transport, as in
+    axio (see :func:`check_summarizer`). When the history already opens with a summary, the
     summarizer sees it and updates it. Leading ``system`` messages are kept verbatim before the
     summary (``[*system, summary, acknowledgement, *recent]``) and never summarized: a summary
     may drop or paraphrase an instruction, and the view strategies keep them the same way.
@@ -107,7 +108,7 @@ async def compact_context(
     (see :func:`repair_tool_pairs`), so the list is a valid request as it is.
 
     axio's names are accepted too: ``context=`` for ``store`` and ``transport=`` for
-    ``summarizer`` (it must be a summarizer; an axio transport is refused as above).
+    ``summarizer``.
     """
     store = resolve_alias("compact_context", "store", store, "context", context)
     chosen = resolve_alias("compact_context", "summarizer", summarizer, "transport", transport)

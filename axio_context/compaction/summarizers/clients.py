@@ -18,20 +18,33 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Sequence
-from typing import Any, Final
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Final, Protocol, runtime_checkable
 
 from ...blocks import TextBlock
 from ...messages import Message
 from .rendering import render_transcript
 
-__all__ = ["SUMMARIZE_REQUEST", "ClientSummarizer", "TransportSummarizer", "client_method"]
+__all__ = [
+    "SUMMARIZE_REQUEST",
+    "ClientSummarizer",
+    "CompletionTransport",
+    "TransportSummarizer",
+    "client_method",
+]
 
 #: The user turn axio's compaction adds after the old messages.
 SUMMARIZE_REQUEST: Final = "Summarize the conversation above."
 
 #: The methods of an LLM client tried, in order, by :class:`ClientSummarizer`.
 _CLIENT_METHODS: Final = ("complete", "chat", "generate")
+
+
+@runtime_checkable
+class CompletionTransport(Protocol):
+    """axio's ``CompletionTransport``: ``stream(messages, tools, system)`` yields stream events."""
+
+    def stream(self, messages: list[Any], tools: list[Any], system: str, /) -> AsyncIterator[Any]: ...
 
 
 class TransportSummarizer:
