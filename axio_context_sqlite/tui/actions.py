@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Final, cast
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
+from axio_context.terminal import visible
 from axio_context.transcript import FormatName
 
 from ..admin.files import writing
@@ -26,6 +27,12 @@ EXPORT_FORMATS: Final[dict[str, FormatName]] = {
     ".md": "markdown",
     ".markdown": "markdown",
 }
+
+
+def _file_name(sid: str) -> str:
+    """``sid`` as the start of a file name to offer: characters a file name should not hold
+    (a path separator, a control or bidi character) become ``_``."""
+    return "".join("_" if c in "/\\" or visible(c) != c else c for c in sid)
 
 
 def export_format(path: str) -> FormatName:
@@ -87,7 +94,10 @@ class SessionActions(Screen[None]):
             if new and new != sid:
                 self.in_background(rename(new))
 
-        self.app.push_screen(AskScreen(f"New id for session {sid}:", sid), renamed)
+        # an id the terminal cannot show as it is (it holds a control) is not offered to edit
+        self.app.push_screen(
+            AskScreen(f"New id for session {sid}:", sid if visible(sid) == sid else ""), renamed
+        )
 
     def action_delete(self) -> None:
         sid = self.current_session()
@@ -131,5 +141,5 @@ class SessionActions(Screen[None]):
                 self.in_background(export(Path(name).expanduser(), export_format(name)))
 
         self.app.push_screen(
-            AskScreen(f"Export {sid} to (.json, .jsonl or .md):", f"{sid[:12]}.json"), chosen
+            AskScreen(f"Export {sid} to (.json, .jsonl or .md):", f"{_file_name(sid)[:12]}.json"), chosen
         )

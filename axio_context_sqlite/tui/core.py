@@ -16,8 +16,11 @@ from typing import ClassVar, TypeVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 
 from axio_context.errors import AxioContextError, DatabaseLockedError
+from axio_context.locations import shown_location
+from axio_context.terminal import visible
 
 from ..admin.live import Browsable
 from ..database import open_database
@@ -101,14 +104,29 @@ class DatabaseApp(App[None]):
         self._waiting = 0
         self._db_stack = contextlib.AsyncExitStack()
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification (they name sessions, files and errors: stored text) as plain
+        text, never markup, with no control character (:func:`~axio_context.terminal.visible`)."""
+        super().notify(
+            visible(message, lines=False),
+            title=visible(title, lines=False),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
+
     @property
     def shown(self) -> str:
         """The database as the header names it (a URL's password hidden)."""
-        if is_url(self.path):
-            from axio_context_postgres.connection import redacted
-
-            return redacted(str(self.path))
-        return str(self.path)
+        return visible(shown_location(self.path), lines=False)
 
     def on_mount(self) -> None:
         self.sub_title = self.shown
@@ -124,7 +142,7 @@ class DatabaseApp(App[None]):
                 await asyncio.sleep(self.retry_interval)
                 continue
             except (AxioContextError, OSError) as exc:
-                self.sub_title = f"cannot open {self.shown}: {exc}"
+                self.sub_title = visible(f"cannot open {self.shown}: {exc}", lines=False)
                 self.notify(str(exc), title="cannot open the database", severity="error", timeout=30)
                 return
             break

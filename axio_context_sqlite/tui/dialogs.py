@@ -10,6 +10,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
 
+from .rendering import shown
+
 __all__ = ["AskScreen", "ConfirmScreen"]
 
 
@@ -24,7 +26,7 @@ class AskScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self.prompt)
+            yield Label(shown(self.prompt))
             yield Input(value=self.value, id="answer")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -50,7 +52,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self.question, id="question")
+            yield Label(shown(self.question), id="question")
             with Horizontal(classes="buttons"):
                 yield Button("Yes", id="yes", variant="error")
                 yield Button("No", id="no", variant="primary")

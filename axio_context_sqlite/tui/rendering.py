@@ -1,6 +1,11 @@
 """How a message's blocks read on the terminal: plain strings, no widgets, so they can be tested
 and reused (the transcript screen and ``show --follow`` share :func:`media_line`).
 
+Stored text reaches a widget only as :func:`shown` makes it: a Rich ``Text`` (never a markup
+string: ``[/]`` or ``[link=...]`` in a title stays literal) of
+:func:`~axio_context.terminal.visible` text (no control or bidi character reaches the terminal).
+Search highlights are styles on spans of it (:func:`highlighted`).
+
 A tool call or result is *folded*: one title line (name, id, the start of its arguments or
 result) that the transcript screen puts on a collapsed section, with the whole body inside.
 Images, audio and video are one line with their type and size, never their bytes.
@@ -12,6 +17,7 @@ from collections.abc import Iterable
 from typing import Final
 
 import msgspec
+from rich.text import Text
 
 from axio_context.blocks import (
     AudioBlock,
@@ -24,12 +30,27 @@ from axio_context.blocks import (
     ToolUseBlock,
     VideoBlock,
 )
+from axio_context.terminal import visible
 from axio_context.transcript import CheckpointRecord
 
-__all__ = ["Part", "checkpoint_line", "fold_title", "media_line", "one_line", "parts", "size"]
+__all__ = [
+    "HIGHLIGHT",
+    "Part",
+    "checkpoint_line",
+    "fold_title",
+    "highlighted",
+    "media_line",
+    "one_line",
+    "parts",
+    "shown",
+    "size",
+]
 
 #: How much of a folded call's arguments or result its title line shows.
 TITLE_CHARS: Final = 60
+
+#: The style of a search hit's matched words.
+HIGHLIGHT: Final = "bold yellow"
 
 _pretty = msgspec.json.Encoder(order="sorted")
 
@@ -50,6 +71,32 @@ def one_line(text: str, limit: int = TITLE_CHARS) -> str:
     """``text`` on one line (whitespace collapsed), cut to ``limit`` characters with ``…``."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def shown(text: str, style: str = "") -> Text:
+    """Stored (or typed) text as a widget takes it: ``Text``, never markup, with every control
+    and bidi character shown as its escape."""
+    return Text(visible(text), style=style)
+
+
+def highlighted(snippet: str, spans: Iterable[tuple[int, int]], limit: int = 100) -> Text:
+    """A search snippet on one line, cut to ``limit`` characters, its matched ranges styled
+    :data:`HIGHLIGHT` (spans of the text, so brackets in it are text, and no word is lost)."""
+    out = Text()
+    last = 0
+    for start, end in sorted(spans):
+        if start < last:
+            continue
+        out.append(visible(snippet[last:start]))
+        out.append(visible(snippet[start:end]), style=HIGHLIGHT)
+        last = end
+    out.append(visible(snippet[last:]))
+    flat = Text(" ").join(out.split("\n"))  # one line, the spans kept
+    flat.plain = flat.plain.replace("\t", " ")
+    if len(flat) > limit:
+        flat.truncate(limit - 1)
+        flat.append("…")
+    return flat
 
 
 def media_line(block: ImageBlock | AudioBlock | VideoBlock) -> str:

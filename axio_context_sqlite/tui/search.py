@@ -16,7 +16,8 @@ from ..admin.live import Browsable
 from ..search.engine import SearchResults
 from .actions import SessionActions
 from .core import Failed
-from .rendering import one_line
+from .rendering import highlighted
+from .rendering import shown as as_text
 
 __all__ = ["HITS", "SearchScreen"]
 
@@ -91,7 +92,7 @@ class SearchScreen(SessionActions):
             return
         if isinstance(results, str):
             table.clear()
-            found.update(results)
+            found.update(as_text(results))
             return
         shown = await self.browser.call(
             lambda db: db.short_ids([h.session_id for h in results.hits]), "search"
@@ -100,9 +101,17 @@ class SearchScreen(SessionActions):
         table.clear()
         for n, hit in enumerate(results.hits):
             label = shown.get(hit.session_id, hit.session_id) if isinstance(shown, dict) else hit.session_id
-            table.add_row(label, str(hit.position), hit.role, one_line(hit.marked(), 100), key=str(n))
+            table.add_row(
+                as_text(label),
+                str(hit.position),
+                as_text(hit.role),
+                highlighted(hit.snippet, hit.highlights, 100),
+                key=str(n),
+            )
         unindexed = f" ({results.unindexed} messages not indexed yet)" if results.unindexed else ""
-        found.update(f"{len(results.hits)} hits for {query!r}{unindexed}" if results.hits else "no match")
+        found.update(
+            as_text(f"{len(results.hits)} hits for {query!r}{unindexed}" if results.hits else "no match")
+        )
 
     def action_to_hits(self) -> None:
         table = self.query_one(DataTable)

@@ -17,6 +17,7 @@ from ..store.browsing import MAX_PAGE, TreeRow
 from .actions import SessionActions
 from .core import Failed
 from .rendering import one_line
+from .rendering import shown as as_text
 
 __all__ = ["SessionsScreen", "row_label"]
 
@@ -161,10 +162,10 @@ class SessionsScreen(SessionActions):
             if i.session_id in table.rows:  # moved down a page by sessions created meanwhile
                 continue
             table.add_row(
-                row_label(r, shown.get(i.session_id, i.session_id)),
-                one_line(i.title or i.preview, 70),
+                as_text(row_label(r, shown.get(i.session_id, i.session_id))),
+                as_text(one_line(i.title or i.preview, 70)),
                 str(i.message_count),
-                one_line(i.project or "", 30),
+                as_text(one_line(i.project or "", 30)),
                 (i.updated_at or i.created_at)[:19].replace("T", " "),
                 key=i.session_id,
             )

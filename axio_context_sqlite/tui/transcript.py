@@ -7,9 +7,8 @@ Only a window of the last messages is read (``[`` reads earlier ones), and a fol
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, cast
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -18,12 +17,13 @@ from textual.widgets import Collapsible, Footer, Header, Static
 
 from axio_context.errors import AxioContextError, SessionNotFoundError
 from axio_context.messages import Message
+from axio_context.terminal import visible
 from axio_context.transcript import CheckpointRecord, MessageRecord
 
 from ..store.browsing import MAX_PAGE
 from .actions import SessionActions
 from .core import Failed
-from .rendering import checkpoint_line, parts
+from .rendering import checkpoint_line, parts, shown
 
 __all__ = ["WINDOW", "MessageView", "TranscriptScreen"]
 
@@ -44,11 +44,13 @@ class MessageView(Vertical):
     def compose(self) -> ComposeResult:
         where = "summary" if self.position is None else f"#{self.position}"
         when = f" · {self.when[:19].replace('T', ' ')}" if self.when else ""
-        yield Static(Text(f"{where} · {self.message.role}{when}", style="bold"), classes="title")
+        yield Static(shown(f"{where} · {self.message.role}{when}", style="bold"), classes="title")
         for part in parts(self.message.content):
-            body = Static(Text(part.text), classes=f"part {part.kind}")
+            body = Static(shown(part.text), classes=f"part {part.kind}")
             if part.title is not None:
-                yield Collapsible(body, title=part.title, collapsed=True, classes=f"fold {part.kind}")
+                # a Text title: Collapsible reads a str title as markup
+                title = cast(str, shown(part.title))
+                yield Collapsible(body, title=title, collapsed=True, classes=f"fold {part.kind}")
             else:
                 yield body
 
@@ -79,7 +81,7 @@ class TranscriptScreen(SessionActions):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = self.session_id
+        self.sub_title = visible(self.session_id, lines=False)
         self.reload()
 
     def reload(self) -> None:
@@ -121,11 +123,11 @@ class TranscriptScreen(SessionActions):
             f"{h.title or h.id}  ·  {h.message_count} messages{lineage}  ·  project {h.project or '-'}"
             f"  ·  {h.input_tokens:,} in / {h.output_tokens:,} out tokens  ·  {what} (v switches)"
         )
-        widgets: list[Widget] = [Static(Text(head), id="header")]
+        widgets: list[Widget] = [Static(shown(head), id="header")]
         if view.summary is not None:
             latest = h.checkpoints[-1]
             widgets.append(
-                Static(Text(checkpoint_line(latest) + "  (v: every message)"), classes="checkpoint")
+                Static(shown(checkpoint_line(latest) + "  (v: every message)"), classes="checkpoint")
             )
             widgets += [MessageView(None, m) for m in view.summary]
         widgets.append(Static("", id="earlier"))
@@ -147,11 +149,11 @@ class TranscriptScreen(SessionActions):
         for i, m in enumerate(messages):
             cp = marks.get(start + i)
             if cp is not None and cp.position > 0:
-                out.append(Static(Text(checkpoint_line(cp)), classes="checkpoint"))
+                out.append(Static(shown(checkpoint_line(cp)), classes="checkpoint"))
             out.append(MessageView(start + i, m, m.created_at))
         end = start + len(messages)
         if end in marks and end > 0:
-            out.append(Static(Text(checkpoint_line(marks[end])), classes="checkpoint"))
+            out.append(Static(shown(checkpoint_line(marks[end])), classes="checkpoint"))
         return out
 
     def _update_earlier(self) -> None:
@@ -235,5 +237,5 @@ class TranscriptScreen(SessionActions):
         if new != old and self.end and new:
             # a rename keeps this transcript, under its new id; a fork opens the fork
             self.session_id = new
-            self.sub_title = new
+            self.sub_title = visible(new, lines=False)
             self.reload()
