@@ -11,9 +11,10 @@ Figures, each a median per operation (microseconds) and a ratio to its reference
 - **writers**: adds per second into ONE pool by 1 and by 4 concurrent connections (each add
   locks the pool's row, so they take turns: the figure says what that serialisation costs), and
   by 4 connections each on its own pool (no shared lock). A writer whose copy another one made
-  stale reads back only the others' changes (``pools/changes.py``); "4 writers, whole reload"
-  is the same run with every stale writer reading the whole pool again instead (what it did
-  before: the copy's mark dropped before each add), so the two are compared in one run.
+  stale reads back only the others' changes (``axio_context/pools/sql/changes.py``); "4
+  writers, whole reload" is the same run with every stale writer reading the whole pool again
+  instead (what it did before: the copy's mark dropped before each add), so the two are compared
+  in one run.
 
 Run: ``python -m bench.bench_pgpools [--items 2000]`` (starts an embedded PostgreSQL, fsync off).
 """

@@ -4,7 +4,8 @@
 :class:`ContextPool` holds items by id. Both branch into independent children, fire hooks
 (:class:`ContextQueueHook`, :class:`ContextPoolHook`) and round-trip through ``to_dict`` /
 ``from_dict`` with their hooks stored by name (:class:`HookRegistry`). The persisted versions
-live in :mod:`axio_context_sqlite.pools`; one contract suite (:mod:`.testing`) runs against both.
+are written once in :mod:`.sql` for every SQL backend; one contract suite (:mod:`.testing`) runs
+against all of them.
 """
 
 from .errors import (

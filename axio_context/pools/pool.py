@@ -1,7 +1,8 @@
 """``ContextPool``: pygents' keyed, optionally bounded collection of context items, in memory.
 
 Beyond pygents, :meth:`ContextPool.select` ranks the items by description against a query.
-The persisted version is :class:`axio_context_sqlite.pools.SQLiteContextPool`.
+The persisted versions are written once in :mod:`axio_context.pools.sql` (``SQLiteContextPool``,
+``PostgresContextPool``).
 """
 
 from __future__ import annotations

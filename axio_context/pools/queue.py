@@ -1,7 +1,7 @@
 """``ContextQueue``: pygents' bounded, branchable window of the newest context items, in memory.
 
-The persisted version with the same behaviour is
-:class:`axio_context_sqlite.pools.SQLiteContextQueue`.
+The persisted versions with the same behaviour are written once in :mod:`axio_context.pools.sql`
+(``SQLiteContextQueue``, ``PostgresContextQueue``).
 """
 
 from __future__ import annotations

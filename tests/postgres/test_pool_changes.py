@@ -1,5 +1,5 @@
 """Writers sharing one queue or pool: a writer whose copy is stale reads back only the other
-writers' changes (``axio_context_postgres.pools.changes``), and its copy must then equal the
+writers' changes (``axio_context.pools.sql.changes``), and its copy must then equal the
 container read whole. Seeded random interleavings of adds, replacements, removals (with and
 without a removal entry: a branch writes one, a root pool does not), evictions and clears."""
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from axio_context.embeddings import Embedder, HashingEmbedder
+from axio_context.embeddings import Embedder, HashingEmbedder, vector_to_blob
 from axio_context.pools import (
     ContentEncodeError,
     ContextItem,
@@ -23,10 +23,12 @@ from axio_context.pools import (
     PoolKindError,
     PoolNotFoundError,
 )
+from axio_context.pools.sql import selecting
 from axio_context.pools.testing import ContextPoolContract, ContextQueueContract
 from axio_context_postgres import Pool, connect
 from axio_context_postgres.pools import PostgresContextPool, PostgresContextQueue
-from axio_context_postgres.pools.selecting import tsquery_text, vector_ranking
+from axio_context_postgres.pools.dialect import POSTGRES_POOLS, tsquery_text
+from axio_context_postgres.runner import PostgresRunner
 from axio_context_sqlite import connect as sqlite_connect
 from axio_context_sqlite.cli import cli
 from axio_context_sqlite.pools import SQLiteContextPool, SQLiteContextQueue
@@ -252,7 +254,16 @@ async def test_vectors_rank_alike_with_pgvector_and_without(pg_pools: PostgresPo
     for query in ("parser tokens", "a garden plan", "weather"):
         (q,) = await embedder.embed([query])
         exact, indexed = [
-            await vector_ranking(pg_pools.db, embedder.model, q, visible, 10, pgvector=flag)
+            await PostgresRunner(pg_pools.db).read(
+                selecting.vector_ranking,
+                POSTGRES_POOLS,
+                embedder.model,
+                vector_to_blob(q),
+                -1,
+                visible,
+                10,
+                flag,
+            )
             for flag in (False, True)
         ]
         assert exact == indexed and "empty" not in exact and len(exact) == len(texts)

@@ -1,27 +1,22 @@
 """What the command line shows of queues and pools: one summary per container, and one
-container with its items, read without hooks (a hook's code need not be importable here)."""
+container with its items, read without hooks (a hook's code need not be importable here).
+Written once; each backend's ``list_pools``/``show_pool`` only choose the runner."""
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
-import aiosqlite
 import msgspec
 
-from axio_context.pools.errors import PoolNotFoundError
+from axio_context.sql import Dialect, Plan, Runner
 from axio_context.transcript import format_time
 
-from ..store.calls import run
-from ..store.transactions import read_tx
-from . import rows
-from .rows import Header
+from ..errors import PoolNotFoundError
+from . import plans
+from .dialect import PoolSQL
+from .rows import Header, decode_any, decode_hooks, decode_object, decode_tags
 
 __all__ = ["PoolInfo", "PoolItem", "PoolView", "list_pools", "show_pool"]
-
-_ANY: Final = msgspec.msgpack.Decoder()
-_LIST: Final = msgspec.json.Decoder(list[str])
-_HOOKS: Final = msgspec.json.Decoder(dict[str, list[str]])
-_DICT: Final = msgspec.json.Decoder(dict[str, Any])
 
 
 class PoolInfo(msgspec.Struct, frozen=True):
@@ -58,56 +53,52 @@ class PoolView(msgspec.Struct, frozen=True):
     extra: dict[str, Any]
 
 
-def _info(c: Any, h: Header) -> PoolInfo:
+def _info(h: Header, parent: str | None) -> PoolInfo:
     return PoolInfo(
         name=h.name,
         kind=h.kind,
         limit=h.lim,
         size=h.size,
-        parent=rows.parent_name(c, h.parent),
-        tags=_LIST.decode(h.tags),
-        hooks=_HOOKS.decode(h.hooks),
+        parent=parent,
+        tags=decode_tags(h.tags),
+        hooks=decode_hooks(h.hooks),
         created_at=format_time(h.created_at),
         updated_at=format_time(h.updated_at),
     )
 
 
-def _list(c: Any, kind: str | None) -> list[PoolInfo]:
-    with read_tx(c):
-        return [_info(c, h) for h in rows.listing(c, kind)]
+def _list(d: Dialect, p: PoolSQL, kind: str | None) -> Plan[list[PoolInfo]]:
+    return [_info(h, parent) for h, parent in (yield from plans.listing(d, p, kind))]
 
 
-def _show(c: Any, name: str, limit: int | None) -> PoolView | None:
-    with read_tx(c):
-        state = rows.load(c, name)
-        if state is None:
-            return None
-        entries = state.entries if limit is None else state.entries[:limit]
-        return PoolView(
-            info=_info(c, state.header),
-            items=[
-                PoolItem(
-                    e.key,
-                    e.description,
-                    _ANY.decode(e.content),
-                    None if e.extra is None else _ANY.decode(e.extra),
-                )
-                for e in entries
-            ],
-            extra=_DICT.decode(state.header.extra),
-        )
+def _show(d: Dialect, p: PoolSQL, name: str, limit: int | None) -> Plan[PoolView | None]:
+    state = yield from plans.load(d, p, name)
+    if state is None:
+        return None
+    h = state.header
+    entries = state.entries if limit is None else state.entries[:limit]
+    return PoolView(
+        info=_info(h, (yield from plans.parent_name(d, p, h.parent))),
+        items=[
+            PoolItem(
+                e.key, e.description, decode_any(e.content), None if e.extra is None else decode_any(e.extra)
+            )
+            for e in entries
+        ],
+        extra=decode_object(h.extra),
+    )
 
 
-async def list_pools(conn: aiosqlite.Connection, kind: str | None = None) -> list[PoolInfo]:
+async def list_pools(runner: Runner, sql: PoolSQL, kind: str | None = None) -> list[PoolInfo]:
     """Every queue and pool (or only ``kind``: 'queue' or 'pool'), by name."""
     if kind not in (None, "queue", "pool"):
         raise ValueError(f"kind must be 'queue' or 'pool', got {kind!r}")
-    return await run(conn, _list, kind)
+    return await runner.read(_list, sql, kind)
 
 
-async def show_pool(conn: aiosqlite.Connection, name: str, *, limit: int | None = None) -> PoolView:
+async def show_pool(runner: Runner, sql: PoolSQL, name: str, *, limit: int | None = None) -> PoolView:
     """The queue or pool ``name`` with its first ``limit`` items (all when None)."""
-    found = await run(conn, _show, name, limit)
+    found = await runner.read(_show, sql, name, limit)
     if found is None:
         raise PoolNotFoundError(f"no queue or pool named {name!r}")
     return found
