@@ -10,7 +10,6 @@ dropped mid-transaction (the server rolls it back, so nothing is half-written).
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import AsyncIterator
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -18,6 +17,7 @@ from urllib.parse import urlsplit
 import asyncpg
 
 from axio_context.errors import AxioContextError, DatabaseError, DatabaseNotFoundError
+from axio_context.locations import shown_location
 
 from .errors import AuthenticationError, ConnectionLostError, PostgresURLError, ServerUnavailableError
 from .schema import migrate
@@ -36,8 +36,9 @@ def is_postgres_url(text: object) -> bool:
 
 
 def redacted(url: str) -> str:
-    """``url`` with its password replaced by ``***``, for messages."""
-    return re.sub(r"(://[^:/@?]*:)[^@/?]*@", r"\1***@", url)
+    """``url`` with its password replaced by ``***``, for messages
+    (:func:`axio_context.locations.shown_location`)."""
+    return shown_location(url)
 
 
 def check_url(url: str) -> None:
@@ -47,8 +48,12 @@ def check_url(url: str) -> None:
     try:
         parts = urlsplit(url)
         _ = parts.port  # raises ValueError for a port that is not a number
-    except ValueError as exc:
-        raise PostgresURLError(f"PostgreSQL URL {redacted(url)!r} does not parse: {exc}") from None
+    except ValueError:
+        # (the parser's own words would quote the part it choked on: part of a password)
+        raise PostgresURLError(
+            f"PostgreSQL URL {redacted(url)!r} does not parse: its host or port is not one"
+            " (a password holding / ? # or @ is written percent-encoded: %2F %3F %23 %40)"
+        ) from None
 
 
 @contextlib.asynccontextmanager
