@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Protocol
+from typing import Protocol, cast
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ..blocks import TextBlock
 from ..context import ContextStore
@@ -21,7 +23,7 @@ from .counts import RequestUsage, RunUsage
 from .errors import UsageError, UsageLimitExceeded
 from .guard import UsageGuard
 from .limits import UsageLimits
-from .records import GROUPS, UsageRecorder
+from .records import GROUPS, GroupBy, UsageRecorder
 
 __all__ = ["RecorderFactory", "UsageRecorderContract"]
 
@@ -34,11 +36,34 @@ class RecorderFactory(Protocol):
     async def store(self, recorder: UsageRecorder, session_id: str) -> ContextStore: ...
 
 
+def _one(field: str, count: int) -> RunUsage:
+    """A usage of ``count`` in the one count ``field``."""
+    usage = RunUsage()
+    setattr(usage, field, count)
+    return usage
+
+
 def _reply(text: str) -> Message:
     return Message(role="assistant", content=[TextBlock(text=text)])
 
 
 DAY1 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
+
+# A request's figures as a caller may give them: counts up to 2**63 - 1, exact costs, detail and
+# provider counters (a record may be refused; what is accepted must read back the same).
+_COUNT = st.integers(0, 2**63 - 1) | st.integers(0, 1000)
+_ROWS = st.tuples(
+    st.sampled_from(["s1", "s2"]),
+    st.sampled_from(["", "r1"]),
+    st.builds(
+        RequestUsage,
+        input_tokens=_COUNT,
+        output_tokens=_COUNT,
+        cache_read_tokens=_COUNT,
+        cost=st.none() | st.decimals(0, 10**6, places=6),
+        details=st.dictionaries(st.sampled_from(["a", "reasoning"]), st.integers(0, 1000), max_size=2),
+    ),
+)
 
 
 async def _fill(recorder: UsageRecorder) -> None:
@@ -245,3 +270,45 @@ class UsageRecorderContract:
             await guard.check_after_response()
         other = UsageGuard(recorder, UsageLimits(request_limit=2), session_id="t")
         await other.check_before_request()  # another session's budget is its own
+
+    @pytest.mark.parametrize("field", ["input_tokens", "output_tokens", "cache_read_tokens", "requests"])
+    async def test_a_record_that_would_overflow_a_rollup_is_refused_and_nothing_written(
+        self, factory: RecorderFactory, field: str
+    ) -> None:
+        """Each session within bounds, their project's (and the agent's, the model's, all time's)
+        total past 2**63 - 1: the second record is refused, the totals stay readable."""
+        recorder = await factory.new()
+        top = 2**63 - 1
+        await recorder.record(_one(field, top), session_id="s1", agent="a", model="m")
+        with pytest.raises(UsageError, match=field):
+            await recorder.record(_one(field, 1), session_id="s2", agent="a", model="m")
+        assert await recorder.records(session_id="s2") == []
+        for by in GROUPS:
+            (group,) = await recorder.aggregate(cast(GroupBy, by))
+            if by != "session":
+                assert getattr(group.usage, field) == top
+        assert getattr(await recorder.totals(project="p"), field) == top
+        assert getattr(await recorder.totals(agent="a"), field) == top
+        await recorder.record(_one(field, 0), session_id="s2")  # a record adding nothing: fine
+
+    @settings(
+        max_examples=30,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.differing_executors],
+    )
+    @given(rows=st.lists(_ROWS, min_size=1, max_size=4))
+    async def test_what_a_record_accepts_reads_back_equal(
+        self, factory: RecorderFactory, rows: list[tuple[str, str, RequestUsage]]
+    ) -> None:
+        recorder = await factory.new()
+        for session_id, run, usage in rows:
+            try:
+                await recorder.record(usage, session_id=session_id, run=run, model="m")
+            except UsageError:
+                continue
+        newest_first = await recorder.records()
+        total = RunUsage()
+        for row in newest_first:
+            total.incr(row.usage)
+        assert await recorder.totals() == total
+        assert await recorder.totals(model="m") == total

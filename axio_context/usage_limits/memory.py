@@ -29,6 +29,7 @@ from .records import (
     sort_totals,
     time_of,
 )
+from .stored import COLUMNS, check_rollups, rollup_keys
 
 __all__ = ["MemoryUsageRecorder"]
 
@@ -50,6 +51,7 @@ class MemoryUsageRecorder(UsageRecorder):
         self._stores = {s.session_id: s for s in stores}
         self._project = project
         self._rows: list[UsageRecord] = []
+        self._rolled: dict[tuple[str, str], list[int]] = {}  # all-time counts per (dim, key)
         self._run_session: dict[str, str] = {}
 
     def add_store(self, store: ContextStore) -> None:
@@ -74,6 +76,10 @@ class MemoryUsageRecorder(UsageRecorder):
         owner = self._run_session.get(run) if run else None
         if owner is not None and owner != session_id:
             raise UsageError(f"run {run!r} belongs to session {owner!r}, not {session_id!r}")
+        keys = list(rollup_keys(session_id, agent, run, model, self._project).items())
+        check_rollups(
+            [(d, k, *self._rolled.get((d, k), ())) for d, k in keys if (d, k) in self._rolled], figures
+        )
         store = self._stores.get(session_id)
         if message is not None and store is None:
             raise UsageError(f"no store for session {session_id!r} to append the message to")
@@ -99,6 +105,10 @@ class MemoryUsageRecorder(UsageRecorder):
             usage=figures,
         )
         self._rows.append(row)
+        adds = [getattr(figures, name) for name in COLUMNS]
+        for cell in keys:
+            held = self._rolled.setdefault(cell, [0] * len(COLUMNS))
+            held[:] = [a + b for a, b in zip(held, adds, strict=True)]
         if run:
             self._run_session[run] = session_id
         return row

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from axio_context.usage_limits.counts import RunUsage
 from axio_context.usage_limits.records import DAY_MS, UsageRecord, day_key, time_of
-from axio_context_sqlite.usage.rows import ALL_TIME, COLUMNS, Extras, decode_extras, usage_of
+from axio_context.usage_limits.stored import ALL_TIME, COLUMNS, Extras, decode_extras, usage_of
 
 __all__ = ["aggregate", "records", "totals"]
 

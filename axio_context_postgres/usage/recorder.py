@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from axio_context.codec import check_message
-from axio_context.messages import Message
+from axio_context.messages import Message, preview_for
+from axio_context.sql.plan import numbered
 from axio_context.tokens import DefaultEstimator, TokenCounter
 from axio_context.usage_limits.counts import RequestUsage, RunUsage
 from axio_context.usage_limits.errors import UsageError
@@ -33,7 +34,7 @@ from axio_context.usage_limits.records import (
     sort_totals,
     time_of,
 )
-from axio_context_sqlite.store.appending import preview_for
+from axio_context.usage_limits.stored import HELD_ROLLUPS, check_rollups, held_rollup_args
 
 from .. import writes
 from ..connection import Pool, translated
@@ -106,10 +107,17 @@ class PostgresUsageRecorder(UsageRecorder):
         if message is not None:
             check_message(message)  # what the read path could not give back is refused first
             batch = (writes.encode(message, self._counter.count(message), when), preview_for([message]))
-        async with self._tx() as conn:
-            row_id, project, position = await writing.record(
-                conn, session_id, self._project, agent, run, model, when, figures, batch
-            )
+        try:
+            async with self._tx() as conn:
+                row_id, project, position = await writing.record(
+                    conn, session_id, self._project, agent, run, model, when, figures, batch
+                )
+        except writing.RollupOverflow as exc:  # rolled back: say which total, as every recorder does
+            async with translated(WHERE):
+                check_rollups(
+                    await self._pool.fetch(numbered(HELD_ROLLUPS), *held_rollup_args(exc.keys)), figures
+                )
+            raise
         return UsageRecord(
             id=row_id,
             session_id=session_id,

@@ -12,7 +12,7 @@ import msgspec
 
 from axio_context.copying import UsageRow
 from axio_context.usage_limits.records import DAY_MS
-from axio_context_sqlite.usage.rows import ALL_TIME, COLUMNS, decode_extras, merge_extras, rollup_keys
+from axio_context.usage_limits.stored import ALL_TIME, COLUMNS, decode_extras, merge_extras, rollup_keys
 
 _ENCODE: Final = msgspec.msgpack.Encoder()
 

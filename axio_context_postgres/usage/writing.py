@@ -11,24 +11,26 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+import asyncpg
 import msgspec
 
 from axio_context.usage import MAX_TOKENS, token_totals_after_add
 from axio_context.usage_limits.counts import RunUsage
 from axio_context.usage_limits.errors import UsageError
 from axio_context.usage_limits.records import DAY_MS
-from axio_context_sqlite.usage.rows import (
+from axio_context.usage_limits.stored import (
     ALL_TIME,
     COLUMNS,
     Extras,
     decode_extras,
     encode_extras,
+    merge_extras,
     rollup_keys,
 )
 
 from .. import writes
 
-__all__ = ["Batch", "claim_run", "insert_row", "record"]
+__all__ = ["Batch", "RollupOverflow", "claim_run", "insert_row", "record"]
 
 #: A message ready to append: its encoded row and its preview (see ``PostgresContextStore``).
 Batch = tuple[writes.Encoded, tuple[int, str] | None]
@@ -76,6 +78,15 @@ _SET_DETAILS: Final = (
 )
 
 
+class RollupOverflow(UsageError):
+    """The row would take a rollup past a bigint (the transaction is aborted; the recorder reads
+    the rollups after it to say which)."""
+
+    def __init__(self, keys: dict[str, str]) -> None:
+        super().__init__("a usage total would pass 2**63 - 1; nothing recorded")
+        self.keys = keys
+
+
 async def claim_run(conn: Any, run: str, session_id: str) -> None:
     """Give ``run`` to ``session_id`` unless another session has it (UsageError then)."""
     owner = await conn.fetchval("SELECT session FROM usage_runs WHERE run = $1", run)
@@ -90,16 +101,6 @@ async def claim_run(conn: Any, run: str, session_id: str) -> None:
         owner = inserted or await conn.fetchval("SELECT session FROM usage_runs WHERE run = $1", run)
     if owner != session_id:
         raise UsageError(f"run {run!r} belongs to session {owner!r}, not {session_id!r}; nothing recorded")
-
-
-def _merge(a: Extras, b: Extras) -> Extras:
-    d = dict(a.d)
-    for k, v in b.d.items():
-        d[k] = d.get(k, 0) + v
-    x = dict(a.x)
-    for k, n in b.x.items():
-        x[k] = x.get(k, 0) + n
-    return Extras(d, x)
 
 
 async def _add_tokens(conn: Any, session_id: str, project: str | None, usage: RunUsage, now: int) -> Any:
@@ -165,23 +166,26 @@ async def insert_row(
     extras = encode_extras(usage)
     keys = rollup_keys(session_id, agent, run, model, project)
     cells = sorted((dim, k, d) for dim, k in keys.items() for d in (at // DAY_MS, ALL_TIME))
-    rolled = await conn.fetch(
-        _RECORD,
-        at,
-        session_id,
-        agent,
-        run,
-        model,
-        project,
-        position,
-        *counts,
-        float(usage.audio_seconds),
-        usage.cost,
-        extras,
-        [c[0] for c in cells],
-        [c[1] for c in cells],
-        [c[2] for c in cells],
-    )
+    try:
+        rolled = await conn.fetch(
+            _RECORD,
+            at,
+            session_id,
+            agent,
+            run,
+            model,
+            project,
+            position,
+            *counts,
+            float(usage.audio_seconds),
+            usage.cost,
+            extras,
+            [c[0] for c in cells],
+            [c[1] for c in cells],
+            [c[2] for c in cells],
+        )
+    except asyncpg.NumericValueOutOfRangeError:
+        raise RollupOverflow(keys) from None
     row_id = rolled[0][0]
     if extras is not None:  # the maps are merged here, on rows this transaction now holds
         mine = Extras(usage.details, usage.extra)
@@ -190,6 +194,6 @@ async def insert_row(
             [r[1] for r in rolled],
             [r[2] for r in rolled],
             [r[3] for r in rolled],
-            [_ENCODE.encode(_merge(decode_extras(r[4]), mine)) for r in rolled],
+            [_ENCODE.encode(merge_extras(decode_extras(r[4]), mine)) for r in rolled],
         )
     return int(row_id)

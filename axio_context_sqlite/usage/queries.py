@@ -14,10 +14,11 @@ from typing import Any, Final
 
 from axio_context.usage_limits.counts import RunUsage
 from axio_context.usage_limits.records import DAY_MS, UsageRecord, day_key, time_of
+from axio_context.usage_limits.stored import ALL_TIME, COLUMNS, Extras, decode_extras, usage_of
 
 from ..store.keys import position_of
 from ..store.transactions import read_tx
-from .rows import ALL_TIME, COLUMNS, DIMENSIONS, Extras, decode_extras, usage_of
+from .rows import DIMENSIONS
 
 __all__ = ["aggregate", "records", "totals"]
 

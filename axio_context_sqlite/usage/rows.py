@@ -1,7 +1,8 @@
 """Writing usage: a row, its rollups, the session's token totals and (when given) the message it
 belongs to, in one transaction.
 
-Each row also adds to ``usage_rollups``: running totals per (dimension, key, UTC day) and per
+Each row also adds to ``usage_rollups`` (see :mod:`axio_context.usage_limits.stored`, whose
+row shapes and overflow rule this uses): running totals per (dimension, key, UTC day) and per
 (dimension, key) for all time (day :data:`ALL_TIME`), for the session, agent, run, model,
 project and the day itself, so aggregates and limit checks read one rollup row per group (per
 group and day with ``since``) instead of every usage row. Integer counts are summed by the upsert itself; the
@@ -16,9 +17,22 @@ from typing import Any, Final
 
 import msgspec
 
-from axio_context.usage_limits.counts import COUNT_FIELDS, RunUsage
+from axio_context.usage_limits.counts import RunUsage
 from axio_context.usage_limits.errors import UsageError
 from axio_context.usage_limits.records import DAY_MS
+from axio_context.usage_limits.stored import (
+    ALL_TIME,
+    COLUMNS,
+    HELD_ROLLUPS,
+    Extras,
+    check_rollups,
+    decode_extras,
+    encode_extras,
+    held_rollup_args,
+    merge_extras,
+    rollup_keys,
+    usage_of,
+)
 
 from ..store import appending, sessions
 from ..store.keys import key
@@ -39,12 +53,6 @@ __all__ = [
     "usage_of",
 ]
 
-#: The integer columns of usage_records and usage_rollups, in order (audio_seconds follows).
-COLUMNS: Final = ("requests", "tool_calls", *COUNT_FIELDS)
-
-#: The ``day`` of the rollup rows that total all time (days are 0 and up).
-ALL_TIME: Final = -1
-
 #: The rollup dimensions and the usage_records column each is keyed by (day: key '').
 DIMENSIONS: Final = {
     "session": "session",
@@ -55,47 +63,7 @@ DIMENSIONS: Final = {
     "day": "''",
 }
 
-
-class Extras(msgspec.Struct, omit_defaults=True):
-    """The maps of a usage, stored together: ``details`` and the provider ``extra`` counters."""
-
-    d: dict[str, int] = {}
-    x: dict[str, int | float] = {}
-
-
 _ENCODE: Final = msgspec.msgpack.Encoder()
-_DECODE: Final = msgspec.msgpack.Decoder(Extras)
-
-
-def encode_extras(usage: RunUsage) -> bytes | None:
-    """The usage's details and extra counters as MessagePack, or None when both are empty."""
-    if not usage.details and not usage.extra:
-        return None
-    return _ENCODE.encode(Extras(usage.details, usage.extra))
-
-
-def decode_extras(blob: bytes | None) -> Extras:
-    return Extras() if blob is None else _DECODE.decode(blob)
-
-
-def usage_of(counts: Sequence[Any], audio: float, cost: Decimal | None, extras: Extras) -> RunUsage:
-    """A RunUsage from stored figures."""
-    fields: dict[str, Any] = {name: int(value or 0) for name, value in zip(COLUMNS, counts, strict=True)}
-    return RunUsage(
-        **fields, audio_seconds=audio or 0, cost=cost, details=dict(extras.d), extra=dict(extras.x)
-    )
-
-
-def merge_extras(a: Extras, b: Extras) -> Extras:
-    """``a`` with ``b`` added: counters summed, new keys after ``a``'s in ``b``'s order."""
-    d = dict(a.d)
-    for k, v in b.d.items():
-        d[k] = d.get(k, 0) + v
-    x = dict(a.x)
-    for k, n in b.x.items():
-        x[k] = x.get(k, 0) + n
-    return Extras(d, x)
-
 
 _COLS: Final = ", ".join(COLUMNS)
 _INSERT: Final = (
@@ -144,19 +112,6 @@ def record(
     return row_id, session_project, position
 
 
-def rollup_keys(session_id: str, agent: str, run: str, model: str, project: str | None) -> dict[str, str]:
-    """The key a usage row adds to in each of :data:`DIMENSIONS` (the ``day`` dimension's key is
-    ''; its day is the row's, and :data:`ALL_TIME`): one list for both backends' rollups."""
-    return {
-        "session": session_id,
-        "agent": agent,
-        "run": run,
-        "model": model,
-        "project": project or "",
-        "day": "",
-    }
-
-
 def insert_row(
     c: Any,
     at: int,
@@ -173,12 +128,13 @@ def insert_row(
     counts = [getattr(usage, name) for name in COLUMNS]
     cost = None if usage.cost is None else str(usage.cost)
     extras = encode_extras(usage)
+    keys = rollup_keys(session_id, agent, run, model, project)
+    check_rollups(c.execute(HELD_ROLLUPS, held_rollup_args(keys)), usage)
     row = c.execute(
         _INSERT + " RETURNING id",
         (at, session_id, agent, run, model, project, message_id, *counts, usage.audio_seconds, cost, extras),
     ).fetchone()
     days = (at // DAY_MS, ALL_TIME)
-    keys = rollup_keys(session_id, agent, run, model, project)
     c.executemany(
         _UPSERT,
         [(dim, k, d, *counts, usage.audio_seconds, at, at) for dim, k in keys.items() for d in days],
