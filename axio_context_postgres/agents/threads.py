@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from axio_context.agents import RunSessionError
 from axio_context.agents.threads import hashed_session_id, readable_session_id, visible_window
-from axio_context.messages import Message
+from axio_context.messages import Message, preview_for
 
 from .. import lineage, writes
 
@@ -269,7 +269,46 @@ async def clear_run(conn: Any, agent_id: str, thread_id: str, run_id: str) -> in
     if found is None or run is None:
         return 0
     status = await conn.execute(_HIDE_RUN, found["seg"], found["next_position"], run, found["sid"])
+    await _repreview(conn, found)
     return int(status.rsplit(" ", 1)[-1])
+
+
+#: The session's preview position when the message there is hidden from it.
+_HIDDEN_PREVIEW: Final = (
+    "SELECT s.preview_pos FROM sessions s WHERE s.sid = $1 AND EXISTS"
+    " (SELECT 1 FROM hidden_messages h WHERE h.sid = s.sid AND h.position = s.preview_pos)"
+)
+
+#: How many messages past a hidden preview are read at a time to find the next one.
+_PREVIEW_PAGE: Final = 64
+
+
+async def _repreview(conn: Any, found: Any) -> None:
+    """When the preview came from a message now hidden, take it from the first user message
+    still visible after it (none: no preview, so the next append sets one)."""
+    at = await conn.fetchval(_HIDDEN_PREVIEW, found["sid"])
+    if at is None:
+        return
+    gone = set(await _hidden(conn, found))
+    preview: tuple[int, str] | None = None
+    start, n = at + 1, found["next_position"]
+    while preview is None and start < n:
+        end = min(start + _PREVIEW_PAGE, n)
+        rows = [
+            lineage.Row(r[0], r[1], r[2], bytes(r[3]), r[4])
+            for r in await conn.fetch(_PAGE, found["seg"], n, start, end)
+            if r[0] not in gone
+        ]
+        first = preview_for(lineage.decode(found["id"], rows))
+        if first is not None:
+            preview = (rows[first[0]].position, first[1])
+        start = end
+    await conn.execute(
+        "UPDATE sessions SET preview = $2, preview_pos = $3 WHERE sid = $1",
+        found["sid"],
+        None if preview is None else preview[1],
+        None if preview is None else preview[0],
+    )
 
 
 async def clear_thread(conn: Any, agent_id: str, thread_id: str) -> None:

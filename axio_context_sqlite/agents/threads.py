@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from axio_context.agents import RunSessionError
 from axio_context.agents.threads import hashed_session_id, readable_session_id, visible_window
-from axio_context.messages import Message
+from axio_context.messages import Message, preview_for
 
 from ..store import appending, hiding, reading, sessions
 from ..store.keys import SHIFT, key, now_ms, position_of
@@ -233,7 +233,38 @@ def clear_run(c: Any, agent_id: str, thread_id: str, run_id: str) -> int:
             "INSERT OR IGNORE INTO hidden_messages (sid, position) VALUES (?, ?)",
             [(found[0], p) for p in positions],
         )
+        _repreview(c, found, set(positions))
         return len(positions)
+
+
+#: How many messages past a hidden preview are read at a time to find the next one.
+_PREVIEW_PAGE: Final = 64
+
+
+def _repreview(c: Any, thread: Thread, cleared: set[int]) -> None:
+    """When the preview came from a message just hidden, take it from the first user message
+    still visible after it (none: no preview, so the next append sets one)."""
+    sid, name = thread
+    at = c.execute("SELECT preview_pos FROM sessions WHERE sid = ?", (sid,)).fetchone()[0]
+    if at is None or at not in cleared:
+        return
+    row = session_row(c, name)
+    assert row is not None
+    found: tuple[int, str] | None = None
+    start = at + 1
+    while found is None and start < row.next_position:
+        end = min(start + _PREVIEW_PAGE, row.next_position)
+        hidden = set(hiding.hidden_in(c, sid, start, end))
+        page = reading.read_messages(c, name, row, start, end)
+        visible = [(p, m) for p, m in enumerate(page, start) if p not in hidden]
+        first = preview_for([m for _, m in visible])
+        if first is not None:
+            found = (visible[first[0]][0], first[1])
+        start = end
+    c.execute(
+        "UPDATE sessions SET preview = ?, preview_pos = ? WHERE sid = ?",
+        (None if found is None else found[1], None if found is None else found[0], sid),
+    )
 
 
 def clear_thread(c: Any, agent_id: str, thread_id: str) -> None:
