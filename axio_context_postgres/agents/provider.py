@@ -18,7 +18,7 @@ from axio_context.agents.chat import ChatMessageLike
 from axio_context.agents.history import check_ids, check_messages, check_page
 from axio_context.codec import check_message
 from axio_context.errors import DecodeError
-from axio_context.messages import Message
+from axio_context.messages import Message, preview_for
 from axio_context.tokens import DefaultEstimator, TokenCounter
 
 from .. import writes
@@ -125,8 +125,6 @@ class PostgresHistoryProvider:
                 raise DecodeError(f"message {index}: {exc}") from None
         now = writes.now_ms()
         rows = [writes.encode(m, self._counter.count(m), now) for m in batch]
-        from axio_context_sqlite.store.appending import preview_for
-
         preview = preview_for(batch)
         where = f"agent {agent_id!r} in session {session_id!r}"
         run = self._runs.get((run_id, session_id)) if run_id else None

@@ -128,3 +128,15 @@ class BlobStoreContract:
         assert await memory.open_url(store, url) == (b"hello", "text/plain")
         with pytest.raises(BlobNotFoundError):
             await store.presign_url("missing")
+
+    async def test_list_keys_at_the_edges_of_unicode_and_of_64_bits(self, memory: MemoryFactory) -> None:
+        # A prefix ending in U+D7FF (its next code point is a surrogate) or in U+10FFFF, a prefix
+        # that is no text (a lone surrogate), and limits past SQL's integers: every store alike.
+        store = await memory.blobs()
+        for key in ("a\ud7ff", "a\ud7ffz", "a\ue000", "b\U0010ffff", "b\U0010ffffx", "c"):
+            await store.upload(key, b"x")
+        assert [b.key for b in await store.list_keys("a\ud7ff")] == ["a\ud7ff", "a\ud7ffz"]
+        assert [b.key for b in await store.list_keys("b\U0010ffff")] == ["b\U0010ffff", "b\U0010ffffx"]
+        assert await store.list_keys("a\ud800") == []
+        assert len(await store.list_keys(limit=2**63)) == 6
+        assert len(await store.list_keys("", limit=2**64)) == 6
