@@ -1,6 +1,6 @@
 """Agent runs for ``axio-context copy`` on PostgreSQL: each run with the messages it tagged, and
-tagging them again on whichever segment holds each position here (see
-:mod:`axio_context_sqlite.agents.transfer`); loads run in the caller's transaction."""
+tagging them again on whichever segment holds each position here, as the SQLite backend does;
+loads run in the caller's transaction."""
 
 from __future__ import annotations
 
