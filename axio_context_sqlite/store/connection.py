@@ -16,6 +16,7 @@ commit for power-loss durability at the cost of a disk flush per write.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections.abc import Callable, Generator
 from pathlib import Path
@@ -30,7 +31,7 @@ from . import packing
 from .adopting import READY
 from .appending import install_temp_objects
 from .driver import MMAP_SIZE, Synchronous, warn_vec_once
-from .files import RawConnection, open_readonly, prepare_file
+from .files import RawConnection, open_readonly, prepare_file, remove_side_files, side_files
 from .schema import apply_schema, check_owner, is_empty, mark, refuse_newer
 from .vec import load_sqlite_vec
 from .worker import Connection
@@ -89,6 +90,9 @@ def connect(
     async def open_() -> Connection:
         await asyncio.to_thread(prepare_file, path, readonly)
         holder: dict[str, Any] = {}
+        # Reading a WAL database makes its -wal and -shm, which a read-only connection cannot
+        # remove when it closes: if there were none, none are left (see remove_side_files).
+        tidy = readonly and not any(p.exists() for p in side_files(absolute))
 
         def connector() -> Any:
             # check_same_thread off: run_inline uses the connection on the event loop's thread
@@ -152,6 +156,8 @@ def connect(
             warn_vec_once("it did not load or failed its self-test on this platform")
         conn.path = str(path)
         conn.readonly = readonly
+        if tidy:
+            conn.after_close = functools.partial(remove_side_files, absolute)
         if not readonly and synchronous in ("OFF", "NORMAL"):
             # FULL and EXTRA sync the disk on every commit: never on the event loop's thread.
             conn.inline_timeout = busy_timeout

@@ -1,5 +1,6 @@
-"""The database file before SQLite opens it: creating it owner-only, its folder, the modes of its
-``-wal``/``-shm`` files, and opening an existing file read-only even where no ``-shm`` can be made.
+"""The database file before SQLite opens it: creating it and the folders made for it owner-only,
+the modes of its ``-wal``/``-shm`` files, opening an existing file read-only even where no
+``-shm`` can be made, and removing the ``-wal``/``-shm`` a read-only open made.
 """
 
 from __future__ import annotations
@@ -11,7 +12,14 @@ from typing import Any, TypeVar
 
 import sqlean
 
-__all__ = ["RawConnection", "open_readonly", "prepare_file"]
+__all__ = [
+    "RawConnection",
+    "make_private_folders",
+    "open_readonly",
+    "prepare_file",
+    "remove_side_files",
+    "side_files",
+]
 
 
 class RawConnection(sqlean.Connection):  # type: ignore[misc]
@@ -20,6 +28,18 @@ class RawConnection(sqlean.Connection):  # type: ignore[misc]
 
 
 T = TypeVar("T")
+
+
+def make_private_folders(folder: Path) -> None:
+    """Create ``folder`` and any missing parent, each readable by its owner only (0700, whatever
+    the umask), as the database in it is; a folder that exists keeps its mode."""
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    for p in reversed(missing):
+        try:
+            p.mkdir(mode=0o700)
+        except FileExistsError:  # made meanwhile by another process: left as it is
+            continue
+        os.chmod(p, 0o700)  # mkdir's mode is masked by the umask
 
 
 def prepare_file(path: Path, readonly: bool) -> None:
@@ -33,7 +53,7 @@ def prepare_file(path: Path, readonly: bool) -> None:
     # created here, owner-only (O_EXCL on the link itself fails as if the file existed).
     target = Path(os.path.realpath(path))
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_private_folders(target.parent)
     except OSError as exc:
         from ..errors import DatabaseOpenError
 
@@ -108,3 +128,31 @@ def open_readonly(absolute: str, busy_timeout: float) -> Any:
             "writable folder, or open it once where the folder is writable"
         )
     return opened("mode=ro&immutable=1")
+
+
+def side_files(absolute: str) -> tuple[Path, Path]:
+    """The ``-wal`` and ``-shm`` files of the database at ``absolute``."""
+    return Path(absolute + "-wal"), Path(absolute + "-shm")
+
+
+def remove_side_files(absolute: str) -> None:
+    """After a read-only connection closed that found no ``-wal``/``-shm`` beside the database:
+    remove the ones reading it made, as SQLite does when the last connection to a WAL database
+    closes (a read-only one cannot: it may not checkpoint). A plain connection is opened and
+    closed: under SQLite's own locks it deletes both only if no other connection has the
+    database open, and with an empty WAL its checkpoint writes nothing. Left alone when the WAL
+    holds anything (a writer came meanwhile: its files) or the file or folder is not writable."""
+    wal, shm = side_files(absolute)
+    try:
+        if not (wal.exists() or shm.exists()) or (wal.exists() and wal.stat().st_size > 0):
+            return
+    except OSError:
+        return
+    if not (os.access(absolute, os.W_OK) and os.access(os.path.dirname(absolute), os.W_OK)):
+        return
+    with contextlib.suppress(sqlean.Error):
+        raw = sqlean.connect(absolute, isolation_level=None, timeout=0)
+        try:
+            raw.execute("SELECT count(*) FROM sqlite_master").fetchone()  # reads through the WAL index
+        finally:
+            raw.close()

@@ -10,6 +10,7 @@ from pathlib import Path
 import sqlean
 
 from ..errors import translate_error
+from .files import remove_side_files, side_files
 from .vec import load_sqlite_vec
 
 __all__ = ["schema_version_of", "sqlite_vec_runs"]
@@ -19,13 +20,16 @@ def schema_version_of(path: Path) -> int:
     """The schema version (``PRAGMA user_version``; 0 for a file no schema was written to) of the
     existing database ``path``, opened read-only; a file that is not a database raises
     :class:`~axio_context.errors.CorruptDatabaseError`."""
-    uri = Path(path).absolute().as_uri() + "?mode=ro"
+    absolute = str(Path(path).absolute())
+    tidy = not any(p.exists() for p in side_files(absolute))
     try:
-        raw = sqlean.connect(uri, uri=True, isolation_level=None)
+        raw = sqlean.connect(Path(absolute).as_uri() + "?mode=ro", uri=True, isolation_level=None)
         try:
             return int(raw.execute("PRAGMA user_version").fetchone()[0])
         finally:
             raw.close()
+            if tidy:  # reading made the -wal and -shm: none are left
+                remove_side_files(absolute)
     except sqlean.Error as exc:
         raise translate_error(exc, str(path)) from None
 

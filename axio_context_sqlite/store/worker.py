@@ -108,6 +108,9 @@ class Connection(aiosqlite.Connection):
         self.path: str = ""
         #: Opened with ``readonly=True``: nothing is ever written through it.
         self.readonly = False
+        #: Run (on a worker thread) once the connection has closed: the tidying of a read-only
+        #: open (:func:`~.files.remove_side_files`).
+        self.after_close: Callable[[], None] | None = None
         #: Busy timeout (seconds) restored after an inline statement; None: no inline statements.
         self.inline_timeout: float | None = None
         self._submitted = 0
@@ -193,6 +196,9 @@ class Connection(aiosqlite.Connection):
         finally:
             if self._thread.is_alive():
                 await loop.run_in_executor(None, self._thread.join, 10.0)
+        if self.after_close is not None:
+            tidy, self.after_close = self.after_close, None
+            await loop.run_in_executor(None, tidy)
 
 
 def call_in_job(
