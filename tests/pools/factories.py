@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import aiosqlite
+import msgspec
 
 from axio_context.embeddings import Embedder
 from axio_context.pools import ContextPool, ContextQueue
 from axio_context_sqlite import connect
-from axio_context_sqlite.pools import SQLiteContextPool, SQLiteContextQueue
+from axio_context_sqlite.pools import SQLiteContextPool, SQLiteContextQueue, show_pool
 
 
 class InMemoryPools:
@@ -37,6 +38,9 @@ class InMemoryPools:
 
     async def reopen(self, owner: Any) -> Any:
         return owner
+
+    async def shown(self, owner: Any) -> Any:
+        return None
 
 
 class SQLitePools:
@@ -81,3 +85,6 @@ class SQLitePools:
         self.conns.append(other)
         kind = SQLiteContextQueue if isinstance(owner, SQLiteContextQueue) else SQLiteContextPool
         return await kind.open(other, owner.name)
+
+    async def shown(self, owner: Any) -> Any:
+        return msgspec.json.encode(msgspec.to_builtins(await show_pool(await self.conn(), owner.name)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from axio_context.pools.testing import ContextPoolContract, ContextQueueContract
+from axio_context.pools.testing.stored import StoredItemsContract
 
 from .factories import InMemoryPools, SQLitePools
 
@@ -28,6 +29,18 @@ class TestInMemoryPool(ContextPoolContract):
 
 
 class TestSQLitePool(ContextPoolContract):
+    @pytest.fixture
+    def pools(self, sqlite_pools: SQLitePools) -> SQLitePools:
+        return sqlite_pools
+
+
+class TestInMemoryStoredItems(StoredItemsContract):
+    @pytest.fixture
+    def pools(self, memory_pools: InMemoryPools) -> InMemoryPools:
+        return memory_pools
+
+
+class TestSQLiteStoredItems(StoredItemsContract):
     @pytest.fixture
     def pools(self, sqlite_pools: SQLitePools) -> SQLitePools:
         return sqlite_pools

@@ -16,7 +16,7 @@ from axio_context.pools import (
     PoolExistsError,
     PoolKindError,
 )
-from axio_context.pools.errors import PoolNotFoundError, UnregisteredHookError
+from axio_context.pools.errors import ContextPoolError, PoolNotFoundError, UnregisteredHookError
 from axio_context.pools.hooks import ContextPoolHook, Hook, HookRegistry
 from axio_context_sqlite import connect
 from axio_context_sqlite.pools import SQLiteContextPool, SQLiteContextQueue, list_pools, show_pool
@@ -205,3 +205,22 @@ async def test_stored_hook_names_come_back_on_open_and_branches_keep_them(tmp_pa
                 await SQLiteContextPool.open(other, "c")
     finally:
         HookRegistry._registry, HookRegistry._global_hooks = saved
+
+
+async def test_a_branch_is_written_on_first_use_and_never_when_dropped(tmp_path: Path) -> None:
+    async with connect(tmp_path / "lazy.db") as conn:
+        p = await SQLiteContextPool.open(conn, "p")
+        await p.add(ContextItem(1, "one", "a"))
+        p.branch()  # dropped unused: never written
+        child = p.branch()
+        with pytest.raises(ContextPoolError, match="named when it is written"):
+            _ = child.name
+        assert [i.name for i in await list_pools(conn)] == ["p"]
+        await p.add(ContextItem(2, "two", "b"))  # the parent's change writes the child first
+        assert [i.name for i in await list_pools(conn)] == ["p", "p/1"]
+        assert child.name == "p/1" and await child is child and [i.id for i in child.items] == ["a"]
+        named = p.branch(name="kept")
+        assert named.name == "kept" and (await named).name == "kept"
+        assert [i.id for i in (await SQLiteContextPool.open(conn, "kept")).items] == ["a", "b"]
+        with pytest.raises(PoolExistsError):
+            await p.branch(name="kept")

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 
@@ -25,8 +26,9 @@ from axio_context.pools import (
 )
 from axio_context.pools.sql import selecting
 from axio_context.pools.testing import ContextPoolContract, ContextQueueContract
+from axio_context.pools.testing.stored import StoredItemsContract
 from axio_context_postgres import Pool, connect
-from axio_context_postgres.pools import PostgresContextPool, PostgresContextQueue
+from axio_context_postgres.pools import PostgresContextPool, PostgresContextQueue, show_pool
 from axio_context_postgres.pools.dialect import POSTGRES_POOLS, tsquery_text
 from axio_context_postgres.runner import PostgresRunner
 from axio_context_sqlite import connect as sqlite_connect
@@ -64,6 +66,9 @@ class PostgresPools:
         kind = PostgresContextQueue if isinstance(owner, PostgresContextQueue) else PostgresContextPool
         return await kind.open(self.other, owner.name)
 
+    async def shown(self, owner: Any) -> Any:
+        return msgspec.json.encode(msgspec.to_builtins(await show_pool(self.db, owner.name)))
+
 
 @pytest.fixture
 async def pg_pools(pg_url: str) -> AsyncIterator[PostgresPools]:
@@ -83,6 +88,12 @@ class TestPostgresQueue(ContextQueueContract):
 
 
 class TestPostgresPool(ContextPoolContract):
+    @pytest.fixture
+    def pools(self, pg_pools: PostgresPools) -> PostgresPools:
+        return pg_pools
+
+
+class TestPostgresStoredItems(StoredItemsContract):
     @pytest.fixture
     def pools(self, pg_pools: PostgresPools) -> PostgresPools:
         return pg_pools

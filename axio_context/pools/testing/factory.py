@@ -15,7 +15,7 @@ __all__ = ["PoolFactory", "Recorder", "clean_registry"]
 class PoolFactory(Protocol):
     """Fresh queues and pools of one backend; ``branch`` and ``from_dict`` are the backend's
     own spelling (sync in memory, awaited when persisted), ``reopen`` reads one back as a new
-    process would (the same object in memory)."""
+    process would (the same object in memory), ``shown`` is what the command line shows of it."""
 
     async def queue(self, limit: int, tags: list[str] | None = None) -> Any: ...
 
@@ -30,6 +30,11 @@ class PoolFactory(Protocol):
     async def pool_from_dict(self, data: Mapping[str, Any]) -> Any: ...
 
     async def reopen(self, owner: Any) -> Any: ...
+
+    async def shown(self, owner: Any) -> Any:
+        """What the command line prints of ``owner`` (``pools show --json``), or None where
+        nothing is stored (in memory)."""
+        ...
 
 
 class Recorder:

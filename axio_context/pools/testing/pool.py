@@ -202,3 +202,19 @@ class ContextPoolContract:
         await p.remove("b")
         again = await pools.reopen(p)
         assert again.items == p.items and again.limit == 2
+
+    async def test_branch_is_synchronous_and_a_snapshot(self, pools: PoolFactory) -> None:
+        parent = await pools.pool(limit=3)
+        for i in "abc":
+            await parent.add(_item(i))
+        child = parent.branch()  # not awaited: pygents' Agent.branch() calls it so
+        await parent.add(_item("d"))  # the parent changes first
+        assert _ids(child) == ["a", "b", "c"] and _ids(parent) == ["b", "c", "d"]
+        await child.add(_item("e"))
+        assert _ids(child) == ["b", "c", "e"]
+        assert _ids(await pools.reopen(child)) == ["b", "c", "e"]
+        assert _ids(await pools.reopen(parent)) == ["b", "c", "d"]
+        small = parent.branch(limit=1)
+        grandchild = small.branch()  # a branch of a branch not written yet
+        await grandchild.add(_item("f"))
+        assert _ids(await pools.reopen(grandchild)) == ["f"] and _ids(small) == ["d"]

@@ -231,3 +231,13 @@ class ContextQueueContract:
         await b.append(ContextItem(5))
         assert _c(await pools.reopen(q)) == [2, 3, 4]
         assert _c(await pools.reopen(b)) == [4, 5]
+
+    async def test_branch_is_synchronous_and_a_snapshot(self, pools: PoolFactory) -> None:
+        q = await pools.queue(3)
+        await q.append(*_items(0, 1, 2))
+        child = q.branch(limit=2)  # not awaited: pygents' Agent.branch() calls it so
+        await q.append(ContextItem(3))  # the parent evicts first; the child keeps its items
+        assert _c(child) == [1, 2] and _c(q) == [1, 2, 3]
+        await child.append(ContextItem("c"))
+        assert _c(await pools.reopen(child)) == [2, "c"]
+        assert _c(await pools.reopen(q)) == [1, 2, 3]
