@@ -9,8 +9,11 @@ a :class:`UsageGuard` checks limits against a scope's recorded usage before each
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from . import errors
 from .counts import RequestUsage, RunUsage
-from .errors import UsageError, UsageLimitExceeded
+from .errors import LimitExceeded, UsageError
 from .guard import PromptCounter, UsageGuard
 from .limits import UsageLimits
 from .memory import MemoryUsageRecorder
@@ -19,6 +22,7 @@ from .records import GROUPS, GroupBy, UsageRecord, UsageRecorder, UsageTotals
 __all__ = [
     "GROUPS",
     "GroupBy",
+    "LimitExceeded",
     "MemoryUsageRecorder",
     "PromptCounter",
     "RequestUsage",
@@ -31,3 +35,13 @@ __all__ = [
     "UsageRecorder",
     "UsageTotals",
 ]
+
+if TYPE_CHECKING:
+    from .errors import UsageLimitExceeded
+else:
+
+    def __getattr__(name: str) -> Any:
+        # UsageLimitExceeded is built on first use (see .errors): pydantic-ai stays unimported.
+        if name == "UsageLimitExceeded":
+            return errors.exceeded_class()
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

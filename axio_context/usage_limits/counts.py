@@ -167,9 +167,8 @@ class _Usage(msgspec.Struct, kw_only=True, omit_defaults=True):
         is not a figure (it records that a response omitted usage)."""
         if any(self.details.values()) or any(self.extra.values()) or self.cost or self.audio_seconds:
             return True
-        return any(getattr(self, n) for n in self._COUNTS if n != "unmeasured_requests") or any(
-            getattr(self, n, 0) for n in ("requests", "tool_calls")
-        )
+        # _COUNTS holds a run's requests and tool_calls; a request's `requests` (always 1) is none.
+        return any(getattr(self, n) for n in self._COUNTS if n != "unmeasured_requests")
 
     def _add(self, other: _Usage, sign: int) -> None:
         for name in COUNT_FIELDS:
@@ -190,6 +189,30 @@ def _decimal(value: Any) -> Decimal:
 
 class RequestUsage(_Usage, kw_only=True, omit_defaults=True):
     """The usage of one model request (pydantic-ai's ``RequestUsage``)."""
+
+    @classmethod
+    def extract(
+        cls,
+        data: Any,
+        *,
+        provider: str,
+        provider_url: str,
+        provider_fallback: str,
+        api_flavor: str = "default",
+        details: dict[str, Any] | None = None,
+    ) -> RequestUsage:
+        """A provider response's usage read by genai-prices (pydantic-ai's ``extract``; needs the
+        ``cost`` extra): see :func:`~axio_context.usage_limits.cost.extract_request_usage`."""
+        from .cost import extract_request_usage  # genai-prices is imported only when called
+
+        return extract_request_usage(
+            data,
+            provider=provider,
+            provider_url=provider_url,
+            provider_fallback=provider_fallback,
+            api_flavor=api_flavor,
+            details=details,
+        )
 
     @property
     def requests(self) -> int:

@@ -3,8 +3,9 @@
 pydantic-ai checks its limits against the usage of the run in memory; a guard checks them
 against what the recorder holds for a scope (a session, agent, run or project, and since when),
 so a budget for a project survives a crash and binds every process that records into the same
-database. Before a request it can also count the prompt's tokens (our estimator, or an async
-counter such as a provider's count-tokens call) and refuse a request that would cross a limit.
+database. Before a request, with ``count_tokens_before_request`` on, it counts the prompt's
+tokens (our estimator, or an async counter such as a provider's count-tokens call) and refuses a
+request that would cross a limit.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import TypeAlias
 from ..messages import Message
 from ..tokens import TokenCounter, estimate_tokens
 from .counts import RunUsage, check_count
-from .errors import UsageError, UsageLimitExceeded
+from .errors import LimitExceeded, UsageError
 from .limits import UsageLimits
 from .records import UsageRecorder
 
@@ -80,13 +81,14 @@ class UsageGuard:
         return check_count("prompt_tokens", counted)
 
     async def check_before_request(self, prompt: Sequence[Message] | None = None) -> RunUsage:
-        """Raise :class:`UsageLimitExceeded` if the next request would cross a limit; with
-        ``prompt`` (the window about to be sent), count its tokens first and refuse a request
-        that would cross the per-request, input or total limit. Returns the scope's usage."""
+        """Raise :class:`UsageLimitExceeded` if the next request would cross a limit. When the
+        limits' ``count_tokens_before_request`` is on (as in pydantic-ai, and only then),
+        ``prompt`` (the window about to be sent) is counted first, and a request that would cross
+        the per-request, input or total limit is refused. Returns the scope's usage."""
         usage = await self.usage()
         with self._scoped():
             self.limits.check_before_request(usage)
-            if prompt is not None:
+            if prompt is not None and self.limits.count_tokens_before_request:
                 self.limits.check_prompt(usage, await self.count_prompt(prompt))
         return usage
 
@@ -122,6 +124,5 @@ class _Scoped:
         return None
 
     def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
-        if isinstance(exc, UsageLimitExceeded) and not exc.scope:
-            exc.scope = self.scope
-            exc.args = (f"{exc.args[0]} for {self.scope}",)
+        if isinstance(exc, LimitExceeded):
+            exc.add_scope(self.scope)

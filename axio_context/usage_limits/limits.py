@@ -1,9 +1,10 @@
 """UsageLimits: pydantic-ai 2.x's limits and checks, with the same names, defaults and messages.
 
-Beyond pydantic-ai: a limit must be above zero (a limit of 0 or below is a :class:`UsageError`
-naming it, not a run that can never start), and :meth:`UsageLimits.check_prompt` is the
-pre-flight check of a request's counted prompt tokens (see :class:`.guard.UsageGuard`, which
-applies limits to a session's, agent's or project's persisted usage).
+A limit of 0 is accepted as pydantic-ai accepts it (``request_limit=0``: no request may be
+made); beyond pydantic-ai, a limit below zero or not a whole number is a :class:`UsageError`
+naming it, and :meth:`UsageLimits.check_prompt` is the pre-flight check of a request's counted
+prompt tokens, made when ``count_tokens_before_request`` is on (see :class:`.guard.UsageGuard`,
+which applies limits to a session's, agent's or project's persisted usage).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Final
 import msgspec
 
 from .counts import RunUsage, check_count
-from .errors import UsageError, UsageLimitExceeded
+from .errors import LimitExceeded, UsageError, limit_exceeded
 
 __all__ = ["LIMIT_FIELDS", "UsageLimits"]
 
@@ -30,8 +31,8 @@ LIMIT_FIELDS: Final = (
 )
 
 
-def _exceeded(text: str, name: str, limit: object, value: object) -> UsageLimitExceeded:
-    return UsageLimitExceeded(text, limit_name=name, limit=limit, value=value)
+def _exceeded(text: str, name: str, limit: object, value: object) -> LimitExceeded:
+    return limit_exceeded(text, limit_name=name, limit=limit, value=value)
 
 
 class UsageLimits(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -51,17 +52,14 @@ class UsageLimits(msgspec.Struct, kw_only=True, omit_defaults=True):
         for name in LIMIT_FIELDS:
             value = getattr(self, name)
             if value is not None:
-                count = check_count(name, value)
-                if count <= 0:
-                    raise UsageError(f"{name} must be above 0 (None for no limit), not {count}")
-                setattr(self, name, count)
+                setattr(self, name, check_count(name, value))  # a whole number >= 0, as pydantic-ai
         if self.cost_limit is not None:
             cost = self.cost_limit
             if isinstance(cost, (int, float)) and not isinstance(cost, bool):
                 cost = Decimal(str(cost))
-            if not isinstance(cost, Decimal) or not cost.is_finite() or cost <= 0:
+            if not isinstance(cost, Decimal) or not cost.is_finite() or cost < 0:
                 raise UsageError(
-                    f"cost_limit must be a Decimal above 0 (None for no limit), not {self.cost_limit!r}"
+                    f"cost_limit must be a Decimal of 0 or more (None for no limit), not {self.cost_limit!r}"
                 )
             self.cost_limit = cost
         if not isinstance(self.count_tokens_before_request, bool):

@@ -25,10 +25,18 @@ PROMPT = [Message(role="user", content=[TextBlock(text="word " * 200)])]
 async def test_preflight_with_the_default_estimator() -> None:
     recorder = MemoryUsageRecorder()
     estimated = estimate_tokens(PROMPT)
-    guard = UsageGuard(recorder, UsageLimits(per_request_input_tokens_limit=estimated), session_id="s")
+    guard = UsageGuard(
+        recorder,
+        UsageLimits(per_request_input_tokens_limit=estimated, count_tokens_before_request=True),
+        session_id="s",
+    )
     assert await guard.count_prompt(PROMPT) == estimated
     await guard.check_before_request(prompt=PROMPT)  # exactly at the limit: allowed
-    tight = UsageGuard(recorder, UsageLimits(per_request_input_tokens_limit=estimated - 1), session_id="s")
+    tight = UsageGuard(
+        recorder,
+        UsageLimits(per_request_input_tokens_limit=estimated - 1, count_tokens_before_request=True),
+        session_id="s",
+    )
     with pytest.raises(UsageLimitExceeded, match="per_request_input_tokens_limit") as info:
         await tight.check_before_request(prompt=PROMPT)
     assert info.value.value == estimated and info.value.scope == "session 's'"
@@ -42,7 +50,12 @@ async def test_preflight_with_an_async_counter_and_recorded_usage() -> None:
         return 500
 
     recorder = MemoryUsageRecorder()
-    guard = UsageGuard(recorder, UsageLimits(input_tokens_limit=1000), agent="coder", counter=provider_count)
+    guard = UsageGuard(
+        recorder,
+        UsageLimits(input_tokens_limit=1000, count_tokens_before_request=True),
+        agent="coder",
+        counter=provider_count,
+    )
     await guard.check_before_request(prompt=PROMPT)
     await recorder.record(RequestUsage(input_tokens=400), session_id="a", agent="coder")
     await recorder.record(RequestUsage(input_tokens=400), session_id="b", agent="other")  # not this agent's
@@ -59,7 +72,9 @@ async def test_an_async_counter_giving_nonsense_is_refused() -> None:
     async def broken(messages: Sequence[Message]) -> int:
         return -3
 
-    guard = UsageGuard(MemoryUsageRecorder(), UsageLimits(), run="r", counter=broken)
+    guard = UsageGuard(
+        MemoryUsageRecorder(), UsageLimits(count_tokens_before_request=True), run="r", counter=broken
+    )
     with pytest.raises(UsageError, match="prompt_tokens"):
         await guard.check_before_request(prompt=PROMPT)
 

@@ -30,7 +30,7 @@ def _reply(text: str) -> Message:
 
 async def test_usage_and_limits_hold_across_a_reopen(tmp_path: Path) -> None:
     db = tmp_path / "u.db"
-    limits = UsageLimits(request_limit=None, total_tokens_limit=1000)
+    limits = UsageLimits(request_limit=None, total_tokens_limit=1000, count_tokens_before_request=True)
     async with connect(db) as conn:
         recorder = SQLiteUsageRecorder(conn, "proj")
         for i in range(9):

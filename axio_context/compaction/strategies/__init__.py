@@ -4,7 +4,8 @@ A strategy takes the messages a store returns and gives back a (usually smaller)
 next model call; the store is not touched. ``CompactionPipeline([...])`` feeds each step's
 output to the next. Steps are :class:`Strategy` objects, objects with ravi's
 ``async compact(raw)``, or plain callables ``list[Message] -> list[Message]`` (sync or async,
-optionally taking a :class:`CompactionContext` as second argument). Every strategy also has
+optionally taking a :class:`CompactionContext` as second argument, or first, as pydantic-ai's
+history processors take theirs: ``def proc(ctx, messages)``). Every strategy also has
 ``await strategy.compact(raw)``.
 
 Every strategy ends with :func:`~axio_context.compaction.pairs.repair_tool_pairs`, so no view

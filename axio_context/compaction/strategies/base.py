@@ -82,6 +82,7 @@ Step: TypeAlias = (
     | Compacts
     | Callable[[list[Message]], _Result]
     | Callable[[list[Message], CompactionContext], _Result]
+    | Callable[[CompactionContext, list[Message]], _Result]
 )
 
 
@@ -91,9 +92,13 @@ class _Function(Strategy):
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
         self.takes_context = _positional_arity(fn) >= 2
+        self.context_first = self.takes_context and _context_first(fn)
 
     async def apply(self, messages: list[Message], context: CompactionContext) -> list[Message]:
-        result = self.fn(messages, context) if self.takes_context else self.fn(messages)
+        if self.context_first:  # pydantic-ai's history-processor order, (ctx, messages)
+            result = self.fn(context, messages)
+        else:
+            result = self.fn(messages, context) if self.takes_context else self.fn(messages)
         if inspect.isawaitable(result):
             result = await result
         if not isinstance(result, list):
@@ -130,6 +135,18 @@ def _positional_arity(fn: Callable[..., Any]) -> int:
     if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
         return 2
     return sum(1 for p in params if p.kind in kinds)
+
+
+def _context_first(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` takes the context first: its first parameter is named ``ctx`` or annotated
+    as a context (``CompactionContext``, or pydantic-ai's ``RunContext``)."""
+    try:
+        first = next(iter(inspect.signature(fn).parameters.values()))
+    except (StopIteration, TypeError, ValueError):
+        return False
+    annotation = first.annotation
+    name = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+    return first.name == "ctx" or str(name).split("[")[0].endswith(("CompactionContext", "RunContext"))
 
 
 def as_strategy(step: Step) -> Strategy:
