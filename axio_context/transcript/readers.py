@@ -114,6 +114,21 @@ def _line_col(data: bytes, message: str, *, one_line: bool = False) -> str:
     return message[: m.start()] + where + message[m.end() :]
 
 
+#: The UTF-8 byte order mark some editors write at the start of a file: not part of the JSON.
+BOM: Final = b"\xef\xbb\xbf"
+
+
+def _not_utf8(data: bytes, exc: UnicodeDecodeError, *, one_line: bool = False) -> str:
+    """Where ``data`` stops being UTF-8 text, as a message naming the line and column."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as first:
+        exc = first  # where the data itself fails (``exc`` may be about a part decoded on its own)
+    return _line_col(
+        data, f"not UTF-8 text: byte 0x{exc.object[exc.start]:02x} (byte {exc.start})", one_line=one_line
+    )
+
+
 def _check_format(fmt: str, version: int) -> None:
     if fmt != FORMAT_NAME:
         raise TranscriptError(f"not an axio-context export: format is {fmt!r}, expected {FORMAT_NAME!r}")
@@ -249,7 +264,17 @@ class _Checker:
 
 
 def read_json(data: bytes) -> list[SessionRecord]:
-    """Parse and validate a ``json`` export; raises :class:`TranscriptError` naming the field."""
+    """Parse and validate a ``json`` export; raises :class:`TranscriptError` naming the field
+    (or the line and column where the bytes stop being UTF-8). A leading byte order mark is
+    skipped."""
+    data = data.removeprefix(BOM)
+    try:
+        return _read_json(data)
+    except UnicodeDecodeError as exc:
+        raise TranscriptError(_not_utf8(data, exc)) from None
+
+
+def _read_json(data: bytes) -> list[SessionRecord]:
     try:
         env = decode_json_exact(_json_env, data)
     except msgspec.DecodeError as exc:
@@ -286,7 +311,8 @@ def _fields(header: SessionHeader) -> dict[str, Any]:
 def iter_jsonl(lines: Iterable[bytes]) -> Iterator[SessionRecord]:
     """Parse and validate a ``jsonl`` export, yielding each session once its last line is read.
 
-    Raises :class:`TranscriptError` naming the line number and field. Blank lines are skipped.
+    Raises :class:`TranscriptError` naming the line number and field. Blank lines are skipped,
+    and a byte order mark at the start of the first line.
     """
     checker = _Checker()
     header: SessionHeader | None = None
@@ -306,10 +332,14 @@ def iter_jsonl(lines: Iterable[bytes]) -> Iterator[SessionRecord]:
 
     number = 0
     for number, line in enumerate(lines, 1):
+        if number == 1:
+            line = line.removeprefix(BOM)
         if not line.strip():
             continue
         try:
             item = decode_json_exact(_jsonl_line, line)
+        except UnicodeDecodeError as exc:
+            raise TranscriptError(f"line {number}: {_not_utf8(line, exc, one_line=True)}") from None
         except msgspec.DecodeError as exc:
             raise TranscriptError(f"line {number}: {_line_col(line, str(exc), one_line=True)}") from None
         except RecursionError:
@@ -340,6 +370,8 @@ def iter_jsonl(lines: Iterable[bytes]) -> Iterator[SessionRecord]:
             messages.append(_message(item, "$"))
         except TranscriptError as exc:
             raise TranscriptError(f"line {number}: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise TranscriptError(f"line {number}: {_not_utf8(line, exc, one_line=True)}") from None
     if header is None:
         raise TranscriptError(f"line {number + 1}: no session line in the file")
     yield finish()
@@ -363,6 +395,7 @@ def sniff_format(head: bytes) -> Literal["json", "jsonl"]:
     summary, and can pass any fixed head size). Anything else, or a head cut before either key,
     is ``json``, whose reader then names what is wrong.
     """
+    head = head.removeprefix(BOM)
     start = len(head) - len(head.lstrip(_BLANK))
     if head[start : start + 1] != b"{":
         return "json"

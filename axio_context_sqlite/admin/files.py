@@ -156,8 +156,13 @@ def temporary_beside(target: Path) -> tuple[int, Path]:
         fd, name = tempfile.mkstemp(
             prefix=f".{target.name}.{os.getpid()}.", suffix=".partial", dir=target.parent
         )
-    except FileNotFoundError:
-        raise FileNotFoundError(2, "No such folder", str(target.parent)) from None
+    except FileNotFoundError as exc:
+        if not target.parent.is_dir():
+            raise FileNotFoundError(2, "No such folder", str(target.parent)) from None
+        # the folder is there but takes no new file (/proc): the file is written whole or not at all
+        raise OSError(
+            exc.errno, f"cannot write it: its folder takes no new file ({exc.strerror})", str(target)
+        ) from None
     with contextlib.suppress(FileNotFoundError):
         os.fchmod(fd, stat.S_IMODE(os.stat(target).st_mode))
     return fd, Path(name)
