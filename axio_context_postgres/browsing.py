@@ -1,6 +1,6 @@
-"""What a live browser reads on PostgreSQL: the SQLite backend's :mod:`axio_context_sqlite.store.browsing`
+"""What a live browser reads on PostgreSQL, as the SQLite backend reads it
 (sessions as a tree a page at a time, a window of one transcript, a "did anything change" check),
-behind :class:`~axio_context_sqlite.admin.live.Browsable`, so ``browse`` and ``show --follow``
+behind :class:`~axio_context.backends.Browsable`, so ``browse`` and ``show --follow``
 run unchanged on a ``postgresql://`` database.
 
 Change checks are cheap polls, not LISTEN/NOTIFY. ``bench/bench_pgfollow.py`` measured both in

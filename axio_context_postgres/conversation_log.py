@@ -1,6 +1,6 @@
 """A framework's conversation log on PostgreSQL: records with a revision, entries as messages.
 
-The model is the SQLite backend's (:mod:`axio_context_sqlite.store.conversation_log`): an entry
+The contract is :class:`axio_context.conversation_log.ConversationLog`, kept as the SQLite backend keeps it: an entry
 is a message of an ordinary session, a save that continues the last message of a session
 appends to it, and one that continues any other entry forks that session at that point (one
 segment based on the parent's, nothing copied). A write takes a transaction-scoped advisory
@@ -21,7 +21,7 @@ from axio_context.messages import Message, preview_for
 from axio_context.owners import ADAPTER_KEY, claim
 from axio_context.session_metadata import decode_metadata, encode_metadata
 from axio_context.tokens import DefaultEstimator, TokenCounter
-from axio_context_sqlite.store.conversation_log import Entry, RevisionConflictError
+from axio_context.conversation_log import Entry, RevisionConflictError
 
 from . import lineage, writes
 from .connection import Pool, translated
@@ -36,7 +36,7 @@ _SESSION: Final = "SELECT sid, seg, next_position, metadata FROM sessions WHERE 
 
 class PostgresConversationLog:
     """Records and entries of one framework's conversations in a PostgreSQL database: the
-    methods of :class:`axio_context_sqlite.store.conversation_log.ConversationLog`, on a pool
+    methods of :class:`axio_context.conversation_log.ConversationLog`, on a pool
     the caller owns."""
 
     def __init__(

@@ -1,9 +1,10 @@
 """A whole PostgreSQL database: the multi-session calls the command line makes, as
-:class:`axio_context_sqlite.Database` has them, so every command runs on either backend.
+:class:`axio_context.backends.Database` names them, so every command runs on either backend.
 
 Calls that only make sense for an SQLite file (vacuum, backup, recompress, check, checkpoint,
-the quarantine, importing an axio file) raise :class:`UnsupportedOnPostgresError`, one line
-saying so and what to use instead.
+the quarantine, importing an axio file) are not here: ``capabilities`` is empty, and
+:meth:`PostgresDatabase.instead` says in one line what to use on PostgreSQL
+(:func:`axio_context.backends.require` raises it as :class:`UnsupportedOnPostgresError`).
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, Final, Literal
 from uuid import uuid4
 
+from axio_context.backends.protocol import Capability, StoredStateView
 from axio_context.errors import SessionExistsError, SessionNotFoundError
 from axio_context.messages import SessionInfo
-from axio_context.naming import project_forms
+from axio_context.naming import RANDOM_ID, SHORT_ID, project_forms, unique_prefix
 from axio_context.transcript import (
     TranscriptWriter,
     iter_jsonl,
@@ -30,17 +32,21 @@ from axio_context.transcript import (
 from axio_context.transcript.reports import ExportSummary, ImportedSession, ImportReport
 from axio_context.transcript.times import epoch_ms as ms
 from axio_context.views import SessionNode, SessionView
-from axio_context_sqlite.state import StoredState
 
-from . import runs, sessions, state, tree, upkeep, writes
+from . import pools, runs, sessions, state, tree, upkeep, writes
 from .connection import Pool, connect, redacted, translated
-from .errors import UnsupportedOnPostgresError
+from .copying.sides import PostgresSide
 from .listing import SessionPage, list_page
 from .memory import PostgresMemoryStores
 from .searching import SearchCalls
 from .store import PostgresContextStore
 from .upkeep import PostgresStats
 from .usage import PostgresUsageRecorder
+
+if TYPE_CHECKING:
+    from axio_context.pools.sql import PoolInfo, PoolView
+
+    from .browsing import PostgresBrowser
 
 __all__ = ["PostgresDatabase", "open_database"]
 
@@ -113,8 +119,27 @@ class PostgresDatabase(SearchCalls):
         return [r[0] for r in rows]
 
     async def short_ids(self, ids: Iterable[str | None]) -> dict[str, str]:
-        """How each id is shown to people: in full (PostgreSQL listings do not shorten them)."""
-        return {i: i for i in ids if i is not None}
+        """How each id is shown to people: in full, but a long random one cut to the shortest
+        prefix (12 characters or more) that finds only it, as on every backend
+        (:func:`axio_context.naming.unique_prefix`); one query for every random id."""
+        wanted = list(dict.fromkeys(i for i in ids if i is not None))
+        shown = {i: i for i in wanted}
+        random = [i for i in wanted if RANDOM_ID.fullmatch(i)]
+        if not random:
+            return shown
+        async with self._tx(readonly=True) as conn:
+            rows = await conn.fetch(
+                "SELECT w.id, s.id FROM unnest($1::text[]) AS w(id)"
+                " JOIN sessions s ON left(s.id, $2) = left(w.id, $2) AND s.id <> w.id",
+                random,
+                SHORT_ID,
+            )
+        near: dict[str, list[str]] = {}
+        for mine, other in rows:
+            near.setdefault(mine, []).append(other)
+        for i in random:
+            shown[i] = unique_prefix(i, near.get(i, ()))
+        return shown
 
     async def stored_project(self, project: str | None) -> str | None:
         """The project as stored that ``project`` names (a path's absolute or resolved form)."""
@@ -248,7 +273,7 @@ class PostgresDatabase(SearchCalls):
             await sessions.full_row(conn, session_id)
             await conn.execute("UPDATE sessions SET title = $2 WHERE id = $1", session_id, title)
 
-    async def load_stored(self, session_id: str) -> StoredState | None:
+    async def load_stored(self, session_id: str) -> StoredStateView | None:
         """The agent state saved with a session, as stored (the ``state`` command's view)."""
         return await state.load_stored(PostgresContextStore(self._pool, session_id, project=""))
 
@@ -265,6 +290,10 @@ class PostgresDatabase(SearchCalls):
     def memory_stores(self) -> PostgresMemoryStores:
         """The memory stores (vectors, blobs, graph, tasks) in this database, on its pool."""
         return PostgresMemoryStores(self._pool)
+
+    async def memory_stats(self) -> None:
+        """Not measured on PostgreSQL (``stats`` shows each table's size instead)."""
+        return None
 
     def usage_recorder(self) -> PostgresUsageRecorder:
         """The usage recorder of this database (rows, rollups, session token totals), on its pool."""
@@ -304,36 +333,56 @@ class PostgresDatabase(SearchCalls):
         async with self._tx() as conn:
             return await runs.purge_hidden(conn)
 
-    # -- what only SQLite files have -------------------------------------------------------------
+    # -- what it hands out --------------------------------------------------------------------
 
-    def _unsupported(
-        self, what: str, instead: str = "the server's own tools (pg_dump, VACUUM, amcheck)"
-    ) -> NoReturn:
-        raise UnsupportedOnPostgresError(f"{what} is for SQLite database files; on PostgreSQL use {instead}")
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """None of the SQLite file's upkeep calls (see :meth:`instead`)."""
+        return frozenset()
 
-    async def recompress(self, progress: Any = None) -> NoReturn:
-        self._unsupported("vacuum --recompress")
+    def instead(self, capability: Capability) -> str:
+        """What to use on PostgreSQL instead of an SQLite file's call."""
+        return f"{capability} is an SQLite-file operation; on PostgreSQL {_INSTEAD[capability]}"
 
-    async def vacuum(self, *, full: bool = False) -> NoReturn:
-        self._unsupported("vacuum", "autovacuum or VACUUM (and prune, which also empties cleared runs)")
+    def store(self, session_id: str, project: str | None = None) -> PostgresContextStore:
+        """One session of this database, on its pool."""
+        return PostgresContextStore(self._pool, session_id, project)
 
-    async def checkpoint(self) -> NoReturn:
-        self._unsupported("checkpoint")
+    async def lineage_tree(
+        self, project: str | None = None, *, limit: int | None = None, since: datetime | None = None
+    ) -> list[SessionNode]:
+        """Root sessions newest first with their subagent sessions and forks below them."""
+        return await tree.session_tree(self._pool, project, limit=limit, since=since)
 
-    async def check(self, *, quarantine: bool = False) -> NoReturn:
-        self._unsupported("check")
+    async def list_pools(self, kind: str | None = None) -> list[PoolInfo]:
+        """Every context queue and pool (or only ``kind``: 'queue' or 'pool'), by name."""
+        return await pools.list_pools(self._pool, kind)
 
-    async def quarantine(self, rows: Any = None) -> NoReturn:
-        self._unsupported("quarantine")
+    async def show_pool(self, name: str, *, limit: int) -> PoolView:
+        """The queue or pool ``name`` with its first ``limit`` items."""
+        view: PoolView = await pools.show_pool(self._pool, name, limit=limit)
+        return view
 
-    async def quarantined(self) -> NoReturn:
-        self._unsupported("quarantine")
+    def layers(self) -> PostgresSide:
+        """The layers beside the sessions, as ``copy`` dumps and loads them."""
+        return PostgresSide(self._pool)
 
-    async def backup(self, dest: Any, *, overwrite: bool = False) -> NoReturn:
-        self._unsupported("backup")
+    def browser(self) -> PostgresBrowser:
+        """This database as the browser and ``show --follow`` read it."""
+        from .browsing import PostgresBrowser  # it wraps this class
 
-    async def import_axio(self, path: Any, *, replace: bool = False) -> NoReturn:
-        self._unsupported("import-axio")
+        return PostgresBrowser(self)
+
+
+#: What to run on PostgreSQL instead of each SQLite-file operation.
+_INSTEAD: Final = {
+    Capability.VACUUM: "autovacuum runs, or run VACUUM on the server (prune also empties cleared runs)",
+    Capability.RECOMPRESS: "the server compresses large values itself (TOAST): nothing to run",
+    Capability.CHECKPOINT: "the server checkpoints its own WAL (CHECKPOINT on the server forces one)",
+    Capability.BACKUP: "run pg_dump (or pg_basebackup) on the server",
+    Capability.CHECK: "run the server's amcheck (rows are checked as they are written)",
+    Capability.IMPORT_AXIO: "import into a SQLite file, then `axio-context copy FILE URL`",
+}
 
 
 @asynccontextmanager
@@ -367,3 +416,11 @@ async def describe(url: str) -> dict[str, object]:
             }
         finally:
             await conn.close()
+
+
+if TYPE_CHECKING:  # mypy checks the database class against the protocol
+
+    def _conforms(db: PostgresDatabase) -> None:
+        from axio_context.backends import Database
+
+        _database: Database = db

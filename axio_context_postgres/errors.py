@@ -6,7 +6,8 @@ SQLite backend's errors handles these too.
 
 from __future__ import annotations
 
-from axio_context.errors import AxioContextError, DatabaseError, DatabaseOpenError
+from axio_context.backends.protocol import UnsupportedCapabilityError
+from axio_context.errors import DatabaseError, DatabaseOpenError
 
 __all__ = [
     "AuthenticationError",
@@ -38,5 +39,5 @@ class VectorExtensionMissingError(DatabaseError):
     """Semantic search needs pgvector's ``vector`` extension, which this database lacks."""
 
 
-class UnsupportedOnPostgresError(AxioContextError, NotImplementedError):
+class UnsupportedOnPostgresError(UnsupportedCapabilityError, NotImplementedError):
     """An operation that exists only for SQLite files (vacuum, backup, recompress, ...)."""

@@ -1,7 +1,7 @@
 """Agent and run tags as the readers of sessions see them on PostgreSQL (listing, show, search,
 export): whose session it is, which run wrote each message, the ``--agent`` / ``--run`` filters,
-and the purge of the rows ``clear_run`` hid. The SQLite backend's :mod:`axio_context_sqlite.store.runs`
-and :mod:`axio_context_sqlite.store.hiding`, on this schema (see :mod:`.schema`, step 3).
+and the purge of the rows ``clear_run`` hid. The SQLite backend's semantics
+(its ``store.runs`` and ``store.hiding``), on this schema (see :mod:`.schema`, step 3).
 
 A message belongs to a session through its segment's ``owner``; a run's tag and a ``clear_run``
 mark point at the message row ``(seg, position)``, so every filter here is an index lookup on

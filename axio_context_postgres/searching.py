@@ -237,7 +237,7 @@ class SearchCalls:
         run_id: str | None = None,
     ) -> SearchResults:
         """The ``k`` messages that best match ``query``: keyword, semantic or hybrid (RRF), as
-        :meth:`axio_context_sqlite.Database.search` (see its docstring for the arguments):
+        :meth:`axio_context.backends.Database.search` (the SQLite backend's docstring details the arguments):
         ``clear_run``'s messages are never hits, ``agent_id`` / ``run_id`` keep one agent's or
         one run's."""
         if mode not in MODES:
@@ -323,7 +323,7 @@ class SearchCalls:
     ) -> SearchResults:
         """Ranked rows made into hits (filed under ``session_id`` when one session was searched);
         hybrid fuses with the SQLite backend's weights when the keyword hits' ``coverage`` is given,
-        by score (:func:`~axio_context_sqlite.search.hits.blend`) when every candidate's
+        by score (:func:`~axio_context.search.fusion.blend`) when every candidate's
         ``cosines`` are (a meaning-level embedder), else by rank."""
         by_key = {(r[0], r[1]): r for r in [*sem, *kw]}
         order: list[tuple[tuple[str, int], float, int | None, int | None]]

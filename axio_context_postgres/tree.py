@@ -1,5 +1,5 @@
 """Sessions as a tree on PostgreSQL: subagent sessions under the session that owns them, forks
-under the session they were forked from (the SQLite backend's :mod:`axio_context_sqlite.state.tree`).
+under the session they were forked from (as the SQLite backend places them).
 
 A session is placed under its owner when it has one, else under its fork parent; a session
 whose owner and parent are both absent (none, or deleted) is a root. Roots page newest first,

@@ -37,6 +37,7 @@ from .admin.exporting import ExportSummary
 from .admin.importing import ImportReport
 from .admin.jobs import DatabaseJobs
 from .admin.live import DatabaseLive, FollowUpdate
+from .admin.stores import DatabaseStores
 from .errors import EmptyDatabaseError
 from .paths import db_path as db_location
 from .search import engine as search
@@ -91,7 +92,7 @@ async def _query_vector(emb: Embedder, query: str) -> bytes | None:
     return vector_to_blob(vec) if any(vec) else None
 
 
-class Database(DatabaseJobs, DatabaseLive):
+class Database(DatabaseJobs, DatabaseLive, DatabaseStores):
     """Every session of one database file: list, show, export, import, migrate, maintain."""
 
     def __init__(self, conn: aiosqlite.Connection, path: str | Path) -> None:

@@ -1,6 +1,6 @@
 """Rows kept beside sessions on PostgreSQL, for a copy: agents' saved resumable state (by the id
 of its session) and framework conversation records with their entries' places, as stored (the
-SQLite side: :mod:`axio_context_sqlite.state.transfer`)."""
+SQLite backend's: its ``state.transfer``)."""
 
 from __future__ import annotations
 

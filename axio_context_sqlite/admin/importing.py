@@ -25,7 +25,8 @@ from axio_context.transcript import (
     read_json,
     sniff_format,
 )
-from axio_context.transcript.reports import ImportedSession, ImportReport
+from axio_context.transcript.reports import ImportedSession as ImportedSession  # re-exported
+from axio_context.transcript.reports import ImportReport as ImportReport  # re-exported
 
 from ..store import session_rows, sessions, transactions
 from ..store.inserting import Stamped, insert_session, set_aside

@@ -3,103 +3,30 @@ windows, and following a session as other processes append to it (``show --follo
 
 Following costs one ``PRAGMA data_version`` per tick while nothing changes: the session row and
 its new messages are read only after another connection committed (see :mod:`.browsing`).
-:class:`Browsable` is what the browser and ``show --follow`` call, the same on every backend
-(:class:`axio_context_postgres.browsing.PostgresBrowser` is PostgreSQL's), and
-:func:`follow_changes` the one loop that follows a session over any of them.
+:class:`~axio_context.backends.Browsable` (re-exported here) is what the browser and ``show
+--follow`` call, the same on every backend, and :func:`~axio_context.following.follow_changes`
+the one loop that follows a session over any of them.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from pathlib import Path
-from typing import Any, Literal, Protocol
 
 import aiosqlite
 
+from axio_context.backends.protocol import Browsable
 from axio_context.errors import DatabaseLockedError
 from axio_context.following import FollowUpdate, follow_changes
-from axio_context.messages import SessionInfo
-from axio_context.transcript import FormatName, MessageRecord
+from axio_context.transcript import MessageRecord
 
-from ..search.hits import SearchResults
 from ..store import browsing
 from ..store.browsing import SessionTreePage
 from ..store.calls import run
 from ..store.catalog import SessionView
-from .exporting import ExportSummary
 
 __all__ = ["Browsable", "DatabaseLive", "FollowUpdate", "follow_changes"]
-
-
-class Browsable(Protocol):
-    """What a live browser reads and does, whichever backend holds the sessions: the SQLite
-    :class:`~axio_context_sqlite.database.Database` is one, PostgreSQL's ``PostgresBrowser``
-    another, so the browser's screens and ``show --follow`` never ask which."""
-
-    @property
-    def path(self) -> str | Path:
-        """What the database is: its file, or its URL with the password hidden."""
-        ...
-
-    async def data_version(self) -> object:
-        """A value that changes when another connection (or process) commits a write."""
-        ...
-
-    def session_tree(
-        self,
-        project: str | None = None,
-        *,
-        text: str | None = None,
-        limit: int = 100,
-        cursor: str | None = None,
-        agent_id: str | None = None,
-    ) -> Awaitable[SessionTreePage]: ...
-
-    def transcript(
-        self, session_id: str, *, full: bool = False, limit: int = 200
-    ) -> Awaitable[SessionView]: ...
-
-    def messages(
-        self, session_id: str, start: int, end: int | None = None
-    ) -> Awaitable[tuple[int, list[MessageRecord]]]: ...
-
-    def follow(
-        self,
-        session_id: str,
-        start: int,
-        *,
-        interval: float = 0.25,
-        on_locked: Callable[[DatabaseLockedError], object] | None = None,
-    ) -> AsyncGenerator[FollowUpdate, None]: ...
-
-    def info(self, session_id: str) -> Awaitable[SessionInfo]: ...
-
-    def resolve(self, prefix: str) -> Awaitable[str]: ...
-
-    def latest(self) -> Awaitable[str]: ...
-
-    def short_ids(self, ids: Any) -> Awaitable[dict[str, str]]: ...
-
-    def stored_project(self, project: str | None) -> Awaitable[str | None]: ...
-
-    def search(
-        self, query: str, *, k: int = 10, mode: Literal["hybrid", "keyword", "semantic"] = "hybrid"
-    ) -> Awaitable[SearchResults]: ...
-
-    def fork(self, session_id: str, new_id: str | None = None) -> Awaitable[str]: ...
-
-    def rename(self, session_id: str, new_id: str) -> Awaitable[None]: ...
-
-    def delete(self, session_ids: Sequence[str]) -> Awaitable[Any]: ...
-
-    def export(
-        self,
-        sink: Callable[[bytes], object],
-        *,
-        format: FormatName = "json",
-        session_ids: Sequence[str] | None = None,
-    ) -> Awaitable[ExportSummary]: ...
 
 
 class DatabaseLive:

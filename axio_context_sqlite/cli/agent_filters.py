@@ -8,8 +8,6 @@ from typing import Any, TypeVar
 
 import click
 
-from ..database import Database
-
 __all__ = ["agent_options", "tag_filters"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -29,6 +27,6 @@ def tag_filters(db: object, agent_id: str | None, run_id: str | None) -> dict[st
     """The keyword arguments for the library call. Both backends (SQLite, PostgreSQL) keep agent
     tags; an object without them (no ``agent_session``) refuses the filters."""
     given = {k: v for k, v in (("agent_id", agent_id), ("run_id", run_id)) if v is not None}
-    if given and not isinstance(db, Database) and not hasattr(db, "agent_session"):
-        raise click.UsageError("--agent and --run need an SQLite database or a PostgreSQL one")
+    if given and not hasattr(db, "agent_session"):
+        raise click.UsageError("--agent and --run need a database that keeps agent tags")
     return given

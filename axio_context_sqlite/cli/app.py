@@ -22,11 +22,10 @@ from axio_context.locations import shown_location
 from axio_context.terminal import visible
 
 from ..admin.files import removed_if_failed
-from ..database import Database
 from ..errors import EmptyDatabaseError
 from ..paths import ENV_VAR, PathSource, db_path
 from ..paths import default_db_path as default_db_path  # importable from the CLI, as before
-from .backends import is_url, opener
+from .backends import Database, is_url, opener
 
 T = TypeVar("T")
 

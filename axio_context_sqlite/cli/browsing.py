@@ -15,8 +15,8 @@ from axio_context.terminal import escaped_json
 from axio_context.transcript import MessageRecord, render_blocks
 
 from ..admin.live import Browsable
-from ..database import Database
 from .app import cli, read_db, settings_of
+from .backends import Database
 from .options import chosen_project, project_option, session_argument
 from .output import local_time, visible
 
@@ -46,13 +46,8 @@ def _emit(start: int, records: list[MessageRecord], fold: int, as_json: bool) ->
 
 
 def live(db: Database) -> Browsable:
-    """``db`` as a browser reads it: a SQLite database is one; a PostgreSQL one (opened by
-    ``--db postgresql://...``) is wrapped in its backend's browser."""
-    if isinstance(db, Database):
-        return db
-    from axio_context_postgres.browsing import PostgresBrowser
-
-    return PostgresBrowser(db)
+    """``db`` as a browser reads it (its backend's :meth:`~axio_context.backends.Database.browser`)."""
+    return db.browser()
 
 
 def follow(

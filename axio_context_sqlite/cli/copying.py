@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
 
 import click
 
+from axio_context.copying import CopyAllReport, copy_all
+
 from .app import cli, one_line_errors
-from .backends import PostgresExtraMissingError, opener
+from .backends import opener
 from .options import output_options
 from .output import StageProgress, echo_json, one_line, say
 
@@ -26,16 +27,9 @@ def copy(ctx: click.Context, src: str, dst: str, dry_run: bool, as_json: bool) -
     """Copy what SRC has and DST lacks (files or postgresql:// URLs): sessions, usage, memory
     stores, queues and pools, saved state, conversation records. Run again to resume; an item
     on both sides with different content is refused (exit 1), never overwritten."""
-    try:
-        from axio_context_postgres.copying import copy_all
-    except ImportError as exc:
-        missing = PostgresExtraMissingError(
-            f"copy needs the postgres extra: pip install 'axio-context[postgres]' ({exc})"
-        )
-        raise click.ClickException(str(missing)) from None
     progress = StageProgress()
 
-    async def go() -> Any:
+    async def go() -> CopyAllReport:
         async with contextlib.AsyncExitStack() as stack:
             source = await stack.enter_async_context(opener(src, create=False))
             target = await stack.enter_async_context(opener(dst, create=not dry_run))
@@ -54,6 +48,8 @@ def copy(ctx: click.Context, src: str, dst: str, dry_run: bool, as_json: bool) -
                 "already": s.already,
                 "messages": s.messages,
                 "dry_run": dry_run,
+                "embedded": report.embedded,
+                "not_embedded": report.not_embedded,
                 "layers": {
                     name: {"copied": r.copied, "already": r.already, "conflicts": r.conflicts}
                     for name, r in report.layers.items()
@@ -67,6 +63,10 @@ def copy(ctx: click.Context, src: str, dst: str, dry_run: bool, as_json: bool) -
             if r.copied or r.already or r.conflicts:
                 refused = f", {len(r.conflicts)} refused" if r.conflicts else ""
                 say(f"{name}: {verb} {r.copied}, {r.already} already there{refused}")
+        if report.embedded:
+            say(f"embedded {report.embedded} copied message(s) with the source's embedder")
+    if report.not_embedded is not None:
+        say(f"note: {report.not_embedded}", err=True)
     for line in report.conflicts:
         say(f"Error: {one_line(line)}", err=True)
     if report.conflicts:

@@ -6,6 +6,8 @@ import asyncio
 
 import click
 
+from axio_context.backends import backend_for
+
 from ..dbinfo import describe_database
 from ..paths import PathSource
 from .app import cli, one_line_errors, settings_of
@@ -54,9 +56,7 @@ def info(ctx: click.Context, as_json: bool) -> None:
 def _postgres_info(url: str, source: str, as_json: bool) -> None:
     """``info`` for a postgresql:// database (the postgres extra)."""
     with one_line_errors():
-        from .backends import postgres_module
-
-        d = asyncio.run(postgres_module().describe(url))
+        d = asyncio.run(backend_for(url).describe(url))
     if as_json:
         echo_json({**d, "source": source})
         return

@@ -9,12 +9,15 @@ from typing import Any, cast
 import click
 import msgspec
 
+from axio_context.backends import Capability, damage_checking, file_upkeep
 from axio_context.messages import SessionInfo
+from axio_context.transcript.reports import DamagedRow
 
-from ..database import DamagedRow, Database, RecompressReport, VacuumReport
-from ..memory import MemoryStats, memory_stats
+from ..database import RecompressReport, VacuumReport
+from ..memory import MemoryStats
 from ..store.upkeep import Stats
 from .app import cli, read_db, settings_of, with_db
+from .backends import Database
 from .memory import memory_stats_lines
 from .options import Count, When, chosen_project, one_format, output_options, project_option, stored_project
 from .output import (
@@ -40,10 +43,11 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
     """Sessions, messages, tokens and size on disk, in total and by project; the memory stores."""
     one_format(as_json, nl)
 
-    async def go(db: Database) -> tuple[Stats, MemoryStats | None, str]:
-        if not isinstance(db, Database):  # PostgreSQL: its own totals, no file to measure
-            return await db.stats(), None, str(db.path)  # the URL, its password hidden
-        return await db.stats(), await memory_stats(db.connection), ""
+    async def go(db: Database) -> tuple[Any, MemoryStats | None, str]:
+        s = await db.stats()
+        if not isinstance(s, Stats):  # a server's totals (PostgreSQL): no file to measure
+            return s, None, str(db.path)  # the URL, its password hidden
+        return s, await db.memory_stats(), ""
 
     s, mem, url = read_db(ctx, go)
     if mem is None:
@@ -161,7 +165,8 @@ def vacuum(ctx: click.Context, recompress: bool, as_json: bool) -> None:
 
     async def both(db: Database) -> tuple[RecompressReport | None, VacuumReport]:
         # rows shrink in place: only a full rebuild packs the pages they leave part-empty
-        return (await db.recompress() if recompress else None), await db.vacuum(full=recompress)
+        file = file_upkeep(db, Capability.RECOMPRESS if recompress else Capability.VACUUM)
+        return (await file.recompress() if recompress else None), await file.vacuum(full=recompress)
 
     rc, r = with_db(ctx, False, both)
     if as_json:
@@ -187,7 +192,7 @@ def vacuum(ctx: click.Context, recompress: bool, as_json: bool) -> None:
 @click.pass_context
 def backup(ctx: click.Context, dest: Path, force: bool, as_json: bool) -> None:
     """Write a consistent copy of the database to DEST, even while it is in use."""
-    with_db(ctx, False, lambda db: db.backup(dest, overwrite=force))
+    with_db(ctx, False, lambda db: file_upkeep(db, Capability.BACKUP).backup(dest, overwrite=force))
     size = dest.stat().st_size
     if as_json:
         echo_json({"source": settings_of(ctx).shown, "destination": str(dest), "bytes": size})
@@ -223,7 +228,7 @@ def check(ctx: click.Context, move: bool, list_quarantine: bool, as_json: bool) 
     if list_quarantine:
         if move:
             raise click.UsageError("--quarantine and --list-quarantine cannot be used together")
-        rows = with_db(ctx, False, lambda db: db.quarantined())
+        rows = with_db(ctx, False, lambda db: damage_checking(db).quarantined())
         if as_json:
             echo_json(rows)
             return
@@ -238,7 +243,7 @@ def check(ctx: click.Context, move: bool, list_quarantine: bool, as_json: bool) 
             )
         return
 
-    report = with_db(ctx, False, lambda db: db.check(quarantine=move))
+    report = with_db(ctx, False, lambda db: damage_checking(db).check(quarantine=move))
     if as_json:
         echo_json(report)
     else:

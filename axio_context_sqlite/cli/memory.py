@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
-import aiosqlite
 import click
 import msgspec
 
+from axio_context.backends import MemoryStores
 from axio_context.memory import BlobInfo, Document, Entity, Relationship, TaskList
 from axio_context.memory.errors import BlobNotFoundError
 from axio_context.memory.tasks import FINAL_STATUSES
 from axio_context.memory.tasks_sql import UnreadableTaskWarning
 
-from ..database import Database
-from ..memory import MemoryStats, SQLiteBlobStore, SQLiteGraphStore, SQLiteTaskStore, SQLiteVectorStore
+from ..memory import MemoryStats
 from .app import COUNT_MAX, cli, with_db
+from .backends import Database
 from .options import Count, one_format, output_options
 from .output import Column, echo_json, emit, human_size, local_time, one_line, say
 
@@ -31,32 +31,11 @@ __all__ = ["memory_stats_lines"]
 T = TypeVar("T")
 
 
-class _Stores:
-    """The memory stores of an SQLite database. A PostgreSQL database's ``memory_stores()``
-    gives its own with the same four methods (the same calls, the same results)."""
-
-    def __init__(self, conn: aiosqlite.Connection) -> None:
-        self._conn = conn
-
-    def vectors(self) -> SQLiteVectorStore:
-        return SQLiteVectorStore(self._conn)
-
-    def blobs(self) -> SQLiteBlobStore:
-        return SQLiteBlobStore(self._conn)
-
-    def graph(self) -> SQLiteGraphStore:
-        return SQLiteGraphStore(self._conn)
-
-    def tasks(self) -> SQLiteTaskStore:
-        return SQLiteTaskStore(self._conn)
-
-
-def _on(ctx: click.Context, call: Callable[[_Stores], Awaitable[T]]) -> T:
+def _on(ctx: click.Context, call: Callable[[MemoryStores], Awaitable[T]]) -> T:
     """Open the database (never creating it) and make one store call."""
 
     async def go(db: Database) -> T:
-        own = getattr(db, "memory_stores", None)
-        return await call(cast(_Stores, own()) if callable(own) else _Stores(db.connection))
+        return await call(db.memory_stores())
 
     return with_db(ctx, False, go)
 
@@ -306,7 +285,7 @@ def tasks(ctx: click.Context, conversation: str | None, limit: int, as_json: boo
         return
     one_format(as_json, nl)
 
-    async def call(m: _Stores) -> list[TaskList]:
+    async def call(m: MemoryStores) -> list[TaskList]:
         store = m.tasks()
         if conversation is not None:
             return await store.get_boards_by_conversation(conversation)

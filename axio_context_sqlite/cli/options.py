@@ -13,8 +13,10 @@ from typing import Any, TypeVar, overload
 import click
 from click.shell_completion import CompletionItem
 
-from ..database import Database, open_database
+from axio_context.backends import is_url, open_database
+
 from .app import COUNT_MAX, Settings
+from .backends import Database
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -22,12 +24,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     """Session ids for shell completion (newest first for an empty prefix)."""
     root = ctx.find_root().params.get("db")
-    path = (Path(root) if root else Settings(None).path).expanduser()
-    if not path.is_file():
-        return []
+    where = str(root) if is_url(root) else (Path(root) if root else Settings(None).target)
+    if isinstance(where, Path):
+        where = where.expanduser()
+        if not where.is_file():
+            return []
 
     async def go() -> list[str]:
-        async with open_database(path, readonly=True) as db:
+        async with open_database(where, readonly=True) as db:
             return await db.complete(incomplete)
 
     try:

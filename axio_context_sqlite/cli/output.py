@@ -19,8 +19,8 @@ from axio_context.messages import SessionInfo
 from axio_context.terminal import escaped_json
 from axio_context.terminal import visible as visible  # the printers import it from here
 
-from ..database import Database
 from .app import PROGRESS_MIN
+from .backends import Database
 from .options import one_format
 
 

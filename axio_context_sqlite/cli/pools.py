@@ -10,13 +10,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-import aiosqlite
 import click
 import msgspec
 
-from ..database import Database
-from ..pools import PoolInfo, list_pools, show_pool
+from ..pools import PoolInfo
 from .app import COUNT_MAX, cli, with_db
+from .backends import Database
 from .options import Count, one_format, output_options
 from .output import Column, echo_json, emit, local_time, one_line, say
 
@@ -25,23 +24,8 @@ __all__ = ["pools"]
 T = TypeVar("T")
 
 
-def _on(
-    ctx: click.Context,
-    call: Callable[[aiosqlite.Connection], Awaitable[T]],
-    on_postgres: Callable[[Any], Awaitable[T]],
-) -> T:
-    async def go(db: Any) -> T:
-        if isinstance(db, Database):
-            return await call(db.connection)
-        return await on_postgres(db.pool)  # a postgresql:// database: its connection pool
-
-    return with_db(ctx, False, go)
-
-
-def _postgres() -> Any:
-    from axio_context_postgres import pools as pg_pools
-
-    return pg_pools
+def _on(ctx: click.Context, call: Callable[[Database], Awaitable[T]]) -> T:
+    return with_db(ctx, False, call)
 
 
 def _row(info: PoolInfo) -> dict[str, Any]:
@@ -63,7 +47,7 @@ def pools(ctx: click.Context, kind: str | None, as_json: bool, nl: bool) -> None
     if ctx.invoked_subcommand is not None:
         return
     one_format(as_json, nl)
-    infos = _on(ctx, lambda conn: list_pools(conn, kind), lambda pool: _postgres().list_pools(pool, kind))
+    infos = _on(ctx, lambda db: db.list_pools(kind))
     emit(
         [_row(i) for i in infos],
         [
@@ -97,8 +81,7 @@ def pools_show(ctx: click.Context, name: str, limit: int, as_json: bool) -> None
     """Queue or pool NAME and its items (a queue oldest first, a pool in insertion order)."""
     view = _on(
         ctx,
-        lambda conn: show_pool(conn, name, limit=limit or COUNT_MAX),
-        lambda pool: _postgres().show_pool(pool, name, limit=limit or COUNT_MAX),
+        lambda db: db.show_pool(name, limit=limit or COUNT_MAX),
     )
     if as_json:
         echo_json(msgspec.to_builtins(view))

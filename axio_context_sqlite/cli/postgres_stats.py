@@ -14,7 +14,7 @@ __all__ = ["postgres_stats", "project_table"]
 
 
 def postgres_stats(s: Any, where: str, as_json: bool, nl: bool) -> None:
-    """Print :class:`axio_context_postgres.upkeep.PostgresStats` for people, or as JSON."""
+    """Print a database server's ``stats`` (PostgreSQL's: table sizes, no file) for people, or as JSON."""
     if as_json or nl:
         echo_json(
             {"database": where, "backend": "postgresql", **msgspec.structs.asdict(s)},

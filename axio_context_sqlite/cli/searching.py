@@ -16,11 +16,12 @@ import msgspec
 
 from axio_context.embeddings import BUNDLED_MINILM
 from axio_context.onnx_minilm import ONNX_MINILM
+from axio_context.search.embedders import HASHING_MODEL
 
-from ..database import HASHING_MODEL, Database
 from ..search.engine import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit, SearchResults
 from .agent_filters import agent_options, tag_filters
 from .app import cli, read_db, with_db
+from .backends import Database
 from .options import (
     Count,
     When,
@@ -378,4 +379,4 @@ def index_(ctx: click.Context, as_json: bool) -> None:
         echo_json(s)
         return
     lines = getattr(s, "lines", None)  # a PostgreSQL database's status words itself
-    say("\n".join(lines() if callable(lines) else _status_lines(s)))
+    say("\n".join(lines() if callable(lines) else _status_lines(cast(IndexStatus, s))))

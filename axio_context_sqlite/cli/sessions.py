@@ -12,10 +12,10 @@ import msgspec
 from axio_context.messages import SessionInfo
 from axio_context.transcript import message_range, render_blocks, render_header
 
-from ..database import Database
 from ..store.listing import SessionPage
 from .agent_filters import agent_options, tag_filters
 from .app import cli, read_db, settings_of, with_db
+from .backends import Database
 from .browsing import follow as following
 from .options import (
     Count,

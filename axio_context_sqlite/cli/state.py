@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 import click
 
-from ..database import Database
-from ..state import SessionNode, StoredState, load_stored, session_tree
-from ..store.context_store import SQLiteContextStore
+from axio_context.backends import StoredStateView
+from axio_context.views import SessionNode
+
 from .app import cli, read_db, settings_of
-from .backends import is_url
+from .backends import Database
 from .options import output_options, session_argument
 from .output import SESSION_COLUMNS, echo_json, emit, info_dict, info_row, local_time, say, shown_ids, visible
 
@@ -44,14 +44,10 @@ def list_tree(
     nl: bool,
 ) -> None:
     """``list-sessions --tree``: root sessions newest first, subagent sessions and forks under them."""
-    on_postgres = is_url(settings_of(ctx).target)
 
     async def go(db: Database) -> tuple[list[SessionNode], dict[str, str]]:
         scope = await db.stored_project(project)
-        if on_postgres:  # the PostgreSQL database object has the same query as a method
-            nodes: list[SessionNode] = await cast(Any, db).session_tree(scope, limit=limit, since=since)
-        else:
-            nodes = await session_tree(db.connection, scope, limit=limit, since=since)
+        nodes = await db.lineage_tree(scope, limit=limit, since=since)
         if as_json or nl:
             return nodes, {}
         ids = [x for n, _, _ in _walk(nodes) for x in (n.info.session_id, n.info.parent_id)]
@@ -91,14 +87,10 @@ def list_tree(
 @click.pass_context
 def state(ctx: click.Context, session: str, as_json: bool) -> None:
     """Show the agent state saved with a session (its subagents are sessions of their own)."""
-    on_postgres = is_url(settings_of(ctx).target)
 
-    async def go(db: Database) -> tuple[str, StoredState | None]:
+    async def go(db: Database) -> tuple[str, StoredStateView | None]:
         sid = await db.resolve(session)
-        if on_postgres:
-            found: StoredState | None = await cast(Any, db).load_stored(sid)
-            return sid, found
-        return sid, await load_stored(SQLiteContextStore(db.connection, sid, project=""))
+        return sid, await db.load_stored(sid)
 
     sid, stored = read_db(ctx, go)
     if stored is None:

@@ -9,15 +9,15 @@ from typing import Any, Literal, cast
 
 import click
 
+from axio_context.backends import axio_import as axio_importer
 from axio_context.transcript import FORMATS, FormatName
+from axio_context.transcript.reports import DamagedRow
 
 from ..admin.files import writing
 from ..admin.importing import STDIN
-from ..database import DamagedRow, Database
-from ..state import descendants
 from .agent_filters import agent_options, tag_filters
 from .app import Written, cli, one_line_errors, read_db, settings_of, writing_db
-from .backends import is_url
+from .backends import Database
 from .options import output_options, session_argument
 from .output import Progress, ShownStream, echo_json, say, visible
 
@@ -56,7 +56,6 @@ def export(
     """Export sessions (default: the newest) as json, jsonl or markdown."""
     if all_ and sessions:
         raise click.UsageError("give SESSION arguments or --all, not both")
-    on_postgres = children and is_url(settings_of(ctx).target)
     tagged = agent_id is not None or run_id is not None
     if tagged and sessions:
         raise click.UsageError("give SESSION arguments or --agent/--run, not both")
@@ -77,7 +76,7 @@ def export(
         else:
             ids = [await db.latest()]
         if children and ids is not None:
-            below = await (cast(Any, db).descendants(ids) if on_postgres else descendants(db.connection, ids))
+            below = await db.descendants(ids)
             ids = list(dict.fromkeys(ids + below))
         result = await db.export(
             out.write, format=format_, session_ids=ids, progress=progress, skip_damaged=not strict
@@ -155,7 +154,7 @@ def import_(
 @click.pass_context
 def import_axio(ctx: click.Context, path: Path, replace: bool, as_json: bool) -> None:
     """Migrate a database written by axio-context-sqlite (safe to run again)."""
-    report = writing_db(ctx, lambda db: db.import_axio(path, replace=replace))
+    report = writing_db(ctx, lambda db: axio_importer(db).import_axio(path, replace=replace))
     if as_json:
         echo_json(report)
         return

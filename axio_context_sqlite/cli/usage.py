@@ -13,9 +13,8 @@ import click
 
 from axio_context.usage_limits import GROUPS, UsageTotals
 
-from ..database import Database
-from ..usage import SQLiteUsageRecorder
 from .app import cli, with_db
+from .backends import Database
 from .options import When, one_format, output_options
 from .output import Column, emit
 
@@ -60,8 +59,7 @@ def usage(ctx: click.Context, by: str, since: datetime | None, as_json: bool, nl
     one_format(as_json, nl)
 
     async def go(db: Database) -> list[UsageTotals]:
-        # a postgresql:// database has its own recorder (axio_context_postgres.usage)
-        recorder = SQLiteUsageRecorder(db.connection) if isinstance(db, Database) else db.usage_recorder()
+        recorder = db.usage_recorder()
         return await recorder.aggregate(by, since=since)  # type: ignore[arg-type]
 
     totals = with_db(ctx, False, go)

@@ -24,7 +24,7 @@ from uuid import uuid4
 
 import aiosqlite
 
-from axio_context.errors import AxioContextError
+from axio_context.conversation_log import Entry, RevisionConflictError
 from axio_context.messages import Message
 from axio_context.owners import ADAPTER_KEY, claim
 from axio_context.tokens import DefaultEstimator, TokenCounter
@@ -37,19 +37,7 @@ from .reading import read_messages
 from .session_rows import segments, session_row
 from .transactions import read_tx, write_tx
 
-__all__ = ["ConversationLog", "RevisionConflictError"]
-
-
-class RevisionConflictError(AxioContextError):
-    """A conversation's stored revision is not the one a write expected (another writer saved it)."""
-
-    def __init__(self, conversation_id: str) -> None:
-        self.conversation_id = conversation_id
-        super().__init__(f"conversation {conversation_id!r} changed since it was read")
-
-
-#: One new entry: its id, the id of the entry before it, and its message.
-Entry = tuple[str, str | None, Message]
+__all__ = ["ConversationLog", "Entry", "RevisionConflictError"]
 
 
 class ConversationLog:

@@ -18,12 +18,10 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 
+from axio_context.backends import Browsable, is_url, open_database
 from axio_context.errors import AxioContextError, DatabaseLockedError
 from axio_context.locations import shown_location
 from axio_context.terminal import visible
-
-from ..admin.live import Browsable
-from ..database import open_database
 
 __all__ = ["FAILED", "DatabaseApp", "Failed"]
 
@@ -46,23 +44,12 @@ class Failed:
 FAILED = Failed()
 
 
-def is_url(where: str | Path) -> bool:
-    """Whether ``where`` names a PostgreSQL database rather than a file."""
-    return isinstance(where, str) and where.lower().startswith(("postgresql://", "postgres://"))
-
-
 @contextlib.asynccontextmanager
 async def open_browsable(where: str | Path, *, busy_timeout: float) -> AsyncIterator[Browsable]:
-    """The database at ``where`` as the screens read it: a SQLite file (which must exist), or
-    a ``postgresql://`` URL (the postgres extra) through its backend's browser."""
-    if is_url(where):
-        from axio_context_postgres.browsing import open_browser
-
-        async with open_browser(str(where)) as browser:
-            yield browser
-    else:
-        async with open_database(where, create=False, busy_timeout=busy_timeout) as db:
-            yield db
+    """The database at ``where`` (a file, which must exist, or a URL) as the screens read it:
+    opened by the registry, through its backend's browser."""
+    async with open_database(where, create=False, busy_timeout=busy_timeout) as db:
+        yield db.browser()
 
 
 class DatabaseApp(App[None]):

@@ -15,7 +15,6 @@ from axio_context.pools import ContextItem
 from axio_context.testing import text
 from axio_context.usage_limits import RequestUsage
 from axio_context_postgres import PostgresContextStore, connect
-from axio_context_postgres.copying.sides import side_of
 from axio_context_postgres.memory import (
     PostgresGraphStore,
 )
@@ -95,7 +94,7 @@ def test_interrupted_copy_finishes_and_dry_run_writes_nothing(fresh_pg_url: str,
             from axio_context_postgres.copying import copy_sessions
 
             await copy_sessions(a, b)
-            s, d = side_of(a), side_of(b)
+            s, d = a.layers(), b.layers()
             await d.load("usage", (await s.dump("usage"))[:1])
             await d.load("blobs", (await s.dump("blobs"))[:1])
 

@@ -14,6 +14,9 @@ from typing import Any
 
 from click.testing import CliRunner
 
+from axio_context.backends import open_database
+from axio_context.copying import CopyAllReport, copy_all, layers
+from axio_context.copying.layers import LAYERS
 from axio_context.embeddings import HashingEmbedder
 from axio_context.memory import Document, Entity, Relationship
 from axio_context.pools import ContextItem
@@ -21,10 +24,6 @@ from axio_context.state import ResumableState
 from axio_context.testing import text
 from axio_context.usage_limits import RequestUsage, RunUsage
 from axio_context_postgres import PostgresContextStore, connect
-from axio_context_postgres.copying import CopyAllReport, copy_all, layers
-from axio_context_postgres.copying.layers import LAYERS
-from axio_context_postgres.copying.sides import side_of
-from axio_context_postgres.database import open_database as open_postgres
 from axio_context_postgres.memory import (
     PostgresBlobStore,
     PostgresGraphStore,
@@ -38,7 +37,6 @@ from axio_context_sqlite import SQLiteContextStore
 from axio_context_sqlite import connect as sqlite_connect
 from axio_context_sqlite.agents import SQLiteHistoryProvider
 from axio_context_sqlite.cli import cli
-from axio_context_sqlite.database import open_database as open_sqlite
 from axio_context_sqlite.memory import SQLiteBlobStore, SQLiteGraphStore, SQLiteTaskStore, SQLiteVectorStore
 from axio_context_sqlite.pools import SQLiteContextPool, SQLiteContextQueue, list_pools
 from axio_context_sqlite.state import load_state, save_state
@@ -139,7 +137,7 @@ async def fill(path: Path) -> str:
 @asynccontextmanager
 async def both(a: str, b: str) -> AsyncIterator[tuple[Any, Any]]:
     def opener(where: str) -> Any:
-        return open_postgres(where) if where.startswith("postgresql://") else open_sqlite(where)
+        return open_database(where)
 
     async with opener(a) as x, opener(b) as y:
         yield x, y
@@ -148,9 +146,9 @@ async def both(a: str, b: str) -> AsyncIterator[tuple[Any, Any]]:
 async def dumps(where: str) -> dict[str, Any]:
     """Every layer's items as the copy compares them (positions as the copied sessions number
     them, pools as families with positions relative to their oldest entry)."""
-    opened = open_postgres(where) if where.startswith("postgresql://") else open_sqlite(where)
+    opened = open_database(where)
     async with opened as db:
-        side = side_of(db)
+        side = db.layers()
         hidden = await side.hidden()
         out: dict[str, Any] = {"usage": sorted(await layers.dump(side, "usage", hidden), key=repr)}
         for layer in LAYERS:

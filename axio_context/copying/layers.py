@@ -18,10 +18,9 @@ from typing import Any, Final
 
 import msgspec
 
-from axio_context.copying import LayerReport, PoolRow, RunRow
-from axio_context.transcript.hidden import Renumbering
-
-from .sides import Side
+from ..transcript.hidden import Renumbering
+from .rows import LayerReport, PoolRow, RunRow
+from .sides import LayerSide as Side
 
 __all__ = ["LAYERS", "Layer", "copy_layers", "dump", "families"]
 

@@ -1,0 +1,68 @@
+"""The backend protocol and its registry: what the command line, the browser, ``copy`` and the
+bridges need of a database (:mod:`.protocol`), and which backend opens a location
+(:mod:`.registry`: a path or ``sqlite://`` is SQLite, ``postgresql://`` PostgreSQL, others
+through the ``axio_context.backends`` entry point group)."""
+
+from .protocol import (
+    AxioImport,
+    Browsable,
+    Capability,
+    DamageChecking,
+    Database,
+    DatabaseStats,
+    FileUpkeep,
+    IndexState,
+    MemoryStores,
+    StoredStateView,
+    UnsupportedCapabilityError,
+    axio_import,
+    damage_checking,
+    file_upkeep,
+    require,
+    supports,
+)
+from .registry import (
+    ENTRY_POINT_GROUP,
+    ENV_VAR,
+    Backend,
+    BackendMissingError,
+    Where,
+    backend_for,
+    backend_of,
+    connect,
+    default_location,
+    is_url,
+    open_database,
+    scheme_of,
+)
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "ENV_VAR",
+    "AxioImport",
+    "Backend",
+    "BackendMissingError",
+    "Browsable",
+    "Capability",
+    "DamageChecking",
+    "Database",
+    "DatabaseStats",
+    "FileUpkeep",
+    "IndexState",
+    "MemoryStores",
+    "StoredStateView",
+    "UnsupportedCapabilityError",
+    "Where",
+    "axio_import",
+    "backend_for",
+    "backend_of",
+    "connect",
+    "damage_checking",
+    "default_location",
+    "file_upkeep",
+    "is_url",
+    "open_database",
+    "require",
+    "scheme_of",
+    "supports",
+]

@@ -1,0 +1,67 @@
+"""The PostgreSQL backend as the registry sees it (:mod:`axio_context.backends.registry`): how a
+``postgresql://`` (or ``postgres://``) URL opens, and the pools its stores take, for the
+bridges. Registered under both schemes of the ``axio_context.backends`` entry point group."""
+
+from __future__ import annotations
+
+import os
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any
+
+from axio_context.backends import Database as DatabaseProtocol
+from axio_context.backends import Where
+from axio_context.context import ContextStore
+from axio_context.conversation_log import ConversationLog as ConversationLogProtocol
+from axio_context.errors import DatabaseOpenError
+from axio_context.tokens import TokenCounter
+
+from .connection import Pool, connect
+from .conversation_log import PostgresConversationLog
+from .database import describe, open_database
+from .store import PostgresContextStore
+
+__all__ = ["BACKEND", "PostgresBackend"]
+
+
+class PostgresBackend:
+    """Opens PostgreSQL databases by URL."""
+
+    name = "postgresql"
+
+    def open_database(
+        self,
+        where: Where | None,
+        *,
+        create: bool = True,
+        readonly: bool = False,
+        busy_timeout: float | None = None,
+    ) -> AbstractAsyncContextManager[DatabaseProtocol]:
+        if where is None:
+            raise DatabaseOpenError("a PostgreSQL database is named by its URL (postgresql://...)")
+        return open_database(os.fspath(where))
+
+    async def connect(self, where: Where) -> Pool:
+        return await connect(os.fspath(where), min_size=1, max_size=4)
+
+    def owns(self, handle: object) -> bool:
+        return isinstance(handle, Pool)
+
+    def context_store(self, handle: Any, session_id: str, project: str | None = None) -> ContextStore:
+        return PostgresContextStore(handle, session_id, project)
+
+    def conversation_log(
+        self, handle: Any, *, adapter: str, project: str | None, token_counter: TokenCounter | None
+    ) -> ConversationLogProtocol:
+        return PostgresConversationLog(handle, adapter=adapter, project=project, token_counter=token_counter)
+
+    async def describe(self, where: Where) -> dict[str, object]:
+        return await describe(os.fspath(where))
+
+
+#: The instance the entry points name.
+BACKEND = PostgresBackend()
+
+if TYPE_CHECKING:
+    from axio_context.backends import Backend
+
+    _backend: Backend = BACKEND

@@ -1,0 +1,80 @@
+"""The layers of an open SQLite database as one side of a copy (:class:`~axio_context.copying.LayerSide`):
+each layer's dump and load, run on the connection's worker thread.
+
+A load writes a batch of items in one transaction (a savepoint per item, nested in it), so an
+interrupted copy keeps whole items only and the next run copies the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+import aiosqlite
+
+from ..agents import transfer as runs
+from ..memory import blobs
+from ..memory import transfer as memory
+from ..pools import transfer as pools
+from ..state import transfer as records
+from ..store.calls import run
+from ..store.transactions import read_tx, write_tx
+from ..usage import transfer as usage
+
+__all__ = ["SQLiteLayers"]
+
+
+def _one_usage(c: Any, row: Any) -> None:
+    usage.load(c, [row])
+
+
+#: layer -> (dump(c), load(c, item)), run on the connection's worker thread.
+LAYERS: Final[dict[str, tuple[Callable[[Any], list[Any]], Callable[[Any, Any], object]]]] = {
+    "usage": (usage.dump, _one_usage),
+    "collections": (memory.dump_collections, memory.load_collection),
+    "blobs": (blobs.dump_rows, blobs.load_row),
+    "graph_entities": (memory.dump_entities, memory.load_entity),
+    "graph_relationships": (memory.dump_relationships, memory.load_relationship),
+    "task_lists": (memory.dump_task_lists, memory.load_task_list),
+    "pools": (pools.dump_pools, pools.load_family),
+    "states": (records.dump_states, records.load_state),
+    "conversations": (records.dump_conversations, records.load_conversation),
+    "conversation_entries": (records.dump_entries, records.load_entry),
+    "runs": (runs.dump_runs, runs.load_run),
+}
+
+
+def _dump(c: Any, fn: Callable[[Any], list[Any]]) -> list[Any]:
+    with read_tx(c):
+        return fn(c)
+
+
+def _load(c: Any, fn: Callable[[Any, Any], object], items: Sequence[Any]) -> list[bool]:
+    with write_tx(c):
+        return [fn(c, item) is not False for item in items]
+
+
+def _hidden(c: Any) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for session_id, position in c.execute(
+        "SELECT s.id, h.position FROM hidden_messages h JOIN sessions s ON s.sid = h.sid"
+        " ORDER BY s.id, h.position"
+    ):
+        out.setdefault(session_id, []).append(int(position))
+    return out
+
+
+class SQLiteLayers:
+    """The layers of one SQLite connection, as a copy dumps and loads them."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+
+    async def dump(self, layer: str) -> list[Any]:
+        return await run(self._conn, _dump, LAYERS[layer][0])
+
+    async def load(self, layer: str, items: Sequence[Any]) -> list[bool]:
+        return await run(self._conn, _load, LAYERS[layer][1], list(items))
+
+    async def hidden(self) -> dict[str, list[int]]:
+        return await run(self._conn, _hidden)

@@ -1,0 +1,119 @@
+"""What a SQLite :class:`~axio_context_sqlite.database.Database` hands out beside its own calls:
+a session, the layer stores on its connection, the session tree, the copy side and the browser,
+as :class:`axio_context.backends.Database` names them for every backend."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import aiosqlite
+
+from axio_context.backends.protocol import Capability
+from axio_context.views import SessionNode
+
+from ..memory import (
+    MemoryStats,
+    SQLiteBlobStore,
+    SQLiteGraphStore,
+    SQLiteTaskStore,
+    SQLiteVectorStore,
+    memory_stats,
+)
+from ..pools import PoolInfo, PoolView, list_pools, show_pool
+from ..state import StoredState, load_stored
+from ..state.tree import descendants, session_tree
+from ..store.context_store import SQLiteContextStore
+from ..usage import SQLiteUsageRecorder
+from .layers import SQLiteLayers
+
+if TYPE_CHECKING:
+    from .live import Browsable
+
+__all__ = ["ALL_CAPABILITIES", "DatabaseStores", "SQLiteMemoryStores"]
+
+#: A SQLite file can do every call beyond the common protocol.
+ALL_CAPABILITIES = frozenset(Capability)
+
+
+class SQLiteMemoryStores:
+    """The four memory stores on one connection (what ``axio-context memory ...`` calls)."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+
+    def vectors(self) -> SQLiteVectorStore:
+        return SQLiteVectorStore(self._conn)
+
+    def blobs(self) -> SQLiteBlobStore:
+        return SQLiteBlobStore(self._conn)
+
+    def graph(self) -> SQLiteGraphStore:
+        return SQLiteGraphStore(self._conn)
+
+    def tasks(self) -> SQLiteTaskStore:
+        return SQLiteTaskStore(self._conn)
+
+
+class DatabaseStores:
+    """The stores and views a database hands out (see :class:`.database.Database`)."""
+
+    _conn: aiosqlite.Connection
+    _path: Path
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """Every capability: vacuum, recompress, checkpoint, backup, check, import-axio."""
+        return ALL_CAPABILITIES
+
+    def instead(self, capability: Capability) -> str:
+        """Never needed here: a SQLite file has every capability."""
+        return f"{capability} runs on every SQLite database"
+
+    def store(self, session_id: str, project: str | None = None) -> SQLiteContextStore:
+        """One session of this database, on its connection."""
+        return SQLiteContextStore(self._conn, session_id, project=project)
+
+    def memory_stores(self) -> SQLiteMemoryStores:
+        """The memory stores (vectors, blobs, graph, tasks) in this file, on its connection."""
+        return SQLiteMemoryStores(self._conn)
+
+    async def memory_stats(self) -> MemoryStats:
+        """What the memory stores hold, for ``stats``."""
+        return await memory_stats(self._conn)
+
+    def usage_recorder(self) -> SQLiteUsageRecorder:
+        """The usage recorder of this file (rows, rollups, session token totals)."""
+        return SQLiteUsageRecorder(self._conn)
+
+    async def list_pools(self, kind: str | None = None) -> list[PoolInfo]:
+        """Every context queue and pool (or only ``kind``: 'queue' or 'pool'), by name."""
+        return await list_pools(self._conn, kind)
+
+    async def show_pool(self, name: str, *, limit: int) -> PoolView:
+        """The queue or pool ``name`` with its first ``limit`` items."""
+        return await show_pool(self._conn, name, limit=limit)
+
+    async def lineage_tree(
+        self, project: str | None = None, *, limit: int | None = None, since: datetime | None = None
+    ) -> list[SessionNode]:
+        """Root sessions newest first with their subagent sessions and forks below them."""
+        return await session_tree(self._conn, project, limit=limit, since=since)
+
+    async def descendants(self, session_ids: Sequence[str]) -> list[str]:
+        """Sessions below ``session_ids`` (subagent sessions and forks), for ``export --children``."""
+        return await descendants(self._conn, session_ids)
+
+    async def load_stored(self, session_id: str) -> StoredState | None:
+        """The agent state saved with a session, as stored (the ``state`` command's view)."""
+        return await load_stored(SQLiteContextStore(self._conn, session_id, project=""))
+
+    def layers(self) -> SQLiteLayers:
+        """The layers beside the sessions, as ``copy`` dumps and loads them."""
+        return SQLiteLayers(self._conn)
+
+    def browser(self) -> Browsable:
+        """This database as the browser reads it: itself."""
+        return self  # type: ignore[return-value]  # Database mixes in DatabaseLive

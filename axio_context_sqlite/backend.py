@@ -1,0 +1,81 @@
+"""The SQLite backend as the registry sees it (:mod:`axio_context.backends.registry`): how a path
+(or ``sqlite://PATH``) opens, and the handles its stores take, for the bridges. Registered
+under the ``sqlite`` scheme of the ``axio_context.backends`` entry point group."""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import aiosqlite
+
+from axio_context.backends import AxioImport, DamageChecking, FileUpkeep, Where
+from axio_context.backends import Database as DatabaseProtocol
+from axio_context.context import ContextStore
+from axio_context.conversation_log import ConversationLog as ConversationLogProtocol
+from axio_context.tokens import TokenCounter
+
+from .database import Database, open_database
+from .paths import default_db_path
+from .store.connection import connect
+from .store.context_store import SQLiteContextStore
+from .store.conversation_log import ConversationLog
+
+__all__ = ["BACKEND", "SQLiteBackend"]
+
+
+class SQLiteBackend:
+    """Opens SQLite database files."""
+
+    name = "sqlite"
+
+    def open_database(
+        self,
+        where: Where | None,
+        *,
+        create: bool = True,
+        readonly: bool = False,
+        busy_timeout: float | None = None,
+    ) -> AbstractAsyncContextManager[DatabaseProtocol]:
+        path = None if where is None else Path(where)
+        if busy_timeout is None:
+            return open_database(path, create=create, readonly=readonly)
+        return open_database(path, create=create, readonly=readonly, busy_timeout=busy_timeout)
+
+    async def connect(self, where: Where) -> aiosqlite.Connection:
+        return await connect(Path(where))
+
+    def owns(self, handle: object) -> bool:
+        return isinstance(handle, aiosqlite.Connection)
+
+    def context_store(self, handle: Any, session_id: str, project: str | None = None) -> ContextStore:
+        return SQLiteContextStore(handle, session_id, project=project)
+
+    def conversation_log(
+        self, handle: Any, *, adapter: str, project: str | None, token_counter: TokenCounter | None
+    ) -> ConversationLogProtocol:
+        return ConversationLog(handle, adapter=adapter, project=project, token_counter=token_counter)
+
+    async def describe(self, where: Where) -> dict[str, object]:
+        return {"database": str(where), "backend": self.name}
+
+    def default_location(self) -> Path:
+        """``$AXIO_CONTEXT_DB`` or ``context.db`` in the user data directory."""
+        return default_db_path()
+
+
+#: The instance the entry point names.
+BACKEND = SQLiteBackend()
+
+if TYPE_CHECKING:  # mypy checks the database class against the protocol and its capabilities
+
+    def _conforms(db: Database) -> None:
+        _database: DatabaseProtocol = db
+        _upkeep: FileUpkeep = db
+        _checking: DamageChecking = db
+        _axio: AxioImport = db
+
+    from axio_context.backends import Backend
+
+    _backend: Backend = BACKEND
