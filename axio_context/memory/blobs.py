@@ -23,6 +23,7 @@ from urllib.parse import quote, unquote
 
 import msgspec
 
+from ..terminal import UNSAFE
 from .errors import BlobKeyError, BlobNotFoundError, BlobTooLargeError, InvalidInputError
 
 __all__ = [
@@ -128,7 +129,7 @@ def check_content_type(content_type: str) -> str:
     """``content_type`` if it is a usable one (a short string without control characters)."""
     if not isinstance(content_type, str) or not content_type or len(content_type) > 255:
         raise InvalidInputError(f"a content type is a string of 1-255 characters, got {content_type!r}")
-    if any(ord(c) < 32 or ord(c) == 127 for c in content_type):
+    if UNSAFE.search(content_type):  # C0, DEL, C1 or bidi: what a terminal would act on
         raise InvalidInputError(f"content type {content_type!r} holds a control character")
     return content_type
 
