@@ -3,7 +3,8 @@
 Run ``python docs/gen_cli.py`` after adding or changing a command (it rewrites docs/cli.md);
 ``python docs/gen_cli.py --check`` exits 1 when docs/cli.md is out of date (the docs tests do the
 same). Every command and subcommand of ``axio-context`` gets a section with its ``--help``,
-rendered at a fixed width so the output does not depend on the terminal.
+rendered at a fixed width so the output does not depend on the terminal, as a ``console`` block
+(``$ axio-context NAME --help`` and its output) that the docs test runs and compares.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import click
 from axio_context_sqlite.cli import cli
 
 CLI_MD = Path(__file__).resolve().parent / "cli.md"
-WIDTH = 88
+WIDTH = 78  # what click renders at on any terminal of 80 columns or more
 PROG = "axio-context"
 
 INTRO = """\
@@ -28,7 +29,8 @@ INTRO = """\
 
 `axio-context` (also `python -m axio_context_sqlite`) reads and maintains a database of agent
 sessions. Every command opens the database, makes one library call and prints the result: a
-table or Markdown for people, `--json` (an array) or `--nl` (one object per line) for programs.
+table or Markdown for people, `--json` (an array; one object where a command prints one thing,
+and for `search` and `similar`, below) or `--nl` (one object per line) for programs.
 
 - **Which database:** `--db PATH`, else `$AXIO_CONTEXT_DB`, else `context.db` in the user data
   directory (`~/.local/share/axio-context/` on Linux). Commands that only read never create it.
@@ -38,6 +40,34 @@ table or Markdown for people, `--json` (an array) or `--nl` (one object per line
 - **Shell completion** of commands and session ids:
   `eval "$(_AXIO_CONTEXT_COMPLETE=bash_source axio-context)"` in `~/.bashrc` (`zsh_source`,
   `fish_source` for the other shells).
+
+## The JSON of `search` and `similar`
+
+`--json` prints one object: the hits, and what the search could not see or chose not to show
+(the table output prints the same notes to stderr). `--nl` prints the hits alone, one a line.
+
+| key | what |
+|---|---|
+| `hits` | the hits, best first (their keys below) |
+| `unindexed` | messages the keyword index had not taken in (a read-only database, another writer's lock): searched by meaning only |
+| `why` | why they were not indexed, or `null` |
+| `not_embedded` | messages in the search's scope without an embedding, which meaning could not find (`reindex` embeds them) |
+| `fallback` | why a hybrid search ran by keyword alone, or `null` |
+| `withheld` | messages a hybrid search found by meaning alone and did not show, because no message holds the query's words |
+| `notes` | the notes above as sentences for people |
+
+A hit:
+
+| key | what |
+|---|---|
+| `session_id`, `position` | the message: its session and its position in the session's full transcript (0-based) |
+| `role` | `user`, `assistant` or `system` |
+| `snippet` | the message's text around the match |
+| `highlights` | `[start, end]` character ranges of the matched words in `snippet` |
+| `score` | what the hits are ordered by, higher first |
+| `keyword_rank`, `semantic_rank` | the hit's 1-based rank in each ranking, `null` where it was not in it |
+| `preview`, `project`, `title` | the session's preview, project and title |
+| `created_at` | when the message was stored (ISO 8601, UTC) |
 """
 
 
@@ -76,7 +106,9 @@ def render() -> str:
     for name, cmd, ctx in entries:
         depth = "#" * min(len(name.split()) + 1, 4)
         parts.append(f"{depth} {name}\n")
-        parts.append("```text")
+        # a console block: the docs test runs `NAME --help` for real and compares (tests/docs)
+        parts.append("```console")
+        parts.append(f"$ {name} --help")
         parts.append(cmd.get_help(ctx).rstrip())
         parts.append("```\n")
     return "\n".join(parts).rstrip() + "\n"

@@ -104,20 +104,33 @@ async def stored_project(db: Database, project: str | None) -> str | None:
 
 
 @overload
-def output_options(fn: F, *, listing: bool = True) -> F: ...
+def output_options(fn: F, *, listing: bool = True, results: bool = False) -> F: ...
 @overload
-def output_options(fn: None = None, *, listing: bool = True) -> Callable[[F], F]: ...
-def output_options(fn: F | None = None, *, listing: bool = True) -> F | Callable[[F], F]:
+def output_options(fn: None = None, *, listing: bool = True, results: bool = False) -> Callable[[F], F]: ...
+def output_options(
+    fn: F | None = None, *, listing: bool = True, results: bool = False
+) -> F | Callable[[F], F]:
     """The output flags, the same on every command that prints data.
 
     ``@output_options`` (a listing): ``--json`` prints a JSON array, ``--nl`` one JSON object
     per line. ``@output_options(listing=False)`` (a command that prints one thing): ``--json``
-    prints one JSON object.
+    prints one JSON object. ``@output_options(results=True)`` (search and similar): ``--json``
+    prints one object, the hits and the notes on them (docs/cli.md gives its keys), ``--nl`` one
+    hit per line.
     """
 
     def decorate(fn: F) -> F:
         if not listing:
             return click.option("--json", "as_json", is_flag=True, help="Output a JSON object.")(fn)
+        if results:
+            fn = click.option("--nl", is_flag=True, help="Output one JSON object per hit, one per line.")(fn)
+            return click.option(
+                "--json",
+                "as_json",
+                is_flag=True,
+                help="Output one JSON object: hits, unindexed, why, not_embedded, fallback, "
+                "withheld, notes (see docs/cli.md).",
+            )(fn)
         fn = click.option("--nl", is_flag=True, help="Output one JSON object per line.")(fn)
         return click.option("--json", "as_json", is_flag=True, help="Output a JSON array.")(fn)
 

@@ -152,7 +152,7 @@ class QueryCommand(click.Command):
     "(default: the one the database was embedded with).",
 )
 @agent_options("messages")
-@output_options
+@output_options(results=True)
 @click.pass_context
 def search_(
     ctx: click.Context,
@@ -232,7 +232,7 @@ def _emit_results(results: SearchResults, shown: dict[str, str], as_json: bool, 
 @click.option(
     "-k", "--limit", type=click.IntRange(1, MAX_K), default=10, show_default=True, help="At most N hits."
 )
-@output_options
+@output_options(results=True)
 @click.pass_context
 def similar(ctx: click.Context, session: str, position: int, limit: int, as_json: bool, nl: bool) -> None:
     """Messages across every session nearest in meaning to message POSITION of SESSION.

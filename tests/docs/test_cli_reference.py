@@ -3,13 +3,17 @@ docs/gen_cli.py, current, and complete (every command and subcommand has a secti
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import click
+from click.testing import CliRunner
 
 from .markdown_blocks import ROOT
 
@@ -76,3 +80,45 @@ def test_the_generator_runs_as_a_script() -> None:
         [sys.executable, "docs/gen_cli.py", "--check"], cwd=ROOT, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
+
+
+def _documented_keys(text: str, heading: str) -> list[str]:
+    """The keys of the first table after ``heading`` in docs/cli.md (each row's backticked names)."""
+    rows = text.split(heading, 1)[1].split("\n\n|", 1)[1].split("\n\n", 1)[0].splitlines()
+    keys: list[str] = []
+    for row in rows[2:]:
+        keys += re.findall(r"`(\w+)`", row.split("|")[1])
+    return keys
+
+
+def test_the_json_of_search_and_similar_is_what_cli_md_documents(tmp_path: Path) -> None:
+    """``search --json`` and ``similar --json`` print one object, with the keys docs/cli.md lists
+    (and their help says so); ``--nl`` prints the hits, one a line."""
+    from axio_context.testing import text
+    from axio_context_sqlite import SQLiteContextStore, connect
+    from axio_context_sqlite.cli import cli
+
+    async def fill(path: Path) -> None:
+        async with connect(path) as conn:
+            store = SQLiteContextStore(conn, "s1", project="p")
+            await store.append(text("user", "the parser crashed"))
+            await store.append(text("assistant", "fixed the parser"))
+
+    db = tmp_path / "j.db"
+    asyncio.run(fill(db))
+    reference = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    top = _documented_keys(reference, "## The JSON of `search` and `similar`")
+    hit = _documented_keys(reference, "A hit:")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["--db", str(db), "reindex"], catch_exceptions=False).exit_code == 0
+    for args in (["search", "parser"], ["similar", "s1", "0"]):
+        result = runner.invoke(cli, ["--db", str(db), *args, "--json"], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        out = json.loads(result.stdout)
+        assert isinstance(out, dict) and sorted(out) == sorted(top), args
+        assert out["hits"], args
+        assert all(sorted(h) == sorted(hit) for h in out["hits"]), args
+        lines = runner.invoke(cli, ["--db", str(db), *args, "--nl"], catch_exceptions=False).stdout
+        assert [json.loads(ln) for ln in lines.splitlines()] == out["hits"], args
+        help_text = runner.invoke(cli, [args[0], "--help"]).output
+        assert "Output one JSON object: hits" in help_text and "JSON array" not in help_text
