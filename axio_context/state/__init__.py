@@ -1,10 +1,11 @@
 """Resumable agent state with pai-agent-sdk's names: :class:`ResumableState` (subclassable, JSON
 round trips keeping unknown fields), :class:`ExtraUsageRecord`, :class:`ModelConfig` and the
-:class:`AgentContext` that exports and restores it. ``axio_context_sqlite.state`` persists it
-with its session, subagent histories as child sessions.
+:class:`AgentContext` that exports and restores it (its :class:`ToolConfig` and environment are
+held, not saved). ``axio_context_sqlite.state`` persists it with its session, subagent histories
+as child sessions.
 """
 
-from .agent import AgentContext, ModelConfig
+from .agent import AgentContext, ModelConfig, ToolConfig
 from .errors import StateDecodeError, StateEncodeError, StateError
 from .history import message_dict_of, message_of
 from .resumable import ExtraUsageRecord, ResumableState, RunUsage, state_type_name
@@ -18,6 +19,7 @@ __all__ = [
     "StateDecodeError",
     "StateEncodeError",
     "StateError",
+    "ToolConfig",
     "message_dict_of",
     "message_of",
     "state_type_name",

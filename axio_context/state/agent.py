@@ -8,16 +8,17 @@ AgentContext)`` with extra fields) and points ``state_type`` at its own state cl
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Final, Self
 from uuid import uuid4
 
 import msgspec
 
 from .resumable import ExtraUsageRecord, ResumableState
 
-__all__ = ["AgentContext", "ModelConfig"]
+__all__ = ["AgentContext", "ModelConfig", "ToolConfig"]
 
 
 class ModelConfig(msgspec.Struct, kw_only=True):
@@ -43,6 +44,64 @@ class ModelConfig(msgspec.Struct, kw_only=True):
         return self.has_video_capability
 
 
+#: ToolConfig's API keys, each read from the environment variable of its name in capitals.
+_KEY_FIELDS: Final = (
+    "google_search_api_key",
+    "google_search_cx",
+    "tavily_api_key",
+    "brave_search_api_key",
+    "pixabay_api_key",
+    "rapidapi_api_key",
+    "firecrawl_api_key",
+)
+
+
+class ToolConfig:
+    """Tool settings and API keys (pai-agent-sdk's ``ToolConfig``): held by an
+    :class:`AgentContext` for its tools, never saved with the state.
+
+    The API keys not given are read from the environment (``TAVILY_API_KEY``...) when the config
+    is made, as pai does (pai also reads a ``.env`` file; this does not). Keyword arguments pai
+    does not name are kept as attributes (pai's ``extra="allow"``).
+    """
+
+    def __init__(
+        self,
+        *,
+        skip_url_verification: bool = True,
+        enable_load_document: bool = False,
+        image_understanding_model: str | None = None,
+        image_understanding_model_settings: dict[str, Any] | None = None,
+        video_understanding_model: str | None = None,
+        video_understanding_model_settings: dict[str, Any] | None = None,
+        image_to_url_hook: Any = None,
+        video_to_url_hook: Any = None,
+        **extra_data: Any,
+    ) -> None:
+        self.skip_url_verification = skip_url_verification
+        self.enable_load_document = enable_load_document
+        self.image_understanding_model = image_understanding_model
+        self.image_understanding_model_settings = image_understanding_model_settings
+        self.video_understanding_model = video_understanding_model
+        self.video_understanding_model_settings = video_understanding_model_settings
+        self.image_to_url_hook = image_to_url_hook
+        self.video_to_url_hook = video_to_url_hook
+        for name in _KEY_FIELDS:
+            setattr(self, name, extra_data.pop(name, None) or os.environ.get(name.upper()))
+        for name, value in extra_data.items():
+            setattr(self, name, value)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and vars(other) == vars(self)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        keys = set(_KEY_FIELDS)
+        shown = ", ".join(f"{k}={'***' if k in keys and v else repr(v)}" for k, v in vars(self).items())
+        return f"ToolConfig({shown})"
+
+
 def _run_id() -> str:
     return uuid4().hex
 
@@ -50,7 +109,10 @@ def _run_id() -> str:
 class AgentContext(msgspec.Struct, kw_only=True, dict=True):
     """One agent session's state; ``async with`` marks its start and end (entered once at a time).
 
-    ``subagent_history`` maps a subagent's id to its messages in pai's dict shape.
+    ``subagent_history`` maps a subagent's id to its messages in pai's dict shape. The run's
+    environment (``env``, or pai's earlier ``file_operator``, ``shell`` and ``resources``, filled
+    from ``env`` where not given) and ``tool_config`` are held for the tools and never saved:
+    :meth:`export_state` copies only the fields of :attr:`state_type`.
     """
 
     #: The state class :meth:`export_state` builds (a subclass of ResumableState).
@@ -72,6 +134,16 @@ class AgentContext(msgspec.Struct, kw_only=True, dict=True):
     need_user_approve_mcps: list[str] = []
     auto_load_files: list[str] = []
     tasks: dict[str, dict[str, Any]] = {}
+    env: Any = None
+    file_operator: Any = None
+    shell: Any = None
+    resources: Any = None
+    tool_config: Any = msgspec.field(default_factory=ToolConfig)
+
+    def __post_init__(self) -> None:
+        for name in ("file_operator", "shell", "resources"):  # pai derives these from its env
+            if getattr(self, name) is None and self.env is not None:
+                setattr(self, name, getattr(self.env, name, None))
 
     def export_state(
         self, *, include_subagent: bool = True, include_extra_usages: bool = False
@@ -98,10 +170,27 @@ class AgentContext(msgspec.Struct, kw_only=True, dict=True):
             state.restore(self)
         return self
 
-    def create_subagent_context(self, **overrides: Any) -> AgentContext:
+    def create_subagent_context(
+        self, agent_name: str = "", agent_id: str | None = None, **overrides: Any
+    ) -> AgentContext:
         """A context for a subagent run: a new run id whose parent is this one, the same model
-        config, and everything else fresh (its history belongs in ``subagent_history``)."""
-        return type(self)(parent_run_id=self.run_id, model_cfg=self.model_cfg, **overrides)
+        config, tool config and environment, everything else fresh (its history belongs in
+        ``subagent_history``). Given ``agent_name`` (pai's call form), the subagent is recorded
+        in ``agent_registry`` under ``agent_id`` (a new id when not given), as pai does."""
+        if agent_name:
+            key = agent_id or uuid4().hex[:8]
+            parent = self.__dict__.get("_agent_id", "main")
+            self.agent_registry.setdefault(
+                key, {"agent_id": key, "agent_name": agent_name, "parent_agent_id": parent}
+            )
+        shared = {
+            name: getattr(self, name)
+            for name in ("model_cfg", "tool_config", "env", "file_operator", "shell", "resources")
+        }
+        child = type(self)(parent_run_id=self.run_id, **{**shared, **overrides})
+        if agent_name:
+            child.__dict__["_agent_id"] = key
+        return child
 
     async def __aenter__(self) -> Self:
         if self.__dict__.get("_entered"):

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Final, Self
 import msgspec
 
 from ..usage_limits.counts import RunUsage  # the one RunUsage, pydantic-ai's fields
-from .errors import StateDecodeError, StateEncodeError
+from .errors import StateEncodeError, decode_error
 
 __all__ = ["ExtraUsageRecord", "ResumableState", "RunUsage", "state_type_name"]
 
@@ -117,7 +117,8 @@ class ResumableState(msgspec.Struct, kw_only=True, dict=True):
     def from_dict(cls, data: dict[str, Any]) -> Self:
         """Validate ``data`` into this class; defaults fill what is missing, unknown keys are kept."""
         if not isinstance(data, dict):
-            raise StateDecodeError(f"a {cls.__name__} must be a JSON object, got {type(data).__name__}")
+            kind = type(data).__name__
+            raise decode_error(f"a {cls.__name__} must be a JSON object, got {kind}", cls.__name__)
         known = _known(cls)
         given = {k: v for k, v in data.items() if k in known}
         prompts = given.get("user_prompts")
@@ -129,7 +130,7 @@ class ResumableState(msgspec.Struct, kw_only=True, dict=True):
         try:
             state = msgspec.convert(given, cls)
         except msgspec.ValidationError as exc:
-            raise StateDecodeError(f"{cls.__name__}: {exc}") from None
+            raise decode_error(f"{cls.__name__}: {exc}", cls.__name__) from None
         unknown = {k: v for k, v in data.items() if k not in known}
         if unknown:
             state.__dict__["_unknown"] = unknown
@@ -151,7 +152,7 @@ class ResumableState(msgspec.Struct, kw_only=True, dict=True):
         try:
             raw = _RAW.decode(data)
         except msgspec.DecodeError as exc:
-            raise StateDecodeError(f"{cls.__name__}: not a JSON object ({exc})") from None
+            raise decode_error(f"{cls.__name__}: not a JSON object ({exc})", cls.__name__) from None
         return cls.from_dict(raw)
 
     # pai (pydantic) spellings, so code ported from pai-agent-sdk runs unchanged.
