@@ -1,7 +1,8 @@
 """axio-context: typed conversation blocks, messages and the ContextStore contract.
 
 The vocabulary and contracts, with no disk I/O; ``axio_context_sqlite`` is the SQLite backend.
-Names and signatures follow axio 0.12, so code written against axio ports by changing imports.
+Names and signatures follow axio 0.12, so code written against axio ports by changing imports;
+pygents' ``ContextQueue``, ``ContextPool`` and ``ContextItem`` are here too, as in pygents.
 """
 
 import logging
@@ -33,6 +34,7 @@ from .compaction import (
 from .context import ContextStore, MemoryContextStore
 from .errors import AxioContextError, DecodeError, SessionNotFoundError, StoreClosedError
 from .messages import Message, Role, SessionInfo
+from .pools import ContextItem, ContextPool, ContextQueue  # pygents' top-level names
 
 __version__ = "0.1.0"
 
@@ -50,6 +52,9 @@ __all__ = [
     "CheckpointStore",
     "CompactionPipeline",
     "ContentBlock",
+    "ContextItem",
+    "ContextPool",
+    "ContextQueue",
     "ContextStore",
     "DecodeError",
     "ExtractiveSummarizer",
