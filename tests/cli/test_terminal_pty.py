@@ -11,10 +11,12 @@ import fcntl
 import os
 import pty
 import re
+import select
 import shutil
 import struct
 import subprocess
 import termios
+import time
 from pathlib import Path
 
 import pytest
@@ -128,3 +130,52 @@ def test_search_highlights_are_the_only_styling(hostile_db: tuple[Path, dict[str
     ours = re.sub(r"\x1b\[(?:0|1|33|39|22)(?:;\d+)*m", "", out)  # click.style's bold yellow and resets
     assert_harmless(ours, "search in colour")
     assert "\x1b[" in out  # the highlight is there
+
+
+def test_browse_sends_no_stored_sequence_to_the_terminal(hostile_db: tuple[Path, dict[str, str]]) -> None:
+    # The browser draws with escape sequences of its own, so what is checked is that none of the
+    # stored ones arrive: the OSC that retitles the window, OSC 52 (the clipboard), the clear, a
+    # raw C1 CSI or bidi override, a hyperlink (OSC 8) to the stored URL.
+    path, _ = hostile_db
+    assert EXE is not None
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 160, 0, 0))
+    environ = {**os.environ, "TERM": "xterm-256color"}
+    proc = subprocess.Popen(
+        [EXE, "--db", str(path), "browse"], stdin=slave, stdout=slave, stderr=slave, env=environ
+    )
+    os.close(slave)
+    received = bytearray()
+    deadline = time.monotonic() + 30
+    sent_quit = False
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            received += chunk
+        if not sent_quit and b"exe.txt" in received:  # the list is drawn: leave
+            time.sleep(0.5)
+            os.write(master, b"\x11")  # ctrl+q
+            sent_quit = True
+    os.close(master)
+    code = proc.wait(timeout=30)
+    out = received.decode("utf-8", "replace")
+    assert sent_quit, out[-2000:]
+    assert code == 0
+    for seq in (
+        "\x1b]0;pwned",
+        "\x1b]52;",
+        "\x1b[2J\x1b]52",
+        "\x9b",
+        "\u202e",
+        "\u2066",
+        "attacker.invalid/x\x1b",
+    ):
+        assert seq not in out, repr(seq)
+    assert "\\x1b]0;pwned" in out  # shown, escaped
+    assert "Traceback" not in out and "MarkupError" not in out
