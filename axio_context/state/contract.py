@@ -127,7 +127,11 @@ class StoredStateContract:
         assert await states.load(store) is None
         assert await store.get_history() == []
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(
+        max_examples=40,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.differing_executors],
+    )
     @given(state=_STATES)
     async def test_what_a_save_accepts_loads_back_equal(
         self, states: StateFactory, state: ResumableState
