@@ -1,4 +1,4 @@
-"""The queue and pool contract suites against both backends: in memory and SQLite."""
+"""The queue and pool contract suites in memory and on SQLite (PostgreSQL: tests/postgres)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import pytest
 
 from axio_context.pools.testing import ContextPoolContract, ContextQueueContract
 from axio_context.pools.testing.stored import StoredItemsContract
+from axio_context.pools.testing.writers import SharedWritersContract
 
 from .factories import InMemoryPools, SQLitePools
 
@@ -41,6 +42,18 @@ class TestInMemoryStoredItems(StoredItemsContract):
 
 
 class TestSQLiteStoredItems(StoredItemsContract):
+    @pytest.fixture
+    def pools(self, sqlite_pools: SQLitePools) -> SQLitePools:
+        return sqlite_pools
+
+
+class TestInMemorySharedWriters(SharedWritersContract):
+    @pytest.fixture
+    def pools(self, memory_pools: InMemoryPools) -> InMemoryPools:
+        return memory_pools
+
+
+class TestSQLiteSharedWriters(SharedWritersContract):
     @pytest.fixture
     def pools(self, sqlite_pools: SQLitePools) -> SQLitePools:
         return sqlite_pools

@@ -27,6 +27,7 @@ from axio_context.pools import (
 from axio_context.pools.sql import selecting
 from axio_context.pools.testing import ContextPoolContract, ContextQueueContract
 from axio_context.pools.testing.stored import StoredItemsContract
+from axio_context.pools.testing.writers import SharedWritersContract
 from axio_context_postgres import Pool, connect
 from axio_context_postgres.pools import PostgresContextPool, PostgresContextQueue, show_pool
 from axio_context_postgres.pools.dialect import POSTGRES_POOLS, tsquery_text
@@ -94,6 +95,12 @@ class TestPostgresPool(ContextPoolContract):
 
 
 class TestPostgresStoredItems(StoredItemsContract):
+    @pytest.fixture
+    def pools(self, pg_pools: PostgresPools) -> PostgresPools:
+        return pg_pools
+
+
+class TestPostgresSharedWriters(SharedWritersContract):
     @pytest.fixture
     def pools(self, pg_pools: PostgresPools) -> PostgresPools:
         return pg_pools
