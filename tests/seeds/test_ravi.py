@@ -112,6 +112,8 @@ async def test_a_duck_typed_strategy_fits_every_pipeline() -> None:
     assert await TopLevelPipeline([KeepLast(3)]).compact(raw) == raw[-3:]
     assert await TokenBudgetComposedStrategy([KeepLast(1)], token_budget=1).compact(raw) == raw[-1:]
     assert TopLevelPipeline is CompactionPipeline  # one class, ravi's compact() included
+    chat = [ChatMessage("user", "a"), ChatMessage("assistant", "b")]
+    assert await CompactionPipeline([KeepLast(1)]).compact(chat) == [text("assistant", "b")]
 
 
 # --- 3. ravi's parameter names -------------------------------------------------------------------

@@ -63,8 +63,14 @@ class Strategy(ABC):
         return await self.apply(list(messages), context or CompactionContext())
 
     async def compact(self, raw: Sequence[Message]) -> list[Message]:
-        """ravi's call form, ``await strategy.compact(raw)``: the view of ``raw`` (not changed)."""
-        return await self.apply(list(raw), CompactionContext())
+        """ravi's call form, ``await strategy.compact(raw)``: the view of ``raw`` (not changed);
+        ravi's chat messages in ``raw`` are read as :class:`Message` first."""
+        messages = list(raw)
+        if not all(isinstance(m, Message) for m in messages):
+            from ...agents.chat import as_message  # here: the agents package imports this one
+
+            messages = [as_message(m, f"raw[{i}]") for i, m in enumerate(messages)]
+        return await self.apply(messages, CompactionContext())
 
 
 _Result: TypeAlias = list[Message] | Awaitable[list[Message]]
