@@ -4,8 +4,8 @@ Every block runs in a fresh folder with its own user data directory (so the defa
 a fresh file there) and no ``$AXIO_CONTEXT_DB``; nothing a block before it made is there. A
 ``python`` block runs as a script and must exit 0. In a ``console`` block a ``$ `` line is a
 command and the lines up to the next one are its expected output (stdout and stderr together;
-``...`` stands for any text, as in doctest); a command whose output starts with ``Error:`` must
-exit 1, any other must exit 0. A ``bash`` block's lines are commands whose output is not shown.
+``...`` stands for any text, as in doctest); a command whose output has a line starting with
+``Error:`` must exit 1, any other must exit 0. A ``bash`` block's lines are commands whose output is not shown.
 Commands run through bash with this interpreter's scripts (``axio-context``, ``python``) first on
 the PATH.
 
@@ -204,7 +204,7 @@ def run_command(cmd: Command, where: str, place: Place) -> None:
         text=True,
     )
     got = place.back(done.stdout)
-    failing = cmd.expected.lstrip().startswith("Error:")
+    failing = any(ln.startswith("Error:") for ln in cmd.expected.splitlines())
     assert done.returncode == (1 if failing else 0), f"{where}: `{cmd.line}` exited {done.returncode}:\n{got}"
     want = cmd.expected.strip() + "\n" if cmd.expected.strip() else ""
     if want:
