@@ -49,18 +49,18 @@ and for `search` and `similar`, below) or `--nl` (one object per line) for progr
 | key | what |
 |---|---|
 | `hits` | the hits, best first (their keys below) |
-| `unindexed` | messages the keyword index had not taken in (a read-only database, another writer's lock): searched by meaning only |
+| `unindexed` | messages not yet in the keyword index (a read-only file, a writer's lock): meaning only |
 | `why` | why they were not indexed, or `null` |
-| `not_embedded` | messages in the search's scope without an embedding, which meaning could not find (`reindex` embeds them) |
+| `not_embedded` | messages in scope with no embedding, so meaning missed them (`reindex` embeds them) |
 | `fallback` | why a hybrid search ran by keyword alone, or `null` |
-| `withheld` | messages a hybrid search found by meaning alone and did not show, because no message holds the query's words |
+| `withheld` | hybrid: found by meaning alone and not shown, since no message holds the query's words |
 | `notes` | the notes above as sentences for people |
 
 A hit:
 
 | key | what |
 |---|---|
-| `session_id`, `position` | the message: its session and its position in the session's full transcript (0-based) |
+| `session_id`, `position` | the message: its session, its position in the full transcript (from 0) |
 | `role` | `user`, `assistant` or `system` |
 | `snippet` | the message's text around the match |
 | `highlights` | `[start, end]` character ranges of the matched words in `snippet` |

@@ -5,9 +5,9 @@ a fresh file there) and no ``$AXIO_CONTEXT_DB``; nothing a block before it made 
 ``python`` block runs as a script and must exit 0. In a ``console`` block a ``$ `` line is a
 command and the lines up to the next one are its expected output (stdout and stderr together;
 ``...`` stands for any text, as in doctest); a command whose output has a line starting with
-``Error:`` must exit 1, any other must exit 0. A ``bash`` block's lines are commands whose output is not shown.
-Commands run through bash with this interpreter's scripts (``axio-context``, ``python``) first on
-the PATH.
+``Error:`` must exit 1, any other must exit 0. A ``bash`` block's lines are commands whose output
+is not shown. Commands run through bash with this interpreter's scripts (``axio-context``,
+``python``) first on the PATH.
 
 The fence's info string may carry, after the language, words that say how the block runs:
 
