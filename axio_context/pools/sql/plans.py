@@ -51,9 +51,11 @@ _CHAIN: Final = (
     " CASE WHEN c.up_cut < p.fork_seq THEN c.up_cut ELSE p.fork_seq END, c.up_cut"
     " FROM chain c JOIN context_pools p ON p.id = c.up) "
 )
+# CROSS JOIN: SQLite then walks the chain first and each owner's entries by index (a plain join
+# let it scan every entry after base_seq: 500 us instead of 20 for one key of 2,000).
 _VISIBLE: Final = (
-    " FROM chain c JOIN context_pool_entries e ON e.owner = c.owner"
-    " WHERE e.seq > ? AND (c.cut IS NULL OR e.seq <= c.cut)"
+    " FROM chain c CROSS JOIN context_pool_entries e"
+    " WHERE e.owner = c.owner AND e.seq > ? AND (c.cut IS NULL OR e.seq <= c.cut)"
 )
 _QUEUE: Final = (
     _CHAIN
@@ -61,14 +63,20 @@ _QUEUE: Final = (
     + _VISIBLE
     + " ORDER BY e.seq DESC LIMIT ?"
 )
-_LATEST_PER_KEY: Final = (
-    _CHAIN
-    + "SELECT {columns} FROM (SELECT e.seq, e.key, e.ord, e.removed, e.description, e.content, e.extra,"
+# The oldest visible key of a pool (its latest entry per key, by ord).
+_OLDEST: Final = (
+    _CHAIN + "SELECT key FROM (SELECT e.key, e.ord, e.removed,"
     " ROW_NUMBER() OVER (PARTITION BY e.key ORDER BY e.seq DESC) AS n" + _VISIBLE + ") latest"
-    " WHERE n = 1 AND NOT removed ORDER BY ord"
+    " WHERE n = 1 AND NOT removed ORDER BY ord LIMIT 1"
 )
-_POOL: Final = _LATEST_PER_KEY.format(columns="seq, key, ord, description, content, extra")
-_OLDEST: Final = _LATEST_PER_KEY.format(columns="key") + " LIMIT 1"
+# Every visible entry of a pool in log order: the latest per key is kept in Python (faster than
+# the window above on SQLite: 9 ms against 16 for 2,000 items).
+_POOL: Final = (
+    _CHAIN
+    + "SELECT e.seq, e.key, e.ord, e.removed, e.description, e.content, e.extra"
+    + _VISIBLE
+    + " ORDER BY e.seq"
+)
 _LATEST: Final = (
     _CHAIN + "SELECT e.seq, e.ord, e.removed" + _VISIBLE + " AND e.key = ? ORDER BY e.seq DESC LIMIT 1"
 )
@@ -100,7 +108,13 @@ def entries(d: Dialect, h: Header) -> Plan[list[Entry]]:
     if h.kind == "queue":
         rows = yield Rows(_QUEUE, (h.id, h.base_seq, h.lim))
         return [Entry(*r) for r in reversed(rows)]
-    return [Entry(*r) for r in (yield Rows(_POOL, (h.id, h.base_seq)))]
+    live: dict[str, Entry] = {}
+    for seq, key, ord_, removed, desc, content, extra in (yield Rows(_POOL, (h.id, h.base_seq))):
+        if removed:
+            live.pop(key, None)
+        else:
+            live[key] = Entry(seq, key, ord_, desc, content, extra)
+    return sorted(live.values(), key=lambda e: e.ord)
 
 
 def _latest(h: Header, key: str) -> Plan[tuple[int, int] | None]:

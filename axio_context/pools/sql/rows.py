@@ -126,7 +126,7 @@ def encode_items(items: list[ContextItem[Any]], what: str) -> list[Packed]:
         try:
             packed = _pack(item.content)
             part = "extra keys"
-            extra = None if not item.extra else _pack(item.extra)
+            extra = None if item.extra is None else _pack(item.extra)  # {} comes back as {}
             part = "id or description"
             _text(item.id)
             _text(item.description)

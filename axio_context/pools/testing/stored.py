@@ -35,7 +35,9 @@ _content: st.SearchStrategy[Any] = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=3),
     max_leaves=8,
 )
-_pool_items = st.builds(ContextItem, _content, _text, _text)
+# Keys of a newer version's item dict (``extra``) go the same way as the content.
+_extra = st.none() | st.dictionaries(_text, _content, max_size=2)
+_pool_items = st.builds(ContextItem, _content, _text, _text, _extra)
 _SETTINGS = settings(
     max_examples=25,
     deadline=None,
@@ -115,7 +117,11 @@ class StoredItemsContract:
         await self._reads_back(pools, p)
 
     @_SETTINGS
-    @given(batches=st.lists(st.lists(st.builds(ContextItem, _content, _text), max_size=3), max_size=3))
+    @given(
+        batches=st.lists(
+            st.lists(st.builds(ContextItem, _content, _text, st.none(), _extra), max_size=3), max_size=3
+        )
+    )
     async def test_whatever_append_accepts_reads_back_equal(
         self, pools: PoolFactory, batches: list[list[ContextItem[Any]]]
     ) -> None:
