@@ -19,7 +19,13 @@ import asyncpg
 from axio_context.errors import AxioContextError, DatabaseError, DatabaseNotFoundError
 from axio_context.locations import shown_location
 
-from .errors import AuthenticationError, ConnectionLostError, PostgresURLError, ServerUnavailableError
+from .errors import (
+    AuthenticationError,
+    ConnectionLostError,
+    PostgresURLError,
+    ServerUnavailableError,
+    TextNotStorableError,
+)
 from .schema import migrate
 
 __all__ = ["Pool", "connect", "is_postgres_url", "redacted", "translated"]
@@ -89,7 +95,7 @@ async def translated(where: str) -> AsyncIterator[None]:
         raise DatabaseError(f"{where}: {exc}") from None
     except (asyncpg.CharacterNotInRepertoireError, asyncpg.UntranslatableCharacterError) as exc:
         # A NUL in text, or a \u0000 escape in JSON: PostgreSQL stores neither.
-        raise ValueError(f"{where}: PostgreSQL cannot store this text: {exc}") from None
+        raise TextNotStorableError(f"{where}: PostgreSQL cannot store this text: {exc}") from None
     except asyncpg.PostgresError as exc:
         raise DatabaseError(f"{where}: {type(exc).__name__}: {exc}") from None
     except (OSError, TimeoutError) as exc:

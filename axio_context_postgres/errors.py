@@ -14,6 +14,7 @@ __all__ = [
     "ConnectionLostError",
     "PostgresURLError",
     "ServerUnavailableError",
+    "TextNotStorableError",
     "UnsupportedOnPostgresError",
     "VectorExtensionMissingError",
 ]
@@ -33,6 +34,10 @@ class AuthenticationError(DatabaseOpenError):
 
 class ConnectionLostError(DatabaseError):
     """The connection dropped mid-statement; the transaction it was in was rolled back."""
+
+
+class TextNotStorableError(DatabaseError, ValueError):
+    """Text PostgreSQL cannot hold (a NUL character, in text or inside JSON); nothing was written."""
 
 
 class VectorExtensionMissingError(DatabaseError):

@@ -4,8 +4,12 @@ with ``?`` placeholders numbered and the driver's errors made into this package'
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
+from decimal import Decimal
 from typing import Any, Final, ParamSpec, TypeVar
+
+import msgspec
 
 from axio_context.sql import Dialect, Execute, ExecuteMany, Native, Plan, PlanFn, Row, Rows, Step, Value
 from axio_context.sql.plan import numbered
@@ -18,6 +22,40 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 
+_NUMBERS: Final = msgspec.json.Encoder(decimal_format="number")
+
+
+def _float_text(x: float) -> Decimal:
+    text = format(Decimal(repr(x)), "f")
+    return Decimal(text if "." in text else text + ".0")
+
+
+def _positional(value: Any) -> Any:
+    """``value`` with every finite float as a Decimal of its shortest digits, positional, with a
+    fractional part (``1e16`` -> ``10000000000000000.0``), so jsonb keeps it a float. No
+    recursion: any depth."""
+    if isinstance(value, float):
+        return _float_text(value) if math.isfinite(value) else value
+    if not isinstance(value, dict | list):
+        return value
+    root: Any = dict(value) if isinstance(value, dict) else list(value)
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        keys = node.keys() if isinstance(node, dict) else range(len(node))
+        for k in keys:
+            item = node[k]
+            if isinstance(item, float) and math.isfinite(item):
+                node[k] = _float_text(item)
+            elif isinstance(item, dict):
+                node[k] = dict(item)
+                stack.append(node[k])
+            elif isinstance(item, list | tuple):
+                node[k] = list(item)
+                stack.append(node[k])
+    return root
+
+
 class PostgresDialect(Dialect):
     """PostgreSQL's fragments: ``jsonb`` parameters, arrays for lists, row locks, ``COLLATE "C"``."""
 
@@ -28,6 +66,12 @@ class PostgresDialect(Dialect):
 
     def json_param(self) -> str:
         return "?::jsonb"
+
+    def json_arg(self, value: Any) -> str:
+        # jsonb keeps numbers as numeric: 5.879965698487907e16 comes back as 58799656984879070,
+        # an int. A float written positionally with a fractional part keeps its scale, so it
+        # comes back as the same float.
+        return _NUMBERS.encode(_positional(value)).decode()
 
     def json_text(self, column: str) -> str:
         return f"{column}::text"

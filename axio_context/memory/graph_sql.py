@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from axio_context.sql import Dialect, ExecuteMany, Plan, Row, Rows, Runner, Value, decode_object, encode_json
+from axio_context.sql import Dialect, ExecuteMany, Plan, Row, Rows, Runner, Value, decode_object
 
 from .graph import (
     Entity,
@@ -59,7 +59,7 @@ def _write_entities(d: Dialect, entities: list[Entity], replace: bool) -> Plan[N
     yield ExecuteMany(
         f"INSERT INTO graph_entities (id, type, properties) VALUES (?, ?, {d.json_param()})"
         f" ON CONFLICT (id) {conflict}",
-        [(e.id, e.type, encode_json(e.properties)) for e in entities],
+        [(e.id, e.type, d.json_arg(e.properties)) for e in entities],
     )
 
 
@@ -88,7 +88,7 @@ def _write_relationships(d: Dialect, rels: list[Relationship], replace: bool) ->
     yield ExecuteMany(
         "INSERT INTO graph_relationships (id, source, target, type, properties)"
         f" VALUES (?, ?, ?, ?, {d.json_param()}) ON CONFLICT (id) {conflict}",
-        [(r.id, r.source_id, r.target_id, r.type, encode_json(r.properties)) for r in rels],
+        [(r.id, r.source_id, r.target_id, r.type, d.json_arg(r.properties)) for r in rels],
     )
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from axio_context.embeddings import Embedder
-from axio_context.sql import Dialect, Plan, Runner, encode_json
+from axio_context.sql import Dialect, Plan, Runner
 
 from .errors import InvalidInputError, MissingEmbeddingError
 from .metadata import Condition, MetadataFilter, compile_filter
@@ -36,8 +36,8 @@ _MOST: Final = 2**63 - 1
 
 #: A collection as stored: its id, dimension and the embedder its vectors came from ('' unknown).
 Collection = tuple[int, int, str]
-#: A checked document to write: id, content, float32 embedding, metadata as JSON text.
-NewDocument = tuple[str, str, "array[float]", str]
+#: A checked document to write: id, content, float32 embedding, metadata (a JSON object).
+NewDocument = tuple[str, str, "array[float]", dict[str, Any]]
 
 
 class VectorStatements(Protocol):
@@ -132,7 +132,7 @@ class SQLVectorStore:
             check_embedder(found[2], self._embedder, collection)
         checked = await embed_missing(docs, self._embedder, None if found is None else found[1])
         if checked:
-            rows = [(d.id, d.content, vec, encode_json(meta)) for d, vec, meta in checked]
+            rows = [(d.id, d.content, vec, meta) for d, vec, meta in checked]
             await self._runner.write(self._sql.write, collection, self._label(), rows, replace)
         return [d.id for d in docs]
 

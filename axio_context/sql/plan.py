@@ -134,8 +134,13 @@ class Dialect:
     key_lock: str | None = None
 
     def json_param(self) -> str:
-        """A JSON parameter (bind :func:`encode_json`'s text)."""
+        """A JSON parameter (bind :meth:`json_arg`'s text)."""
         return "?"
+
+    def json_arg(self, value: Any) -> str:
+        """``value`` as the JSON text a :meth:`json_param` takes, written so that it reads back
+        as it was (same numbers, same types)."""
+        return encode_json(value)
 
     def json_text(self, column: str) -> str:
         """A JSON column read as text (:func:`decode_object` takes it)."""

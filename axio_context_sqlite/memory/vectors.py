@@ -111,7 +111,7 @@ class _Statements:
         self, d: Dialect, name: str, embedder: str, docs: list[NewDocument], replace: bool
     ) -> Plan[None]:
         dimension = len(docs[0][2])
-        coded = [(i, content, vec.tobytes(), meta) for i, content, vec, meta in docs]
+        coded = [(i, content, vec.tobytes(), d.json_arg(meta)) for i, content, vec, meta in docs]
         now = now_ms()
         found = yield from self.find(d, name)
         if found is None:
