@@ -12,7 +12,7 @@ from typing import Any, Final, ParamSpec, TypeVar
 import msgspec
 
 from axio_context.sql import Dialect, Execute, ExecuteMany, Native, Plan, PlanFn, Row, Rows, Step, Value
-from axio_context.sql.plan import numbered
+from axio_context.sql.plan import numbered, resume
 
 from .connection import Pool, translated
 
@@ -109,19 +109,19 @@ async def _step(conn: Any, step: Step) -> Any:
     raise TypeError(f"not a plan step: {step!r}")
 
 
+async def _outcome(conn: Any, step: Step) -> tuple[Any, Exception | None]:
+    try:
+        return await _step(conn, step), None
+    except Exception as exc:  # the plan may handle it; if not, it comes back out
+        return None, exc
+
+
 async def drive(conn: Any, plan: Plan[T]) -> T:
     """Carry out ``plan`` on ``conn`` (already inside a transaction)."""
-    try:
-        step = next(plan)
-        while True:
-            try:
-                result = await _step(conn, step)
-            except Exception as exc:  # the plan may handle it; if not, it comes back out
-                step = plan.throw(exc)
-            else:
-                step = plan.send(result)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+    more, value = resume(plan)
+    while more:
+        more, value = resume(plan, *(await _outcome(conn, value)))
+    return value  # type: ignore[no-any-return]
 
 
 class PostgresRunner:

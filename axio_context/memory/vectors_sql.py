@@ -10,8 +10,9 @@ from array import array
 from collections.abc import Sequence
 from typing import Any, Final, Protocol
 
+from axio_context.copying import CollectionRow
 from axio_context.embeddings import Embedder
-from axio_context.sql import Dialect, Plan, Runner
+from axio_context.sql import Dialect, Plan, Row, Rows, Runner, decode_object
 
 from .errors import InvalidInputError, MissingEmbeddingError
 from .metadata import Condition, MetadataFilter, compile_filter
@@ -27,7 +28,14 @@ from .vectors import (
     embed_missing,
 )
 
-__all__ = ["DEFAULT_CANDIDATES", "Collection", "NewDocument", "SQLVectorStore", "VectorStatements"]
+__all__ = [
+    "DEFAULT_CANDIDATES",
+    "Collection",
+    "NewDocument",
+    "SQLVectorStore",
+    "VectorStatements",
+    "find_collection",
+]
 
 #: Candidates the coarse pass keeps for exact re-scoring, at least.
 DEFAULT_CANDIDATES: Final = 100
@@ -41,11 +49,8 @@ NewDocument = tuple[str, str, "array[float]", dict[str, Any]]
 
 
 class VectorStatements(Protocol):
-    """The plans a backend gives :class:`SQLVectorStore` (each runs as one transaction)."""
-
-    def find(self, d: Dialect, name: str) -> Plan[Collection | None]:
-        """The collection called ``name``, or None."""
-        ...
+    """The plans a backend gives :class:`SQLVectorStore` (each runs as one transaction), for
+    what only it can do: keep embeddings and find the nearest."""
 
     def create(self, d: Dialect, name: str, dimension: int, embedder: str) -> Plan[None]:
         """Make the collection when absent; DimensionMismatchError if it has another dimension."""
@@ -83,9 +88,31 @@ class VectorStatements(Protocol):
         """Every collection, by name (code point order)."""
         ...
 
-    def documents(self, d: Dialect, name: str, limit: int) -> Plan[list[Document]]:
-        """The first ``limit`` documents by id, without embeddings."""
+    def dump(self, d: Dialect) -> Plan[list[CollectionRow]]:
+        """Every collection with its documents and embeddings, by name (for ``axio-context copy``)."""
         ...
+
+    def load(self, d: Dialect, row: CollectionRow) -> Plan[None]:
+        """Create a collection the database lacks, with its documents (for ``axio-context copy``)."""
+        ...
+
+
+def find_collection(d: Dialect, name: str) -> Plan[Collection | None]:
+    """The collection called ``name``, or None."""
+    row = yield Row("SELECT id, dimension, embedder FROM memory_collections WHERE name = ?", (name,))
+    return None if row is None else (int(row[0]), int(row[1]), str(row[2]))
+
+
+def _documents(d: Dialect, name: str, limit: int) -> Plan[list[Document]]:
+    found = yield from find_collection(d, name)
+    if found is None:
+        return []
+    rows = yield Rows(
+        f"SELECT id, content, {d.json_text('metadata')} FROM memory_documents WHERE collection = ?"
+        f" ORDER BY {d.by_code_point('id')} LIMIT ?",
+        (found[0], limit),
+    )
+    return [Document(str(i), str(t), None, decode_object(m)) for i, t, m in rows]
 
 
 class SQLVectorStore:
@@ -127,7 +154,7 @@ class SQLVectorStore:
     async def _write(self, documents: Sequence[Document], collection: str, replace: bool) -> list[str]:
         check_collection_name(collection)
         docs = list(documents)
-        found = await self._runner.read(self._sql.find, collection)
+        found = await self._runner.read(find_collection, collection)
         if found is not None:
             check_embedder(found[2], self._embedder, collection)
         checked = await embed_missing(docs, self._embedder, None if found is None else found[1])
@@ -182,7 +209,7 @@ class SQLVectorStore:
         if self._embedder is None:
             raise MissingEmbeddingError("search_text needs an embedder; this store has none")
         compile_filter(filter)
-        found = await self._runner.read(self._sql.find, collection)
+        found = await self._runner.read(find_collection, collection)
         if found is not None:
             check_embedder(found[2], self._embedder, collection)
         [vector] = await self._embedder.embed([query])
@@ -195,4 +222,4 @@ class SQLVectorStore:
     async def documents(self, collection: str = DEFAULT_COLLECTION, *, limit: int = 20) -> list[Document]:
         """The first ``limit`` documents of a collection by id, without their embeddings."""
         check_limit(limit)
-        return await self._runner.read(self._sql.documents, collection, min(limit, _MOST))
+        return await self._runner.read(_documents, collection, min(limit, _MOST))

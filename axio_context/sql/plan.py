@@ -25,6 +25,7 @@ __all__ = [
     "decode_object",
     "encode_json",
     "numbered",
+    "resume",
 ]
 
 T = TypeVar("T")
@@ -81,6 +82,17 @@ Step: TypeAlias = Rows | Row | Value | Execute | ExecuteMany | Native
 Plan: TypeAlias = Generator[Step, Any, T]
 #: What a runner carries out: called with the runner's dialect and the caller's arguments.
 PlanFn: TypeAlias = Callable[Concatenate["Dialect", P], Plan[T]]
+
+
+def resume(plan: Plan[Any], result: Any = None, error: Exception | None = None) -> tuple[bool, Any]:
+    """Hand ``plan`` its last step's result (or throw the step's error into it, where it may be
+    handled): ``(True, the next step)``, or ``(False, the plan's result)`` once it returns. A
+    runner starts a plan with ``resume(plan)`` and loops while the first item is True."""
+    try:
+        return True, (plan.send(result) if error is None else plan.throw(error))
+    except StopIteration as stop:
+        return False, stop.value
+
 
 _JSON: Final = msgspec.json.Encoder()
 _OBJECT: Final = msgspec.json.Decoder(dict[str, Any])
@@ -143,8 +155,9 @@ class Dialect:
         return encode_json(value)
 
     def json_text(self, column: str) -> str:
-        """A JSON column read as text (:func:`decode_object` takes it)."""
-        return column
+        """A JSON column read as text (:func:`decode_object` takes it), whether SQLite holds it
+        as text or as JSONB."""
+        return f"json({column})"
 
     def any_of(self, column: str, kind: str = "text") -> str:
         """``column`` is one of a list parameter's values (bind :meth:`list_arg`)."""

@@ -8,12 +8,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
+from axio_context.memory import transfer_sql as memory
+from axio_context.sql import Dialect, Plan
+
 from .. import sessions as pg_sessions
 from ..agents import transfer as pg_runs
-from ..memory import transfer as pg_memory
+from ..memory import vectors
 from ..memory.blobs import PostgresBlobStore
 from ..memory.common import transaction
 from ..pools import transfer as pg_pools
+from ..runner import POSTGRES as POSTGRES_DIALECT
+from ..runner import drive
 from ..usage import transfer as pg_usage
 from . import records as pg_records
 
@@ -27,13 +32,28 @@ async def _pg_one_usage(conn: Any, row: Any) -> None:
 _PgDump = Callable[[Any], Awaitable[list[Any]]]
 _PgLoad = Callable[[Any, Any], Awaitable[object]]
 
+
+def _planned(
+    dump: Callable[[Dialect], Plan[list[Any]]], load: Callable[[Dialect, Any], Plan[None]]
+) -> tuple[_PgDump, _PgLoad]:
+    """A layer written once as plans, run here in the caller's transaction."""
+
+    async def dumped(conn: Any) -> list[Any]:
+        return await drive(conn, dump(POSTGRES_DIALECT))
+
+    async def loaded(conn: Any, item: Any) -> None:
+        await drive(conn, load(POSTGRES_DIALECT, item))
+
+    return dumped, loaded
+
+
 #: layer -> (dump(conn), load(conn, item)), in the caller's transaction (blobs go through their store).
 POSTGRES: Final[dict[str, tuple[_PgDump, _PgLoad]]] = {
     "usage": (pg_usage.dump, _pg_one_usage),
-    "collections": (pg_memory.dump_collections, pg_memory.load_collection),
-    "graph_entities": (pg_memory.dump_entities, pg_memory.load_entity),
-    "graph_relationships": (pg_memory.dump_relationships, pg_memory.load_relationship),
-    "task_lists": (pg_memory.dump_task_lists, pg_memory.load_task_list),
+    "collections": _planned(vectors.STATEMENTS.dump, vectors.STATEMENTS.load),
+    "graph_entities": _planned(memory.dump_entities, memory.load_entity),
+    "graph_relationships": _planned(memory.dump_relationships, memory.load_relationship),
+    "task_lists": _planned(memory.dump_task_lists, memory.load_task_list),
     "pools": (pg_pools.dump_pools, pg_pools.load_family),
     "states": (pg_records.dump_states, pg_records.load_state),
     "conversations": (pg_records.dump_conversations, pg_records.load_conversation),

@@ -4,8 +4,13 @@ takes the pool :func:`axio_context_postgres.connect` opened and passes the same 
 as the in-memory and SQLite stores.
 """
 
+from axio_context.memory.stores_sql import SQLMemoryStores
+
 from ..connection import Pool
+from ..runner import PostgresRunner
+from . import blobs, vectors
 from .blobs import PostgresBlobStore, open_blob_url
+from .common import WHERE
 from .graph import PostgresGraphStore
 from .tasks import PostgresTaskStore
 from .vectors import PostgresVectorStore
@@ -20,21 +25,9 @@ __all__ = [
 ]
 
 
-class PostgresMemoryStores:
+class PostgresMemoryStores(SQLMemoryStores):
     """The four memory stores on one pool: what ``axio-context memory ...`` calls on a
     PostgreSQL database (:meth:`~axio_context_postgres.database.PostgresDatabase.memory_stores`)."""
 
     def __init__(self, pool: Pool) -> None:
-        self._pool = pool
-
-    def vectors(self) -> PostgresVectorStore:
-        return PostgresVectorStore(self._pool)
-
-    def blobs(self) -> PostgresBlobStore:
-        return PostgresBlobStore(self._pool)
-
-    def graph(self) -> PostgresGraphStore:
-        return PostgresGraphStore(self._pool)
-
-    def tasks(self) -> PostgresTaskStore:
-        return PostgresTaskStore(self._pool)
+        super().__init__(PostgresRunner(pool, WHERE), lambda: vectors.STATEMENTS, blobs.STATEMENTS)

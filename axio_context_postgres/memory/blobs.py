@@ -28,7 +28,7 @@ from ..connection import Pool
 from ..runner import PostgresRunner
 from .common import WHERE, now_ms
 
-__all__ = ["URL_SCHEME", "PostgresBlobStore", "open_blob_url"]
+__all__ = ["STATEMENTS", "URL_SCHEME", "PostgresBlobStore", "open_blob_url"]
 
 URL_SCHEME: Final = "axio-blob+postgresql"
 _SECRET: Final = "blob_url_secret"
@@ -154,12 +154,16 @@ class _Statements:
         return None if found is None else str(found)
 
 
+#: How every PostgreSQL blob store keeps its bytes.
+STATEMENTS: Final = _Statements()
+
+
 class PostgresBlobStore(SQLBlobStore):
     """:class:`~axio_context.memory.BlobStore` in the PostgreSQL database of ``pool`` (from
     :func:`axio_context_postgres.connect`; the caller closes it), blobs up to ``max_size`` bytes."""
 
     def __init__(self, pool: Pool, *, max_size: int = DEFAULT_MAX_SIZE) -> None:
-        super().__init__(PostgresRunner(pool, WHERE), _Statements(), max_size=max_size)
+        super().__init__(PostgresRunner(pool, WHERE), STATEMENTS, max_size=max_size)
 
 
 async def open_blob_url(pool: Pool, url: str) -> tuple[bytes, str]:

@@ -16,21 +16,29 @@ from __future__ import annotations
 from array import array
 from typing import Any, Final
 
+from axio_context.copying import CollectionRow, DocumentRow, canonical_json
 from axio_context.embeddings import Embedder
 from axio_context.memory.errors import DimensionMismatchError
 from axio_context.memory.metadata import Condition
+from axio_context.memory.transfer_sql import stored_json
 from axio_context.memory.vectors import CollectionInfo, Document, SearchResult
-from axio_context.memory.vectors_sql import DEFAULT_CANDIDATES, Collection, NewDocument, SQLVectorStore
-from axio_context.sql import Dialect, Execute, ExecuteMany, Plan, Row, Rows, Value, decode_object
+from axio_context.memory.vectors_sql import (
+    DEFAULT_CANDIDATES,
+    Collection,
+    NewDocument,
+    SQLVectorStore,
+    find_collection,
+)
+from axio_context.sql import Dialect, Execute, ExecuteMany, Plan, Rows, Value, decode_object
 
 from ..connection import Pool
 from ..errors import VectorExtensionMissingError
-from ..runner import POSTGRES, PostgresRunner, drive
+from ..runner import PostgresRunner
 from ..search import EF_SEARCH, ENABLE_VECTOR, HNSW_EF_CONSTRUCTION, HNSW_M
 from .common import WHERE, now_ms
 from .filters import filter_sql
 
-__all__ = ["DEFAULT_CANDIDATES", "PostgresVectorStore", "ensure_collection"]
+__all__ = ["DEFAULT_CANDIDATES", "STATEMENTS", "PostgresVectorStore"]
 
 #: Taken while creating the documents table or a collection's index: one creator at a time.
 _CREATE_LOCK: Final = 0x6178696D  # "axim"
@@ -49,16 +57,11 @@ CREATE TABLE IF NOT EXISTS memory_documents (
 _DOCUMENTS_EXIST: Final = "SELECT to_regclass('memory_documents') IS NOT NULL"
 
 
-def _find(d: Dialect, name: str) -> Plan[Collection | None]:
-    row = yield Row("SELECT id, dimension, embedder FROM memory_collections WHERE name = ?", (name,))
-    return None if row is None else (int(row[0]), int(row[1]), str(row[2]))
-
-
 def _ensure(
     d: Dialect, name: str, dimension: int, embedder: str, created_at: int | None = None
 ) -> Plan[Collection]:
     """The collection (created with its index when absent), refusing another dimension."""
-    found = yield from _find(d, name)
+    found = yield from find_collection(d, name)
     if found is None:
         if not (yield Value("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')")):
             raise VectorExtensionMissingError(ENABLE_VECTOR)
@@ -69,7 +72,7 @@ def _ensure(
             " VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING",
             (name, dimension, embedder, now_ms() if created_at is None else created_at),
         )
-        found = yield from _find(d, name)
+        found = yield from find_collection(d, name)
         assert found is not None
         cid, dim = found[0], found[1]
         yield Execute(
@@ -84,21 +87,12 @@ def _ensure(
     return found
 
 
-async def ensure_collection(conn: Any, name: str, dimension: int, embedder: str, created_at: int) -> int:
-    """The id of collection ``name``, created (with its index) at ``created_at`` when absent, in
-    the caller's transaction: how a copy brings a collection over with its creation time."""
-    return (await drive(conn, _ensure(POSTGRES, name, dimension, embedder, created_at)))[0]
-
-
 def _floats(values: Any) -> list[float]:
     return [float(x) for x in values]
 
 
 class _Statements:
     """PostgreSQL's :class:`~axio_context.memory.vectors_sql.VectorStatements`."""
-
-    def find(self, d: Dialect, name: str) -> Plan[Collection | None]:
-        return (yield from _find(d, name))
 
     def create(self, d: Dialect, name: str, dimension: int, embedder: str) -> Plan[None]:
         yield from _ensure(d, name, dimension, embedder)
@@ -123,7 +117,7 @@ class _Statements:
         )
 
     def get(self, d: Dialect, name: str, ids: list[str]) -> Plan[list[Document]]:
-        found = yield from _find(d, name)
+        found = yield from find_collection(d, name)
         if found is None:
             return []
         rows = yield Rows(
@@ -135,7 +129,7 @@ class _Statements:
         return [Document(str(i), str(t), _floats(v), decode_object(m)) for i, t, m, v in rows]
 
     def delete(self, d: Dialect, name: str, ids: list[str]) -> Plan[int]:
-        found = yield from _find(d, name)
+        found = yield from find_collection(d, name)
         if found is None:
             return 0
         gone = yield Rows(
@@ -153,7 +147,7 @@ class _Statements:
         limit: int,
         candidates: int,
     ) -> Plan[list[SearchResult]]:
-        found = yield from _find(d, name)
+        found = yield from find_collection(d, name)
         if found is None:
             return []
         cid, dimension, _ = found
@@ -191,16 +185,46 @@ class _Statements:
         )
         return [CollectionInfo(str(r[0]), int(r[1]), str(r[2]), int(r[3])) for r in rows]
 
-    def documents(self, d: Dialect, name: str, limit: int) -> Plan[list[Document]]:
-        found = yield from _find(d, name)
-        if found is None:
-            return []
-        rows = yield Rows(
-            "SELECT id, content, metadata::text FROM memory_documents"
-            ' WHERE collection = ? ORDER BY id COLLATE "C" LIMIT ?',
-            (found[0], limit),
+    def dump(self, d: Dialect) -> Plan[list[CollectionRow]]:
+        collections = yield Rows(
+            "SELECT id, name, dimension, embedder, created_at FROM memory_collections"
+            ' ORDER BY name COLLATE "C"'
         )
-        return [Document(str(i), str(t), None, decode_object(m)) for i, t, m in rows]
+        out = []
+        for cid, name, dimension, embedder, created_at in collections:
+            docs = yield Rows(
+                "SELECT id, content, metadata::text, embedding::real[], updated_at FROM memory_documents"
+                ' WHERE collection = ? ORDER BY id COLLATE "C"',
+                (cid,),
+            )
+            rows = tuple(
+                DocumentRow(str(i), str(t), canonical_json(m), array("f", v).tobytes(), int(u))
+                for i, t, m, v, u in docs
+            )
+            out.append(CollectionRow(str(name), int(dimension), str(embedder), int(created_at), rows))
+        return out
+
+    def load(self, d: Dialect, row: CollectionRow) -> Plan[None]:
+        cid, _, _ = yield from _ensure(d, row.name, row.dimension, row.embedder, row.created_at)
+        yield ExecuteMany(
+            "INSERT INTO memory_documents (collection, id, content, metadata, embedding, updated_at)"
+            " VALUES (?, ?, ?, ?::jsonb, ?::real[]::vector, ?)",
+            [
+                (
+                    cid,
+                    doc.id,
+                    doc.content,
+                    stored_json(d, doc.metadata),
+                    _floats(array("f", doc.embedding)),
+                    doc.updated_at,
+                )
+                for doc in row.documents
+            ],
+        )
+
+
+#: The plans ``axio-context copy`` runs (dump and load).
+STATEMENTS: Final = _Statements()
 
 
 class PostgresVectorStore(SQLVectorStore):
@@ -211,4 +235,4 @@ class PostgresVectorStore(SQLVectorStore):
     def __init__(
         self, pool: Pool, *, embedder: Embedder | None = None, candidates: int = DEFAULT_CANDIDATES
     ) -> None:
-        super().__init__(PostgresRunner(pool, WHERE), _Statements(), embedder=embedder, candidates=candidates)
+        super().__init__(PostgresRunner(pool, WHERE), STATEMENTS, embedder=embedder, candidates=candidates)

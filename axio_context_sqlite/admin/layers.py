@@ -12,16 +12,26 @@ from typing import Any, Final
 
 import aiosqlite
 
+from axio_context.memory import transfer_sql as memory
+from axio_context.sql import Dialect, Plan
+
 from ..agents import transfer as runs
-from ..memory import blobs
-from ..memory import transfer as memory
+from ..memory import blobs, vectors
 from ..pools import transfer as pools
 from ..state import transfer as records
 from ..store.calls import run
+from ..store.runner import SQLITE, drive
 from ..store.transactions import read_tx, write_tx
 from ..usage import transfer as usage
 
 __all__ = ["SQLiteLayers"]
+
+
+def _planned(
+    dump: Callable[[Dialect], Plan[list[Any]]], load: Callable[[Dialect, Any], Plan[None]]
+) -> tuple[Callable[[Any], list[Any]], Callable[[Any, Any], object]]:
+    """A layer written once as plans, run here in the caller's transaction."""
+    return (lambda c: drive(c, dump(SQLITE))), (lambda c, item: drive(c, load(SQLITE, item)))
 
 
 def _one_usage(c: Any, row: Any) -> None:
@@ -31,11 +41,11 @@ def _one_usage(c: Any, row: Any) -> None:
 #: layer -> (dump(c), load(c, item)), run on the connection's worker thread.
 LAYERS: Final[dict[str, tuple[Callable[[Any], list[Any]], Callable[[Any, Any], object]]]] = {
     "usage": (usage.dump, _one_usage),
-    "collections": (memory.dump_collections, memory.load_collection),
+    "collections": _planned(vectors.STATEMENTS.dump, vectors.STATEMENTS.load),
     "blobs": (blobs.dump_rows, blobs.load_row),
-    "graph_entities": (memory.dump_entities, memory.load_entity),
-    "graph_relationships": (memory.dump_relationships, memory.load_relationship),
-    "task_lists": (memory.dump_task_lists, memory.load_task_list),
+    "graph_entities": _planned(memory.dump_entities, memory.load_entity),
+    "graph_relationships": _planned(memory.dump_relationships, memory.load_relationship),
+    "task_lists": _planned(memory.dump_task_lists, memory.load_task_list),
     "pools": (pools.dump_pools, pools.load_family),
     "states": (records.dump_states, records.load_state),
     "conversations": (records.dump_conversations, records.load_conversation),

@@ -1,6 +1,6 @@
 """What a SQLite :class:`~axio_context_sqlite.database.Database` hands out beside its own calls:
 a session, the layer stores on its connection, the session tree, the copy side and the browser,
-as :class:`axio_context.backends.Database` names them for every backend."""
+as :class:`axio_context.backends.OpenDatabase` names them for every backend."""
 
 from __future__ import annotations
 
@@ -12,20 +12,15 @@ from typing import TYPE_CHECKING
 import aiosqlite
 
 from axio_context.backends.protocol import Capability
-from axio_context.views import SessionNode
+from axio_context.memory.stores_sql import SQLMemoryStores
+from axio_context.views import SessionNode, SessionSort
 
-from ..memory import (
-    MemoryStats,
-    SQLiteBlobStore,
-    SQLiteGraphStore,
-    SQLiteTaskStore,
-    SQLiteVectorStore,
-    memory_stats,
-)
+from ..memory import MemoryStats, blobs, memory_stats, vectors
 from ..pools import PoolInfo, PoolView, list_pools, show_pool
 from ..state import StoredState, load_stored
 from ..state.tree import descendants, session_tree
 from ..store.context_store import SQLiteContextStore
+from ..store.runner import SQLiteRunner
 from ..usage import SQLiteUsageRecorder
 from .layers import SQLiteLayers
 
@@ -38,23 +33,11 @@ __all__ = ["ALL_CAPABILITIES", "DatabaseStores", "SQLiteMemoryStores"]
 ALL_CAPABILITIES = frozenset(Capability)
 
 
-class SQLiteMemoryStores:
+class SQLiteMemoryStores(SQLMemoryStores):
     """The four memory stores on one connection (what ``axio-context memory ...`` calls)."""
 
     def __init__(self, conn: aiosqlite.Connection) -> None:
-        self._conn = conn
-
-    def vectors(self) -> SQLiteVectorStore:
-        return SQLiteVectorStore(self._conn)
-
-    def blobs(self) -> SQLiteBlobStore:
-        return SQLiteBlobStore(self._conn)
-
-    def graph(self) -> SQLiteGraphStore:
-        return SQLiteGraphStore(self._conn)
-
-    def tasks(self) -> SQLiteTaskStore:
-        return SQLiteTaskStore(self._conn)
+        super().__init__(SQLiteRunner(conn), vectors.Statements, blobs.STATEMENTS)
 
 
 class DatabaseStores:
@@ -97,10 +80,15 @@ class DatabaseStores:
         return await show_pool(self._conn, name, limit=limit)
 
     async def lineage_tree(
-        self, project: str | None = None, *, limit: int | None = None, since: datetime | None = None
+        self,
+        project: str | None = None,
+        *,
+        limit: int | None = None,
+        since: datetime | None = None,
+        sort: SessionSort = "created",
     ) -> list[SessionNode]:
-        """Root sessions newest first with their subagent sessions and forks below them."""
-        return await session_tree(self._conn, project, limit=limit, since=since)
+        """Root sessions newest first (by ``sort``) with their subagent sessions and forks below them."""
+        return await session_tree(self._conn, project, limit=limit, since=since, sort=sort)
 
     async def descendants(self, session_ids: Sequence[str]) -> list[str]:
         """Sessions below ``session_ids`` (subagent sessions and forks), for ``export --children``."""

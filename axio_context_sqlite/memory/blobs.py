@@ -35,7 +35,15 @@ from ..store.connection import connect
 from ..store.keys import now_ms
 from ..store.runner import SQLITE, SQLiteRunner, drive
 
-__all__ = ["INLINE_MAX", "URL_SCHEME", "SQLiteBlobStore", "dump_rows", "load_row", "open_blob_url"]
+__all__ = [
+    "INLINE_MAX",
+    "STATEMENTS",
+    "URL_SCHEME",
+    "SQLiteBlobStore",
+    "dump_rows",
+    "load_row",
+    "open_blob_url",
+]
 
 #: Largest blob kept in one row; larger ones are stored in pieces.
 INLINE_MAX: Final = CHUNK_SIZE
@@ -177,13 +185,13 @@ class _Statements:
         return None if found is None else str(found)
 
 
-_STATEMENTS: Final = _Statements()
+STATEMENTS: Final = _Statements()
 
 
 def dump_rows(c: Any) -> list[BlobRow]:
     """Every key with its bytes, by key (for ``axio-context copy``; on the worker thread, inside
     the caller's read transaction)."""
-    return drive(c, _STATEMENTS.rows(SQLITE))
+    return drive(c, STATEMENTS.rows(SQLITE))
 
 
 def load_row(c: Any, row: BlobRow) -> None:
@@ -191,9 +199,7 @@ def load_row(c: Any, row: BlobRow) -> None:
     caller's write transaction)."""
     digest = hashlib.sha256(row.data).digest()
     pieces = bytes_pieces(row.data)
-    drive(
-        c, _STATEMENTS.put(SQLITE, row.key, digest, len(row.data), row.content_type, pieces, row.created_at)
-    )
+    drive(c, STATEMENTS.put(SQLITE, row.key, digest, len(row.data), row.content_type, pieces, row.created_at))
 
 
 class SQLiteBlobStore(SQLBlobStore):
@@ -201,7 +207,7 @@ class SQLiteBlobStore(SQLBlobStore):
     :func:`axio_context_sqlite.connect`; the caller closes it), blobs up to ``max_size`` bytes."""
 
     def __init__(self, conn: aiosqlite.Connection, *, max_size: int = DEFAULT_MAX_SIZE) -> None:
-        super().__init__(SQLiteRunner(conn), _STATEMENTS, max_size=max_size)
+        super().__init__(SQLiteRunner(conn), STATEMENTS, max_size=max_size)
 
 
 async def open_blob_url(url: str) -> tuple[bytes, str]:

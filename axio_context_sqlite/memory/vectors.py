@@ -21,18 +21,20 @@ from typing import Any, Final
 
 import aiosqlite
 
+from axio_context.copying import CollectionRow, DocumentRow, canonical_json
 from axio_context.embeddings import Embedder
 from axio_context.memory.errors import DimensionMismatchError
 from axio_context.memory.metadata import Condition
+from axio_context.memory.transfer_sql import stored_json
 from axio_context.memory.vectors import CollectionInfo, Document, SearchResult, cosine_similarity
-from axio_context.memory.vectors_sql import DEFAULT_CANDIDATES, Collection, NewDocument, SQLVectorStore
+from axio_context.memory.vectors_sql import DEFAULT_CANDIDATES, NewDocument, SQLVectorStore, find_collection
 from axio_context.sql import Dialect, Plan, Row, Rows, Value, decode_object, encode_json
 
 from ..store.keys import now_ms
 from ..store.runner import SQLiteRunner
 from ..store.vec import binary_code
 
-__all__ = ["DEFAULT_CANDIDATES", "SQLiteVectorStore", "filter_sql"]
+__all__ = ["DEFAULT_CANDIDATES", "STATEMENTS", "SQLiteVectorStore", "Statements", "filter_sql"]
 
 _NUMBER: Final = "json_type(metadata, ?) IN ('integer', 'real')"
 _RANGE_SQL: Final = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
@@ -84,19 +86,15 @@ def _floats(blob: bytes) -> list[float]:
     return list(vec)
 
 
-class _Statements:
+class Statements:
     """SQLite's :class:`~axio_context.memory.vectors_sql.VectorStatements`; remembers whether
     the connection has sqlite-vec (asked once, by the first search)."""
 
     def __init__(self) -> None:
         self.vec: bool | None = None
 
-    def find(self, d: Dialect, name: str) -> Plan[Collection | None]:
-        row = yield Row("SELECT id, dimension, embedder FROM memory_collections WHERE name = ?", (name,))
-        return None if row is None else (int(row[0]), int(row[1]), str(row[2]))
-
     def create(self, d: Dialect, name: str, dimension: int, embedder: str) -> Plan[None]:
-        found = yield from self.find(d, name)
+        found = yield from find_collection(d, name)
         if found is None:
             yield Row(
                 "INSERT INTO memory_collections (name, dimension, embedder, created_at) VALUES (?, ?, ?, ?)",
@@ -113,7 +111,7 @@ class _Statements:
         dimension = len(docs[0][2])
         coded = [(i, content, vec.tobytes(), d.json_arg(meta)) for i, content, vec, meta in docs]
         now = now_ms()
-        found = yield from self.find(d, name)
+        found = yield from find_collection(d, name)
         if found is None:
             cid = yield Value(
                 "INSERT INTO memory_collections (name, dimension, embedder, created_at) VALUES (?, ?, ?, ?)"
@@ -144,7 +142,7 @@ class _Statements:
                 )
 
     def get(self, d: Dialect, name: str, ids: list[str]) -> Plan[list[Document]]:
-        found = yield from self.find(d, name)
+        found = yield from find_collection(d, name)
         if found is None:
             return []
         rows = yield Rows(
@@ -156,7 +154,7 @@ class _Statements:
         return [Document(str(i), str(t), _floats(blob), decode_object(m)) for i, t, m, blob in rows]
 
     def delete(self, d: Dialect, name: str, ids: list[str]) -> Plan[int]:
-        found = yield from self.find(d, name)
+        found = yield from find_collection(d, name)
         if found is None:
             return 0
         gone = yield Rows(
@@ -178,7 +176,7 @@ class _Statements:
         candidates: int,
     ) -> Plan[list[SearchResult]]:
         where, params = filter_sql(conditions)
-        found = yield from self.find(d, name)
+        found = yield from find_collection(d, name)
         if found is None:
             return []
         cid, dimension, _ = found
@@ -227,16 +225,52 @@ class _Statements:
         )
         return [CollectionInfo(str(r[0]), int(r[1]), str(r[2]), int(r[3])) for r in rows]
 
-    def documents(self, d: Dialect, name: str, limit: int) -> Plan[list[Document]]:
-        found = yield from self.find(d, name)
-        if found is None:
-            return []
-        rows = yield Rows(
-            "SELECT id, content, json(metadata) FROM memory_documents WHERE collection = ?"
-            " ORDER BY id LIMIT ?",
-            (found[0], limit),
+    def dump(self, d: Dialect) -> Plan[list[CollectionRow]]:
+        out = []
+        for cid, name, dimension, embedder, created_at in (
+            yield Rows(
+                "SELECT id, name, dimension, embedder, created_at FROM memory_collections ORDER BY name"
+            )
+        ):
+            docs = yield Rows(
+                "SELECT d.id, d.content, json(d.metadata), e.embedding, d.updated_at"
+                " FROM memory_documents d JOIN memory_embeddings e ON e.rowid = d.rowid"
+                " WHERE d.collection = ? ORDER BY d.id",
+                (cid,),
+            )
+            rows = tuple(
+                DocumentRow(str(i), str(t), canonical_json(m), bytes(v), int(u)) for i, t, m, v, u in docs
+            )
+            out.append(CollectionRow(str(name), int(dimension), str(embedder), int(created_at), rows))
+        return out
+
+    def load(self, d: Dialect, row: CollectionRow) -> Plan[None]:
+        cid = yield Value(
+            "INSERT INTO memory_collections (name, dimension, embedder, created_at) VALUES (?, ?, ?, ?)"
+            " RETURNING id",
+            (row.name, row.dimension, row.embedder, row.created_at),
         )
-        return [Document(str(i), str(t), None, decode_object(m)) for i, t, m in rows]
+        for doc in row.documents:
+            rowid = yield Value(
+                "INSERT INTO memory_documents (collection, id, code, metadata, updated_at, content)"
+                " VALUES (?, ?, ?, ?, ?, ?) RETURNING rowid",
+                (
+                    cid,
+                    doc.id,
+                    binary_code(doc.embedding),
+                    stored_json(d, doc.metadata),
+                    doc.updated_at,
+                    doc.content,
+                ),
+            )
+            yield Row(
+                "INSERT INTO memory_embeddings (rowid, embedding) VALUES (?, ?)", (rowid, doc.embedding)
+            )
+
+
+#: The plans ``axio-context copy`` runs (dump and load; each store keeps its own, which
+#: remembers whether its connection has sqlite-vec).
+STATEMENTS: Final = Statements()
 
 
 class SQLiteVectorStore(SQLVectorStore):
@@ -252,4 +286,4 @@ class SQLiteVectorStore(SQLVectorStore):
         embedder: Embedder | None = None,
         candidates: int = DEFAULT_CANDIDATES,
     ) -> None:
-        super().__init__(SQLiteRunner(conn), _Statements(), embedder=embedder, candidates=candidates)
+        super().__init__(SQLiteRunner(conn), Statements(), embedder=embedder, candidates=candidates)

@@ -10,6 +10,7 @@ from typing import Any, Final, ParamSpec, TypeVar
 import aiosqlite
 
 from axio_context.sql import Dialect, Execute, ExecuteMany, Native, Plan, PlanFn, Row, Rows, Step, Value
+from axio_context.sql.plan import resume
 
 from .calls import run
 from .transactions import read_tx, write_tx
@@ -26,11 +27,14 @@ SQLITE: Final = Dialect()
 def _step(c: Any, step: Step) -> Any:
     if isinstance(step, Rows):
         return c.execute(step.sql, step.args).fetchall()
+    # Row and Value step their statement to the end (fetchall): an INSERT ... RETURNING left
+    # half-stepped has not yet updated sqlite_sequence, and the next insert reused a number.
     if isinstance(step, Row):
-        return c.execute(step.sql, step.args).fetchone()
+        rows = c.execute(step.sql, step.args).fetchall()
+        return rows[0] if rows else None
     if isinstance(step, Value):
-        row = c.execute(step.sql, step.args).fetchone()
-        return None if row is None else row[0]
+        rows = c.execute(step.sql, step.args).fetchall()
+        return rows[0][0] if rows else None
     if isinstance(step, Execute):
         c.execute(step.sql, step.args)
         return None
@@ -42,19 +46,19 @@ def _step(c: Any, step: Step) -> Any:
     raise TypeError(f"not a plan step: {step!r}")
 
 
+def _outcome(c: Any, step: Step) -> tuple[Any, Exception | None]:
+    try:
+        return _step(c, step), None
+    except Exception as exc:  # the plan may handle it; if not, it comes back out
+        return None, exc
+
+
 def drive(c: Any, plan: Plan[T]) -> T:
     """Carry out ``plan`` on the raw connection ``c`` (already inside a transaction)."""
-    try:
-        step = next(plan)
-        while True:
-            try:
-                result = _step(c, step)
-            except Exception as exc:  # the plan may handle it; if not, it comes back out
-                step = plan.throw(exc)
-            else:
-                step = plan.send(result)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+    more, value = resume(plan)
+    while more:
+        more, value = resume(plan, *_outcome(c, value))
+    return value  # type: ignore[no-any-return]
 
 
 def _in(c: Any, tx: Callable[[Any], Any], fn: Callable[..., Plan[T]], args: Any, kwargs: Any) -> T:
