@@ -606,3 +606,33 @@ CREATE TABLE conversation_entries (
     session_id  TEXT NOT NULL,                    -- the session it was appended to
     position    INTEGER NOT NULL
 ) WITHOUT ROWID;
+
+-- version: 15 activity_and_visible_counts
+
+-- Listings go newest first by last activity (`updated_at`: an append, a token update, a title),
+-- so a session just appended to heads them; one page stays one index range.
+CREATE INDEX sessions_by_updated ON sessions (updated_at DESC, sid DESC);
+CREATE INDEX sessions_by_project_updated ON sessions (project, updated_at DESC, sid DESC);
+
+-- How many positions of the session `clear_run` hid (its rows in hidden_messages), kept by the
+-- triggers below whatever writes the marks (clear_run, fork, clear, pop, delete): a listing's
+-- message count is `next_position - hidden_count` without reading the marks.
+ALTER TABLE sessions ADD COLUMN hidden_count INTEGER NOT NULL DEFAULT 0;
+UPDATE sessions SET hidden_count = (SELECT count(*) FROM hidden_messages h WHERE h.sid = sessions.sid)
+    WHERE sid IN (SELECT sid FROM hidden_messages);
+CREATE TRIGGER hidden_messages_count_insert AFTER INSERT ON hidden_messages BEGIN
+    UPDATE sessions SET hidden_count = hidden_count + 1 WHERE sid = NEW.sid;
+END;
+CREATE TRIGGER hidden_messages_count_delete AFTER DELETE ON hidden_messages BEGIN
+    UPDATE sessions SET hidden_count = hidden_count - 1 WHERE sid = OLD.sid;
+END;
+
+-- The token totals a fork started with (its parent's, copied as axio's fork copies them), so
+-- `stats` counts each token once: a fork's own share is its totals less these. Forks made
+-- before this version get the smaller of their totals and their parent's (the best estimate).
+ALTER TABLE sessions ADD COLUMN fork_input_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN fork_output_tokens INTEGER NOT NULL DEFAULT 0;
+UPDATE sessions SET
+    fork_input_tokens = min(input_tokens, (SELECT p.input_tokens FROM sessions p WHERE p.id = sessions.parent_id)),
+    fork_output_tokens = min(output_tokens, (SELECT p.output_tokens FROM sessions p WHERE p.id = sessions.parent_id))
+    WHERE parent_id IN (SELECT id FROM sessions);

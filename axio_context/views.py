@@ -18,9 +18,11 @@ __all__ = [
     "ProjectStats",
     "SessionNode",
     "SessionPage",
+    "SessionSort",
     "SessionTreePage",
     "SessionView",
     "TreeRow",
+    "sort_column",
 ]
 
 
@@ -48,6 +50,22 @@ class SessionPage(msgspec.Struct, frozen=True):
 
     sessions: list[SessionInfo]
     next_cursor: str | None
+
+
+#: How a listing goes newest first: by the time a session was created, or by its last activity
+#: (``updated_at``: an append, a token update, a title). The command line and the browser list by
+#: ``"updated"``; the library's default stays ``"created"`` (a page cursor then never moves under
+#: a writer). A cursor is only good for the order that made it.
+SessionSort = Literal["created", "updated"]
+
+
+def sort_column(sort: str) -> str:
+    """The sessions column a :data:`SessionSort` orders by (``created_at`` or ``updated_at``)."""
+    if sort == "created":
+        return "created_at"
+    if sort == "updated":
+        return "updated_at"
+    raise ValueError(f"sort must be 'created' or 'updated', not {sort!r}")
 
 
 #: The most sessions (tree heads) or messages one page reads.

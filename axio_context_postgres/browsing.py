@@ -28,7 +28,15 @@ from axio_context.messages import SessionInfo
 from axio_context.search.results import SearchResults
 from axio_context.transcript import FormatName, MessageRecord
 from axio_context.transcript.reports import ExportSummary
-from axio_context.views import MAX_DEPTH, MAX_PAGE, SessionTreePage, SessionView, TreeRow
+from axio_context.views import (
+    MAX_DEPTH,
+    MAX_PAGE,
+    SessionSort,
+    SessionTreePage,
+    SessionView,
+    TreeRow,
+    sort_column,
+)
 
 from . import sessions
 from .connection import translated
@@ -129,10 +137,12 @@ class PostgresBrowser:
         limit: int = 100,
         cursor: str | None = None,
         agent_id: str | None = None,
+        sort: SessionSort = "created",
     ) -> SessionTreePage:
-        """Heads newest first, each followed by its forks (newest first, at any depth); with
-        ``text`` or ``agent_id`` the matching sessions flat (see the SQLite backend's)."""
+        """Heads newest first (by ``sort``), each followed by its forks (newest first, at any
+        depth); with ``text`` or ``agent_id`` the matching sessions flat (see the SQLite backend's)."""
         limit = _page_limit(limit)
+        order = sort_column(sort)
         where: list[str] = []
         args: list[Any] = []
 
@@ -153,10 +163,10 @@ class PostgresBrowser:
         if cursor is not None:
             created, sid = _cursor(cursor)
             c, i = arg(created), arg(sid)
-            where.append(f"(s.created_at < {c} OR (s.created_at = {c} AND s.sid < {i}))")
+            where.append(f"(s.{order} < {c} OR (s.{order} = {c} AND s.sid < {i}))")
         sql = (
-            f"SELECT {INFO_COLUMNS}, s.created_at FROM sessions s WHERE {' AND '.join(where) or 'true'}"
-            f" ORDER BY s.created_at DESC, s.sid DESC LIMIT {arg(limit + 1)}"
+            f"SELECT {INFO_COLUMNS}, s.{order} FROM sessions s WHERE {' AND '.join(where) or 'true'}"
+            f" ORDER BY s.{order} DESC, s.sid DESC LIMIT {arg(limit + 1)}"
         )
         async with self._read() as conn:
             heads = list(await conn.fetch(sql, *args))
@@ -167,7 +177,7 @@ class PostgresBrowser:
             infos = [info_of(h) for h in heads]
             if flat:
                 return SessionTreePage([TreeRow(i, 0) for i in infos], next_cursor)
-            return SessionTreePage(await _with_forks(conn, infos, project), next_cursor)
+            return SessionTreePage(await _with_forks(conn, infos, project, order), next_cursor)
 
     async def transcript(self, session_id: str, *, full: bool = False, limit: int = 200) -> SessionView:
         """The last ``limit`` messages of a session's model view (every message with ``full``),
@@ -205,8 +215,8 @@ class PostgresBrowser:
     async def resolve(self, prefix: str) -> str:
         return await self.db.resolve(prefix)
 
-    async def latest(self) -> str:
-        return await self.db.latest()
+    async def latest(self, sort: SessionSort = "created") -> str:
+        return await self.db.latest(sort)
 
     async def short_ids(self, ids: Iterable[str | None]) -> dict[str, str]:
         return await self.db.short_ids(ids)
@@ -238,7 +248,7 @@ class PostgresBrowser:
         return await self.db.export(sink, format=format, session_ids=session_ids)
 
 
-async def _with_forks(conn: Any, heads: list[SessionInfo], project: str | None) -> list[TreeRow]:
+async def _with_forks(conn: Any, heads: list[SessionInfo], project: str | None, order: str) -> list[TreeRow]:
     """The heads, each followed depth first by its forks (newest first): one recursive query
     for the whole page over the parent_id index."""
     if not heads:
@@ -253,7 +263,7 @@ async def _with_forks(conn: Any, heads: list[SessionInfo], project: str | None) 
         " UNION ALL SELECT s.id, t.tdepth + 1 FROM sessions s JOIN tree t ON s.parent_id = t.tid"
         f" WHERE t.tdepth < $2{same})"
         f" SELECT {INFO_COLUMNS} FROM tree JOIN sessions s ON s.id = tree.tid"
-        " ORDER BY s.created_at DESC, s.sid DESC"
+        f" ORDER BY s.{order} DESC, s.sid DESC"
     )
     children: dict[str, list[SessionInfo]] = {}
     for r in await conn.fetch(sql, *args):

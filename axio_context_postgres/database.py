@@ -31,7 +31,7 @@ from axio_context.transcript import (
 )
 from axio_context.transcript.reports import ExportSummary, ImportedSession, ImportReport
 from axio_context.transcript.times import epoch_ms as ms
-from axio_context.views import SessionNode, SessionView
+from axio_context.views import SessionNode, SessionSort, SessionView, sort_column
 
 from . import pools, runs, sessions, state, tree, upkeep, writes
 from .connection import Pool, connect, redacted, translated
@@ -82,10 +82,12 @@ class PostgresDatabase(SearchCalls):
         since: datetime | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        sort: SessionSort = "created",
     ) -> SessionPage:
-        """Sessions newest first (all projects unless ``project``), one keyset page at a time;
-        ``agent_id`` keeps one agent's sessions, ``run_id`` those holding that run's messages."""
-        tags: dict[str, Any] = {"since_ms": ms(since), "agent_id": agent_id, "run_id": run_id}
+        """Sessions newest first by ``sort`` (creation, or last activity), all projects unless
+        ``project``, one keyset page at a time; ``agent_id`` keeps one agent's sessions,
+        ``run_id`` those holding that run's messages."""
+        tags: dict[str, Any] = {"since_ms": ms(since), "agent_id": agent_id, "run_id": run_id, "sort": sort}
         async with self._tx(readonly=True) as conn:
             if project is None:
                 return await list_page(conn, limit=limit, cursor=cursor, **tags)
@@ -96,12 +98,13 @@ class PostgresDatabase(SearchCalls):
         async with self._tx(readonly=True) as conn:
             return await sessions.resolve(conn, prefix)
 
-    async def latest(self) -> str:
-        """The newest session's id (SessionNotFoundError when there is none)."""
+    async def latest(self, sort: SessionSort = "created") -> str:
+        """The newest session's id by ``sort`` (SessionNotFoundError when there is none)."""
+        order = sort_column(sort)
         async with self._tx(readonly=True) as conn:
             # A subagent's session (owner_id set) is part of its owner's: "the newest" is never one.
             found = await conn.fetchval(
-                "SELECT id FROM sessions WHERE owner_id IS NULL ORDER BY created_at DESC, sid DESC LIMIT 1"
+                f"SELECT id FROM sessions WHERE owner_id IS NULL ORDER BY {order} DESC, sid DESC LIMIT 1"
             )
         if found is None:
             raise SessionNotFoundError("the database holds no sessions yet")
@@ -349,10 +352,15 @@ class PostgresDatabase(SearchCalls):
         return PostgresContextStore(self._pool, session_id, project)
 
     async def lineage_tree(
-        self, project: str | None = None, *, limit: int | None = None, since: datetime | None = None
+        self,
+        project: str | None = None,
+        *,
+        limit: int | None = None,
+        since: datetime | None = None,
+        sort: SessionSort = "created",
     ) -> list[SessionNode]:
-        """Root sessions newest first with their subagent sessions and forks below them."""
-        return await tree.session_tree(self._pool, project, limit=limit, since=since)
+        """Root sessions newest first (by ``sort``) with their subagent sessions and forks below them."""
+        return await tree.session_tree(self._pool, project, limit=limit, since=since, sort=sort)
 
     async def list_pools(self, kind: str | None = None) -> list[PoolInfo]:
         """Every context queue and pool (or only ``kind``: 'queue' or 'pool'), by name."""

@@ -1,5 +1,6 @@
-"""Session listings on PostgreSQL: :class:`SessionInfo` rows, newest first, in keyset pages
-(``created_at, sid`` as the SQLite backend's cursor), read from ``sessions`` alone."""
+"""Session listings on PostgreSQL: :class:`SessionInfo` rows, newest first (by creation or by
+last activity), in keyset pages (``time, sid`` as the SQLite backend's cursor), read from
+``sessions`` alone."""
 
 from __future__ import annotations
 
@@ -7,14 +8,14 @@ from typing import Any, Final
 
 from axio_context.messages import SessionInfo
 from axio_context.transcript import format_time
-from axio_context.views import SessionPage
+from axio_context.views import SessionPage, SessionSort, sort_column
 
 __all__ = ["INFO_COLUMNS", "SessionPage", "info_of", "list_page"]
 
 #: The columns of a SessionInfo, in its field order, then the listing cursor's.
 INFO_COLUMNS: Final = (
-    "id, next_position, COALESCE(NULLIF(preview, ''), '(empty)'), created_at, input_tokens, output_tokens,"
-    " project, updated_at, parent_id, fork_position, title, sid"
+    "id, next_position - hidden_count, COALESCE(NULLIF(preview, ''), '(empty)'), created_at, input_tokens,"
+    " output_tokens, project, updated_at, parent_id, fork_position, title, sid"
 )
 
 
@@ -55,11 +56,14 @@ async def list_page(
     since_ms: int | None = None,
     agent_id: str | None = None,
     run_id: str | None = None,
+    sort: SessionSort = "created",
 ) -> SessionPage:
-    """Sessions newest first (by creation), optionally one project's, a keyset page at a time;
-    ``agent_id`` / ``run_id`` keep one agent's sessions / those holding one run's messages."""
+    """Sessions newest first (by creation, or with ``sort="updated"`` by last activity),
+    optionally one project's, a keyset page at a time; ``agent_id`` / ``run_id`` keep one
+    agent's sessions / those holding one run's messages."""
     from .runs import run_filter
 
+    order = sort_column(sort)
     args: list[Any] = []
     where = run_filter(args, agent_id, run_id)
     if project is not _ALL:
@@ -75,11 +79,11 @@ async def list_page(
         created, sid = _parse_cursor(cursor)
         args += [created, sid]
         a, b = len(args) - 1, len(args)
-        where.append(f"(created_at, sid) < (${a}::bigint, ${b}::bigint)")
-    sql = f"SELECT {INFO_COLUMNS} FROM sessions"
+        where.append(f"({order}, sid) < (${a}::bigint, ${b}::bigint)")
+    sql = f"SELECT {INFO_COLUMNS}, {order} FROM sessions"
     if where:
         sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY created_at DESC, sid DESC"
+    sql += f" ORDER BY {order} DESC, sid DESC"
     if limit is not None:
         if limit < 1:
             raise ValueError("limit must be at least 1")
@@ -89,5 +93,5 @@ async def list_page(
     next_cursor = None
     if limit is not None and len(rows) > limit:
         rows = rows[:limit]
-        next_cursor = f"{rows[-1][3]}.{rows[-1][11]}"
+        next_cursor = f"{rows[-1][12]}.{rows[-1][11]}"
     return SessionPage(sessions=[info_of(r) for r in rows], next_cursor=next_cursor)

@@ -353,6 +353,42 @@ CREATE TRIGGER sessions_owner_on_rename AFTER UPDATE OF id ON sessions
     FOR EACH ROW WHEN (OLD.id IS DISTINCT FROM NEW.id) EXECUTE FUNCTION axio_sessions_owner_on_rename();
 """
 
+# Listings go newest first by last activity (``updated_at``), one index range a page. A session's
+# ``hidden_count`` is how many marks ``clear_run`` left on it (hidden_messages rows), kept by the
+# statement triggers below whatever writes or drops the marks (clear_run, the fork trigger,
+# clear, pop, cascades), so a listing's count is ``next_position - hidden_count``. A fork's
+# ``fork_input_tokens``/``fork_output_tokens`` are the totals it started with (its parent's, as
+# axio's fork copies them): ``stats`` counts a fork's totals less these, each token once. Forks
+# made before this version get the smaller of their totals and their parent's.
+_ACTIVITY_AND_VISIBLE_COUNTS: Final = """
+CREATE INDEX sessions_by_updated ON sessions (updated_at DESC, sid DESC);
+CREATE INDEX sessions_by_project_updated ON sessions (project, updated_at DESC, sid DESC);
+ALTER TABLE sessions ADD COLUMN hidden_count integer NOT NULL DEFAULT 0;
+UPDATE sessions s SET hidden_count = h.n
+    FROM (SELECT sid, count(*) AS n FROM hidden_messages GROUP BY sid) h WHERE h.sid = s.sid;
+CREATE FUNCTION axio_hidden_added() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE sessions s SET hidden_count = s.hidden_count + a.n
+    FROM (SELECT sid, count(*) AS n FROM added GROUP BY sid) a WHERE a.sid = s.sid;
+    RETURN NULL;
+END $$;
+CREATE FUNCTION axio_hidden_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE sessions s SET hidden_count = s.hidden_count - r.n
+    FROM (SELECT sid, count(*) AS n FROM removed GROUP BY sid) r WHERE r.sid = s.sid;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER hidden_messages_added AFTER INSERT ON hidden_messages
+    REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION axio_hidden_added();
+CREATE TRIGGER hidden_messages_removed AFTER DELETE ON hidden_messages
+    REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION axio_hidden_removed();
+ALTER TABLE sessions ADD COLUMN fork_input_tokens bigint NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN fork_output_tokens bigint NOT NULL DEFAULT 0;
+UPDATE sessions s SET fork_input_tokens = LEAST(s.input_tokens, p.input_tokens),
+    fork_output_tokens = LEAST(s.output_tokens, p.output_tokens)
+    FROM sessions p WHERE p.id = s.parent_id;
+"""
+
 #: (version, SQL) in order; a step is never edited once released, only added after.
 MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
     (1, _V1),
@@ -362,6 +398,7 @@ MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
     (5, _CONTEXT_POOLS),
     (6, _RESUMABLE_STATE),
     (7, CONVERSATION_LOG),  # pydantic-ai's ConversationStore (see .conversation_log)
+    (8, _ACTIVITY_AND_VISIBLE_COUNTS),
 )
 
 #: The schema version this code writes.

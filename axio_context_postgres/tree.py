@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from axio_context.transcript.times import epoch_ms as ms
-from axio_context.views import SessionNode
+from axio_context.views import SessionNode, SessionSort, sort_column
 
 from .connection import Pool, translated
 from .listing import INFO_COLUMNS, info_of
@@ -48,11 +48,13 @@ async def session_tree(
     *,
     limit: int | None = None,
     since: datetime | None = None,
+    sort: SessionSort = "created",
 ) -> list[SessionNode]:
-    """Root sessions newest first (at most ``limit``; one project's when given), each with the
-    subagent sessions and forks below it, at any depth."""
+    """Root sessions newest first by ``sort`` (at most ``limit``; one project's when given),
+    each with the subagent sessions and forks below it, at any depth."""
     if limit is not None and limit < 1:
         raise ValueError("limit must be at least 1")
+    order = sort_column(sort)
     where, args = [_ROOT], list[Any]()
     if project is not None:
         args.append(project)
@@ -61,7 +63,7 @@ async def session_tree(
     if since_ms is not None:
         args.append(since_ms)
         where.append(f"created_at >= ${len(args)}")
-    sql = f"SELECT {_COLUMNS} FROM sessions s WHERE {' AND '.join(where)} ORDER BY created_at DESC, sid DESC"
+    sql = f"SELECT {_COLUMNS} FROM sessions s WHERE {' AND '.join(where)} ORDER BY {order} DESC, sid DESC"
     if limit is not None:
         args.append(limit)
         sql += f" LIMIT ${len(args)}"

@@ -9,7 +9,7 @@ whole old sessions are the same questions on either backend.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -51,13 +51,25 @@ class PostgresStats(msgspec.Struct, frozen=True):
     by_project: list[ProjectStats]
 
 
+#: Whether a session is a fork whose parent is still there (its inherited totals counted there).
+_FORK: Final = "s.parent_id IS NOT NULL AND EXISTS (SELECT 1 FROM sessions p WHERE p.id = s.parent_id)"
+#: A session's own token totals (axio's fork copies the parent's): a fork's less those it started with.
+_OWN_IN: Final = (
+    f"(s.input_tokens - CASE WHEN {_FORK} THEN LEAST(s.input_tokens, s.fork_input_tokens) ELSE 0 END)"
+)
+_OWN_OUT: Final = (
+    f"(s.output_tokens - CASE WHEN {_FORK} THEN LEAST(s.output_tokens, s.fork_output_tokens) ELSE 0 END)"
+)
+
+
 async def stats(conn: Any) -> PostgresStats:
     """Totals over the database and per project, and each table's size (one snapshot)."""
     by_project = [
         ProjectStats(r[0], int(r[1]), int(r[2]), int(r[3]), int(r[4]))
         for r in await conn.fetch(
-            "SELECT project, count(*), COALESCE(sum(next_position), 0), COALESCE(sum(input_tokens), 0),"
-            " COALESCE(sum(output_tokens), 0) FROM sessions GROUP BY project ORDER BY count(*) DESC, project"
+            "SELECT project, count(*), COALESCE(sum(next_position - hidden_count), 0),"
+            f" COALESCE(sum({_OWN_IN}), 0), COALESCE(sum({_OWN_OUT}), 0)"
+            " FROM sessions s GROUP BY project ORDER BY count(*) DESC, project"
         )
     ]
     counts = await conn.fetchrow(

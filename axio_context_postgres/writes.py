@@ -193,9 +193,11 @@ async def fork(conn: Any, session_id: str, project: str | None, new_id: str) -> 
     )
     sid = await conn.fetchval(
         "INSERT INTO sessions (id, seg, project, parent_id, fork_position, created_at, updated_at,"
-        " next_position, est_tokens, preview, preview_pos, input_tokens, output_tokens, next_checkpoint)"
+        " next_position, est_tokens, preview, preview_pos, input_tokens, output_tokens, next_checkpoint,"
+        " fork_input_tokens, fork_output_tokens)"
         " SELECT $1, $2, project, id, next_position, $3, $3, next_position, est_tokens, preview, preview_pos,"
-        " input_tokens, output_tokens, next_checkpoint FROM sessions WHERE sid = $4 RETURNING sid",
+        " input_tokens, output_tokens, next_checkpoint, input_tokens, output_tokens"
+        " FROM sessions WHERE sid = $4 RETURNING sid",
         new_id,
         seg,
         now,

@@ -28,7 +28,7 @@ from ..search.results import ReindexReport, SearchResults
 from ..transcript import FormatName, MessageRecord, TranscriptWriter
 from ..transcript.reports import DamagedRow, ExportSummary, ImportReport
 from ..usage_limits import UsageRecorder
-from ..views import ProjectStats, SessionNode, SessionPage, SessionTreePage, SessionView
+from ..views import ProjectStats, SessionNode, SessionPage, SessionSort, SessionTreePage, SessionView
 
 __all__ = [
     "AxioImport",
@@ -166,6 +166,7 @@ class Browsable(Protocol):
         limit: int = 100,
         cursor: str | None = None,
         agent_id: str | None = None,
+        sort: SessionSort = "created",
     ) -> Awaitable[SessionTreePage]: ...
 
     def transcript(
@@ -189,7 +190,7 @@ class Browsable(Protocol):
 
     def resolve(self, prefix: str) -> Awaitable[str]: ...
 
-    def latest(self) -> Awaitable[str]: ...
+    def latest(self, sort: SessionSort = "created") -> Awaitable[str]: ...
 
     def short_ids(self, ids: Iterable[str | None]) -> Awaitable[dict[str, str]]: ...
 
@@ -241,9 +242,10 @@ class Database(Protocol):
         since: datetime | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        sort: SessionSort = "created",
     ) -> SessionPage: ...
     async def resolve(self, prefix: str) -> str: ...
-    async def latest(self) -> str: ...
+    async def latest(self, sort: SessionSort = "created") -> str: ...
     async def complete(self, prefix: str, limit: int = 50) -> list[str]: ...
     async def short_ids(self, ids: Iterable[str | None]) -> dict[str, str]: ...
     async def stored_project(self, project: str | None) -> str | None: ...
@@ -266,7 +268,12 @@ class Database(Protocol):
     ) -> ExportSummary: ...
     async def stats(self) -> DatabaseStats: ...
     async def lineage_tree(
-        self, project: str | None = None, *, limit: int | None = None, since: datetime | None = None
+        self,
+        project: str | None = None,
+        *,
+        limit: int | None = None,
+        since: datetime | None = None,
+        sort: SessionSort = "created",
     ) -> list[SessionNode]:
         """Root sessions newest first with their subagent sessions and forks below them."""
         ...

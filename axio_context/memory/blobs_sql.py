@@ -19,7 +19,7 @@ import secrets
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import IO, Final, Protocol
+from typing import IO, Final, NamedTuple, Protocol
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from axio_context.copying import BlobRow
@@ -41,6 +41,7 @@ from .errors import BlobNotFoundError, InvalidInputError
 
 __all__ = [
     "BlobStatements",
+    "NewBlob",
     "Pieces",
     "SQLBlobStore",
     "bytes_pieces",
@@ -57,23 +58,27 @@ _MOST: Final = 2**63 - 1
 MAX_EXPIRES_IN: Final = 10 * 365 * 24 * 3600
 
 
+class NewBlob(NamedTuple):
+    """What a put writes: the key, the bytes' SHA-256 and size, the content type, the bytes in
+    pieces, and the creation time (None: now)."""
+
+    key: str
+    digest: bytes
+    size: int
+    content_type: str
+    pieces: Pieces
+    created_at: int | None = None
+
+
 class BlobStatements(Protocol):
     """The plans a backend gives :class:`SQLBlobStore` (each runs as one transaction)."""
 
     #: The URL scheme of this backend's signed URLs.
     scheme: str
 
-    def put(
-        self,
-        d: Dialect,
-        key: str,
-        digest: bytes,
-        size: int,
-        content_type: str,
-        pieces: Pieces,
-        created_at: int | None,
-    ) -> Plan[None]:
-        """Point ``key`` at the bytes (stored unless the database has them), freeing what it held."""
+    def put(self, d: Dialect, blob: NewBlob) -> Plan[None]:
+        """Point ``blob.key`` at its bytes (stored unless the database has them), freeing what
+        the key held."""
         ...
 
     def delete(self, d: Dialect, key: str) -> Plan[bool]:
@@ -202,7 +207,7 @@ class SQLBlobStore:
         pieces: Pieces,
         created_at: int | None = None,
     ) -> BlobInfo:
-        await self._runner.write(self._sql.put, key, digest, size, content_type, pieces, created_at)
+        await self._runner.write(self._sql.put, NewBlob(key, digest, size, content_type, pieces, created_at))
         return BlobInfo(key, size, content_type, digest.hex())
 
     async def upload(self, key: str, data: bytes, content_type: str = DEFAULT_CONTENT_TYPE) -> BlobInfo:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 
 from axio_context.copying import CollectionRow
 from axio_context.embeddings import Embedder
@@ -33,6 +33,7 @@ __all__ = [
     "Collection",
     "NewDocument",
     "SQLVectorStore",
+    "VectorQuery",
     "VectorStatements",
     "find_collection",
 ]
@@ -46,6 +47,17 @@ _MOST: Final = 2**63 - 1
 Collection = tuple[int, int, str]
 #: A checked document to write: id, content, float32 embedding, metadata (a JSON object).
 NewDocument = tuple[str, str, "array[float]", dict[str, Any]]
+
+
+class VectorQuery(NamedTuple):
+    """A checked search: the collection, the float32 query, the filter's conditions, how many
+    hits, and how many candidates the coarse pass keeps."""
+
+    collection: str
+    vector: array[float]
+    conditions: list[Condition]
+    limit: int
+    candidates: int
 
 
 class VectorStatements(Protocol):
@@ -71,17 +83,9 @@ class VectorStatements(Protocol):
         """Delete the documents with these ids; how many existed."""
         ...
 
-    def search(
-        self,
-        d: Dialect,
-        name: str,
-        query: array[float],
-        conditions: list[Condition],
-        limit: int,
-        candidates: int,
-    ) -> Plan[list[SearchResult]]:
-        """The ``limit`` best by cosine among the documents matching ``conditions``, ties by id
-        (DimensionMismatchError for a query of another dimension; [] for no collection)."""
+    def search(self, d: Dialect, q: VectorQuery) -> Plan[list[SearchResult]]:
+        """The ``q.limit`` best by cosine among the documents matching ``q.conditions``, ties by
+        id (DimensionMismatchError for a query of another dimension; [] for no collection)."""
         ...
 
     def collections(self, d: Dialect) -> Plan[list[CollectionInfo]]:
@@ -193,9 +197,8 @@ class SQLVectorStore:
         conditions = compile_filter(filter)
         check_limit(limit)
         query = check_embedding(query_embedding, None, "query")
-        return await self._runner.read(
-            self._sql.search, collection, query, conditions, min(limit, _MOST), self._candidates
-        )
+        q = VectorQuery(collection, query, conditions, min(limit, _MOST), self._candidates)
+        return await self._runner.read(self._sql.search, q)
 
     async def search_text(
         self,

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from axio_context.copying import BlobRow
 from axio_context.memory.blobs import DEFAULT_MAX_SIZE, BlobInfo
-from axio_context.memory.blobs_sql import Pieces, SQLBlobStore, new_secret
+from axio_context.memory.blobs_sql import NewBlob, SQLBlobStore, new_secret
 from axio_context.memory.errors import BlobNotFoundError
 from axio_context.sql import Dialect, Execute, Plan, Row, Rows, Value
 
@@ -60,16 +60,8 @@ class _Statements:
 
     scheme = URL_SCHEME
 
-    def put(
-        self,
-        d: Dialect,
-        key: str,
-        digest: bytes,
-        size: int,
-        content_type: str,
-        pieces: Pieces,
-        created_at: int | None,
-    ) -> Plan[None]:
+    def put(self, d: Dialect, blob: NewBlob) -> Plan[None]:
+        key, digest, size, content_type, pieces, created_at = blob
         old = yield Value("SELECT hash FROM memory_blob_keys WHERE key = ? FOR UPDATE", (key,))
         # ON CONFLICT ... DO UPDATE locks an existing bytes row, so no one frees it under us.
         inserted = yield Value(

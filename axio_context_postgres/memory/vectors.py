@@ -19,7 +19,6 @@ from typing import Any, Final
 from axio_context.copying import CollectionRow, DocumentRow, canonical_json
 from axio_context.embeddings import Embedder
 from axio_context.memory.errors import DimensionMismatchError
-from axio_context.memory.metadata import Condition
 from axio_context.memory.transfer_sql import stored_json
 from axio_context.memory.vectors import CollectionInfo, Document, SearchResult
 from axio_context.memory.vectors_sql import (
@@ -27,6 +26,7 @@ from axio_context.memory.vectors_sql import (
     Collection,
     NewDocument,
     SQLVectorStore,
+    VectorQuery,
     find_collection,
 )
 from axio_context.sql import Dialect, Execute, ExecuteMany, Plan, Rows, Value, decode_object
@@ -138,15 +138,8 @@ class _Statements:
         )
         return len(gone)
 
-    def search(
-        self,
-        d: Dialect,
-        name: str,
-        query: array[float],
-        conditions: list[Condition],
-        limit: int,
-        candidates: int,
-    ) -> Plan[list[SearchResult]]:
+    def search(self, d: Dialect, q: VectorQuery) -> Plan[list[SearchResult]]:
+        name, query, conditions, limit, candidates = q
         found = yield from find_collection(d, name)
         if found is None:
             return []

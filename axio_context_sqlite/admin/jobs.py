@@ -22,6 +22,7 @@ from axio_context.errors import (
 from axio_context.messages import SessionInfo
 from axio_context.transcript import FormatName, TranscriptWriter, writer_for
 from axio_context.transcript.times import epoch_ms as ms
+from axio_context.views import SessionSort
 
 from ..store import catalog, checking, listing, naming, recompressing, runs, upkeep
 from ..store.calls import run
@@ -56,20 +57,22 @@ class DatabaseJobs:
         since: datetime | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        sort: SessionSort = "created",
     ) -> SessionPage:
-        """Sessions newest first (all projects unless ``project``), one keyset page at a time;
-        ``agent_id`` keeps one agent's sessions, ``run_id`` those holding that run's messages."""
+        """Sessions newest first by ``sort`` (creation, or last activity), all projects unless
+        ``project``, one keyset page at a time; ``agent_id`` keeps one agent's sessions,
+        ``run_id`` those holding that run's messages."""
         return await run(
-            self._conn, catalog.list_sessions, project, limit, cursor, ms(since), agent_id, run_id
+            self._conn, catalog.list_sessions, project, limit, cursor, ms(since), agent_id, run_id, sort
         )
 
     async def resolve(self, prefix: str) -> str:
         """The session id equal to ``prefix``, or the only one starting with it (like git)."""
         return await run(self._conn, catalog.resolve, prefix)
 
-    async def latest(self) -> str:
-        """The newest session's id (SessionNotFoundError when there is none)."""
-        return await run(self._conn, catalog.latest)
+    async def latest(self, sort: SessionSort = "created") -> str:
+        """The newest session's id by ``sort`` (SessionNotFoundError when there is none)."""
+        return await run(self._conn, catalog.latest, sort)
 
     async def complete(self, prefix: str, limit: int = 50) -> list[str]:
         """Session ids starting with ``prefix``, for shell completion."""

@@ -20,6 +20,7 @@ from axio_context.backends.protocol import Browsable
 from axio_context.errors import DatabaseLockedError
 from axio_context.following import FollowUpdate, follow_changes
 from axio_context.transcript import MessageRecord
+from axio_context.views import SessionSort
 
 from ..store import browsing
 from ..store.browsing import SessionTreePage
@@ -48,11 +49,14 @@ class DatabaseLive:
         limit: int = 100,
         cursor: str | None = None,
         agent_id: str | None = None,
+        sort: SessionSort = "created",
     ) -> SessionTreePage:
-        """A page of sessions newest first with their forks under them, or with ``text`` the
-        sessions whose id, title, preview or project holds it, with ``agent_id`` those holding
-        that agent's conversations (flat); see :func:`.browsing.session_tree`."""
-        return await run(self._conn, browsing.session_tree, project, text or None, limit, cursor, agent_id)
+        """A page of sessions newest first (by ``sort``) with their forks under them, or with
+        ``text`` the sessions whose id, title, preview or project holds it, with ``agent_id``
+        those holding that agent's conversations (flat); see :func:`.browsing.session_tree`."""
+        return await run(
+            self._conn, browsing.session_tree, project, text or None, limit, cursor, agent_id, sort
+        )
 
     async def transcript(self, session_id: str, *, full: bool = False, limit: int = 200) -> SessionView:
         """The last ``limit`` messages of a session's model view (every message with ``full``),

@@ -71,7 +71,7 @@ def follow(
     async def go(opened: Database) -> None:
         nonlocal locked_told
         db = live(opened)
-        sid = await db.resolve(session) if session else await db.latest()
+        sid = await db.resolve(session) if session else await db.latest("updated")
         count, _ = await db.messages(sid, 0, 0)
         start = 0 if last is None else max(0, count - last)
         _, records = await db.messages(sid, start)

@@ -92,6 +92,17 @@ def project_option(fn: Any) -> Any:
     )(fn)
 
 
+def sort_option(fn: Any) -> Any:
+    """``--sort updated|created``: newest first by last activity (the default) or by creation."""
+    return click.option(
+        "--sort",
+        type=click.Choice(["updated", "created"]),
+        default="updated",
+        show_default=True,
+        help="Newest first by last activity (updated) or by creation (created).",
+    )(fn)
+
+
 def chosen_project(project: str | None, here: bool) -> str | None:
     if project and here:
         raise click.UsageError("--project and --here cannot be used together")

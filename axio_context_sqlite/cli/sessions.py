@@ -11,6 +11,7 @@ import msgspec
 
 from axio_context.messages import SessionInfo
 from axio_context.transcript import message_range, render_blocks, render_header
+from axio_context.views import SessionSort
 
 from ..store.listing import SessionPage
 from .agent_filters import agent_options, tag_filters
@@ -25,6 +26,7 @@ from .options import (
     output_options,
     project_option,
     session_argument,
+    sort_option,
     stored_project,
 )
 from .output import (
@@ -58,6 +60,7 @@ from .state import list_tree
 @click.option(
     "--tree", is_flag=True, help="Subagent sessions and forks under their parents (-n counts roots)."
 )
+@sort_option
 @agent_options("sessions")
 @output_options
 @click.pass_context
@@ -68,24 +71,25 @@ def list_sessions(
     limit: int,
     since: datetime | None,
     tree: bool,
+    sort: SessionSort,
     agent_id: str | None,
     run_id: str | None,
     as_json: bool,
     nl: bool,
 ) -> None:
-    """List sessions, newest first (an agent's sessions with their agent and thread)."""
+    """List sessions, the last active first (an agent's sessions with their agent and thread)."""
     settings = settings_of(ctx)
     scope = chosen_project(project, here)
     one_format(as_json, nl)
     if tree:
-        list_tree(ctx, scope, limit or None, since, as_json, nl)
+        list_tree(ctx, scope, limit or None, since, as_json, nl, sort)
         return
     agents: dict[str, tuple[str, str]] = {}
 
     async def go(db: Database) -> tuple[SessionPage, dict[str, str], bool] | None:
         tags = tag_filters(db, agent_id, run_id)
         page = await db.list_sessions(
-            await stored_project(db, scope), limit=limit or None, since=since, **tags
+            await stored_project(db, scope), limit=limit or None, since=since, sort=sort, **tags
         )
         agents.update(await db.agents_of([i.session_id for i in page.sessions]))
         filtered = (scope is not None or since is not None or bool(tags)) and not page.sessions
@@ -117,11 +121,12 @@ def list_sessions(
         lambda: [with_agent(info_row(i, shown), agents.get(i.session_id)) for i in infos],
     )
     if page.next_cursor is not None:  # on stderr, so --json and --nl output stays as it is
-        click.echo(f"(the newest {limit}; -n 0 lists all)", err=True)
+        newest = "last active" if sort == "updated" else "newest"
+        click.echo(f"(the {newest} {limit}; -n 0 lists all)", err=True)
 
 
 async def _pick(db: Database, session: str | None) -> str:
-    return await db.resolve(session) if session else await db.latest()
+    return await db.resolve(session) if session else await db.latest("updated")
 
 
 @cli.command()
@@ -168,7 +173,7 @@ def show(
     interval: float,
     as_json: bool,
 ) -> None:
-    """Show a conversation (default: the newest session); --follow keeps printing new messages."""
+    """Show a conversation (default: the last active session); --follow keeps printing new messages."""
     if agent_id is not None and session is None:
         raise click.UsageError("--agent needs the SESSION (thread id) the agent worked in")
     if follow:

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from axio_context.backends import StoredStateView
-from axio_context.views import SessionNode
+from axio_context.views import SessionNode, SessionSort
 
 from .app import cli, read_db, settings_of
 from .backends import Database
@@ -42,12 +42,14 @@ def list_tree(
     since: datetime | None,
     as_json: bool,
     nl: bool,
+    sort: SessionSort = "updated",
 ) -> None:
-    """``list-sessions --tree``: root sessions newest first, subagent sessions and forks under them."""
+    """``list-sessions --tree``: root sessions newest first (by ``sort``), subagent sessions and
+    forks under them."""
 
     async def go(db: Database) -> tuple[list[SessionNode], dict[str, str]]:
         scope = await db.stored_project(project)
-        nodes = await db.lineage_tree(scope, limit=limit, since=since)
+        nodes = await db.lineage_tree(scope, limit=limit, since=since, sort=sort)
         if as_json or nl:
             return nodes, {}
         ids = [x for n, _, _ in _walk(nodes) for x in (n.info.session_id, n.info.parent_id)]

@@ -53,7 +53,7 @@ def export(
     agent_id: str | None,
     run_id: str | None,
 ) -> None:
-    """Export sessions (default: the newest) as json, jsonl or markdown."""
+    """Export sessions (default: the last active) as json, jsonl or markdown."""
     if all_ and sessions:
         raise click.UsageError("give SESSION arguments or --all, not both")
     tagged = agent_id is not None or run_id is not None
@@ -74,7 +74,7 @@ def export(
         elif sessions:
             ids = [await db.resolve(s) for s in sessions]
         else:
-            ids = [await db.latest()]
+            ids = [await db.latest("updated")]
         if children and ids is not None:
             below = await db.descendants(ids)
             ids = list(dict.fromkeys(ids + below))

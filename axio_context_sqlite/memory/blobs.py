@@ -27,7 +27,7 @@ import aiosqlite
 
 from axio_context.copying import BlobRow
 from axio_context.memory.blobs import CHUNK_SIZE, DEFAULT_MAX_SIZE, BlobInfo
-from axio_context.memory.blobs_sql import Pieces, SQLBlobStore, bytes_pieces, new_secret, parse_url
+from axio_context.memory.blobs_sql import NewBlob, SQLBlobStore, bytes_pieces, new_secret, parse_url
 from axio_context.memory.errors import BlobNotFoundError
 from axio_context.sql import Dialect, Execute, Plan, Row, Rows, Value
 
@@ -65,16 +65,8 @@ class _Statements:
 
     scheme = URL_SCHEME
 
-    def put(
-        self,
-        d: Dialect,
-        key: str,
-        digest: bytes,
-        size: int,
-        content_type: str,
-        pieces: Pieces,
-        created_at: int | None,
-    ) -> Plan[None]:
+    def put(self, d: Dialect, blob: NewBlob) -> Plan[None]:
+        key, digest, size, content_type, pieces, created_at = blob
         row = yield Row("SELECT hash FROM memory_blob_keys WHERE key = ?", (key,))
         old = None if row is None else bytes(row[0])
         # The key's row first: the join trigger counts keys to tell a key's reference from a
@@ -199,7 +191,8 @@ def load_row(c: Any, row: BlobRow) -> None:
     caller's write transaction)."""
     digest = hashlib.sha256(row.data).digest()
     pieces = bytes_pieces(row.data)
-    drive(c, STATEMENTS.put(SQLITE, row.key, digest, len(row.data), row.content_type, pieces, row.created_at))
+    blob = NewBlob(row.key, digest, len(row.data), row.content_type, pieces, row.created_at)
+    drive(c, STATEMENTS.put(SQLITE, blob))
 
 
 class SQLiteBlobStore(SQLBlobStore):

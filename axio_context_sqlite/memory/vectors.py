@@ -27,7 +27,13 @@ from axio_context.memory.errors import DimensionMismatchError
 from axio_context.memory.metadata import Condition
 from axio_context.memory.transfer_sql import stored_json
 from axio_context.memory.vectors import CollectionInfo, Document, SearchResult, cosine_similarity
-from axio_context.memory.vectors_sql import DEFAULT_CANDIDATES, NewDocument, SQLVectorStore, find_collection
+from axio_context.memory.vectors_sql import (
+    DEFAULT_CANDIDATES,
+    NewDocument,
+    SQLVectorStore,
+    VectorQuery,
+    find_collection,
+)
 from axio_context.sql import Dialect, Plan, Row, Rows, Value, decode_object, encode_json
 
 from ..store.keys import now_ms
@@ -166,15 +172,8 @@ class Statements:
             yield Row("DELETE FROM memory_embeddings WHERE rowid = ?", (rowid,))
         return len(gone)
 
-    def search(
-        self,
-        d: Dialect,
-        name: str,
-        query: array[float],
-        conditions: list[Condition],
-        limit: int,
-        candidates: int,
-    ) -> Plan[list[SearchResult]]:
+    def search(self, d: Dialect, q: VectorQuery) -> Plan[list[SearchResult]]:
+        name, query, conditions, limit, candidates = q
         where, params = filter_sql(conditions)
         found = yield from find_collection(d, name)
         if found is None:

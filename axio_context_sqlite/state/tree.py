@@ -15,7 +15,7 @@ from typing import Any, Final
 import aiosqlite
 import msgspec
 
-from axio_context.views import SessionNode
+from axio_context.views import SessionNode, SessionSort, sort_column
 
 from ..admin.jobs import ms
 from ..store.calls import run
@@ -47,7 +47,10 @@ def _under(c: Any, ids: list[str]) -> list[Any]:
     )
 
 
-def _tree(c: Any, project: str | None, limit: int | None, since_ms: int | None) -> list[SessionNode]:
+def _tree(
+    c: Any, project: str | None, limit: int | None, since_ms: int | None, sort: SessionSort
+) -> list[SessionNode]:
+    order = sort_column(sort)
     where, args = [_ROOT], list[Any]()
     if project is not None:
         where.append("project = ?")
@@ -55,7 +58,7 @@ def _tree(c: Any, project: str | None, limit: int | None, since_ms: int | None) 
     if since_ms is not None:
         where.append("created_at >= ?")
         args.append(since_ms)
-    sql = f"SELECT {_COLUMNS} FROM sessions s WHERE {' AND '.join(where)} ORDER BY created_at DESC, sid DESC"
+    sql = f"SELECT {_COLUMNS} FROM sessions s WHERE {' AND '.join(where)} ORDER BY {order} DESC, sid DESC"
     if limit is not None:
         sql += " LIMIT ?"
         args.append(limit)
@@ -83,12 +86,13 @@ async def session_tree(
     *,
     limit: int | None = None,
     since: datetime | None = None,
+    sort: SessionSort = "created",
 ) -> list[SessionNode]:
-    """Root sessions newest first (at most ``limit``; one project's when given), each with the
-    subagent sessions and forks below it, at any depth."""
+    """Root sessions newest first by ``sort`` (at most ``limit``; one project's when given), each
+    with the subagent sessions and forks below it, at any depth."""
     if limit is not None and limit < 1:
         raise ValueError("limit must be at least 1")
-    return await run(conn, _tree, project, limit, ms(since))
+    return await run(conn, _tree, project, limit, ms(since), sort)
 
 
 def _descendants(c: Any, ids: list[str]) -> list[str]:

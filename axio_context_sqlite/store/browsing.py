@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from axio_context.messages import SessionInfo
 from axio_context.transcript import MessageRecord
-from axio_context.views import MAX_DEPTH, MAX_PAGE, SessionTreePage, TreeRow
+from axio_context.views import MAX_DEPTH, MAX_PAGE, SessionSort, SessionTreePage, TreeRow, sort_column
 
 from . import listing, transactions
 from .catalog import SessionView, full_row, records, session_header
@@ -73,8 +73,10 @@ def session_tree(
     limit: int,
     cursor: str | None,
     agent_id: str | None = None,
+    sort: SessionSort = "created",
 ) -> SessionTreePage:
-    """Heads newest first, each followed by its forks (newest first, at any depth).
+    """Heads newest first (by ``sort``: creation or last activity), each followed by its forks
+    (newest first, at any depth).
 
     A head is a session whose parent is gone or, with ``project``, filed elsewhere. ``text``
     (matched case-insensitively in id, title, preview and project) lists the matching sessions
@@ -82,6 +84,7 @@ def session_tree(
     ``agent_id``, keeping the sessions that hold that agent's conversations.
     """
     limit = _page_limit(limit)
+    order = sort_column(sort)
     args: dict[str, Any] = {"limit": limit + 1}
     where: list[str] = []
     if project is not None:
@@ -99,11 +102,11 @@ def session_tree(
         where.append(f"NOT EXISTS (SELECT 1 FROM sessions p WHERE p.id = s.parent_id{same})")
     if cursor is not None:
         created, sid = _cursor(cursor)
-        where.append("(s.created_at < :created OR (s.created_at = :created AND s.sid < :sid))")
+        where.append(f"(s.{order} < :created OR (s.{order} = :created AND s.sid < :sid))")
         args.update(created=created, sid=sid)
     sql = (
-        f"SELECT {listing.INFO_COLUMNS}, s.created_at, s.sid"
-        f" FROM sessions s WHERE {' AND '.join(where)} ORDER BY s.created_at DESC, s.sid DESC LIMIT :limit"
+        f"SELECT {listing.INFO_COLUMNS}, s.{order}, s.sid"
+        f" FROM sessions s WHERE {' AND '.join(where)} ORDER BY s.{order} DESC, s.sid DESC LIMIT :limit"
     )
     with transactions.read_tx(c):
         heads = c.execute(sql, args).fetchall()
@@ -114,10 +117,10 @@ def session_tree(
         infos = [listing.info_from_row(h) for h in heads]
         if flat:
             return SessionTreePage([TreeRow(i, 0) for i in infos], next_cursor)
-        return SessionTreePage(_with_forks(c, infos, project), next_cursor)
+        return SessionTreePage(_with_forks(c, infos, project, order), next_cursor)
 
 
-def _with_forks(c: Any, heads: list[SessionInfo], project: str | None) -> list[TreeRow]:
+def _with_forks(c: Any, heads: list[SessionInfo], project: str | None, order: str) -> list[TreeRow]:
     """The heads, each followed depth first by its forks (newest first): one recursive query
     for the whole page over the parent_id index, not one per session."""
     if not heads:
@@ -138,7 +141,7 @@ def _with_forks(c: Any, heads: list[SessionInfo], project: str | None) -> list[T
         # CROSS JOIN keeps the forks found first: SQLite 3.50 would otherwise scan every session
         # by the time index and probe the tree (a page then costs more with every session)
         f" SELECT {listing.INFO_COLUMNS} FROM tree CROSS JOIN sessions ON sessions.id = tree.tid"
-        " ORDER BY created_at DESC, sid DESC"
+        f" ORDER BY {order} DESC, sid DESC"
     )
     children: dict[str, list[SessionInfo]] = {}
     for r in c.execute(sql, args).fetchall():

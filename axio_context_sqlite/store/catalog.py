@@ -24,6 +24,7 @@ from axio_context.transcript import (
     format_time,
 )
 from axio_context.transcript.hidden import shared_visible
+from axio_context.views import SessionSort, sort_column
 from axio_context.views import SessionView as SessionView  # re-exported
 
 from . import hiding, keys, listing, reading, runs, session_rows, sessions, transactions
@@ -77,11 +78,12 @@ def resolve(c: Any, prefix: str) -> str:
     return str(found[0])
 
 
-def latest(c: Any) -> str:
-    """The most recently created session's id (the first row of a listing)."""
+def latest(c: Any, sort: SessionSort = "created") -> str:
+    """The newest session's id (the first row of a listing in the same ``sort``)."""
     # A subagent's session (owner_id set) is part of its owner's: "the newest" is never one.
+    order = sort_column(sort)
     r = c.execute(
-        "SELECT id FROM sessions WHERE owner_id IS NULL ORDER BY created_at DESC, sid DESC LIMIT 1"
+        f"SELECT id FROM sessions WHERE owner_id IS NULL ORDER BY {order} DESC, sid DESC LIMIT 1"
     ).fetchone()
     if r is None:
         raise SessionNotFoundError("the database holds no sessions yet")
@@ -96,12 +98,13 @@ def list_sessions(
     since_ms: int | None,
     agent_id: str | None = None,
     run_id: str | None = None,
+    sort: SessionSort = "created",
 ) -> SessionPage:
     """:func:`..store.listing.list_sessions` over every project (``project=None``) or one."""
     tags = {"agent_id": agent_id, "run_id": run_id}
     if project is None:
-        return listing.list_sessions(c, limit=limit, cursor=cursor, since_ms=since_ms, **tags)
-    return listing.list_sessions(c, project, limit=limit, cursor=cursor, since_ms=since_ms, **tags)
+        return listing.list_sessions(c, limit=limit, cursor=cursor, since_ms=since_ms, sort=sort, **tags)
+    return listing.list_sessions(c, project, limit=limit, cursor=cursor, since_ms=since_ms, sort=sort, **tags)
 
 
 # --- reading sessions ----------------------------------------------------------------------------

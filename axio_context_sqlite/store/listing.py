@@ -1,4 +1,5 @@
-"""Listing sessions: pages by creation time (optionally one project's), one session's info, forks."""
+"""Listing sessions: pages by creation or activity time (optionally one project's), one session's
+info, forks."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any, Final
 
 from axio_context.errors import SessionNotFoundError
 from axio_context.messages import SessionInfo
-from axio_context.views import SessionPage
+from axio_context.views import SessionPage, SessionSort, sort_column
 
 from . import runs
 
@@ -28,7 +29,7 @@ __all__ = [
 # SessionInfo's fields in order, so a row is its positional arguments, and a whole listing is
 # built straight from the cursor (bench.run's list of 2,000: 8.3-8.9 ms before, 5.9-8.4 after).
 INFO_COLUMNS: Final = (
-    "id, next_position, coalesce(nullif(preview, ''), '(empty)'), created_iso, input_tokens,"
+    "id, next_position - hidden_count, coalesce(nullif(preview, ''), '(empty)'), created_iso, input_tokens,"
     " output_tokens, project, updated_iso, parent_id, fork_position, title"
 )
 _INFO_FIELDS: Final = 11
@@ -50,9 +51,12 @@ def list_sessions(
     since_ms: int | None = None,
     agent_id: str | None = None,
     run_id: str | None = None,
+    sort: SessionSort = "created",
 ) -> SessionPage:
-    """Sessions newest first (by creation), optionally one project's, in keyset-paginated pages;
-    ``agent_id`` / ``run_id`` keep one agent's sessions / those holding one run's messages."""
+    """Sessions newest first (by creation, or with ``sort="updated"`` by last activity),
+    optionally one project's, in keyset-paginated pages; ``agent_id`` / ``run_id`` keep one
+    agent's sessions / those holding one run's messages."""
+    order = sort_column(sort)
     where, args = runs.run_filter(agent_id, run_id)
     if project is not _ALL:
         if project is None:
@@ -65,13 +69,13 @@ def list_sessions(
         args.append(since_ms)
     if cursor is not None:
         created, sid = _parse_cursor(cursor)
-        where.append("(created_at < ? OR (created_at = ? AND sid < ?))")
+        where.append(f"({order} < ? OR ({order} = ? AND sid < ?))")
         args += [created, created, sid]
     # A page also reads the cursor's columns, after SessionInfo's.
-    sql = f"SELECT {INFO_COLUMNS}{'' if limit is None else ', created_at, sid'} FROM sessions"
+    sql = f"SELECT {INFO_COLUMNS}{'' if limit is None else f', {order}, sid'} FROM sessions"
     if where:
         sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY created_at DESC, sid DESC"
+    sql += f" ORDER BY {order} DESC, sid DESC"
     if limit is None:
         return SessionPage(sessions=list(starmap(SessionInfo, c.execute(sql, args))), next_cursor=None)
     if limit < 1:

@@ -119,10 +119,11 @@ def fork(c: Any, session_id: str, project: str | None, new_id: str) -> None:
         parent = ensure_session(c, session_id, project, now)
         c.execute(
             "INSERT INTO sessions (id, project, parent_id, fork_position, base_sid, base_len, next_position,"
-            " created_at, updated_at, preview, preview_pos, input_tokens, output_tokens, est_tokens)"
+            " created_at, updated_at, preview, preview_pos, input_tokens, output_tokens, est_tokens,"
+            " fork_input_tokens, fork_output_tokens)"
             " SELECT ?, project, id, next_position, CASE WHEN next_position > 0 THEN sid END, next_position,"
-            " next_position, ?, ?, preview, preview_pos, input_tokens, output_tokens, est_tokens"
-            " FROM sessions WHERE sid = ?",
+            " next_position, ?, ?, preview, preview_pos, input_tokens, output_tokens, est_tokens,"
+            " input_tokens, output_tokens FROM sessions WHERE sid = ?",
             (new_id, now, now, parent.sid),
         )
         child_sid = c.execute("SELECT sid FROM sessions WHERE id = ?", (new_id,)).fetchone()[0]

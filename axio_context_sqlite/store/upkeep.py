@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -76,18 +76,31 @@ def wal_path(path: Path) -> Path:
     return path.with_name(path.name + "-wal")
 
 
+#: Whether a session is a fork whose parent is still there (its inherited totals counted there).
+_FORK: Final = "s.parent_id IS NOT NULL AND EXISTS (SELECT 1 FROM sessions p WHERE p.id = s.parent_id)"
+#: A session's own token totals: a fork's less those it started with.
+_OWN_IN: Final = (
+    f"(s.input_tokens - CASE WHEN {_FORK} THEN min(s.input_tokens, s.fork_input_tokens) ELSE 0 END)"
+)
+_OWN_OUT: Final = (
+    f"(s.output_tokens - CASE WHEN {_FORK} THEN min(s.output_tokens, s.fork_output_tokens) ELSE 0 END)"
+)
+
+
 def stats(c: Any, path: Path) -> Stats:
     """Totals over the database and per project, in one snapshot."""
     with transactions.read_tx(c):
         # Token totals are summed in two halves (high and low 32 bits), joined exactly in Python:
         # each session may hold up to 2**63 - 1, so their plain SUM overflows SQLite's integer.
+        # A fork's totals start as its parent's (axio's fork copies them): each token is counted
+        # once, a fork's own share being what it added after the fork (see _OWN).
         by_project = [
             ProjectStats(p, int(n), int(m or 0), (a_hi << 32) + a_lo, (b_hi << 32) + b_lo)
             for p, n, m, a_hi, a_lo, b_hi, b_lo in c.execute(
-                "SELECT project, COUNT(*), SUM(next_position),"
-                " SUM(input_tokens >> 32), SUM(input_tokens & 4294967295),"
-                " SUM(output_tokens >> 32), SUM(output_tokens & 4294967295)"
-                " FROM sessions GROUP BY project ORDER BY COUNT(*) DESC, project"
+                "SELECT project, COUNT(*), SUM(next_position - hidden_count),"
+                f" SUM({_OWN_IN} >> 32), SUM({_OWN_IN} & 4294967295),"
+                f" SUM({_OWN_OUT} >> 32), SUM({_OWN_OUT} & 4294967295)"
+                " FROM sessions s GROUP BY project ORDER BY COUNT(*) DESC, project"
             ).fetchall()
         ]
         stored, payload_bytes = c.execute(

@@ -1,6 +1,7 @@
-"""The session list: newest first, forks under their parent, filtered by text and project, read one
-page at a time as the cursor nears the end (so 10,000 sessions open as fast as ten), and kept
-current: when another process commits (``data_version`` changed) the pages shown are read again.
+"""The session list: the last active first, forks under their parent, filtered by text and
+project, read one page at a time as the cursor nears the end (so 10,000 sessions open as fast as
+ten), and kept current: when another process commits (``data_version`` changed) the pages
+shown are read again.
 """
 
 from __future__ import annotations
@@ -108,7 +109,9 @@ class SessionsScreen(SessionActions):
             text, project = await self._filters()
             limit = min(max(self.browser.page_size, keep or 0), MAX_PAGE)
             page = await self.browser.call(
-                lambda db: db.session_tree(project, text=text, limit=limit, agent_id=self._agent()),
+                lambda db: db.session_tree(
+                    project, text=text, limit=limit, agent_id=self._agent(), sort="updated"
+                ),
                 "list the sessions",
             )
             if isinstance(page, Failed):
@@ -137,7 +140,12 @@ class SessionsScreen(SessionActions):
             cursor = self.next_cursor
             page = await self.browser.call(
                 lambda db: db.session_tree(
-                    project, text=text, limit=self.browser.page_size, cursor=cursor, agent_id=self._agent()
+                    project,
+                    text=text,
+                    limit=self.browser.page_size,
+                    cursor=cursor,
+                    agent_id=self._agent(),
+                    sort="updated",
                 ),
                 "list more sessions",
             )
