@@ -8,10 +8,9 @@ import os
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
-from axio_context.backends import Database as DatabaseProtocol
-from axio_context.backends import Where
+from axio_context.backends import OpenDatabase, Where
 from axio_context.context import ContextStore
-from axio_context.conversation_log import ConversationLog as ConversationLogProtocol
+from axio_context.conversation_log import ConversationLog
 from axio_context.errors import DatabaseOpenError
 from axio_context.tokens import TokenCounter
 
@@ -35,7 +34,7 @@ class PostgresBackend:
         create: bool = True,
         readonly: bool = False,
         busy_timeout: float | None = None,
-    ) -> AbstractAsyncContextManager[DatabaseProtocol]:
+    ) -> AbstractAsyncContextManager[OpenDatabase]:
         if where is None:
             raise DatabaseOpenError("a PostgreSQL database is named by its URL (postgresql://...)")
         return open_database(os.fspath(where))
@@ -51,7 +50,7 @@ class PostgresBackend:
 
     def conversation_log(
         self, handle: Any, *, adapter: str, project: str | None, token_counter: TokenCounter | None
-    ) -> ConversationLogProtocol:
+    ) -> ConversationLog:
         return PostgresConversationLog(handle, adapter=adapter, project=project, token_counter=token_counter)
 
     async def describe(self, where: Where) -> dict[str, object]:

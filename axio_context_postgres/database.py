@@ -1,5 +1,5 @@
 """A whole PostgreSQL database: the multi-session calls the command line makes, as
-:class:`axio_context.backends.Database` names them, so every command runs on either backend.
+:class:`axio_context.backends.OpenDatabase` names them, so every command runs on either backend.
 
 Calls that only make sense for an SQLite file (vacuum, backup, recompress, check, checkpoint,
 the quarantine, importing an axio file) are not here: ``capabilities`` is empty, and
@@ -429,6 +429,6 @@ async def describe(url: str) -> dict[str, object]:
 if TYPE_CHECKING:  # mypy checks the database class against the protocol
 
     def _conforms(db: PostgresDatabase) -> None:
-        from axio_context.backends import Database
+        from axio_context.backends import OpenDatabase
 
-        _database: Database = db
+        _database: OpenDatabase = db

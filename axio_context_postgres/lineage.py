@@ -20,7 +20,7 @@ __all__ = [
     "HIDES",
     "READ",
     "TOKENS",
-    "Row",
+    "MessageRow",
     "chain",
     "free_segment",
     "hidden_positions",
@@ -94,7 +94,7 @@ _SEGMENTS: Final = CHAIN + "SELECT seg, GREATEST(lo, 0), hi FROM chain WHERE lo 
 HIDES: Final = "EXISTS (SELECT 1 FROM hidden_messages h WHERE h.sid = sessions.sid) AS hides"
 
 
-class Row(msgspec.Struct, frozen=True):
+class MessageRow(msgspec.Struct, frozen=True):
     """One stored message: position, role, created time (ms), MessagePack payload, tokens."""
 
     position: int
@@ -106,7 +106,7 @@ class Row(msgspec.Struct, frozen=True):
 
 async def read_rows(
     conn: Any, seg: int, length: int, start: int = 0, end: int | None = None, *, hidden_by: int | None = None
-) -> list[Row]:
+) -> list[MessageRow]:
     """Positions ``[start, end)`` of the transcript of length ``length`` ending in segment ``seg``;
     with ``hidden_by`` (a session's sid) without the rows ``clear_run`` hid from that session."""
     stop = length if end is None else min(end, length)
@@ -116,10 +116,10 @@ async def read_rows(
         rows = await conn.fetch(READ, seg, length, start, stop)
     else:
         rows = await conn.fetch(_READ_VISIBLE, seg, length, start, stop, hidden_by)
-    return [Row(r[0], r[1], r[2], bytes(r[3]), r[4]) for r in rows]
+    return [MessageRow(r[0], r[1], r[2], bytes(r[3]), r[4]) for r in rows]
 
 
-def decode(session_id: str, rows: Sequence[Row]) -> list[Message]:
+def decode(session_id: str, rows: Sequence[MessageRow]) -> list[Message]:
     """The messages of ``rows``; one that does not decode is CorruptDataError naming it."""
     if len(rows) > 1:
         # One MessagePack array of all the payloads: one decoder call instead of one per row.

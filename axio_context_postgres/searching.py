@@ -237,8 +237,8 @@ class SearchCalls:
         run_id: str | None = None,
     ) -> SearchResults:
         """The ``k`` messages that best match ``query``: keyword, semantic or hybrid (RRF), as
-        :meth:`axio_context.backends.Database.search` (the SQLite backend's docstring details the arguments):
-        ``clear_run``'s messages are never hits, ``agent_id`` / ``run_id`` keep one agent's or
+        :meth:`axio_context.backends.OpenDatabase.search` (the SQLite backend's docstring details
+        the arguments): ``clear_run``'s messages are never hits, ``agent_id`` / ``run_id`` keep one agent's or
         one run's."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")

@@ -10,17 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 
-from axio_context.backends import AxioImport, DamageChecking, FileUpkeep, Where
-from axio_context.backends import Database as DatabaseProtocol
+from axio_context.backends import AxioImport, DamageChecking, FileUpkeep, OpenDatabase, Where
 from axio_context.context import ContextStore
-from axio_context.conversation_log import ConversationLog as ConversationLogProtocol
+from axio_context.conversation_log import ConversationLog
 from axio_context.tokens import TokenCounter
 
 from .database import Database, open_database
 from .paths import default_db_path
 from .store.connection import connect
 from .store.context_store import SQLiteContextStore
-from .store.conversation_log import ConversationLog
+from .store.conversation_log import SQLiteConversationLog
 
 __all__ = ["BACKEND", "SQLiteBackend"]
 
@@ -37,7 +36,7 @@ class SQLiteBackend:
         create: bool = True,
         readonly: bool = False,
         busy_timeout: float | None = None,
-    ) -> AbstractAsyncContextManager[DatabaseProtocol]:
+    ) -> AbstractAsyncContextManager[OpenDatabase]:
         path = None if where is None else Path(where)
         if busy_timeout is None:
             return open_database(path, create=create, readonly=readonly)
@@ -54,8 +53,8 @@ class SQLiteBackend:
 
     def conversation_log(
         self, handle: Any, *, adapter: str, project: str | None, token_counter: TokenCounter | None
-    ) -> ConversationLogProtocol:
-        return ConversationLog(handle, adapter=adapter, project=project, token_counter=token_counter)
+    ) -> ConversationLog:
+        return SQLiteConversationLog(handle, adapter=adapter, project=project, token_counter=token_counter)
 
     async def describe(self, where: Where) -> dict[str, object]:
         return {"database": str(where), "backend": self.name}
@@ -71,7 +70,7 @@ BACKEND = SQLiteBackend()
 if TYPE_CHECKING:  # mypy checks the database class against the protocol and its capabilities
 
     def _conforms(db: Database) -> None:
-        _database: DatabaseProtocol = db
+        _database: OpenDatabase = db
         _upkeep: FileUpkeep = db
         _checking: DamageChecking = db
         _axio: AxioImport = db

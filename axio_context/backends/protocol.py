@@ -1,7 +1,7 @@
 """What a database backend gives the command line, the browser, ``copy``, the bridges and the
 layers: typed Protocols, checked by mypy against each backend's database class.
 
-:class:`Database` is what every backend has. What only some have is a :class:`Capability`
+:class:`OpenDatabase` is what every backend has. What only some have is a :class:`Capability`
 the database declares in ``capabilities``, with the Protocol of its calls (:class:`FileUpkeep`,
 :class:`DamageChecking`, :class:`AxioImport`); :func:`file_upkeep`, :func:`damage_checking` and
 :func:`axio_import` hand out that view or raise :class:`UnsupportedCapabilityError` with the
@@ -35,11 +35,11 @@ __all__ = [
     "Browsable",
     "Capability",
     "DamageChecking",
-    "Database",
     "DatabaseStats",
     "FileUpkeep",
     "IndexState",
     "MemoryStores",
+    "OpenDatabase",
     "StoredStateView",
     "UnsupportedCapabilityError",
     "axio_import",
@@ -147,7 +147,7 @@ class MemoryStores(Protocol):
 
 class Browsable(Protocol):
     """What a live browser reads and does, whichever backend holds the sessions, so the
-    browser's screens and ``show --follow`` never ask which (:meth:`Database.browser`)."""
+    browser's screens and ``show --follow`` never ask which (:meth:`OpenDatabase.browser`)."""
 
     @property
     def path(self) -> str | Path:
@@ -214,7 +214,7 @@ class Browsable(Protocol):
 
 
 @runtime_checkable
-class Database(Protocol):
+class OpenDatabase(Protocol):
     """One open database, whatever its backend: every call the command line, ``copy`` and the
     bridges make. Each method is one library call; see the SQLite ``Database`` for details."""
 
@@ -381,31 +381,31 @@ class AxioImport(Protocol):
     async def import_axio(self, path: str | Path, *, replace: bool = False) -> Any: ...
 
 
-def supports(db: Database, capability: Capability) -> bool:
+def supports(db: OpenDatabase, capability: Capability) -> bool:
     """Whether ``db`` declares ``capability``."""
     return capability in db.capabilities
 
 
-def require(db: Database, capability: Capability) -> None:
+def require(db: OpenDatabase, capability: Capability) -> None:
     """Nothing when ``db`` declares ``capability``; else :class:`UnsupportedCapabilityError`
     with the backend's one line on what to use instead."""
     if capability not in db.capabilities:
         raise UnsupportedCapabilityError(db.instead(capability))
 
 
-def file_upkeep(db: Database, capability: Capability = Capability.VACUUM) -> FileUpkeep:
+def file_upkeep(db: OpenDatabase, capability: Capability = Capability.VACUUM) -> FileUpkeep:
     """``db`` as a file to look after, once it declares ``capability`` (see :func:`require`)."""
     require(db, capability)
     return db  # type: ignore[return-value]  # declared: its class is checked against FileUpkeep
 
 
-def damage_checking(db: Database) -> DamageChecking:
+def damage_checking(db: OpenDatabase) -> DamageChecking:
     """``db`` as a database to check for damage, once it declares :data:`Capability.CHECK`."""
     require(db, Capability.CHECK)
     return db  # type: ignore[return-value]  # declared: its class is checked against DamageChecking
 
 
-def axio_import(db: Database) -> AxioImport:
+def axio_import(db: OpenDatabase) -> AxioImport:
     """``db`` as a database to migrate an axio file into, once it declares ``IMPORT_AXIO``."""
     require(db, Capability.IMPORT_AXIO)
     return db  # type: ignore[return-value]  # declared: its class is checked against AxioImport

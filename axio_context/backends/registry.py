@@ -25,7 +25,7 @@ from ..context import ContextStore
 from ..conversation_log import ConversationLog
 from ..errors import DatabaseOpenError
 from ..tokens import TokenCounter
-from .protocol import Database
+from .protocol import OpenDatabase
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -81,8 +81,8 @@ class Backend(Protocol):
         create: bool = True,
         readonly: bool = False,
         busy_timeout: float | None = None,
-    ) -> AbstractAsyncContextManager[Database]:
-        """An ``async with`` giving the whole :class:`Database` at ``where`` (None: the default
+    ) -> AbstractAsyncContextManager[OpenDatabase]:
+        """An ``async with`` giving the whole :class:`OpenDatabase` at ``where`` (None: the default
         one); ``create=False``: it must exist; ``readonly``: nothing is written;
         ``busy_timeout``: seconds a call waits for another writer's lock (None: the backend's)."""
         ...
@@ -201,7 +201,7 @@ def open_database(
     create: bool = True,
     readonly: bool = False,
     busy_timeout: float | None = None,
-) -> AbstractAsyncContextManager[Database]:
+) -> AbstractAsyncContextManager[OpenDatabase]:
     """``async with open_database(where) as db``: the whole database at ``where`` (a path,
     ``sqlite://PATH``, ``postgresql://...``, or a registered scheme; None: ``$AXIO_CONTEXT_DB``,
     else the default SQLite file), closed after the block."""

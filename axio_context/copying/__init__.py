@@ -38,7 +38,7 @@ from .sessions import CopyReport, copy_sessions
 from .sides import LAYER_NAMES, LayerSide
 
 if TYPE_CHECKING:
-    from ..backends.protocol import Database
+    from ..backends.protocol import OpenDatabase
 
 __all__ = [
     "LAYER_NAMES",
@@ -83,8 +83,8 @@ class CopyAllReport(msgspec.Struct, frozen=True):
 
 
 async def copy_all(
-    src: Database,
-    dst: Database,
+    src: OpenDatabase,
+    dst: OpenDatabase,
     progress: Callable[[str, int, int], object] | None = None,
     *,
     dry_run: bool = False,
@@ -103,7 +103,7 @@ async def copy_all(
 
 
 async def embed_arrivals(
-    src: Database, dst: Database, progress: Callable[[str, int, int], object] | None = None
+    src: OpenDatabase, dst: OpenDatabase, progress: Callable[[str, int, int], object] | None = None
 ) -> tuple[int, str | None]:
     """Embed the messages ``dst`` holds without an embedding with the embedder ``src``'s come
     from: an export carries no vectors (each backend stores them its own way: int8 BLOBs beside

@@ -4,7 +4,7 @@ A copy is the lossless export of the sessions the destination lacks, imported th
 session per transaction. So it is idempotent (a second run copies nothing) and resumable (an
 interrupted run keeps the sessions it finished; the next run copies the rest), and an export of
 either side afterwards is byte-identical. Both sides are open databases of any backend
-(:class:`axio_context.backends.Database`: ``list_sessions``, ``export`` and ``import_file``).
+(:class:`axio_context.backends.OpenDatabase`: ``list_sessions``, ``export`` and ``import_file``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """One side of a copy: what a backend's database gives ``copy`` for the layers beside the
-sessions (:meth:`axio_context.backends.Database.layers`), so the copy never asks which backend
+sessions (:meth:`axio_context.backends.OpenDatabase.layers`), so the copy never asks which backend
 it has."""
 
 from __future__ import annotations

@@ -247,7 +247,7 @@ async def page(conn: Any, agent_id: str, thread_id: str, limit: int | None, offs
         return []
     gone = set(hidden)
     rows = [
-        lineage.Row(r[0], r[1], r[2], bytes(r[3]), r[4])
+        lineage.MessageRow(r[0], r[1], r[2], bytes(r[3]), r[4])
         for r in await conn.fetch(_PAGE, found["seg"], found["next_position"], start, end)
         if r[0] not in gone
     ]
@@ -295,7 +295,7 @@ async def _repreview(conn: Any, found: Any) -> None:
     while preview is None and start < n:
         end = min(start + _PREVIEW_PAGE, n)
         rows = [
-            lineage.Row(r[0], r[1], r[2], bytes(r[3]), r[4])
+            lineage.MessageRow(r[0], r[1], r[2], bytes(r[3]), r[4])
             for r in await conn.fetch(_PAGE, found["seg"], n, start, end)
             if r[0] not in gone
         ]

@@ -25,7 +25,7 @@ from ..admin.files import removed_if_failed
 from ..errors import EmptyDatabaseError
 from ..paths import ENV_VAR, PathSource, db_path
 from ..paths import default_db_path as default_db_path  # importable from the CLI, as before
-from .backends import Database, is_url, opener
+from .backends import OpenDatabase, is_url, opener
 
 T = TypeVar("T")
 
@@ -150,7 +150,7 @@ def _run(fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
         return asyncio.run(fn())
 
 
-def with_db(ctx: click.Context, write: bool, action: Callable[[Database], Awaitable[T]]) -> T:
+def with_db(ctx: click.Context, write: bool, action: Callable[[OpenDatabase], Awaitable[T]]) -> T:
     """Open the database (creating it only for ``write``; else it must exist and hold a
     database), run ``action``, close it."""
     target = settings_of(ctx).target
@@ -164,7 +164,7 @@ def with_db(ctx: click.Context, write: bool, action: Callable[[Database], Awaita
 
 def read_db(
     ctx: click.Context,
-    action: Callable[[Database], Awaitable[T]],
+    action: Callable[[OpenDatabase], Awaitable[T]],
     absent: Callable[[], T] | None = None,
 ) -> T:
     """:func:`with_db` for a command that only reads: the database is opened read-only, so
@@ -261,7 +261,7 @@ def cli(ctx: click.Context, db: str | None) -> None:
     ctx.obj = Settings(db)
 
 
-def writing_db(ctx: click.Context, action: Callable[[Database], Awaitable[T]]) -> T:
+def writing_db(ctx: click.Context, action: Callable[[OpenDatabase], Awaitable[T]]) -> T:
     """:func:`with_db` for a command that creates the database when needed; if it fails, a
     database (and folders) it created are removed again (:func:`.files.removed_if_failed`)."""
     settings = settings_of(ctx)

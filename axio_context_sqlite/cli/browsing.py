@@ -16,7 +16,7 @@ from axio_context.transcript import MessageRecord, render_blocks
 
 from ..admin.live import Browsable
 from .app import cli, read_db, settings_of
-from .backends import Database
+from .backends import OpenDatabase
 from .options import chosen_project, project_option, session_argument
 from .output import local_time, visible
 
@@ -45,8 +45,8 @@ def _emit(start: int, records: list[MessageRecord], fold: int, as_json: bool) ->
     sys.stdout.flush()  # a pipe is block-buffered: each message is seen as it arrives
 
 
-def live(db: Database) -> Browsable:
-    """``db`` as a browser reads it (its backend's :meth:`~axio_context.backends.Database.browser`)."""
+def live(db: OpenDatabase) -> Browsable:
+    """``db`` as a browser reads it (its backend's :meth:`~axio_context.backends.OpenDatabase.browser`)."""
     return db.browser()
 
 
@@ -68,7 +68,7 @@ def follow(
             click.echo("the database is locked by another process; retrying", err=True)
             locked_told = True
 
-    async def go(opened: Database) -> None:
+    async def go(opened: OpenDatabase) -> None:
         nonlocal locked_told
         db = live(opened)
         sid = await db.resolve(session) if session else await db.latest("updated")

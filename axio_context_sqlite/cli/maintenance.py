@@ -17,7 +17,7 @@ from ..database import RecompressReport, VacuumReport
 from ..memory import MemoryStats
 from ..store.upkeep import Stats
 from .app import cli, read_db, settings_of, with_db
-from .backends import Database
+from .backends import OpenDatabase
 from .memory import memory_stats_lines
 from .options import Count, When, chosen_project, one_format, output_options, project_option, stored_project
 from .output import (
@@ -43,7 +43,7 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
     """Sessions, messages, tokens and size on disk, in total and by project; the memory stores."""
     one_format(as_json, nl)
 
-    async def go(db: Database) -> tuple[Any, MemoryStats | None, str]:
+    async def go(db: OpenDatabase) -> tuple[Any, MemoryStats | None, str]:
         s = await db.stats()
         if not isinstance(s, Stats):  # a server's totals (PostgreSQL): no file to measure
             return s, None, str(db.path)  # the URL, its password hidden
@@ -105,7 +105,7 @@ def prune(
         raise click.UsageError("give --before DATE and/or --keep N")
     scope = chosen_project(project, here)
 
-    async def candidates(db: Database) -> tuple[str | None, list[SessionInfo], dict[str, str]]:
+    async def candidates(db: OpenDatabase) -> tuple[str | None, list[SessionInfo], dict[str, str]]:
         project = await stored_project(db, scope)
         infos = await db.prune(before=before, keep=keep, project=project, dry_run=True)
         return project, infos, {} if as_json or nl else await shown_for_infos(db, infos)
@@ -163,7 +163,7 @@ def prune(
 def vacuum(ctx: click.Context, recompress: bool, as_json: bool) -> None:
     """Reclaim the space deleted sessions left, and truncate the WAL."""
 
-    async def both(db: Database) -> tuple[RecompressReport | None, VacuumReport]:
+    async def both(db: OpenDatabase) -> tuple[RecompressReport | None, VacuumReport]:
         # rows shrink in place: only a full rebuild packs the pages they leave part-empty
         file = file_upkeep(db, Capability.RECOMPRESS if recompress else Capability.VACUUM)
         return (await file.recompress() if recompress else None), await file.vacuum(full=recompress)

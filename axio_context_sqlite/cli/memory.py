@@ -22,7 +22,7 @@ from axio_context.memory.tasks_sql import UnreadableTaskWarning
 
 from ..memory import MemoryStats
 from .app import COUNT_MAX, cli, with_db
-from .backends import Database
+from .backends import OpenDatabase
 from .options import Count, one_format, output_options
 from .output import Column, echo_json, emit, human_size, local_time, one_line, say
 
@@ -34,7 +34,7 @@ T = TypeVar("T")
 def _on(ctx: click.Context, call: Callable[[MemoryStores], Awaitable[T]]) -> T:
     """Open the database (never creating it) and make one store call."""
 
-    async def go(db: Database) -> T:
+    async def go(db: OpenDatabase) -> T:
         return await call(db.memory_stores())
 
     return with_db(ctx, False, go)

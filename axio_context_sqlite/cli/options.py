@@ -16,7 +16,7 @@ from click.shell_completion import CompletionItem
 from axio_context.backends import is_url, open_database
 
 from .app import COUNT_MAX, Settings
-from .backends import Database
+from .backends import OpenDatabase
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -109,8 +109,8 @@ def chosen_project(project: str | None, here: bool) -> str | None:
     return str(Path.cwd().resolve()) if here else project
 
 
-async def stored_project(db: Database, project: str | None) -> str | None:
-    """The project as stored that ``project`` names (see :meth:`Database.stored_project`)."""
+async def stored_project(db: OpenDatabase, project: str | None) -> str | None:
+    """The project as stored that ``project`` names (see :meth:`OpenDatabase.stored_project`)."""
     return await db.stored_project(project)
 
 

@@ -20,7 +20,7 @@ from axio_context.terminal import escaped_json
 from axio_context.terminal import visible as visible  # the printers import it from here
 
 from .app import PROGRESS_MIN
-from .backends import Database
+from .backends import OpenDatabase
 from .options import one_format
 
 
@@ -143,12 +143,12 @@ def info_dict(info: SessionInfo) -> dict[str, Any]:
     return {f: getattr(info, f) for f in SessionInfo.__struct_fields__}
 
 
-async def shown_ids(db: Database, ids: Iterable[str | None]) -> dict[str, str]:
-    """How each id appears in a table (see :meth:`Database.short_ids`)."""
+async def shown_ids(db: OpenDatabase, ids: Iterable[str | None]) -> dict[str, str]:
+    """How each id appears in a table (see :meth:`OpenDatabase.short_ids`)."""
     return await db.short_ids(ids)
 
 
-async def shown_for_infos(db: Database, infos: Sequence[SessionInfo]) -> dict[str, str]:
+async def shown_for_infos(db: OpenDatabase, infos: Sequence[SessionInfo]) -> dict[str, str]:
     return await shown_ids(db, [x for i in infos for x in (i.session_id, i.parent_id)])
 
 

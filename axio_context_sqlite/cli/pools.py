@@ -15,7 +15,7 @@ import msgspec
 
 from ..pools import PoolInfo
 from .app import COUNT_MAX, cli, with_db
-from .backends import Database
+from .backends import OpenDatabase
 from .options import Count, one_format, output_options
 from .output import Column, echo_json, emit, local_time, one_line, say
 
@@ -24,7 +24,7 @@ __all__ = ["pools"]
 T = TypeVar("T")
 
 
-def _on(ctx: click.Context, call: Callable[[Database], Awaitable[T]]) -> T:
+def _on(ctx: click.Context, call: Callable[[OpenDatabase], Awaitable[T]]) -> T:
     return with_db(ctx, False, call)
 
 

@@ -21,7 +21,7 @@ from axio_context.search.embedders import HASHING_MODEL
 from ..search.engine import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit, SearchResults
 from .agent_filters import agent_options, tag_filters
 from .app import cli, read_db, with_db
-from .backends import Database
+from .backends import OpenDatabase
 from .options import (
     Count,
     When,
@@ -184,7 +184,7 @@ def search_(
     text = " ".join(query)
     _check_model(model)
 
-    async def go(db: Database) -> tuple[SearchResults, dict[str, str]]:
+    async def go(db: OpenDatabase) -> tuple[SearchResults, dict[str, str]]:
         session_id = await db.resolve(session) if session is not None else None
         hits = await db.search(
             text,
@@ -242,7 +242,7 @@ def similar(ctx: click.Context, session: str, position: int, limit: int, as_json
     """
     one_format(as_json, nl)
 
-    async def go(db: Database) -> tuple[SearchResults, dict[str, str]]:
+    async def go(db: OpenDatabase) -> tuple[SearchResults, dict[str, str]]:
         hits = await db.similar(await db.resolve(session), position, limit)
         return hits, {} if as_json or nl else await shown_ids(db, [h.session_id for h in hits])
 
@@ -302,7 +302,7 @@ def reindex(
 
     _check_model(model)
 
-    async def go(db: Database) -> ReindexReport:
+    async def go(db: OpenDatabase) -> ReindexReport:
         if dimension is not None:
             recorded = await db.embedding_model()
             name = model or (recorded[0] if recorded else "hashing")

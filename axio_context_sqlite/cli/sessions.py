@@ -16,7 +16,7 @@ from axio_context.views import SessionSort
 from ..store.listing import SessionPage
 from .agent_filters import agent_options, tag_filters
 from .app import cli, read_db, settings_of, with_db
-from .backends import Database
+from .backends import OpenDatabase
 from .browsing import follow as following
 from .options import (
     Count,
@@ -86,7 +86,7 @@ def list_sessions(
         return
     agents: dict[str, tuple[str, str]] = {}
 
-    async def go(db: Database) -> tuple[SessionPage, dict[str, str], bool] | None:
+    async def go(db: OpenDatabase) -> tuple[SessionPage, dict[str, str], bool] | None:
         tags = tag_filters(db, agent_id, run_id)
         page = await db.list_sessions(
             await stored_project(db, scope), limit=limit or None, since=since, sort=sort, **tags
@@ -125,7 +125,7 @@ def list_sessions(
         click.echo(f"(the {newest} {limit}; -n 0 lists all)", err=True)
 
 
-async def _pick(db: Database, session: str | None) -> str:
+async def _pick(db: OpenDatabase, session: str | None) -> str:
     return await db.resolve(session) if session else await db.latest("updated")
 
 
@@ -182,7 +182,7 @@ def show(
         following(ctx, session, None if full else (10 if last is None else last), fold, interval, as_json)
         return
 
-    async def go(db: Database) -> Any:
+    async def go(db: OpenDatabase) -> Any:
         tags = tag_filters(db, agent_id, run_id)
         if agent_id is not None and session is not None:
             picked = await db.agent_session(agent_id, session)
@@ -234,7 +234,7 @@ def fork(ctx: click.Context, session: str, new_id: str | None, as_json: bool) ->
     if new_id is not None and not new_id:
         raise click.ClickException("a session id must not be empty")
 
-    async def go(db: Database) -> SessionInfo:
+    async def go(db: OpenDatabase) -> SessionInfo:
         return await db.info(await db.fork(await db.resolve(session), new_id))
 
     info = with_db(ctx, False, go)
@@ -263,7 +263,7 @@ def rm(ctx: click.Context, sessions: tuple[str, ...], yes: bool, as_json: bool, 
     click.echo(f"deleted {len(deleted)} session(s)")
 
 
-async def _resolve_all(db: Database, sessions: Sequence[str]) -> list[SessionInfo]:
+async def _resolve_all(db: OpenDatabase, sessions: Sequence[str]) -> list[SessionInfo]:
     ids = list(dict.fromkeys([await db.resolve(s) for s in sessions]))
     return [await db.info(i) for i in ids]
 
@@ -276,7 +276,7 @@ async def _resolve_all(db: Database, sessions: Sequence[str]) -> list[SessionInf
 def rename(ctx: click.Context, session: str, new_id: str, as_json: bool) -> None:
     """Change a session's id."""
 
-    async def go(db: Database) -> tuple[str, SessionInfo]:
+    async def go(db: OpenDatabase) -> tuple[str, SessionInfo]:
         old = await db.resolve(session)
         await db.rename(old, new_id)
         return old, await db.info(new_id)
@@ -299,7 +299,7 @@ def title(ctx: click.Context, session: str, text: str | None, clear: bool, as_js
     if clear and text is not None:
         raise click.UsageError("give TEXT or --clear, not both")
 
-    async def go(db: Database) -> tuple[str, str | None]:
+    async def go(db: OpenDatabase) -> tuple[str, str | None]:
         sid = await db.resolve(session)
         if text is not None or clear:
             await db.set_title(sid, None if clear else text)

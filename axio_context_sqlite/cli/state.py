@@ -13,7 +13,7 @@ from axio_context.backends import StoredStateView
 from axio_context.views import SessionNode, SessionSort
 
 from .app import cli, read_db, settings_of
-from .backends import Database
+from .backends import OpenDatabase
 from .options import output_options, session_argument
 from .output import SESSION_COLUMNS, echo_json, emit, info_dict, info_row, local_time, say, shown_ids, visible
 
@@ -47,7 +47,7 @@ def list_tree(
     """``list-sessions --tree``: root sessions newest first (by ``sort``), subagent sessions and
     forks under them."""
 
-    async def go(db: Database) -> tuple[list[SessionNode], dict[str, str]]:
+    async def go(db: OpenDatabase) -> tuple[list[SessionNode], dict[str, str]]:
         scope = await db.stored_project(project)
         nodes = await db.lineage_tree(scope, limit=limit, since=since, sort=sort)
         if as_json or nl:
@@ -90,7 +90,7 @@ def list_tree(
 def state(ctx: click.Context, session: str, as_json: bool) -> None:
     """Show the agent state saved with a session (its subagents are sessions of their own)."""
 
-    async def go(db: Database) -> tuple[str, StoredStateView | None]:
+    async def go(db: OpenDatabase) -> tuple[str, StoredStateView | None]:
         sid = await db.resolve(session)
         return sid, await db.load_stored(sid)
 

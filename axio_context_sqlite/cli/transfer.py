@@ -17,7 +17,7 @@ from ..admin.files import writing
 from ..admin.importing import STDIN
 from .agent_filters import agent_options, tag_filters
 from .app import Written, cli, one_line_errors, read_db, settings_of, writing_db
-from .backends import Database
+from .backends import OpenDatabase
 from .options import output_options, session_argument
 from .output import Progress, ShownStream, echo_json, say, visible
 
@@ -62,7 +62,7 @@ def export(
     format_ = cast(FormatName, fmt)
     progress = Progress()
 
-    async def go(db: Database, out: Written | ShownStream) -> Any:
+    async def go(db: OpenDatabase, out: Written | ShownStream) -> Any:
         ids: list[str] | None
         if tagged:
             page = await db.list_sessions(**tag_filters(db, agent_id, run_id))

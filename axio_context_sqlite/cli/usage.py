@@ -14,7 +14,7 @@ import click
 from axio_context.usage_limits import GROUPS, UsageTotals
 
 from .app import cli, with_db
-from .backends import Database
+from .backends import OpenDatabase
 from .options import When, one_format, output_options
 from .output import Column, emit
 
@@ -58,7 +58,7 @@ def usage(ctx: click.Context, by: str, since: datetime | None, as_json: bool, nl
     (by day: oldest first)."""
     one_format(as_json, nl)
 
-    async def go(db: Database) -> list[UsageTotals]:
+    async def go(db: OpenDatabase) -> list[UsageTotals]:
         recorder = db.usage_recorder()
         return await recorder.aggregate(by, since=since)  # type: ignore[arg-type]
 

@@ -37,10 +37,10 @@ from .reading import read_messages
 from .session_rows import segments, session_row
 from .transactions import read_tx, write_tx
 
-__all__ = ["ConversationLog", "Entry", "RevisionConflictError"]
+__all__ = ["Entry", "RevisionConflictError", "SQLiteConversationLog"]
 
 
-class ConversationLog:
+class SQLiteConversationLog:
     """Records and entries of one framework's conversations in an axio-context database.
 
     ``adapter`` names the framework (the sessions it creates are marked with it); ``project``

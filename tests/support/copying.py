@@ -40,7 +40,7 @@ from axio_context_sqlite.cli import cli
 from axio_context_sqlite.memory import SQLiteBlobStore, SQLiteGraphStore, SQLiteTaskStore, SQLiteVectorStore
 from axio_context_sqlite.pools import SQLiteContextPool, SQLiteContextQueue, list_pools
 from axio_context_sqlite.state import load_state, save_state
-from axio_context_sqlite.store.conversation_log import ConversationLog
+from axio_context_sqlite.store.conversation_log import SQLiteConversationLog
 from axio_context_sqlite.usage import SQLiteUsageRecorder
 
 EMB = HashingEmbedder(16)
@@ -120,7 +120,7 @@ async def fill(path: Path) -> str:
         before = await (await agents.store("bot", "t1")).fork()  # still sees run r1
         await agents.clear_run("bot", session_id="t1", run_id="r1")
         await agents.append("bot", text("user", "after the clear"), session_id="t1", run_id="r3")
-        log = ConversationLog(conn, adapter="pydantic-ai", project="p")
+        log = SQLiteConversationLog(conn, adapter="pydantic-ai", project="p")
         await log.write(
             "c1",
             record=b'{"id": "c1"}',
@@ -186,8 +186,8 @@ async def public_reads_sqlite(path: Path) -> dict[str, Any]:
             "select": [i.id for i in await pool.select("lighthouse")],
             "queue": queue.items,
             "state": await load_state(main, ResumableState),
-            "record": await ConversationLog(conn, adapter="pydantic-ai").read_record("c1"),
-            "line": await ConversationLog(conn, adapter="pydantic-ai").read_line("en1"),
+            "record": await SQLiteConversationLog(conn, adapter="pydantic-ai").read_record("c1"),
+            "line": await SQLiteConversationLog(conn, adapter="pydantic-ai").read_line("en1"),
         }
 
 
