@@ -158,6 +158,10 @@ def message_of(item: Any, index: int = 0) -> Message:
         text = json.dumps(item, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise ItemError(f"{where}: not JSON-serialisable ({exc})") from None
+    except RecursionError:
+        raise ItemError(
+            f"{where}: nested too deeply to store (lists and objects within each other)"
+        ) from None
     extras: dict[str, Any] = {
         "id": item["id"] if isinstance(item.get("id"), str) else None,
         "timestamp": datetime.now(UTC),

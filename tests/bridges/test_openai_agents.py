@@ -114,6 +114,14 @@ def every_item() -> list[dict[str, Any]]:
     ]
 
 
+def _deep(depth: int) -> list[Any]:
+    """A list ``depth`` lists deep (built without recursion)."""
+    value: list[Any] = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
 def _session(*args: Any, **kwargs: Any) -> Any:
     """A session typed loosely: these tests hand it items of every shape, not openai's TypedDicts."""
     return AxioContextSession(*args, **kwargs)
@@ -280,6 +288,7 @@ async def test_cancelled_pop_keeps_its_outcome(backend_db: Backend) -> None:
         ({"content": "no type, no role"}, "items\\[1\\]: an item needs a `type`"),
         ({"type": 3}, "items\\[1\\]: `type` must be a string"),
         ({"type": "message", "role": "user", "content": {1, 2}}, "items\\[1\\]: not JSON-serialisable"),
+        ({"type": "message", "role": "user", "content": _deep(5_000)}, "items\\[1\\]: nested too deeply"),
     ],
 )
 async def test_bad_items_are_refused_whole(backend_db: Backend, bad: Any, message: str) -> None:

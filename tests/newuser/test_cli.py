@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -19,7 +18,7 @@ from axio_context import Message, TextBlock
 from axio_context.testing import text
 from axio_context_sqlite import Connection
 from axio_context_sqlite.cli import cli
-from tests.support.backends import Backend, backend_db, backend_pg_url  # noqa: F401  (fixtures)
+from tests.support.backends import Backend
 
 
 def run(backend: Backend, build: Callable[[Backend], Awaitable[Any]]) -> Any:
@@ -56,9 +55,9 @@ def provider(backend: Backend) -> Any:
 
 async def _old_then_new_then_old_again(backend: Backend) -> None:
     await backend.store("old", project="p").append(text("user", "an older session"))
-    time.sleep(0.01)
+    await asyncio.sleep(0.01)
     await backend.store("new", project="p").append(text("user", "a newer one"))
-    time.sleep(0.01)
+    await asyncio.sleep(0.01)
     await backend.store("old", project="p").append(text("user", "back to the old one"))
 
 
@@ -78,7 +77,7 @@ def test_pages_by_activity_follow_each_other(backend_db: Backend) -> None:
     async def build(backend: Backend) -> list[list[str]]:
         for i in range(5):
             await backend.store(f"s{i}", project="p").append(text("user", f"session {i}"))
-            time.sleep(0.002)
+            await asyncio.sleep(0.002)
         await backend.store("s0", project="p").append(text("user", "s0 again"))
         from axio_context.backends import open_database
 
@@ -134,7 +133,10 @@ def user(words: str) -> Message:
 async def _cleared_run(backend: Backend) -> str:
     p = provider(backend)
     await p.append_many(
-        "support", [user("My invoice is wrong"), text("assistant", "Let me check")], session_id="t1", run_id="r1"
+        "support",
+        [user("My invoice is wrong"), text("assistant", "Let me check")],
+        session_id="t1",
+        run_id="r1",
     )
     await p.append("support", user("keep me"), session_id="t1", run_id="r2")
     await p.clear_run("support", session_id="t1", run_id="r1")
