@@ -20,30 +20,23 @@ import atexit
 import concurrent.futures
 import os
 import shutil
-import sys
 import tempfile
 import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from agents.items import TResponseInputItem
 from agents.memory.session import SessionABC
 from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 
+from axio_context.backends import backend_for, backend_of, connect, default_location
 from axio_context.context import ContextStore
 from axio_context.errors import StoreClosedError
+from axio_context.messages import Message
 from axio_context.owners import claim
-from axio_context_sqlite import Connection, SQLiteContextStore, connect, default_db_path
-from axio_context_sqlite.paths import ENV_VAR
 
 from .items import item_of, message_of
-
-if TYPE_CHECKING:
-    from axio_context_postgres import Pool, PostgresContextStore
-
-    #: What a session stores into: one session of a SQLite file or of a PostgreSQL database.
-    BaseStore = SQLiteContextStore | PostgresContextStore
 
 __all__ = ["ADAPTER", "AxioContextSession"]
 
@@ -53,19 +46,25 @@ T = TypeVar("T")
 ADAPTER = "openai-agents"
 
 
-def _is_url(where: object) -> bool:
-    return isinstance(where, str) and where.lower().startswith(("postgresql://", "postgres://"))
+class BaseStore(Protocol):
+    """What a session needs of the backend's store beneath any wrapper: its metadata (to record
+    the adapter that owns it), a bounded read, and ``pop``."""
+
+    async def get_metadata(self) -> dict[str, Any]: ...
+    async def set_metadata(self, metadata: dict[str, Any]) -> None: ...
+    async def get_history(self, limit: int | None = None) -> list[Message]: ...
+    async def pop(self) -> Message | None: ...
 
 
 class _Hub:
-    """One database's connection (a file's) or pool (a PostgreSQL URL's), on a thread and event
-    loop of its own."""
+    """One database's connection (a file's) or pool (a PostgreSQL URL's), opened through the
+    registry on a thread and event loop of its own."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.refs = 0
         self.loop = asyncio.new_event_loop()
-        self._conn: Connection | Pool | None = None
+        self._conn: Any = None  # the backend's connection or pool
         self._opening: asyncio.Lock | None = None
         self._thread = threading.Thread(
             target=self._run, name=f"axio-context session hub {path}", daemon=True
@@ -76,19 +75,14 @@ class _Hub:
         asyncio.set_event_loop(self.loop)
         self.loop.run_forever()
 
-    async def conn(self) -> Connection | Pool:
+    async def conn(self) -> Any:
         """The connection (or pool), opened on first use (on the hub's loop)."""
         if self._conn is None:
             if self._opening is None:
                 self._opening = asyncio.Lock()
             async with self._opening:
                 if self._conn is None:
-                    if _is_url(self.path):  # imported here: only PostgreSQL users need the extra
-                        from axio_context_postgres import connect as pg_connect
-
-                        self._conn = await pg_connect(self.path, min_size=1, max_size=4)
-                    else:
-                        self._conn = await connect(self.path)
+                    self._conn = await connect(self.path)
         return self._conn
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
@@ -144,9 +138,11 @@ def _close_all() -> None:  # sessions never closed: their connections still clos
 class AxioContextSession(SessionABC):
     """openai-agents' ``Session`` protocol over an axio-context database, SQLite or PostgreSQL.
 
-    ``db_path``: the database file or a ``postgresql://`` URL (the ``postgres`` extra); None: the
-    default one the ``axio-context`` command line uses (``$AXIO_CONTEXT_DB``, which may be a
-    URL); ``":memory:"``: a private temporary file, removed on :meth:`close`. ``project``: the
+    ``db_path``: the database file or a URL of any registered backend (``postgresql://``: the
+    ``postgres`` extra), opened through the registry; None: the default one the ``axio-context``
+    command line uses (``$AXIO_CONTEXT_DB``, which may be a URL); ``":memory:"``: a private
+    temporary file, removed on :meth:`close`. An unknown scheme or a missing extra is a
+    :class:`~axio_context.backends.BackendMissingError` here, not on first use. ``project``: the
     session's project (None: the current directory, as :class:`SQLiteContextStore`).
     ``session_settings``: openai-agents' settings (its ``limit`` is the default of
     :meth:`get_items`). ``wrap``: wraps the session's store, e.g. ``lambda s:
@@ -166,7 +162,7 @@ class AxioContextSession(SessionABC):
         *,
         project: str | None = None,
         session_settings: SessionSettings | dict[str, Any] | None = None,
-        wrap: Callable[[BaseStore], ContextStore] | None = None,
+        wrap: Callable[[ContextStore], ContextStore] | None = None,
     ) -> None:
         self.session_id = session_id
         self.session_settings = (
@@ -178,14 +174,13 @@ class AxioContextSession(SessionABC):
         if str(db_path) == ":memory:":
             self._tmpdir = tempfile.mkdtemp(prefix="axio-context-session-")
             db_path = os.path.join(self._tmpdir, "session.db")
-        if db_path is None and _is_url(os.environ.get(ENV_VAR)):
-            db_path = os.environ[ENV_VAR]
-        if _is_url(db_path):
-            path = str(db_path)
-        else:
-            path = os.path.abspath(db_path if db_path is not None else default_db_path())
+        where = default_location() if db_path is None else db_path
+        backend_for(where)  # an unknown scheme or a missing extra: one line now
+        # one hub per database: a URL as given (sqlite:// too), a path made absolute
+        path = where if isinstance(where, str) and "://" in where else os.path.abspath(where)
         self._hub: _Hub | None = _acquire(path)
         self._store: ContextStore | None = None  # made on the hub's loop
+        self._base: BaseStore | None = None  # the backend's store under ``wrap``
         self._owned = False
 
     # -- the Session protocol ------------------------------------------------------------------
@@ -232,20 +227,16 @@ class AxioContextSession(SessionABC):
             assert self._hub is not None
             conn = await self._hub.conn()
             if self._store is None:  # checked again after the await: made once, even when raced
-                store: BaseStore
-                if isinstance(conn, Connection):
-                    store = SQLiteContextStore(conn, self.session_id, project=self._project)
-                else:
-                    from axio_context_postgres import PostgresContextStore
-
-                    store = PostgresContextStore(conn, self.session_id, self._project)
+                store = backend_of(conn).context_store(conn, self.session_id, self._project)
+                # every backend's session store keeps metadata and pops (SQLite's, PostgreSQL's)
+                self._base = cast(BaseStore, store)
                 self._store = self._wrap(store) if self._wrap is not None else store
         return self._store
 
     async def _owner_checked(self, *, writing: bool) -> ContextStore:
         store = await self._session_store()
         if not self._owned:
-            base = _base_store(store)
+            base = self._based()
             wanted = claim(
                 self.session_id,
                 await base.get_metadata(),
@@ -270,13 +261,17 @@ class AxioContextSession(SessionABC):
 
     async def _pop(self) -> TResponseInputItem | None:
         store = await self._owner_checked(writing=False)
-        pop = getattr(store, "pop", None) or _base_store(store).pop
+        pop = getattr(store, "pop", None) or self._based().pop
         popped = await pop()
         return None if popped is None else item_of(popped)  # type: ignore[return-value]
 
     async def _clear(self) -> None:
         store = await self._owner_checked(writing=False)
         await store.clear()
+
+    def _based(self) -> BaseStore:
+        assert self._base is not None, "made with the store"
+        return self._base
 
     # -- crossing to the hub ---------------------------------------------------------------------
 
@@ -299,18 +294,3 @@ class AxioContextSession(SessionABC):
         except asyncio.CancelledError:
             await asyncio.wait({future})
             raise
-
-
-def _base_store(store: ContextStore) -> BaseStore:
-    """The SQLite or PostgreSQL store under any wrappers (an AutoCompactStore's ``store``)."""
-    inner: Any = store
-    while not _is_base(inner):
-        inner = inner.store
-    return inner  # type: ignore[no-any-return]
-
-
-def _is_base(store: object) -> bool:
-    if isinstance(store, SQLiteContextStore):
-        return True
-    postgres = sys.modules.get("axio_context_postgres.store")  # imported once a session uses it
-    return postgres is not None and isinstance(store, postgres.PostgresContextStore)
