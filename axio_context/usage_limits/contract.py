@@ -304,7 +304,7 @@ class UsageRecorderContract:
         for session_id, run, usage in rows:
             try:
                 await recorder.record(usage, session_id=session_id, run=run, model="m")
-            except UsageError:
+            except ValueError:  # a UsageError, or a session's token total refusing it: nothing written
                 continue
         newest_first = await recorder.records()
         total = RunUsage()

@@ -30,6 +30,7 @@ __all__ = [
     "check_rollups",
     "decode_extras",
     "encode_extras",
+    "encode_maps",
     "held_rollup_args",
     "merge_extras",
     "rollup_keys",
@@ -59,6 +60,11 @@ def encode_extras(usage: RunUsage) -> bytes | None:
     if not usage.details and not usage.extra:
         return None
     return _ENCODE.encode(Extras(usage.details, usage.extra))
+
+
+def encode_maps(extras: Extras) -> bytes:
+    """Merged maps as stored (MessagePack, as :func:`encode_extras` writes them)."""
+    return _ENCODE.encode(extras)
 
 
 def decode_extras(blob: bytes | None) -> Extras:

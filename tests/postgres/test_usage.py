@@ -32,11 +32,14 @@ from axio_context.usage_limits import (
     UsageLimits,
     UsageRecorder,
 )
+from axio_context.usage_limits import sql as usage_sql
 from axio_context.usage_limits.contract import RecorderFactory, UsageRecorderContract
 from axio_context.usage_limits.records import DAY_MS, ms_of
+from axio_context.usage_limits.sql import COLUMN_OF
 from axio_context_postgres import Pool, PostgresContextStore, connect
-from axio_context_postgres.usage import PostgresUsageRecorder, reading
-from axio_context_postgres.usage.reading import COLUMN_OF
+from axio_context_postgres.runner import POSTGRES, drive
+from axio_context_postgres.usage import PostgresUsageRecorder
+from axio_context_postgres.usage.statements import STATEMENTS
 from axio_context_sqlite import connect as sqlite_connect
 from axio_context_sqlite.cli import cli
 from axio_context_sqlite.usage import SQLiteUsageRecorder
@@ -343,7 +346,7 @@ async def test_totals_aggregates_and_records_read_indexes_not_the_rows(pg_pool: 
         traced = _Traced(conn)
         for after in (None, ms_of(since)):
             for by in GROUPS:
-                await reading.aggregate(traced, by, after)
+                await drive(traced, usage_sql.aggregate(POSTGRES, STATEMENTS, by, after))
             for filters in (
                 {},
                 {"session": "s1"},
@@ -351,9 +354,9 @@ async def test_totals_aggregates_and_records_read_indexes_not_the_rows(pg_pool: 
                 {"session": "s1", "agent": "a1"},
                 {"run": "s2-r0"},
             ):
-                await reading.totals(traced, filters, after)
+                await drive(traced, usage_sql.totals(POSTGRES, STATEMENTS, filters, after))
         for session_id, run in ((None, None), ("s1", None), (None, "s2-r1")):
-            await reading.records(traced, session_id, run, 10)
+            await drive(traced, usage_sql.records(POSTGRES, STATEMENTS, session_id, run, 10))
         # every call above went through fetch/fetchrow (a read another way would not be planned)
         assert set(GROUPS) >= {"session", "agent", "model"}
         assert len(traced.queries) >= 2 * (len(GROUPS) + 5) + 3, traced.queries

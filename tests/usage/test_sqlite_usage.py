@@ -16,9 +16,12 @@ from axio_context.blocks import TextBlock
 from axio_context.messages import Message
 from axio_context.usage import MAX_TOKENS
 from axio_context.usage_limits import GROUPS, RequestUsage, UsageGuard, UsageLimitExceeded, UsageLimits
+from axio_context.usage_limits import sql as usage_sql
 from axio_context_sqlite import SQLiteContextStore, connect
 from axio_context_sqlite.errors import TokenTotalError
-from axio_context_sqlite.usage import SQLiteUsageRecorder, queries
+from axio_context_sqlite.store.runner import SQLITE, drive
+from axio_context_sqlite.usage import SQLiteUsageRecorder
+from axio_context_sqlite.usage.statements import STATEMENTS
 
 ROOT = Path(__file__).resolve().parents[2]
 START = datetime(2026, 1, 5, 12, tzinfo=UTC)
@@ -109,11 +112,16 @@ async def test_aggregates_and_totals_read_indexes_not_the_rows(tmp_path: Path) -
     checked = 0
     for by in GROUPS:
         for after in (None, since):
-            plans = _plans(db, lambda raw, by=by, after=after: queries.aggregate(raw, by, after))
+            plans = _plans(
+                db,
+                lambda raw, by=by, after=after: drive(
+                    raw, usage_sql.aggregate(SQLITE, STATEMENTS, by, after)
+                ),
+            )
             assert plans and not [p for p in plans if p.startswith("SCAN")], (by, plans)
             checked += 1
     for filters in ({"session": "s1"}, {"agent": "a2"}, {"session": "s1", "agent": "a1"}, {}):
-        plans = _plans(db, lambda raw, f=filters: queries.totals(raw, f, since))
+        plans = _plans(db, lambda raw, f=filters: drive(raw, usage_sql.totals(SQLITE, STATEMENTS, f, since)))
         assert plans and not [p for p in plans if p.startswith("SCAN")], (filters, plans)
         checked += 1
     assert checked == 2 * len(GROUPS) + 4
