@@ -38,7 +38,7 @@ from axio_context.sql import Dialect, Plan, Row, Rows, Value, decode_object, enc
 
 from ..store.keys import now_ms
 from ..store.runner import SQLiteRunner
-from ..store.vec import binary_code
+from ..store.vec import binary_code, binary_codes
 
 __all__ = ["DEFAULT_CANDIDATES", "STATEMENTS", "SQLiteVectorStore", "Statements", "filter_sql"]
 
@@ -115,7 +115,14 @@ class Statements:
         self, d: Dialect, name: str, embedder: str, docs: list[NewDocument], replace: bool
     ) -> Plan[None]:
         dimension = len(docs[0][2])
-        coded = [(i, content, vec.tobytes(), d.json_arg(meta)) for i, content, vec, meta in docs]
+        import numpy as np  # here, not at import: opening a connection stays free of NumPy
+
+        blobs = [vec.tobytes() for _, _, vec, _ in docs]
+        codes = binary_codes(np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(docs), -1))
+        coded = [
+            (i, content, blob, code, d.json_arg(meta))
+            for (i, content, _, meta), blob, code in zip(docs, blobs, codes, strict=True)
+        ]
         now = now_ms()
         found = yield from find_collection(d, name)
         if found is None:
@@ -136,11 +143,11 @@ class Statements:
             if replace
             else "DO NOTHING"
         )
-        for doc_id, content, blob, meta in coded:
+        for doc_id, content, blob, code, meta in coded:
             rowid = yield Value(
                 "INSERT INTO memory_documents (collection, id, code, metadata, updated_at, content)"
                 f" VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (collection, id) {conflict} RETURNING rowid",
-                (cid, doc_id, binary_code(blob), meta, now, content),
+                (cid, doc_id, code, meta, now, content),
             )
             if rowid is not None:
                 yield Row(

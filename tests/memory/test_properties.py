@@ -191,7 +191,12 @@ def test_a_task_board_reads_back_as_written(
 ) -> None:
     async def check(stores: tuple[Any, Any, Any, Any]) -> None:
         tasks = stores[3]
-        board = await tasks.create_task_list(f"{uuid.uuid4().hex}{conversation}", titles, agent_label=note)
+        key = f"{uuid.uuid4().hex}{conversation}"
+        try:
+            board = await tasks.create_task_list(key, titles, agent_label=note)
+        except AxioContextError:  # a NUL PostgreSQL cannot hold: no board was made
+            assert await tasks.get_boards_by_conversation(key) == []
+            return
         assert [t.title for t in board.tasks] == [t.strip() for t in titles if t.strip()]
         assert await tasks.get_task_list(board.id) == board
         if board.tasks:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 import sqlean
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from axio_context.embeddings import HashingEmbedder, vector_to_blob
 from axio_context_sqlite.store.vec import (
@@ -257,3 +259,25 @@ def test_code_candidates_hold_the_true_top_10_where_sign_bits_do_not(vec_conn: s
     print(f"recall@10 of 50 candidates: binary_code {code:.3f}, sign bits {sign:.3f}")
     assert code >= 0.5
     assert code > sign + 0.3
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.integers(min_value=1, max_value=300),
+    dimension=st.integers(min_value=1, max_value=70) | st.sampled_from([384, 768]),
+    seed=st.integers(min_value=0, max_value=2**32 - 1),
+    zeros=st.booleans(),
+)
+def test_batched_codes_are_bit_for_bit_the_pure_python_ones(
+    rows: int, dimension: int, seed: int, zeros: bool
+) -> None:
+    import numpy as np
+
+    from axio_context_sqlite.store.vec import binary_codes
+
+    rng = np.random.default_rng(seed)
+    matrix = (rng.standard_normal((rows, dimension)) * rng.choice([1e-30, 1.0, 1e30])).astype(np.float32)
+    if zeros:
+        matrix[0] = 0.0  # every sum zero: each bit is 0 in both
+        matrix[-1, ::2] = -0.0
+    assert binary_codes(matrix, chunk=37) == [binary_code(r.tobytes()) for r in matrix]
