@@ -150,16 +150,15 @@ def _run(fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
         return asyncio.run(fn())
 
 
-def with_db(ctx: click.Context, write: bool, action: Callable[[OpenDatabase], Awaitable[T]]) -> T:
+def with_db(
+    ctx: click.Context,
+    write: bool,
+    action: Callable[[OpenDatabase], Awaitable[T]],
+    absent: Callable[[], T] | None = None,
+) -> T:
     """Open the database (creating it only for ``write``; else it must exist and hold a
-    database), run ``action``, close it."""
-    target = settings_of(ctx).target
-
-    async def go() -> T:
-        async with opener(target, create=write) as db:
-            return await action(db)
-
-    return _run(go)
+    database), run ``action``, close it. ``absent``: as :func:`read_db` takes it."""
+    return _on_db(ctx, action, absent, create=write)
 
 
 def read_db(
@@ -173,12 +172,21 @@ def read_db(
     ``absent``: what an empty file, or a missing default database (a fresh machine), gives
     instead of an error; a missing file someone named stays an error.
     """
+    return _on_db(ctx, action, absent, readonly=True)
+
+
+def _on_db(
+    ctx: click.Context,
+    action: Callable[[OpenDatabase], Awaitable[T]],
+    absent: Callable[[], T] | None,
+    **options: bool,
+) -> T:
     settings = settings_of(ctx)
 
     async def go() -> T:
         async with contextlib.AsyncExitStack() as stack:
             try:
-                db = await stack.enter_async_context(opener(settings.target, readonly=True))
+                db = await stack.enter_async_context(opener(settings.target, **options))
             except DatabaseNotFoundError as exc:
                 named = settings.explicit and not isinstance(exc, EmptyDatabaseError)
                 if absent is None or named:
@@ -187,6 +195,12 @@ def read_db(
             return await action(db)
 
     return _run(go)
+
+
+def no_sessions_yet(ctx: click.Context, err: bool = False) -> None:
+    """Say that the database holds nothing yet (a fresh machine is not an error), naming it as
+    people see it (a URL without its password)."""
+    click.echo(visible(f"no sessions yet (database: {settings_of(ctx).shown})"), err=err)
 
 
 class _Group(click.Group):

@@ -16,7 +16,7 @@ from axio_context.transcript.reports import DamagedRow
 from ..database import RecompressReport, VacuumReport
 from ..memory import MemoryStats
 from ..store.upkeep import Stats
-from .app import cli, read_db, settings_of, with_db
+from .app import cli, no_sessions_yet, read_db, settings_of, with_db
 from .backends import OpenDatabase
 from .memory import memory_stats_lines
 from .options import Count, When, chosen_project, one_format, output_options, project_option, stored_project
@@ -49,7 +49,15 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
             return s, None, str(db.path)  # the URL, its password hidden
         return s, await db.memory_stats(), ""
 
-    s, mem, url = read_db(ctx, go)
+    found = read_db(ctx, go, absent=lambda: None)
+    if found is None:  # a fresh machine: no database yet
+        if as_json or nl:
+            empty = dict.fromkeys(_TOTALS, 0)
+            echo_json({"path": settings_of(ctx).shown, **empty, "by_project": []}, indent=2 if as_json else 0)
+        else:
+            no_sessions_yet(ctx)
+        return
+    s, mem, url = found
     if mem is None:
         postgres_stats(cast(Any, s), url, as_json, nl)
         return
@@ -76,6 +84,17 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
     click.echo("\n".join(memory_stats_lines(mem)))
     project_table(s.by_project)
 
+
+#: The totals every backend's ``stats`` has (:class:`axio_context.backends.DatabaseStats`).
+_TOTALS = (
+    "sessions",
+    "messages",
+    "stored_messages",
+    "input_tokens",
+    "output_tokens",
+    "checkpoints",
+    "vectors",
+)
 
 #: Sessions prune's confirmation names; the rest are counted.
 _NAMED = 10

@@ -20,7 +20,7 @@ from axio_context.search.embedders import HASHING_MODEL
 
 from ..search.engine import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit, SearchResults
 from .agent_filters import agent_options, tag_filters
-from .app import cli, read_db, with_db
+from .app import cli, read_db, settings_of, with_db
 from .backends import OpenDatabase
 from .options import (
     Count,
@@ -201,7 +201,12 @@ def search_(
         shown = {} if as_json or nl else await shown_ids(db, [h.session_id for h in hits])
         return hits, shown
 
-    hits, shown = with_db(ctx, False, go)
+    found = with_db(ctx, False, go, absent=lambda: None)
+    if found is None:  # a fresh machine: no database yet
+        nothing = visible(f"no sessions yet (database: {settings_of(ctx).shown})")
+        _emit_results(SearchResults(), {}, as_json, nl, nothing)
+        return
+    hits, shown = found
     dashed = [w for w in text.split() if len(w) > 1 and w.startswith("-")]
     if dashed and not raw:
         click.echo(

@@ -15,7 +15,7 @@ from axio_context.views import SessionSort
 
 from ..store.listing import SessionPage
 from .agent_filters import agent_options, tag_filters
-from .app import cli, read_db, settings_of, with_db
+from .app import cli, no_sessions_yet, read_db, settings_of, with_db
 from .backends import OpenDatabase
 from .browsing import follow as following
 from .options import (
@@ -186,11 +186,25 @@ def show(
         tags = tag_filters(db, agent_id, run_id)
         if agent_id is not None and session is not None:
             picked = await db.agent_session(agent_id, session)
+        elif session is None and not (await db.list_sessions(limit=1)).sessions:
+            return None  # nothing stored yet: not an error
         else:
             picked = await _pick(db, session)
         return await db.show(picked, full=full, **({"run_id": run_id} if "run_id" in tags else {}))
 
-    view = read_db(ctx, go)
+    def absent() -> None:
+        if session is not None:  # one was named: there is none of that name
+            raise click.ClickException(
+                visible(f"no session {session!r}: no sessions yet (database: {settings_of(ctx).shown})")
+            )
+
+    view = read_db(ctx, go, absent=absent)
+    if view is None:
+        if as_json:
+            click.echo("null")
+        else:
+            no_sessions_yet(ctx)
+        return
     messages, start, summary = view.messages, view.start, view.summary
     positions = getattr(view, "positions", None) or list(range(start, start + len(messages)))
     runs: list[str] = getattr(view, "runs", None) or [""] * len(messages)

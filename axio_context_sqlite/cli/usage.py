@@ -13,7 +13,7 @@ import click
 
 from axio_context.usage_limits import GROUPS, UsageTotals
 
-from .app import cli, with_db
+from .app import cli, no_sessions_yet, with_db
 from .backends import OpenDatabase
 from .options import When, one_format, output_options
 from .output import Column, emit
@@ -62,7 +62,14 @@ def usage(ctx: click.Context, by: str, since: datetime | None, as_json: bool, nl
         recorder = db.usage_recorder()
         return await recorder.aggregate(by, since=since)  # type: ignore[arg-type]
 
-    totals = with_db(ctx, False, go)
+    found = with_db(ctx, False, go, absent=lambda: None)
+    if found is None:  # a fresh machine: no database yet
+        if as_json:
+            click.echo("[]")
+        elif not nl:
+            no_sessions_yet(ctx)
+        return
+    totals = found
     rows = [_row(by, t) for t in totals]
 
     def table_rows() -> list[dict[str, Any]]:
