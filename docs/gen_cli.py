@@ -81,7 +81,7 @@ def walk(
     if isinstance(command, click.Group):
         for name in command.list_commands(ctx):
             sub = command.get_command(ctx, name)
-            if sub is not None and not sub.hidden:
+            if sub is not None:  # a hidden alias (doctor) gets its section too
                 yield from walk(sub, (*path, name), ctx)
 
 

@@ -203,6 +203,25 @@ def no_sessions_yet(ctx: click.Context, err: bool = False) -> None:
     click.echo(visible(f"no sessions yet (database: {settings_of(ctx).shown})"), err=err)
 
 
+def _abbreviates(short: str, name: str) -> bool:
+    """Whether ``short`` is ``name`` with letters left out (``lst`` of ``list-sessions``)."""
+    if not short or short[0] != name[0]:
+        return False
+    rest = iter(name)
+    return all(ch in rest for ch in short)
+
+
+def close_commands(name: str, names: list[str]) -> list[str]:
+    """The commands a mistyped ``name`` may mean, closest first: those it starts (``list``), those
+    it abbreviates (``lst``), else those a few edits away (``stats`` for ``stast``)."""
+    if not name:
+        return []
+    ordered = sorted(names)
+    found = [c for c in ordered if c.startswith(name)]
+    found += [c for c in ordered if c not in found and _abbreviates(name, c)]
+    return found or difflib.get_close_matches(name, ordered, n=3, cutoff=0.5)
+
+
 class _Group(click.Group):
     """The command group: writing the output cannot end a command with a traceback.
 
@@ -218,12 +237,8 @@ class _Group(click.Group):
         try:
             return super().resolve_command(ctx, args)
         except click.exceptions.NoSuchCommand as exc:
-            if exc.possibilities:
-                raise
             name = exc.command_name
-            # click's own suggestions miss a prefix ("list" for "list-sessions"): offer those.
-            close = [c for c in sorted(self.commands) if c.startswith(name)] if name else []
-            close = close or difflib.get_close_matches(name, list(self.commands), cutoff=0.5)
+            close = close_commands(name, [n for n, c in self.commands.items() if not c.hidden])
             if not close:
                 raise
             hint = " or ".join(repr(c) for c in close[:3])

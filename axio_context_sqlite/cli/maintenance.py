@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
@@ -79,7 +80,7 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
         notes.append(f"{s.dictionaries} old compression dictionary(ies): vacuum --recompress removes them")
     click.echo(f"payloads   {human_size(s.payload_bytes)}" + (f" ({'; '.join(notes)})" if notes else ""))
     click.echo(f"media      {s.blobs:,} blob(s), {human_size(s.blob_bytes)}")
-    click.echo(f"vectors    {s.vectors:,} embedding(s), {human_size(s.vector_bytes)}")
+    click.echo(f"embeddings {s.vectors:,} message embedding(s), {human_size(s.vector_bytes)}")
     click.echo(f"compaction {s.checkpoints:,} checkpoint(s)")
     click.echo("\n".join(memory_stats_lines(mem)))
     project_table(s.by_project)
@@ -147,9 +148,9 @@ def prune(
     if not yes:
         named = [shown.get(i.session_id, i.session_id) for i in infos[:_NAMED]]
         more = f" and {len(infos) - _NAMED} more" if len(infos) > _NAMED else ""
-        click.confirm(
-            f"Delete {len(infos)} session(s): {visible(', '.join(named))}{more}?", abort=True, err=True
-        )
+        if not click.confirm(f"Delete {len(infos)} session(s): {visible(', '.join(named))}{more}?", err=True):
+            click.echo("nothing deleted", err=True)  # a refusal is an answer, not an error
+            return
     ids = [i.session_id for i in infos]
 
     # Only what was listed, and of it only what still qualifies, checked again in the transaction
@@ -286,4 +287,10 @@ def check(ctx: click.Context, move: bool, list_quarantine: bool, as_json: bool) 
         ctx.exit(1)
 
 
-cli.add_command(check, "doctor")
+# ``doctor`` is ``check`` under another name: listed once (as check's alias), and its --help
+# says which command it is.
+_doctor = copy.copy(check)
+_doctor.name = "doctor"
+_doctor.hidden = True
+_doctor.help = "Another name of check. " + (check.help or "").replace(" (alias: doctor)", "")
+cli.add_command(_doctor, "doctor")

@@ -28,7 +28,7 @@ def postgres_stats(s: Any, where: str, as_json: bool, nl: bool) -> None:
     if s.hidden_messages:
         click.echo(f"cleared    {s.hidden_messages:,} message(s) hidden by clear_run")
     click.echo(f"tokens     {s.input_tokens:,} in / {s.output_tokens:,} out")
-    click.echo(f"vectors    {s.vectors:,} embedding(s)")
+    click.echo(f"embeddings {s.vectors:,} message embedding(s)")
     click.echo(f"compaction {s.checkpoints:,} checkpoint(s)")
     click.echo("")
     emit(

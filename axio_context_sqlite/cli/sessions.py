@@ -268,8 +268,9 @@ def rm(ctx: click.Context, sessions: tuple[str, ...], yes: bool, as_json: bool, 
     one_format(as_json, nl)
     infos = with_db(ctx, False, lambda db: _resolve_all(db, sessions))
     ids = [i.session_id for i in infos]
-    if not yes:
-        click.confirm(f"Delete {len(ids)} session(s): {visible(', '.join(ids))}?", abort=True, err=True)
+    if not yes and not click.confirm(f"Delete {len(ids)} session(s): {visible(', '.join(ids))}?", err=True):
+        click.echo("nothing deleted", err=True)  # a refusal is an answer, not an error
+        return
     deleted = set(with_db(ctx, False, lambda db: db.delete(ids)))
     if as_json or nl:
         emit([info_dict(i) for i in infos if i.session_id in deleted], SESSION_COLUMNS, as_json, nl)

@@ -193,3 +193,66 @@ def test_stats_counts_a_forks_inherited_tokens_once(backend_db: Backend) -> None
     # each session still says what it holds, as axio's fork copies the totals
     listed = {s["session_id"]: s["input_tokens"] for s in as_json(backend_db, "list-sessions", "--json")}
     assert sorted(listed.values()) == [3_000, 3_000, 3_500]
+
+
+# -- the command line's own words ---------------------------------------------------------------------
+
+
+def test_check_is_listed_once_and_doctors_help_says_what_it_is() -> None:
+    listing = CliRunner().invoke(cli, ["--help"]).output
+    assert "  check " in listing and "  doctor " not in listing
+    assert "(alias: doctor)" in CliRunner().invoke(cli, ["check", "--help"]).output
+    doctor = CliRunner().invoke(cli, ["doctor", "--help"]).output
+    assert "Another name of check." in doctor and "alias: doctor" not in doctor
+
+
+def test_a_mistyped_command_suggests_the_one_it_abbreviates() -> None:
+    result = CliRunner().invoke(cli, ["lst"])
+    assert result.exit_code == 2
+    assert "Did you mean 'list-sessions'?" in result.output
+    assert "'stats'" in CliRunner().invoke(cli, ["stast"]).output
+    real = subprocess.run(
+        [sys.executable, "-m", "axio_context_sqlite", "lst"], capture_output=True, text=True, timeout=120
+    )
+    assert real.returncode == 2 and "Did you mean 'list-sessions'?" in real.stderr
+
+
+def test_no_two_stats_rows_share_a_label(backend_db: Backend) -> None:
+    async def build(backend: Backend) -> None:
+        await backend.store("s", project="p").append(text("user", "hello"))
+
+    run(backend_db, build)
+    result = invoke(backend_db, "stats")
+    assert result.exit_code == 0, result.output
+    head = result.stdout.split("\n\n")[0].splitlines()
+    labels = [line.split()[0] for line in head if line.strip()]
+    assert len(labels) == len(set(labels)), labels
+    assert any(line.startswith("embeddings ") and "message embedding(s)" in line for line in head)
+
+
+def test_answering_no_to_prune_or_rm_is_not_an_error(backend_db: Backend) -> None:
+    async def build(backend: Backend) -> None:
+        await backend.store("s", project="p").append(text("user", "hello"))
+
+    run(backend_db, build)
+    for args in (["rm", "s"], ["prune", "--keep", "0"]):
+        result = invoke(backend_db, *args, input="n\n")
+        assert result.exit_code == 0, result.output
+        assert "Aborted" not in result.output and "nothing deleted" in result.output
+    assert [s["session_id"] for s in as_json(backend_db, "list-sessions", "--json")] == ["s"]
+
+
+def test_answering_no_to_rm_in_a_real_process(backend_db: Backend) -> None:
+    async def build(backend: Backend) -> None:
+        await backend.store("s", project="p").append(text("user", "hello"))
+
+    run(backend_db, build)
+    real = subprocess.run(
+        [sys.executable, "-m", "axio_context_sqlite", "--db", backend_db.where, "rm", "s"],
+        input="n\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert real.returncode == 0, real.stderr
+    assert "nothing deleted" in real.stderr and "Aborted" not in real.stderr
