@@ -7,8 +7,11 @@ run's messages out of every read and leaves the others where they were.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
+
+import msgspec
 
 from ..messages import Message
 from .chat import ChatMessageLike, as_message
@@ -156,4 +159,7 @@ class InMemoryHistoryProvider:
 
 
 def _copy(message: Message) -> Message:
-    return Message(role=message.role, content=list(message.content))
+    """A copy the caller may change: every field kept (id, timestamp, metadata too, as the SQL
+    providers give them back)."""
+    metadata = None if message.metadata is None else copy.deepcopy(message.metadata)
+    return msgspec.structs.replace(message, content=list(message.content), metadata=metadata)
