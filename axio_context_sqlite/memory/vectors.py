@@ -34,11 +34,12 @@ from axio_context.memory.vectors_sql import (
     VectorQuery,
     find_collection,
 )
-from axio_context.sql import Dialect, Plan, Row, Rows, Value, decode_object, encode_json
+from axio_context.sql import Dialect, Native, Plan, Row, Rows, Value, decode_object, encode_json
 
 from ..store.keys import now_ms
 from ..store.runner import SQLiteRunner
 from ..store.vec import binary_code, binary_codes
+from . import vector_scan
 
 __all__ = ["DEFAULT_CANDIDATES", "STATEMENTS", "SQLiteVectorStore", "Statements", "filter_sql"]
 
@@ -143,6 +144,7 @@ class Statements:
             if replace
             else "DO NOTHING"
         )
+        yield Native(vector_scan.mark_changed, (cid,))
         for doc_id, content, blob, code, meta in coded:
             rowid = yield Value(
                 "INSERT INTO memory_documents (collection, id, code, metadata, updated_at, content)"
@@ -177,6 +179,8 @@ class Statements:
         )
         for (rowid,) in gone:
             yield Row("DELETE FROM memory_embeddings WHERE rowid = ?", (rowid,))
+        if gone:
+            yield Native(vector_scan.mark_changed, (found[0],))
         return len(gone)
 
     def search(self, d: Dialect, q: VectorQuery) -> Plan[list[SearchResult]]:
@@ -199,7 +203,30 @@ class Statements:
             except Exception:
                 self.vec = False
         blob = query.tobytes()
-        if self.vec:
+        allowed = None
+        if conditions:
+            allowed = [
+                int(r[0])
+                for r in (
+                    yield Rows(
+                        f"SELECT rowid FROM memory_documents WHERE collection = ? AND {where}", (cid, *params)
+                    )
+                )
+            ]
+        scan = yield Native(vector_scan.nearest, (cid, dimension, blob, allowed, limit))
+        if scan is not None:
+            rows = yield Rows(
+                "SELECT rowid, id, content, json(metadata) FROM memory_documents"
+                " WHERE rowid IN (SELECT value FROM json_each(?))",
+                (encode_json([rowid for rowid, _ in scan]),),
+            )
+            found_rows = {int(r[0]): r for r in rows}
+            scored = [
+                (score, str(found_rows[rowid][1]), str(found_rows[rowid][2]), str(found_rows[rowid][3]))
+                for rowid, score in scan
+                if rowid in found_rows
+            ]
+        elif self.vec:
             # Exact re-scoring in SQLite (float32, as stored): in Python it cost more than the
             # coarse pass itself.
             rows = yield Rows(
@@ -256,6 +283,7 @@ class Statements:
             " RETURNING id",
             (row.name, row.dimension, row.embedder, row.created_at),
         )
+        yield Native(vector_scan.mark_changed, (cid,))
         for doc in row.documents:
             rowid = yield Value(
                 "INSERT INTO memory_documents (collection, id, code, metadata, updated_at, content)"
