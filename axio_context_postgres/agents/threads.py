@@ -1,10 +1,9 @@
-"""The SQL of the PostgreSQL history provider: agent sessions, run tags, pages, counts, clear_run.
+"""PostgreSQL's :class:`~axio_context.agents.sql.ThreadStatements` (the thread plans themselves
+are :mod:`axio_context.agents.sql`'s) and its appends, the provider's hot path.
 
-An agent's conversation in a thread is one ordinary session (so PostgresContextStore, listing,
-search and export see it) with an ``agent_sessions`` row saying whose it is. Its id is
-``<thread_id>:<agent_id>`` (just the thread id for the agent ``""``), or a hash of both when that
-is taken by another agent's conversation or too long: the SQLite provider's rule, so a copy
-between the backends keeps the names. Every function runs inside the caller's transaction.
+A thread here is ``(sid, id, next_position, seg)``; its transcript's rows are reached through
+the segment chain (:data:`..lineage.CHAIN`), an index range per segment, so a page, the marks
+and the tags read only the rows they need. Every function runs inside the caller's transaction.
 """
 
 from __future__ import annotations
@@ -12,35 +11,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from axio_context.agents import RunSessionError
-from axio_context.agents.threads import hashed_session_id, readable_session_id, visible_window
-from axio_context.messages import Message, preview_for
+from axio_context.agents import sql as plans
+from axio_context.messages import Message
 
 from .. import lineage, writes
+from ..runner import POSTGRES, drive
+from ..runs import runs_at
+from ..sessions import FULL
 
-__all__ = [
-    "append",
-    "append_existing",
-    "claim_run",
-    "clear_run",
-    "clear_thread",
-    "count",
-    "ensure_thread",
-    "find_thread",
-    "page",
-    "run_ids",
-]
-
-#: The longest plain session id (the SQLite schema's limit, kept so copies between backends agree).
-MAX_ID: Final = 256
-
-#: Taken (transaction-scoped) while creating a thread's session: the name is chosen once.
-THREAD_LOCK: Final = 0x61786167  # "axag"
-
-_FIND: Final = (
-    "SELECT s.sid, s.id, s.seg, s.next_position FROM agent_sessions a JOIN sessions s ON s.sid = a.sid"
-    " WHERE a.agent_id = $1 AND a.thread_id = $2"
-)
+__all__ = ["STATEMENTS", "append", "append_existing"]
 
 #: The hidden positions of session $3 among the rows of its transcript (segment $1, length $2).
 _HIDDEN: Final = (
@@ -48,15 +27,6 @@ _HIDDEN: Final = (
     + """
 SELECT COALESCE(array_agg(h.position ORDER BY h.position), '{}') FROM chain c
 CROSS JOIN LATERAL (SELECT position FROM hidden_messages
-    WHERE sid = $3 AND seg = c.seg AND position >= c.lo AND position < c.hi OFFSET 0) h
-"""
-)
-
-_HIDDEN_COUNT: Final = (
-    lineage.CHAIN
-    + """
-SELECT count(*) FROM chain c
-CROSS JOIN LATERAL (SELECT 1 FROM hidden_messages
     WHERE sid = $3 AND seg = c.seg AND position >= c.lo AND position < c.hi OFFSET 0) h
 """
 )
@@ -84,58 +54,18 @@ JOIN agent_runs r ON r.id = m.run
 )
 
 
-async def find_thread(conn: Any, agent_id: str, thread_id: str, *, lock: bool = False) -> Any:
-    """The thread's session row (sid, id, seg, next_position), locked when ``lock``; or None."""
-    return await conn.fetchrow(_FIND + (" FOR UPDATE OF s" if lock else ""), agent_id, thread_id)
-
-
-async def _name(conn: Any, agent_id: str, thread_id: str) -> str:
-    plain = readable_session_id(agent_id, thread_id)
-    if len(plain) <= MAX_ID:
-        taken = await conn.fetchval(
-            "SELECT EXISTS (SELECT 1 FROM sessions s JOIN agent_sessions a ON a.sid = s.sid WHERE s.id = $1)",
-            plain,
-        )
-        if not taken:  # free, or a plain session of that name: the agent adopts it
-            return plain
-    return hashed_session_id(agent_id, thread_id)
-
-
-async def ensure_thread(conn: Any, agent_id: str, thread_id: str, project: str | None) -> Any:
-    """The thread's session row, locked, created with its agent row on first use."""
-    found = await find_thread(conn, agent_id, thread_id, lock=True)
-    if found is not None:
-        return found
-    # Two processes making the same thread at once: one chooses the name, the other finds it.
-    await conn.execute("SELECT pg_advisory_xact_lock($1)", THREAD_LOCK)
-    found = await find_thread(conn, agent_id, thread_id, lock=True)
-    if found is not None:
-        return found
-    name = await _name(conn, agent_id, thread_id)
-    await writes.ensure_session(conn, name, project, writes.now_ms())
-    await conn.execute(
-        "INSERT INTO agent_sessions (sid, agent_id, thread_id)"
-        " SELECT sid, $2, $3 FROM sessions WHERE id = $1",
-        name,
-        agent_id,
-        thread_id,
-    )
-    return await find_thread(conn, agent_id, thread_id, lock=True)
-
-
-async def claim_run(conn: Any, run_id: str, thread_id: str) -> int:
-    """The run's key, registering it on first use; a run id of another thread is refused."""
-    await conn.execute(
-        "INSERT INTO agent_runs (run_id, thread_id, created_at) VALUES ($1, $2, $3)"
-        " ON CONFLICT (run_id) DO NOTHING",
-        run_id,
-        thread_id,
-        writes.now_ms(),
-    )
-    r = await conn.fetchrow("SELECT id, thread_id FROM agent_runs WHERE run_id = $1", run_id)
-    if r["thread_id"] != thread_id:
-        raise RunSessionError(f"run_id {run_id!r} belongs to session {r['thread_id']!r}, not {thread_id!r}")
-    return int(r["id"])
+#: Positions ``[$3, $4)`` of the transcript: an index range per segment (LATERAL, with ``OFFSET 0``
+#: so the planner cannot flatten it into a hash join over the whole table): a page reads its rows.
+_PAGE: Final = (
+    lineage.CHAIN
+    + """
+SELECT m.position, m.role, m.created_at, m.payload, m.tokens FROM chain c
+CROSS JOIN LATERAL (SELECT position, role, created_at, payload, tokens FROM messages
+    WHERE seg = c.seg AND position >= GREATEST(c.lo, $3::integer) AND position < LEAST(c.hi, $4::integer)
+    OFFSET 0) m
+ORDER BY m.position
+"""
+)
 
 
 async def append(
@@ -149,7 +79,7 @@ async def append(
 ) -> None:
     """Append ``rows`` to the thread's session (made if missing), tagged with run key ``run``
     (None: untagged). The session row stays locked from the lookup to the tags."""
-    found = await ensure_thread(conn, agent_id, thread_id, project)
+    found = await drive(conn, plans.ensure_thread(POSTGRES, STATEMENTS, agent_id, thread_id, project))
     first = await writes.append_rows(conn, found["id"], project, rows, preview)
     if run is not None:
         await conn.execute(
@@ -218,112 +148,68 @@ async def append_existing(
     return bool(done)
 
 
-#: Positions ``[$3, $4)`` of the transcript: an index range per segment (LATERAL, with ``OFFSET 0``
-#: so the planner cannot flatten it into a hash join over the whole table): a page reads its rows.
-_PAGE: Final = (
-    lineage.CHAIN
-    + """
-SELECT m.position, m.role, m.created_at, m.payload, m.tokens FROM chain c
-CROSS JOIN LATERAL (SELECT position, role, created_at, payload, tokens FROM messages
-    WHERE seg = c.seg AND position >= GREATEST(c.lo, $3::integer) AND position < LEAST(c.hi, $4::integer)
-    OFFSET 0) m
-ORDER BY m.position
-"""
-)
-
-
-async def _hidden(conn: Any, found: Any) -> list[int]:
-    return list(await conn.fetchval(_HIDDEN, found["seg"], found["next_position"], found["sid"]))
-
-
-async def page(conn: Any, agent_id: str, thread_id: str, limit: int | None, offset: int) -> list[Message]:
-    """Visible messages ``offset .. offset + limit`` of the thread: only their rows are read."""
-    found = await find_thread(conn, agent_id, thread_id)
-    if found is None or limit == 0:
-        return []
-    hidden = await _hidden(conn, found)
-    start, end = visible_window(hidden, offset, limit, found["next_position"])
-    if start >= end:
-        return []
-    gone = set(hidden)
+async def _messages(conn: Any, thread: Any, start: int, end: int) -> list[tuple[int, Message]]:
     rows = [
         lineage.MessageRow(r[0], r[1], r[2], bytes(r[3]), r[4])
-        for r in await conn.fetch(_PAGE, found["seg"], found["next_position"], start, end)
-        if r[0] not in gone
+        for r in await conn.fetch(_PAGE, thread["seg"], thread["next_position"], start, end)
     ]
-    return lineage.decode(found["id"], rows)
+    return list(zip((r.position for r in rows), lineage.decode(thread["id"], rows), strict=True))
 
 
-async def count(conn: Any, agent_id: str, thread_id: str) -> int:
-    found = await find_thread(conn, agent_id, thread_id)
-    if found is None:
-        return 0
-    n = await conn.fetchval(_HIDDEN_COUNT, found["seg"], found["next_position"], found["sid"])
-    return int(found["next_position"]) - int(n)
+async def _hidden(conn: Any, thread: Any) -> list[int]:
+    return list(await conn.fetchval(_HIDDEN, thread["seg"], thread["next_position"], thread["sid"]))
 
 
-async def clear_run(conn: Any, agent_id: str, thread_id: str, run_id: str) -> int:
-    """Hide the run's messages from the thread's session; returns how many. Unknown: 0."""
-    found = await find_thread(conn, agent_id, thread_id, lock=True)
-    run = await conn.fetchval("SELECT id FROM agent_runs WHERE run_id = $1", run_id)
-    if found is None or run is None:
-        return 0
-    status = await conn.execute(_HIDE_RUN, found["seg"], found["next_position"], run, found["sid"])
-    await _repreview(conn, found)
+async def _hide_run(conn: Any, thread: Any, run: int) -> int:
+    status = await conn.execute(_HIDE_RUN, thread["seg"], thread["next_position"], run, thread["sid"])
     return int(status.rsplit(" ", 1)[-1])
 
 
-#: The session's preview position when the message there is hidden from it.
-_HIDDEN_PREVIEW: Final = (
-    "SELECT s.preview_pos FROM sessions s WHERE s.sid = $1 AND EXISTS"
-    " (SELECT 1 FROM hidden_messages h WHERE h.sid = s.sid AND h.position = s.preview_pos)"
-)
-
-#: How many messages past a hidden preview are read at a time to find the next one.
-_PREVIEW_PAGE: Final = 64
+async def _tags(conn: Any, thread: Any) -> dict[int, str]:
+    return {int(p): str(r) for p, r in await conn.fetch(_TAGS, thread["seg"], thread["next_position"])}
 
 
-async def _repreview(conn: Any, found: Any) -> None:
-    """When the preview came from a message now hidden, take it from the first user message
-    still visible after it (none: no preview, so the next append sets one)."""
-    at = await conn.fetchval(_HIDDEN_PREVIEW, found["sid"])
-    if at is None:
+async def _clear(conn: Any, thread: Any) -> None:
+    await writes.clear(conn, thread["id"])
+    await conn.execute("DELETE FROM hidden_messages WHERE sid = $1", thread["sid"])
+
+
+async def _every_tag(conn: Any) -> dict[str, list[tuple[str, int]]]:
+    tags: dict[str, list[tuple[str, int]]] = {}
+    for s in await conn.fetch(f"SELECT {FULL} FROM sessions"):
+        for position, run_id in (await runs_at(conn, s, 0, s["next_position"])).items():
+            tags.setdefault(run_id, []).append((s["id"], position))
+    return tags
+
+
+async def _tag(conn: Any, session_id: str, position: int, run: int) -> None:
+    s = await conn.fetchrow("SELECT seg, next_position FROM sessions WHERE id = $1", session_id)
+    if s is None or position >= s["next_position"]:
         return
-    gone = set(await _hidden(conn, found))
-    preview: tuple[int, str] | None = None
-    start, n = at + 1, found["next_position"]
-    while preview is None and start < n:
-        end = min(start + _PREVIEW_PAGE, n)
-        rows = [
-            lineage.MessageRow(r[0], r[1], r[2], bytes(r[3]), r[4])
-            for r in await conn.fetch(_PAGE, found["seg"], n, start, end)
-            if r[0] not in gone
-        ]
-        first = preview_for(lineage.decode(found["id"], rows))
-        if first is not None:
-            preview = (rows[first[0]].position, first[1])
-        start = end
-    await conn.execute(
-        "UPDATE sessions SET preview = $2, preview_pos = $3 WHERE sid = $1",
-        found["sid"],
-        None if preview is None else preview[1],
-        None if preview is None else preview[0],
-    )
+    for seg, lo, hi in await lineage.chain(conn, s["seg"], s["next_position"]):
+        if lo <= position < hi:
+            await conn.execute(
+                "INSERT INTO message_runs (seg, position, run) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                seg,
+                position,
+                run,
+            )
 
 
-async def clear_thread(conn: Any, agent_id: str, thread_id: str) -> None:
-    """Empty the thread's session (forks keep theirs) and drop its marks."""
-    found = await find_thread(conn, agent_id, thread_id, lock=True)
-    if found is not None:
-        await writes.clear(conn, found["id"])
-        await conn.execute("DELETE FROM hidden_messages WHERE sid = $1", found["sid"])
+class _Statements:
+    """PostgreSQL's thread statements."""
+
+    thread_columns = ", s.seg"
+    lock_thread = " FOR UPDATE OF s"
+    create_session = staticmethod(writes.ensure_session)
+    clear_session = staticmethod(_clear)
+    messages = staticmethod(_messages)
+    hidden = staticmethod(_hidden)
+    hide_run = staticmethod(_hide_run)
+    tags = staticmethod(_tags)
+    every_tag = staticmethod(_every_tag)
+    tag = staticmethod(_tag)
 
 
-async def run_ids(conn: Any, agent_id: str, thread_id: str) -> list[str]:
-    """The run id of each visible message of the thread (``""`` for untagged ones), in order."""
-    found = await find_thread(conn, agent_id, thread_id)
-    if found is None:
-        return []
-    tags = {int(p): str(r) for p, r in await conn.fetch(_TAGS, found["seg"], found["next_position"])}
-    gone = set(await _hidden(conn, found))
-    return [tags.get(p, "") for p in range(found["next_position"]) if p not in gone]
+#: The one statements object.
+STATEMENTS: Final = _Statements()

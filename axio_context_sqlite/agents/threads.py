@@ -1,11 +1,9 @@
-"""The SQL of the history provider: agent sessions, run tags, pages, counts and ``clear_run``.
+"""SQLite's :class:`~axio_context.agents.sql.ThreadStatements` (the thread plans themselves
+are :mod:`axio_context.agents.sql`'s) and its append, the provider's hot path.
 
-An agent's conversation in a thread is one ordinary session (so every other reader sees it) with
-an ``agent_sessions`` row saying whose it is. Its id is ``<thread_id>:<agent_id>`` (just the
-thread id for the agent ``""``), or a hash of both when that is taken or too long. A run tag is a
-``message_runs`` row keyed by the message, written in the same statement as the message (the
-temp trigger below) or the same transaction (batches). Every function takes the raw connection
-and runs on its thread.
+A thread here is ``(sid, id, next_position)``. A run tag is a ``message_runs`` row keyed by the
+message, written in the same statement as the message (the temp trigger below) or the same
+transaction (batches). Every function takes the raw connection and runs on its thread.
 """
 
 from __future__ import annotations
@@ -13,92 +11,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from axio_context.agents import RunSessionError
-from axio_context.agents.threads import hashed_session_id, readable_session_id, visible_window
-from axio_context.messages import Message, preview_for
+from axio_context.agents import sql as plans
+from axio_context.messages import Message
 
 from ..store import appending, hiding, reading, sessions
 from ..store.keys import SHIFT, key, now_ms, position_of
 from ..store.message_rows import EncodedMessage
+from ..store.runner import SQLITE, drive
+from ..store.runs import runs_at
 from ..store.session_rows import create_session, segments, session_row
-from ..store.transactions import read_tx, write_tx
+from ..store.transactions import write_tx
 
-__all__ = [
-    "Thread",
-    "append_agent",
-    "claim_run",
-    "clear_run",
-    "clear_thread",
-    "count",
-    "ensure_thread",
-    "find_thread",
-    "install_agent_append",
-    "page",
-    "run_ids",
-]
-
-#: A thread's session: its internal key and its session id.
-Thread = tuple[int, str]
-
-#: The longest session id (schema step 6's trigger refuses longer ones).
-_MAX_ID: Final = 256
+__all__ = ["STATEMENTS", "append_agent", "ensure_thread", "install_agent_append"]
 
 
-def find_thread(c: Any, agent_id: str, thread_id: str) -> Thread | None:
-    r = c.execute(
-        "SELECT a.sid, s.id FROM agent_sessions a JOIN sessions s ON s.sid = a.sid"
-        " WHERE a.agent_id = ? AND a.thread_id = ?",
-        (agent_id, thread_id),
-    ).fetchone()
-    return None if r is None else (int(r[0]), str(r[1]))
-
-
-def _name(c: Any, agent_id: str, thread_id: str) -> str:
-    plain = readable_session_id(agent_id, thread_id)
-    if len(plain) <= _MAX_ID:
-        r = c.execute(
-            "SELECT a.agent_id, a.thread_id FROM sessions s JOIN agent_sessions a ON a.sid = s.sid"
-            " WHERE s.id = ?",
-            (plain,),
-        ).fetchone()
-        if r is None:  # free, or a plain session of that name: the agent adopts it
-            return plain
-    return hashed_session_id(agent_id, thread_id)
-
-
-def ensure_thread(c: Any, agent_id: str, thread_id: str, project: str | None) -> Thread:
-    """The thread's session, created with its agent row on first use (one transaction)."""
-    found = find_thread(c, agent_id, thread_id)
-    if found is not None:
-        return found
+def ensure_thread(c: Any, agent_id: str, thread_id: str, project: str | None) -> Any:
+    """The thread's session, made with its agent row on first use (one transaction, or a
+    savepoint of the caller's)."""
     with write_tx(c):
-        found = find_thread(c, agent_id, thread_id)
-        if found is not None:
-            return found
-        name = _name(c, agent_id, thread_id)
-        create_session(c, name, project, now_ms())
-        row = session_row(c, name)
-        assert row is not None
-        c.execute(
-            "INSERT INTO agent_sessions (sid, agent_id, thread_id) VALUES (?, ?, ?)",
-            (row.sid, agent_id, thread_id),
-        )
-        return row.sid, name
-
-
-def claim_run(c: Any, run_id: str, thread_id: str) -> int:
-    """The run's key, registering it on first use; a run id of another thread is refused."""
-    r = c.execute("SELECT id, thread_id FROM agent_runs WHERE run_id = ?", (run_id,)).fetchone()
-    if r is None:
-        with write_tx(c):
-            c.execute(
-                "INSERT OR IGNORE INTO agent_runs (run_id, thread_id, created_at) VALUES (?, ?, ?)",
-                (run_id, thread_id, now_ms()),
-            )
-            r = c.execute("SELECT id, thread_id FROM agent_runs WHERE run_id = ?", (run_id,)).fetchone()
-    if r[1] != thread_id:
-        raise RunSessionError(f"run_id {run_id!r} belongs to session {r[1]!r}, not {thread_id!r}")
-    return int(r[0])
+        return drive(c, plans.ensure_thread(SQLITE, STATEMENTS, agent_id, thread_id, project))
 
 
 #: One message of an agent in one statement: the agent's session is looked up inside it (so a
@@ -167,7 +98,7 @@ def append_agent(
             c.execute(sql, args)  # a second failure has another cause: let it raise
         return False
     with write_tx(c):
-        sid, name = ensure_thread(c, agent_id, thread_id, project)
+        sid, name, _ = ensure_thread(c, agent_id, thread_id, project)
         long_queue = appending.append(c, name, project, encoded, tokens, preview, inline=inline)
         if run is not None:
             row = session_row(c, name)
@@ -180,115 +111,69 @@ def append_agent(
     return long_queue
 
 
-def page(c: Any, agent_id: str, thread_id: str, limit: int | None, offset: int) -> list[Message]:
-    """Visible messages ``offset .. offset + limit`` of the thread: only their rows are read."""
-    with read_tx(c):
-        found = find_thread(c, agent_id, thread_id)
-        if found is None or limit == 0:
-            return []
-        sid, name = found
-        row = session_row(c, name)
-        assert row is not None
-        hidden = hiding.hidden_in(c, sid)
-        start, end = visible_window(hidden, offset, limit, row.next_position)
-        if start >= end:
-            return []
-        return hiding.drop_hidden(c, sid, start, reading.read_messages(c, name, row, start, end))
-
-
-def count(c: Any, agent_id: str, thread_id: str) -> int:
-    with read_tx(c):
-        found = find_thread(c, agent_id, thread_id)
-        if found is None:
-            return 0
-        row = session_row(c, found[1])
-        assert row is not None
-        return row.next_position - hiding.hidden_count(c, found[0])
-
-
-def _run_positions(c: Any, name: str, run: int) -> list[int]:
-    row = session_row(c, name)
+def _messages(c: Any, thread: Any, start: int, end: int) -> list[tuple[int, Message]]:
+    row = session_row(c, thread[1])
     assert row is not None
-    out: list[int] = []
+    return list(enumerate(reading.read_messages(c, thread[1], row, start, end), start))
+
+
+def _hide_run(c: Any, thread: Any, run: int) -> int:
+    row = session_row(c, thread[1])
+    assert row is not None
+    positions: list[int] = []
     for owner, lo, hi in segments(c, row):
-        out.extend(
+        positions.extend(
             position_of(int(r[0]))
             for r in c.execute(
                 "SELECT id FROM message_runs WHERE run = ? AND id >= ? AND id < ?",
                 (run, key(owner, lo), key(owner, hi)),
             )
         )
-    return out
-
-
-def clear_run(c: Any, agent_id: str, thread_id: str, run_id: str) -> int:
-    """Hide the run's messages in the thread's session; returns how many. Unknown: 0."""
-    with write_tx(c):
-        found = find_thread(c, agent_id, thread_id)
-        r = c.execute("SELECT id FROM agent_runs WHERE run_id = ?", (run_id,)).fetchone()
-        if found is None or r is None:
-            return 0
-        positions = _run_positions(c, found[1], int(r[0]))
-        c.executemany(
-            "INSERT OR IGNORE INTO hidden_messages (sid, position) VALUES (?, ?)",
-            [(found[0], p) for p in positions],
-        )
-        _repreview(c, found, set(positions))
-        return len(positions)
-
-
-#: How many messages past a hidden preview are read at a time to find the next one.
-_PREVIEW_PAGE: Final = 64
-
-
-def _repreview(c: Any, thread: Thread, cleared: set[int]) -> None:
-    """When the preview came from a message just hidden, take it from the first user message
-    still visible after it (none: no preview, so the next append sets one)."""
-    sid, name = thread
-    at = c.execute("SELECT preview_pos FROM sessions WHERE sid = ?", (sid,)).fetchone()[0]
-    if at is None or at not in cleared:
-        return
-    row = session_row(c, name)
-    assert row is not None
-    found: tuple[int, str] | None = None
-    start = at + 1
-    while found is None and start < row.next_position:
-        end = min(start + _PREVIEW_PAGE, row.next_position)
-        hidden = set(hiding.hidden_in(c, sid, start, end))
-        page = reading.read_messages(c, name, row, start, end)
-        visible = [(p, m) for p, m in enumerate(page, start) if p not in hidden]
-        first = preview_for([m for _, m in visible])
-        if first is not None:
-            found = (visible[first[0]][0], first[1])
-        start = end
-    c.execute(
-        "UPDATE sessions SET preview = ?, preview_pos = ? WHERE sid = ?",
-        (None if found is None else found[1], None if found is None else found[0], sid),
+    c.executemany(
+        "INSERT OR IGNORE INTO hidden_messages (sid, position) VALUES (?, ?)",
+        [(thread[0], p) for p in positions],
     )
+    return len(positions)
 
 
-def clear_thread(c: Any, agent_id: str, thread_id: str) -> None:
-    found = find_thread(c, agent_id, thread_id)
-    if found is not None:
-        sessions.clear(c, found[1])
+def _tags(c: Any, thread: Any) -> dict[int, str]:
+    row = session_row(c, thread[1])
+    assert row is not None
+    return runs_at(c, row, 0, row.next_position)
 
 
-def run_ids(c: Any, agent_id: str, thread_id: str) -> list[str]:
-    """The run id of each visible message of the thread (``""`` for untagged ones), in order."""
-    with read_tx(c):
-        found = find_thread(c, agent_id, thread_id)
-        if found is None:
-            return []
-        sid, name = found
-        row = session_row(c, name)
-        assert row is not None
-        tags: dict[int, str] = {}
-        for owner, lo, hi in segments(c, row):
-            for mid, run_id in c.execute(
-                "SELECT m.id, r.run_id FROM message_runs m JOIN agent_runs r ON r.id = m.run"
-                " WHERE m.id >= ? AND m.id < ?",
-                (key(owner, lo), key(owner, hi)),
-            ):
-                tags[position_of(int(mid))] = str(run_id)
-        every = [tags.get(p, "") for p in range(row.next_position)]
-        return hiding.drop_hidden(c, sid, 0, every)
+def _every_tag(c: Any) -> dict[str, list[tuple[str, int]]]:
+    tags: dict[str, list[tuple[str, int]]] = {}
+    for (session_id,) in c.execute("SELECT id FROM sessions ORDER BY id").fetchall():
+        row = session_row(c, session_id)
+        assert row is not None  # inside this snapshot
+        for position, run_id in runs_at(c, row, 0, row.next_position).items():
+            tags.setdefault(run_id, []).append((session_id, position))
+    return tags
+
+
+def _tag(c: Any, session_id: str, position: int, run: int) -> None:
+    row = session_row(c, session_id)
+    if row is None:
+        return
+    for owner, _, _ in segments(c, row, position, position + 1):
+        c.execute("INSERT OR IGNORE INTO message_runs (id, run) VALUES (?, ?)", (key(owner, position), run))
+
+
+class _Statements:
+    """SQLite's thread statements."""
+
+    thread_columns = ""
+    lock_thread = ""  # the write transaction holds the database's write lock
+    create_session = staticmethod(create_session)
+    clear_session = staticmethod(lambda c, thread: sessions.clear(c, thread[1]))
+    messages = staticmethod(_messages)
+    hidden = staticmethod(lambda c, thread: hiding.hidden_in(c, thread[0]))
+    hide_run = staticmethod(_hide_run)
+    tags = staticmethod(_tags)
+    every_tag = staticmethod(_every_tag)
+    tag = staticmethod(_tag)
+
+
+#: The one statements object.
+STATEMENTS: Final = _Statements()
