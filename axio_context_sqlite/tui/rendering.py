@@ -37,6 +37,7 @@ __all__ = [
     "HIGHLIGHT",
     "Part",
     "checkpoint_line",
+    "count",
     "fold_title",
     "highlighted",
     "media_line",
@@ -53,6 +54,11 @@ TITLE_CHARS: Final = 60
 HIGHLIGHT: Final = "bold yellow"
 
 _pretty = msgspec.json.Encoder(order="sorted")
+
+
+def count(n: int, noun: str) -> str:
+    """``n`` of ``noun``, singular for one: "1 message", "2 messages"."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def size(n: int) -> str:

@@ -6,6 +6,7 @@ shown are read again.
 
 from __future__ import annotations
 
+import asyncio
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -33,6 +34,21 @@ def row_label(row: TreeRow, shown: str) -> str:
     if row.depth:
         return "  " * (row.depth - 1) + "└ " + shown
     return ("↳ " + shown) if row.info.parent_id else shown
+
+
+class SessionTable(DataTable[object]):
+    """The session table: Home and End go to the first and the last session (a row table's own
+    Home and End scroll sideways); End reads the pages not read yet first."""
+
+    def action_scroll_home(self) -> None:
+        self.action_scroll_top()
+
+    def action_scroll_end(self) -> None:
+        screen = self.screen
+        if isinstance(screen, SessionsScreen) and screen.next_cursor is not None:
+            screen.run_worker(screen.to_end(), group="end", exclusive=True)
+        else:
+            self.action_scroll_bottom()
 
 
 class SessionsScreen(SessionActions):
@@ -66,7 +82,7 @@ class SessionsScreen(SessionActions):
             yield Input(placeholder="filter: id, title, preview (t)", id="text")
             yield Input(placeholder="project (p)", id="project", value=self.browser.project or "")
             yield Input(placeholder="agent (a)", id="agent")
-        yield DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
+        yield SessionTable(id="sessions", cursor_type="row", zebra_stripes=True)
         yield Static("opening the database…", id="count")
         yield Footer()
 
@@ -130,8 +146,8 @@ class SessionsScreen(SessionActions):
         finally:
             self._loading = False
 
-    async def more(self) -> None:
-        """The next page, after the rows shown."""
+    async def more(self, limit: int | None = None) -> None:
+        """The next page (``limit`` sessions; the page size by default), after the rows shown."""
         if self.next_cursor is None or self._loading:
             return
         self._loading = True
@@ -142,7 +158,7 @@ class SessionsScreen(SessionActions):
                 lambda db: db.session_tree(
                     project,
                     text=text,
-                    limit=self.browser.page_size,
+                    limit=limit or self.browser.page_size,
                     cursor=cursor,
                     agent_id=self._agent(),
                     sort="updated",
@@ -156,6 +172,18 @@ class SessionsScreen(SessionActions):
                 self._add(page.rows, page.next_cursor, shown)
         finally:
             self._loading = False
+
+    async def to_end(self) -> None:
+        """Read every page not read yet (:data:`MAX_PAGE` sessions a read), then put the cursor on
+        the last row: what End means in a list read a page at a time."""
+        while self.next_cursor is not None:
+            cursor = self.next_cursor
+            await self.more(MAX_PAGE)
+            if self.next_cursor == cursor:  # another read is running, or this one failed
+                await asyncio.sleep(0.05)
+        table = self.query_one(DataTable)
+        if table.row_count:
+            table.move_cursor(row=table.row_count - 1)
 
     async def _shown(self, rows: list[TreeRow]) -> dict[str, str]:
         shown = await self.browser.call(

@@ -23,7 +23,7 @@ from axio_context.transcript import CheckpointRecord, MessageRecord
 from ..store.browsing import MAX_PAGE
 from .actions import SessionActions
 from .core import Failed
-from .rendering import checkpoint_line, parts, shown
+from .rendering import checkpoint_line, count, parts, shown
 
 __all__ = ["WINDOW", "MessageView", "TranscriptScreen"]
 
@@ -60,6 +60,7 @@ class TranscriptScreen(SessionActions):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
+        Binding("q", "app.quit", "Quit"),
         Binding("v", "toggle_full", "Full/model view"),
         Binding("left_square_bracket", "earlier", "Earlier"),
         Binding("o", "unfold", "Unfold all"),
@@ -120,7 +121,8 @@ class TranscriptScreen(SessionActions):
         lineage = f", forked from {h.parent_id} at {h.fork_position}" if h.parent_id else ""
         what = "every message" if full else "the model's view"
         head = (
-            f"{h.title or h.id}  ·  {h.message_count} messages{lineage}  ·  project {h.project or '-'}"
+            f"{h.title or h.id}  ·  {count(h.message_count, 'message')}{lineage}"
+            f"  ·  project {h.project or '-'}"
             f"  ·  {h.input_tokens:,} in / {h.output_tokens:,} out tokens  ·  {what} (v switches)"
         )
         widgets: list[Widget] = [Static(shown(head), id="header")]
