@@ -37,12 +37,12 @@ import asyncpg
 from axio_context.blocks import TextBlock
 from axio_context.messages import Message
 from axio_context.usage_limits import GROUPS, GroupBy, RequestUsage, UsageRecorder
+from axio_context.usage_limits.sql import COLUMN_OF
+from axio_context.usage_limits.stored import ALL_TIME, COLUMNS
 from axio_context_postgres import connect
 from axio_context_postgres.usage import PostgresUsageRecorder
-from axio_context_postgres.usage.reading import COLUMN_OF
 from axio_context_sqlite import connect as sqlite_connect
 from axio_context_sqlite.usage import SQLiteUsageRecorder
-from axio_context_sqlite.usage.rows import ALL_TIME, COLUMNS
 
 from .bench_usage import DAY_MS, END, load
 

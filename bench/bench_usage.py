@@ -33,9 +33,10 @@ from typing import Any
 from axio_context.blocks import TextBlock
 from axio_context.messages import Message
 from axio_context.usage_limits import GROUPS, RequestUsage
+from axio_context.usage_limits.sql import COLUMN_OF as DIMENSIONS
+from axio_context.usage_limits.stored import ALL_TIME, COLUMNS
 from axio_context_sqlite import connect
 from axio_context_sqlite.usage import SQLiteUsageRecorder
-from axio_context_sqlite.usage.rows import ALL_TIME, COLUMNS, DIMENSIONS
 
 DAY_MS = 86_400_000
 END = datetime(2026, 6, 30, tzinfo=UTC)
