@@ -14,6 +14,9 @@ from axio_context.conversation_log import ConversationLog
 from axio_context.errors import DatabaseOpenError
 from axio_context.tokens import TokenCounter
 
+if TYPE_CHECKING:
+    from axio_context.testing.backends import ContractFactories
+
 from .connection import Pool, connect
 from .conversation_log import PostgresConversationLog
 from .database import describe, open_database
@@ -55,6 +58,11 @@ class PostgresBackend:
 
     async def describe(self, where: Where) -> dict[str, object]:
         return await describe(os.fspath(where))
+
+    def contract_factories(self, handle: Any, where: Where) -> ContractFactories:
+        from .testing import PostgresFactories  # test code: loaded only by the contract fixture
+
+        return PostgresFactories(handle, os.fspath(where))
 
 
 #: The instance the entry points name.

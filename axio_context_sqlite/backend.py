@@ -15,6 +15,9 @@ from axio_context.context import ContextStore
 from axio_context.conversation_log import ConversationLog
 from axio_context.tokens import TokenCounter
 
+if TYPE_CHECKING:
+    from axio_context.testing.backends import ContractFactories
+
 from .database import Database, open_database
 from .paths import default_db_path
 from .store.connection import connect
@@ -58,6 +61,11 @@ class SQLiteBackend:
 
     async def describe(self, where: Where) -> dict[str, object]:
         return {"database": str(where), "backend": self.name}
+
+    def contract_factories(self, handle: Any, where: Where) -> ContractFactories:
+        from .testing import SQLiteFactories  # test code: loaded only by the contract fixture
+
+        return SQLiteFactories(handle, where)
 
     def default_location(self) -> Path:
         """``$AXIO_CONTEXT_DB`` or ``context.db`` in the user data directory."""

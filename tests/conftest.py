@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from axio_context.testing.backends import axio_backend, axio_backend_name  # noqa: F401  (fixtures)
 from axio_context_sqlite import Connection, connect
+from tests.support.backends import axio_database_location, backend_pg_url  # noqa: F401  (fixtures)
 from tests.support.postgres import pg_server  # noqa: F401  (one PostgreSQL server for every folder)
 
 

@@ -33,6 +33,7 @@ from .registry import (
     default_location,
     is_url,
     open_database,
+    registered_schemes,
     scheme_of,
 )
 
@@ -62,6 +63,7 @@ __all__ = [
     "file_upkeep",
     "is_url",
     "open_database",
+    "registered_schemes",
     "require",
     "scheme_of",
     "supports",

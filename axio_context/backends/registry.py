@@ -19,13 +19,16 @@ from contextlib import AbstractAsyncContextManager
 from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ..context import ContextStore
 from ..conversation_log import ConversationLog
 from ..errors import DatabaseOpenError
 from ..tokens import TokenCounter
 from .protocol import OpenDatabase
+
+if TYPE_CHECKING:
+    from ..testing.backends import ContractFactories
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -39,6 +42,7 @@ __all__ = [
     "default_location",
     "is_url",
     "open_database",
+    "registered_schemes",
     "scheme_of",
 ]
 
@@ -109,6 +113,11 @@ class Backend(Protocol):
         """What ``axio-context info`` shows of the database at ``where``."""
         ...
 
+    def contract_factories(self, handle: Any, where: Where) -> ContractFactories:
+        """The shipped contract suites' factories on ``handle`` (open on the fresh database at
+        ``where``), for :mod:`axio_context.testing.backends`; imported only by that fixture."""
+        ...
+
 
 def scheme_of(where: Where | None) -> str:
     """The backend scheme of a location: a URL's scheme (lower case), ``sqlite`` for a path."""
@@ -139,6 +148,11 @@ def _registered() -> dict[str, Any]:
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         found[ep.name.lower()] = ep
     return found
+
+
+def registered_schemes() -> list[str]:
+    """Every scheme a backend is registered under (built in or by an entry point), sorted."""
+    return sorted(_registered())
 
 
 def _load(target: Any) -> Backend:

@@ -1,4 +1,5 @@
-"""Every memory contract suite against both backends: in memory and SQLite."""
+"""Every memory contract suite in memory, and on every registered backend from the library's
+fixture (:mod:`axio_context.testing.backends`)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,14 @@ from axio_context.memory.testing import (
     TaskStoreContract,
     VectorStoreContract,
 )
+from axio_context.testing.backends import (
+    BlobStoreOnEveryBackend,
+    GraphStoreOnEveryBackend,
+    TaskStoreOnEveryBackend,
+    VectorStoreOnEveryBackend,
+)
 
-from .factories import InMemoryFactory, SQLiteFactory
+from .factories import InMemoryFactory
 
 
 class TestInMemoryVectors(VectorStoreContract):
@@ -20,10 +27,8 @@ class TestInMemoryVectors(VectorStoreContract):
         return memory_factory
 
 
-class TestSQLiteVectors(VectorStoreContract):
-    @pytest.fixture
-    def memory(self, sqlite_factory: SQLiteFactory) -> SQLiteFactory:
-        return sqlite_factory
+class TestVectors(VectorStoreOnEveryBackend):
+    pass
 
 
 class TestInMemoryBlobs(BlobStoreContract):
@@ -32,10 +37,8 @@ class TestInMemoryBlobs(BlobStoreContract):
         return memory_factory
 
 
-class TestSQLiteBlobs(BlobStoreContract):
-    @pytest.fixture
-    def memory(self, sqlite_factory: SQLiteFactory) -> SQLiteFactory:
-        return sqlite_factory
+class TestBlobs(BlobStoreOnEveryBackend):
+    pass
 
 
 class TestInMemoryGraph(GraphStoreContract):
@@ -44,10 +47,8 @@ class TestInMemoryGraph(GraphStoreContract):
         return memory_factory
 
 
-class TestSQLiteGraph(GraphStoreContract):
-    @pytest.fixture
-    def memory(self, sqlite_factory: SQLiteFactory) -> SQLiteFactory:
-        return sqlite_factory
+class TestGraph(GraphStoreOnEveryBackend):
+    pass
 
 
 class TestInMemoryTasks(TaskStoreContract):
@@ -56,7 +57,5 @@ class TestInMemoryTasks(TaskStoreContract):
         return memory_factory
 
 
-class TestSQLiteTasks(TaskStoreContract):
-    @pytest.fixture
-    def memory(self, sqlite_factory: SQLiteFactory) -> SQLiteFactory:
-        return sqlite_factory
+class TestTasks(TaskStoreOnEveryBackend):
+    pass

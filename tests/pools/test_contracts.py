@@ -1,4 +1,5 @@
-"""The queue and pool contract suites in memory and on SQLite (PostgreSQL: tests/postgres)."""
+"""The queue and pool contract suites in memory, and on every registered backend from the
+library's fixture (:mod:`axio_context.testing.backends`)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,14 @@ import pytest
 from axio_context.pools.testing import ContextPoolContract, ContextQueueContract
 from axio_context.pools.testing.stored import StoredItemsContract
 from axio_context.pools.testing.writers import SharedWritersContract
+from axio_context.testing.backends import (
+    ContextPoolOnEveryBackend,
+    ContextQueueOnEveryBackend,
+    SharedWritersOnEveryBackend,
+    StoredItemsOnEveryBackend,
+)
 
-from .factories import InMemoryPools, SQLitePools
+from .factories import InMemoryPools
 
 
 class TestInMemoryQueue(ContextQueueContract):
@@ -17,10 +24,8 @@ class TestInMemoryQueue(ContextQueueContract):
         return memory_pools
 
 
-class TestSQLiteQueue(ContextQueueContract):
-    @pytest.fixture
-    def pools(self, sqlite_pools: SQLitePools) -> SQLitePools:
-        return sqlite_pools
+class TestQueue(ContextQueueOnEveryBackend):
+    pass
 
 
 class TestInMemoryPool(ContextPoolContract):
@@ -29,10 +34,8 @@ class TestInMemoryPool(ContextPoolContract):
         return memory_pools
 
 
-class TestSQLitePool(ContextPoolContract):
-    @pytest.fixture
-    def pools(self, sqlite_pools: SQLitePools) -> SQLitePools:
-        return sqlite_pools
+class TestPool(ContextPoolOnEveryBackend):
+    pass
 
 
 class TestInMemoryStoredItems(StoredItemsContract):
@@ -41,10 +44,8 @@ class TestInMemoryStoredItems(StoredItemsContract):
         return memory_pools
 
 
-class TestSQLiteStoredItems(StoredItemsContract):
-    @pytest.fixture
-    def pools(self, sqlite_pools: SQLitePools) -> SQLitePools:
-        return sqlite_pools
+class TestStoredItems(StoredItemsOnEveryBackend):
+    pass
 
 
 class TestInMemorySharedWriters(SharedWritersContract):
@@ -53,7 +54,5 @@ class TestInMemorySharedWriters(SharedWritersContract):
         return memory_pools
 
 
-class TestSQLiteSharedWriters(SharedWritersContract):
-    @pytest.fixture
-    def pools(self, sqlite_pools: SQLitePools) -> SQLitePools:
-        return sqlite_pools
+class TestSharedWriters(SharedWritersOnEveryBackend):
+    pass

@@ -1,6 +1,7 @@
-"""The context queue and pool contract suites against PostgreSQL (the real server the tests
-start), and what only a shared server shows: two writers on one container, O(1) branches,
-pgvector in ``select``, and the SQLite version's one-line errors."""
+"""The context queue and pool on PostgreSQL (the real server the tests start; their contract
+suites run on every backend from tests/pools/test_contracts.py): what only a shared server
+shows: two writers on one container, O(1) branches, pgvector in ``select``, and the SQLite
+version's one-line errors."""
 
 from __future__ import annotations
 
@@ -25,9 +26,6 @@ from axio_context.pools import (
     PoolNotFoundError,
 )
 from axio_context.pools.sql import selecting
-from axio_context.pools.testing import ContextPoolContract, ContextQueueContract
-from axio_context.pools.testing.stored import StoredItemsContract
-from axio_context.pools.testing.writers import SharedWritersContract
 from axio_context_postgres import Pool, connect
 from axio_context_postgres.pools import PostgresContextPool, PostgresContextQueue, show_pool
 from axio_context_postgres.pools.dialect import POSTGRES_POOLS, tsquery_text
@@ -80,30 +78,6 @@ async def pg_pools(pg_url: str) -> AsyncIterator[PostgresPools]:
     finally:
         await first.close()
         await second.close()
-
-
-class TestPostgresQueue(ContextQueueContract):
-    @pytest.fixture
-    def pools(self, pg_pools: PostgresPools) -> PostgresPools:
-        return pg_pools
-
-
-class TestPostgresPool(ContextPoolContract):
-    @pytest.fixture
-    def pools(self, pg_pools: PostgresPools) -> PostgresPools:
-        return pg_pools
-
-
-class TestPostgresStoredItems(StoredItemsContract):
-    @pytest.fixture
-    def pools(self, pg_pools: PostgresPools) -> PostgresPools:
-        return pg_pools
-
-
-class TestPostgresSharedWriters(SharedWritersContract):
-    @pytest.fixture
-    def pools(self, pg_pools: PostgresPools) -> PostgresPools:
-        return pg_pools
 
 
 async def test_two_writers_on_one_pool_lose_no_update(pg_pools: PostgresPools) -> None:

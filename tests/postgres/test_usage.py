@@ -1,6 +1,6 @@
-"""The UsageRecorder contract against PostgresUsageRecorder on the real server the tests start,
-plus what only a server shows: rollups that agree with the rows, one transaction per record,
-and many writers racing for one run."""
+"""PostgresUsageRecorder on the real server the tests start (its contract suite runs on every
+backend from tests/usage/test_recorders.py): what only a server shows: rollups that agree with
+the rows, one transaction per record, and many writers racing for one run."""
 
 from __future__ import annotations
 
@@ -33,7 +33,6 @@ from axio_context.usage_limits import (
     UsageRecorder,
 )
 from axio_context.usage_limits import sql as usage_sql
-from axio_context.usage_limits.contract import RecorderFactory, UsageRecorderContract
 from axio_context.usage_limits.records import DAY_MS, ms_of
 from axio_context.usage_limits.sql import COLUMN_OF
 from axio_context_postgres import Pool, PostgresContextStore, connect
@@ -67,12 +66,6 @@ async def pg_pool(pg_url: str) -> AsyncIterator[Pool]:
         yield pool
     finally:
         await pool.close()
-
-
-class TestPostgresRecorder(UsageRecorderContract):
-    @pytest.fixture
-    def factory(self, pg_pool: Pool) -> RecorderFactory:
-        return _Postgres(pg_pool)
 
 
 # -- beyond the contract --------------------------------------------------------------------------

@@ -8,11 +8,14 @@ another process (or ``axio-context --db``) opens.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 
 from axio_context.usage_limits import UsageRecorder
@@ -23,7 +26,7 @@ from axio_context_sqlite import Connection, Database, SQLiteContextStore
 from axio_context_sqlite import connect as sqlite_connect
 from axio_context_sqlite.search.hits import SearchHit
 
-from .postgres import emptied, new_database
+from .postgres import create_database, emptied, new_database
 
 NAMES = ("sqlite", "postgres")
 
@@ -106,6 +109,36 @@ class Backend:
 def backend_pg_url(pg_server: EmbeddedServer) -> str:
     """A PostgreSQL database of this test module's own (emptied for each test)."""
     return new_database(pg_server, "axio_backend")
+
+
+@pytest.fixture
+def axio_database_location(
+    axio_backend_name: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[str]:
+    """The library's contract fixture (:mod:`axio_context.testing.backends`) on this suite's
+    servers: a file in ``tmp_path``, or a database of its own on the real PostgreSQL server,
+    copied from the migrated template and dropped after the test (a truncated one keeps what
+    TRUNCATE does not reach: a collection's partial index, for one)."""
+    if axio_backend_name == "sqlite":
+        yield str(tmp_path / "contract.db")
+        return
+    assert axio_backend_name == "postgresql", axio_backend_name
+    server: EmbeddedServer = request.getfixturevalue("pg_server")
+    name = f"axio_contract_{next(_contract_numbers)}"
+    url = asyncio.run(create_database(server, name))
+    yield url
+    asyncio.run(_drop(server, name))
+
+
+_contract_numbers = itertools.count()
+
+
+async def _drop(server: EmbeddedServer, name: str) -> None:
+    conn = await asyncpg.connect(server.url())
+    try:
+        await conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+    finally:
+        await conn.close()
 
 
 @pytest.fixture(params=NAMES)

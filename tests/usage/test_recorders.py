@@ -1,17 +1,14 @@
-"""The UsageRecorder contract against the memory recorder and the SQLite recorder."""
+"""The UsageRecorder contract against the memory recorder, and on every registered backend from
+the library's fixture (:mod:`axio_context.testing.backends`)."""
 
 from __future__ import annotations
-
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from axio_context.context import ContextStore, MemoryContextStore
+from axio_context.testing.backends import UsageRecorderOnEveryBackend
 from axio_context.usage_limits import MemoryUsageRecorder, UsageRecorder
 from axio_context.usage_limits.contract import RecorderFactory, UsageRecorderContract
-from axio_context_sqlite import Connection, SQLiteContextStore, connect
-from axio_context_sqlite.usage import SQLiteUsageRecorder
 
 
 class _Memory:
@@ -25,25 +22,11 @@ class _Memory:
         return store
 
 
-class _SQLite:
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-
-    async def new(self) -> UsageRecorder:
-        return SQLiteUsageRecorder(self.conn, "p")
-
-    async def store(self, recorder: UsageRecorder, session_id: str) -> ContextStore:
-        return SQLiteContextStore(self.conn, session_id, "p")
-
-
 class TestMemoryRecorder(UsageRecorderContract):
     @pytest.fixture
     def factory(self) -> RecorderFactory:
         return _Memory()
 
 
-class TestSQLiteRecorder(UsageRecorderContract):
-    @pytest.fixture
-    async def factory(self, tmp_path: Path) -> AsyncIterator[RecorderFactory]:
-        async with connect(tmp_path / "usage.db") as conn:
-            yield _SQLite(conn)
+class TestUsageRecorder(UsageRecorderOnEveryBackend):
+    pass
