@@ -23,6 +23,7 @@ from ..errors import AxioContextError, DatabaseLockedError
 from ..following import FollowUpdate
 from ..memory import BlobStore, Document, Entity, GraphStore, TaskStore, VectorStore
 from ..messages import SessionInfo
+from ..pools.sql import PoolInfo, PoolView
 from ..search.query import Mode
 from ..search.results import ReindexReport, SearchResults
 from ..transcript import FormatName, MessageRecord, TranscriptWriter
@@ -346,8 +347,14 @@ class OpenDatabase(Protocol):
         ...
 
     def usage_recorder(self) -> UsageRecorder: ...
-    async def list_pools(self, kind: str | None = None) -> Sequence[Any]: ...
-    async def show_pool(self, name: str, *, limit: int) -> Any: ...
+    async def list_pools(self, kind: str | None = None) -> Sequence[PoolInfo]:
+        """Every context queue and pool (or only ``kind``: 'queue' or 'pool'), by name."""
+        ...
+
+    async def show_pool(self, name: str, *, limit: int) -> PoolView:
+        """The queue or pool ``name`` with its first ``limit`` items."""
+        ...
+
     def browser(self) -> Browsable:
         """This database as the browser and ``show --follow`` read it."""
         ...
