@@ -67,14 +67,18 @@ def _ensure(
             raise VectorExtensionMissingError(ENABLE_VECTOR)
         yield Execute("SELECT pg_advisory_xact_lock(?)", (_CREATE_LOCK,))
         yield Execute(_DOCUMENTS)
-        yield Execute(
+        made = yield Value(
             "INSERT INTO memory_collections (name, dimension, embedder, created_at)"
-            " VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING",
+            " VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING RETURNING id",
             (name, dimension, embedder, now_ms() if created_at is None else created_at),
         )
         found = yield from find_collection(d, name)
         assert found is not None
         cid, dim = found[0], found[1]
+        if made is not None:
+            # An index of this id left by a collection deleted with its id reused (a table
+            # emptied with RESTART IDENTITY) would cast this one's vectors to its dimension.
+            yield Execute(f"DROP INDEX IF EXISTS memory_documents_hnsw_{cid}")
         yield Execute(
             f"CREATE INDEX IF NOT EXISTS memory_documents_hnsw_{cid} ON memory_documents"
             f" USING hnsw ((embedding::vector({dim})) vector_cosine_ops)"

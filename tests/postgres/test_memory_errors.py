@@ -3,6 +3,8 @@ nothing is written; without pgvector the vector store says how to enable it and 
 
 from __future__ import annotations
 
+from typing import Any
+
 import asyncpg
 import pytest
 
@@ -65,3 +67,13 @@ async def test_without_pgvector_only_vectors_refuse(pg_server: EmbeddedServer) -
         assert (await PostgresTaskStore(pool).create_task_list("c", ["t"])).tasks[0].title == "t"
     finally:
         await pool.close()
+
+
+async def test_a_collection_id_reused_after_restart_identity_gets_its_own_index(pool: Any) -> None:
+    """TRUNCATE ... RESTART IDENTITY empties the collections but not their partial HNSW indexes;
+    a new collection that takes an old id (another dimension) is stored and searched."""
+    store = PostgresVectorStore(pool)
+    await store.add([Document("a", "three", [1.0, 0.0, 0.0])], collection="first")
+    await pool.execute("TRUNCATE memory_documents, memory_collections RESTART IDENTITY CASCADE")
+    await store.add([Document("b", "two", [0.0, 1.0])], collection="second")
+    assert [r.id for r in await store.search([0.0, 1.0], collection="second")] == ["b"]
