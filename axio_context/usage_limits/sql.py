@@ -137,20 +137,9 @@ class UsageStatements(Protocol):
         """Give each copied run its first session, unless it has one."""
         ...
 
-    def insert_row(
-        self,
-        d: Dialect,
-        at: int,
-        session_id: str,
-        agent: str,
-        run: str,
-        model: str,
-        project: str | None,
-        position: int | None,
-        usage: RunUsage,
-    ) -> Plan[int]:
-        """Insert one row and add it to its rollups (:class:`RollupOverflow` or UsageError past
-        a bigint, nothing written); its id."""
+    def insert_row(self, d: Dialect, row: Sequence[Any], usage: RunUsage) -> Plan[int]:
+        """Insert one row (``row``: the first seven :data:`ROW_COLUMNS`) and add it to its
+        rollups (:class:`RollupOverflow` or UsageError past a bigint, nothing written); its id."""
         ...
 
     def held_cells(self, cells: Sequence[Cell]) -> Rows:
@@ -180,7 +169,8 @@ def record(
             )
     position = None if message is None else (yield Native(sql.append, (session_id, project, message)))
     session_project = yield Native(sql.add_tokens, (session_id, project, usage))
-    row_id = yield from sql.insert_row(d, at, session_id, agent, run, model, session_project, position, usage)
+    row = (at, session_id, agent, run, model, session_project, position)
+    row_id = yield from sql.insert_row(d, row, usage)
     return row_id, session_project, position
 
 

@@ -178,18 +178,8 @@ class _Statements:
             list(owners.items()),
         )
 
-    def insert_row(
-        self,
-        d: Dialect,
-        at: int,
-        session_id: str,
-        agent: str,
-        run: str,
-        model: str,
-        project: str | None,
-        position: int | None,
-        usage: RunUsage,
-    ) -> Plan[int]:
+    def insert_row(self, d: Dialect, row: Sequence[Any], usage: RunUsage) -> Plan[int]:
+        at, session_id, agent, run, model, project, position = row
         counts = [getattr(usage, name) for name in COLUMNS]
         args = (at, session_id, agent, run, model, project, position, *counts)
         args += (float(usage.audio_seconds), usage.cost, encode_extras(usage))

@@ -103,18 +103,8 @@ class _Statements:
         return
         yield
 
-    def insert_row(
-        self,
-        d: Dialect,
-        at: int,
-        session_id: str,
-        agent: str,
-        run: str,
-        model: str,
-        project: str | None,
-        position: int | None,
-        usage: RunUsage,
-    ) -> Plan[int]:
+    def insert_row(self, d: Dialect, row: Sequence[Any], usage: RunUsage) -> Plan[int]:
+        at, session_id, agent, run, model, project, position = row
         counts = [getattr(usage, name) for name in COLUMNS]
         cost = None if usage.cost is None else str(usage.cost)
         extras = encode_extras(usage)
