@@ -17,10 +17,12 @@ import msgspec
 from axio_context.checkpoints import Checkpoint
 from axio_context.codec import encode_message_msgpack, encode_messages_msgpack
 from axio_context.errors import CheckpointError
+from axio_context.lineage import would_cycle
 from axio_context.messages import Message, text_columns
 from axio_context.transcript import format_time
 
 from . import lineage
+from .runner import drive
 
 __all__ = ["Encoded", "append_rows", "encode", "ensure_session", "now_ms"]
 
@@ -181,6 +183,7 @@ async def fork(conn: Any, session_id: str, project: str | None, new_id: str) -> 
     """A new session sharing the parent's transcript: one segment and one session row, plus
     copies of its checkpoint rows; no message is copied."""
     now = now_ms()
+    await drive(conn, would_cycle(session_id, new_id))  # a stored session naming new_id above it
     await ensure_session(conn, session_id, project, now)
     parent = await conn.fetchrow(
         "SELECT sid, seg, next_position FROM sessions WHERE id = $1 FOR SHARE", session_id

@@ -18,6 +18,7 @@ from ..codec import (
 )
 from ..codec.checks import check_content_depth
 from ..errors import DecodeError, TranscriptError
+from ..lineage import cycle_through, describe
 from ..messages import SURROGATE, Role
 from .records import (
     FORMAT_NAME,
@@ -195,6 +196,8 @@ class _Checker:
 
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
+        #: Each session's parent and owner ids: a session may not be its own ancestor.
+        self.links: dict[str, tuple[str | None, str | None]] = {}
 
     def header(self, h: _HeaderIn, where: str) -> SessionHeader:
         if not h.id:
@@ -259,6 +262,14 @@ class _Checker:
                 )
             )
         self.counts[h.id] = h.message_count
+        self.links[h.id] = (h.parent_id, h.owner_id)
+        cycle = cycle_through(self.links, h.id)
+        if cycle is not None:
+            first = cycle[1] if len(cycle) > 1 else h.id  # where the cycle leaves this session
+            what = "parent_id" if h.parent_id == first else "owner_id"
+            raise TranscriptError(
+                f"{where}.{what}: session {h.id!r} would be its own ancestor ({describe(cycle)})"
+            )
         fields = {f: getattr(h, f) for f in HeaderFields.__struct_fields__}
         return SessionHeader(**fields, checkpoints=checkpoints)
 

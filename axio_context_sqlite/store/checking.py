@@ -29,6 +29,7 @@ import msgspec
 from axio_context.blocks import TextBlock
 from axio_context.codec import decode_content
 from axio_context.errors import CorruptDataError
+from axio_context.lineage import cycles, describe
 from axio_context.messages import Message, Role
 from axio_context.transcript.reports import DamagedRow as DamagedRow  # re-exported
 
@@ -200,6 +201,22 @@ def _fts_problem(c: Any) -> str | None:
     return None
 
 
+def _cycles(c: Any) -> list[str]:
+    """Sessions that are their own ancestors through parents and owners (an import of an earlier
+    version let them in): they belong to no tree, so the tree listing and the browser miss them."""
+    links = {
+        str(i): (p, o)
+        for i, p, o in c.execute(
+            "SELECT id, parent_id, owner_id FROM sessions WHERE parent_id IS NOT NULL OR owner_id IS NOT NULL"
+        )
+    }
+    return [
+        f"lineage cycle: {describe(cycle)} (each is its own ancestor, so no tree shows them;"
+        " rm one of them breaks it)"
+        for cycle in cycles(links)
+    ]
+
+
 def check(c: Any) -> CheckReport:
     """Scan the whole database for damage (see the module docstring); reads, never changes."""
     quick = [str(r[0]) for r in c.execute("PRAGMA quick_check").fetchall()]
@@ -210,7 +227,7 @@ def check(c: Any) -> CheckReport:
         damaged: list[DamagedRow] = []
         for row in _damaged(c, names, counted):
             damaged.append(row)
-        problems = _unfilled(c)
+        problems = _unfilled(c) + _cycles(c)
         moved = int(c.execute("SELECT COUNT(*) FROM quarantine").fetchone()[0])
     fts = _fts_problem(c)
     if fts is not None:

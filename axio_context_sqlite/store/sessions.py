@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from axio_context.lineage import would_cycle
 from axio_context.messages import Message
 from axio_context.session_metadata import decode_metadata, encode_metadata
 
@@ -22,6 +23,7 @@ from .blob_refs import digests_in_range, drop_blob_refs
 from .keys import POSITION_MASK, key, now_ms
 from .packing import FLAG_BLOBS, FLAG_SEALED
 from .reading import read_messages
+from .runner import drive
 from .session_rows import SessionRow, ensure_session, segments, session_row
 from .transactions import write_tx
 
@@ -116,6 +118,7 @@ def fork(c: Any, session_id: str, project: str | None, new_id: str) -> None:
     """A new session sharing the parent's transcript: one row, plus its checkpoints' rows."""
     now = now_ms()
     with write_tx(c):
+        drive(c, would_cycle(session_id, new_id))  # a stored session naming new_id above it
         parent = ensure_session(c, session_id, project, now)
         c.execute(
             "INSERT INTO sessions (id, project, parent_id, fork_position, base_sid, base_len, next_position,"

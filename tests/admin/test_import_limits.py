@@ -384,7 +384,8 @@ def test_stats_adds_token_totals_past_2_63(tmp_path: Path) -> None:
         async with connect(path) as conn:
             store = SQLiteContextStore(conn, "a", project="p")
             await store.set_context_tokens(2**62, 2**63 - 1)
-            await store.fork()  # the fork carries the same totals
+            # a second session with the same totals (a fork's inherited ones are counted once)
+            await SQLiteContextStore(conn, "a2", project="p").set_context_tokens(2**62, 2**63 - 1)
             await SQLiteContextStore(conn, "b", project="q").set_context_tokens(3, 4)
         async with open_database(path) as db:
             return await db.stats()

@@ -89,9 +89,10 @@ async def test_clear_run_and_forks(tmp_path: Path) -> None:
         assert _texts(await after.get_history()) == ["keep"]
         await after.append(text("user", "new"))
         assert _texts(await after.get_history()) == ["keep", "new"]
-        # The parent's positions did not move: the next append is position 4.
+        # The parent's positions did not move: the next append is position 4 (the count leaves out
+        # the three hidden ones).
         await provider.append("a", text("user", "next"), session_id="t")
-        assert (await store.info()).message_count == 5
+        assert (await store.info()).message_count == 2
         assert _texts(await provider.get_messages("a", session_id="t")) == ["keep", "next"]
 
 
@@ -209,7 +210,7 @@ async def test_vacuum_gives_back_the_space_of_cleared_runs(tmp_path: Path) -> No
     async with connect(db) as conn:
         provider = SQLiteHistoryProvider(conn, project="p")
         assert _texts(await provider.get_messages("a", session_id="t")) == ["keep", "after"]
-        assert (await (await provider.store("a", "t")).info()).message_count == 82  # still dense
+        assert (await (await provider.store("a", "t")).info()).message_count == 2  # 80 hidden
         stored = await conn.execute_fetchall(
             "SELECT (SELECT sum(length(payload)) FROM messages)"
             " + (SELECT coalesce(sum(length(payload)), 0) FROM chunks)"

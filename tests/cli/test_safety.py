@@ -247,7 +247,7 @@ def test_a_capped_listing_says_so_on_stderr_in_every_format(tmp_path: Path) -> N
     for fmt in ("--json", "--nl"):
         capped = invoke("--db", path, "list-sessions", fmt)
         assert count(capped, fmt) == 50
-        assert capped.stderr == "(the newest 50; -n 0 lists all)\n"
+        assert capped.stderr == "(the last active 50; -n 0 lists all)\n"
         every = invoke("--db", path, "list-sessions", fmt, "-n", "0")
         assert count(every, fmt) == 53 and every.stderr == ""
 
