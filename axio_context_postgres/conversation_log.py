@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any, Final
 from uuid import uuid4
 
+from axio_context.conversation_log import Entry, RevisionConflictError
 from axio_context.messages import Message, preview_for
 from axio_context.owners import ADAPTER_KEY, claim
 from axio_context.session_metadata import decode_metadata, encode_metadata
 from axio_context.tokens import DefaultEstimator, TokenCounter
-from axio_context.conversation_log import Entry, RevisionConflictError
 
 from . import lineage, writes
 from .connection import Pool, translated
