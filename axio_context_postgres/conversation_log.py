@@ -1,7 +1,8 @@
 """A framework's conversation log on PostgreSQL: records with a revision, entries as messages.
 
-The contract is :class:`axio_context.conversation_log.ConversationLog`, kept as the SQLite backend keeps it: an entry
-is a message of an ordinary session, a save that continues the last message of a session
+The contract is :class:`axio_context.conversation_log.ConversationLog`, kept as the SQLite
+backend keeps it: an entry is a message of an ordinary session, a save that continues the last
+message of a session
 appends to it, and one that continues any other entry forks that session at that point (one
 segment based on the parent's, nothing copied). A write takes a transaction-scoped advisory
 lock on the conversation id, then checks the stored revision, appends the entries and replaces
