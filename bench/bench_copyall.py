@@ -35,7 +35,6 @@ from axio_context.memory import Document
 from axio_context.pools import ContextItem
 from axio_context.usage_limits import RequestUsage
 from axio_context_postgres.copying import copy_all
-from axio_context_postgres.copying.sides import side_of
 from axio_context_postgres.database import open_database as open_postgres
 from axio_context_postgres.embedded import EmbeddedServer
 from axio_context_sqlite import SQLiteContextStore
@@ -70,7 +69,7 @@ async def fill(path: Path, usage: int, entries: int, docs: int) -> None:
 
 async def rows_of(path: Path) -> dict[str, list[Any]]:
     async with open_sqlite(path) as db:
-        side = side_of(db)
+        side = db.layers()
         return {layer: await side.dump(layer) for layer in LAYERS}
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..context import ContextStore
-from ..copying import LayerSide
+from ..copying.sides import LayerSide
 from ..embeddings import Embedder
 from ..errors import AxioContextError, DatabaseLockedError
 from ..following import FollowUpdate

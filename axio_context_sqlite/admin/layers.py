@@ -20,6 +20,7 @@ from ..memory import blobs, vectors
 from ..pools import transfer as pools
 from ..state import transfer as records
 from ..store.calls import run
+from ..store.hiding import hidden_by_session
 from ..store.runner import SQLITE, drive
 from ..store.transactions import read_tx, write_tx
 from ..usage import transfer as usage
@@ -64,16 +65,6 @@ def _load(c: Any, fn: Callable[[Any, Any], object], items: Sequence[Any]) -> lis
         return [fn(c, item) is not False for item in items]
 
 
-def _hidden(c: Any) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for session_id, position in c.execute(
-        "SELECT s.id, h.position FROM hidden_messages h JOIN sessions s ON s.sid = h.sid"
-        " ORDER BY s.id, h.position"
-    ):
-        out.setdefault(session_id, []).append(int(position))
-    return out
-
-
 class SQLiteLayers:
     """The layers of one SQLite connection, as a copy dumps and loads them."""
 
@@ -87,4 +78,4 @@ class SQLiteLayers:
         return await run(self._conn, _load, LAYERS[layer][1], list(items))
 
     async def hidden(self) -> dict[str, list[int]]:
-        return await run(self._conn, _hidden)
+        return await run(self._conn, hidden_by_session)

@@ -25,6 +25,7 @@ __all__ = [
     "copy_marks",
     "drop_hidden",
     "forget_marks",
+    "hidden_by_session",
     "hidden_count",
     "hidden_in",
     "is_hidden",
@@ -115,3 +116,14 @@ def purge_hidden(c: Any) -> int:
         c.execute("DELETE FROM message_runs WHERE id = ?", (lo,))
         c.execute("UPDATE hidden_messages SET purged = 1 WHERE sid = ? AND position = ?", (sid, position))
     return len(rows)
+
+
+def hidden_by_session(c: Any) -> dict[str, list[int]]:
+    """Per session id, the positions ``clear_run`` hid (what an export leaves out), in order."""
+    out: dict[str, list[int]] = {}
+    for session_id, position in c.execute(
+        "SELECT s.id, h.position FROM hidden_messages h JOIN sessions s ON s.sid = h.sid"
+        " ORDER BY s.id, h.position"
+    ):
+        out.setdefault(session_id, []).append(int(position))
+    return out

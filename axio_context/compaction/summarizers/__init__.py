@@ -13,12 +13,12 @@ The package: :mod:`.protocol` (the protocol, its checks, the summary pair), :mod
 
 from __future__ import annotations
 
+from .clients import check_summarizer
 from .extractive import ExtractiveSummarizer
 from .protocol import (
     DEFAULT_COMPACTION_PROMPT,
     SUMMARY_ACK,
     Summarizer,
-    check_summarizer,
     context_window_of,
     is_summary_pair,
     split_previous_summary,

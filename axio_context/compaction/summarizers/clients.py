@@ -19,10 +19,11 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, cast, runtime_checkable
 
 from ...blocks import TextBlock
 from ...messages import Message
+from .protocol import Summarizer
 from .rendering import render_transcript
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "ClientSummarizer",
     "CompletionTransport",
     "TransportSummarizer",
+    "check_summarizer",
     "client_method",
 ]
 
@@ -139,3 +141,26 @@ def _reply_text(reply: Any) -> str:
             if isinstance(value, str):
                 return value
     raise TypeError(f"the LLM client replied with {type(reply).__name__}, which holds no text")
+
+
+def check_summarizer(summarizer: object, where: str) -> Summarizer:
+    """``summarizer`` as a :class:`Summarizer`, or a :class:`TypeError` naming what ``where`` got.
+
+    An async callable is used as it is. The seeds' model clients are accepted as their code passes
+    them: an axio ``CompletionTransport`` (it has ``stream()``) summarizes through the transport
+    and sizes the threshold from ``transport.model.context_window``, as axio does; ravi's LLM
+    client (``complete``/``chat``/``generate``) answers one request. Checked when handed over,
+    not when the first compaction fails.
+    """
+    if callable(summarizer):
+        return cast(Summarizer, summarizer)
+    if callable(getattr(summarizer, "stream", None)):
+        return TransportSummarizer(summarizer)
+    if client_method(summarizer) is not None:
+        return ClientSummarizer(summarizer)
+    kind = type(summarizer)
+    raise TypeError(
+        f"{where} needs a Summarizer (an async callable (messages, system_prompt) -> str), an axio"
+        " transport (stream()) or an LLM client (complete(), chat() or generate()); got "
+        f"{kind.__module__}.{kind.__qualname__}, which is none of them."
+    )

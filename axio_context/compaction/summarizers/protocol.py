@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
-from typing import Final, Protocol, cast, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
 from ...blocks import (
     TextBlock,
@@ -15,7 +15,6 @@ __all__ = [
     "DEFAULT_COMPACTION_PROMPT",
     "SUMMARY_ACK",
     "Summarizer",
-    "check_summarizer",
     "context_window_of",
     "is_summary_pair",
     "split_previous_summary",
@@ -49,32 +48,6 @@ class Summarizer(Protocol):
     """
 
     def __call__(self, messages: list[Message], system_prompt: str, /) -> Awaitable[str]: ...
-
-
-def check_summarizer(summarizer: object, where: str) -> Summarizer:
-    """``summarizer`` as a :class:`Summarizer`, or a :class:`TypeError` naming what ``where`` got.
-
-    An async callable is used as it is. The seeds' model clients are accepted as their code passes
-    them: an axio ``CompletionTransport`` (it has ``stream()``) summarizes through the transport
-    and sizes the threshold from ``transport.model.context_window``, as axio does; ravi's LLM
-    client (``complete``/``chat``/``generate``) answers one request. Checked when handed over,
-    not when the first compaction fails.
-    """
-    if callable(summarizer):
-        return cast(Summarizer, summarizer)
-    # Here, not at the top: clients renders transcripts, and rendering imports this module.
-    from .clients import ClientSummarizer, TransportSummarizer, client_method
-
-    if callable(getattr(summarizer, "stream", None)):
-        return TransportSummarizer(summarizer)
-    if client_method(summarizer) is not None:
-        return ClientSummarizer(summarizer)
-    kind = type(summarizer)
-    raise TypeError(
-        f"{where} needs a Summarizer (an async callable (messages, system_prompt) -> str), an axio"
-        " transport (stream()) or an LLM client (complete(), chat() or generate()); got "
-        f"{kind.__module__}.{kind.__qualname__}, which is none of them."
-    )
 
 
 def summarizer_name(summarizer: object) -> str:
