@@ -184,10 +184,10 @@ def test_read_only_commands_do_not_change_an_existing_database(tmp_path: Path) -
 #: second way to say -f json).
 _NO_JSON = {"export", "browse"}  # browse is a full-screen app: it prints no data
 #: Commands that print a list (an array with --json, a line per object with --nl).
+#: Searches print one JSON object (hits, unindexed, why, ...); --nl streams the hits.
+_SEARCHES = {"search", "similar"}
 _LISTINGS = {
     "list-sessions",
-    "search",
-    "similar",
     "prune",
     "rm",
     "collections",
@@ -209,7 +209,10 @@ def test_every_command_that_prints_data_takes_the_same_output_flags() -> None:
             continue
         assert "--json" in flags, name
         assert flags["--json"].name == "as_json" and flags["--json"].is_flag, name
-        if name in _LISTINGS:
+        if name in _SEARCHES:  # one object: the hits and what the search says about them
+            assert str(flags["--json"].help).startswith("Output one JSON object: hits,"), name
+            assert flags["--nl"].help == "Output one JSON object per hit, one per line.", name
+        elif name in _LISTINGS:
             assert flags["--json"].help == "Output a JSON array.", name
             assert flags["--nl"].help == "Output one JSON object per line.", name
         elif name != "stats":  # stats --nl (the object on one line) predates this and stays
