@@ -6,15 +6,18 @@ usage parsed from a provider's JSON as ``10.0`` becomes ``10`` and ``-1`` or ``1
 :class:`UsageError` naming the field). ``extra`` keeps the provider-specific counters
 pydantic-ai keeps as ad-hoc attributes (``web_searches``...), so a round trip loses nothing.
 Token buckets nest as in pydantic-ai: cache and audio input tokens are included in
-``input_tokens``, reasoning and audio output tokens in ``output_tokens``.
+``input_tokens``, reasoning and audio output tokens in ``output_tokens``. A provider
+response's usage is read by genai-prices (:func:`extract_request_usage`, imported only when
+called), here beside the struct whose ``extract`` it is.
 """
 
 from __future__ import annotations
 
 import math
 import operator
+import warnings
 from copy import copy
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any, ClassVar, Final, Self, SupportsIndex, cast
 
 import msgspec
@@ -22,7 +25,14 @@ import msgspec
 from ..usage import MAX_TOKENS
 from .errors import UsageError
 
-__all__ = ["COUNT_FIELDS", "RequestUsage", "RunUsage", "check_count"]
+__all__ = [
+    "COUNT_FIELDS",
+    "RequestUsage",
+    "RunUsage",
+    "UsageExtractionFailedWarning",
+    "check_count",
+    "extract_request_usage",
+]
 
 #: The integer counts every usage has, in pydantic-ai's order (``audio_seconds``, ``details``,
 #: ``cost`` and ``extra`` are the other figures).
@@ -202,9 +212,7 @@ class RequestUsage(_Usage, kw_only=True, omit_defaults=True):
         details: dict[str, Any] | None = None,
     ) -> RequestUsage:
         """A provider response's usage read by genai-prices (pydantic-ai's ``extract``; needs the
-        ``cost`` extra): see :func:`~axio_context.usage_limits.cost.extract_request_usage`."""
-        from .cost import extract_request_usage  # genai-prices is imported only when called
-
+        ``cost`` extra): see :func:`extract_request_usage`."""
         return extract_request_usage(
             data,
             provider=provider,
@@ -268,3 +276,77 @@ class RunUsage(_Usage, kw_only=True, omit_defaults=True):
             self.cost - (other.cost or 0) if self.cost is not None and self.cost != other.cost else None
         )
         return new
+
+
+class UsageExtractionFailedWarning(UserWarning):
+    """genai-prices could not read a response's usage; the usage returned holds no counts."""
+
+
+def extract_request_usage(
+    data: Any,
+    *,
+    provider: str,
+    provider_url: str,
+    provider_fallback: str,
+    api_flavor: str = "default",
+    details: dict[str, Any] | None = None,
+) -> RequestUsage:
+    """pydantic-ai's ``RequestUsage.extract``: a response's usage read by genai-prices.
+
+    The provider is looked up by its API URL, then its id, then the fallback id (most specific
+    first, as pydantic-ai); a cost a gateway wrote into the response's ``usage`` is kept. When no
+    lookup reads the usage, a :class:`UsageExtractionFailedWarning` says why (if one failed) and
+    the usage has only ``details`` and that cost.
+    """
+    try:
+        from genai_prices.data_snapshot import get_snapshot
+    except ImportError as exc:  # pragma: no cover - the extra is part of the dev install
+        raise ImportError("extracting usage needs the extra: pip install 'axio-context[cost]'") from exc
+    cost = _gateway_cost(data)
+    failure: Exception | None = None
+    references = ((None, provider_url), (provider, None), (provider_fallback, None))
+    for provider_id, api_url in references:
+        if not (provider_id or api_url):
+            continue
+        try:
+            found = get_snapshot().find_provider(None, provider_id, api_url)
+        except LookupError:
+            continue
+        except Exception as exc:  # genai-prices' own error, whatever its type
+            failure = exc
+            continue
+        try:
+            _model, extracted = found.extract_usage(data, api_flavor=api_flavor)
+        except Exception as exc:
+            failure = exc
+            continue
+        figures = {k: v for k, v in vars(extracted).items() if v is not None}
+        known = {k: v for k, v in figures.items() if k in RequestUsage.__struct_fields__}
+        extra = {k: v for k, v in figures.items() if k not in known}
+        return RequestUsage(**known, extra=extra, details=dict(details or {}), cost=cost)
+    if failure is not None:
+        warnings.warn(
+            f"Failed to extract usage with `genai-prices`: {type(failure).__name__}: {failure}",
+            UsageExtractionFailedWarning,
+            stacklevel=3,
+        )
+    return RequestUsage(details=dict(details or {}), cost=cost)
+
+
+def _gateway_cost(data: Any) -> Decimal | None:
+    """The cost a gateway put in the response's ``usage`` (``logfire_ai_gateway.cost``, or the
+    older ``pydantic_ai_gateway.cost_estimate``), if any: a decimal string or a number >= 0."""
+    usage = data.get("usage") if isinstance(data, dict) else None
+    if not isinstance(usage, dict):
+        return None
+    for block_name, field_name in (("logfire_ai_gateway", "cost"), ("pydantic_ai_gateway", "cost_estimate")):
+        block = usage.get(block_name)
+        value = block.get(field_name) if isinstance(block, dict) else None
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            try:
+                cost = Decimal(str(value))
+            except InvalidOperation:
+                continue
+            if cost.is_finite() and cost >= 0:
+                return cost
+    return None
