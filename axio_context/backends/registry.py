@@ -28,7 +28,7 @@ from ..tokens import TokenCounter
 from .protocol import OpenDatabase
 
 if TYPE_CHECKING:
-    from ..testing.backends import ContractFactories
+    from ..testing.factories import ContractFactories
 
 __all__ = [
     "ENTRY_POINT_GROUP",

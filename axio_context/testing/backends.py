@@ -26,7 +26,7 @@ import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -42,6 +42,7 @@ from ..state.contract import StateFactory, StoredStateContract
 from ..usage_limits.contract import RecorderFactory, UsageRecorderContract
 from .checkpoints import CheckpointStoreContract, PopCheckpointContract
 from .contract import ContextStoreContract
+from .factories import ContractFactories
 from .samples import StoreFactory
 
 __all__ = [
@@ -63,24 +64,6 @@ __all__ = [
     "axio_database_location",
     "backend_names",
 ]
-
-
-class ContractFactories(Protocol):
-    """What a backend gives the suites for one open database: a factory per suite, made the
-    way its users make its stores, and :meth:`close` for what those opened besides."""
-
-    @property
-    def stores(self) -> StoreFactory: ...
-    @property
-    def states(self) -> StateFactory: ...
-    @property
-    def recorders(self) -> RecorderFactory: ...
-    @property
-    def memory(self) -> MemoryFactory: ...
-    @property
-    def pools(self) -> PoolFactory: ...
-
-    async def close(self) -> None: ...
 
 
 @dataclass

@@ -1,14 +1,15 @@
 """The contract suites' factories written once for every backend: each backend gives a
 :class:`Kit` (how its users open a session, a recorder, a memory store, a queue or pool, a
 second connection), and :class:`KitFactories` makes every suite's objects from it the same way
-(:meth:`axio_context.backends.Backend.contract_factories` returns one)."""
+(:meth:`axio_context.backends.Backend.contract_factories` returns one, typed as the
+:class:`ContractFactories` the suites' fixture takes)."""
 
 from __future__ import annotations
 
 import itertools
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 from uuid import uuid4
 
 import msgspec
@@ -20,12 +21,36 @@ from axio_context.messages import Message
 from axio_context.state import ResumableState
 from axio_context.usage_limits import UsageRecorder
 
-__all__ = ["PROJECT", "SUITE_PROJECT", "Kit", "KitFactories"]
+from ..memory.testing.factory import MemoryFactory
+from ..pools.testing.factory import PoolFactory
+from ..state.contract import StateFactory
+from ..usage_limits.contract import RecorderFactory
+from .samples import StoreFactory
+
+__all__ = ["PROJECT", "SUITE_PROJECT", "ContractFactories", "Kit", "KitFactories"]
 
 #: The project the store suites' sessions are filed under; the state and usage suites read
 #: theirs under :data:`SUITE_PROJECT`, the project their checks name.
 PROJECT = "contract"
 SUITE_PROJECT = "p"
+
+
+class ContractFactories(Protocol):
+    """What a backend gives the suites for one open database: a factory per suite, made the
+    way its users make its stores, and :meth:`close` for what those opened besides."""
+
+    @property
+    def stores(self) -> StoreFactory: ...
+    @property
+    def states(self) -> StateFactory: ...
+    @property
+    def recorders(self) -> RecorderFactory: ...
+    @property
+    def memory(self) -> MemoryFactory: ...
+    @property
+    def pools(self) -> PoolFactory: ...
+
+    async def close(self) -> None: ...
 
 
 class Kit(NamedTuple):
