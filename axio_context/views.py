@@ -43,6 +43,8 @@ class SessionView(msgspec.Struct, frozen=True):
     runs: list[str] = msgspec.field(default_factory=list)
     agent_id: str | None = None
     thread_id: str | None = None
+    #: How many of the session's messages ``clear_run`` hid (left out of every listing and count).
+    hidden: int = 0
 
 
 class SessionPage(msgspec.Struct, frozen=True):

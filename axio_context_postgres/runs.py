@@ -111,6 +111,7 @@ async def show(conn: Any, session_id: str, full: bool, run_id: str | None) -> Se
         runs=run_ids,
         agent_id=s["agent_id"],
         thread_id=s["thread_id"],
+        hidden=len(gone),
     )
 
 

@@ -36,7 +36,7 @@ def short_time(text: str) -> str:
     )
 
 
-def render_header(header: SessionHeader) -> str:
+def render_header(header: SessionHeader, hidden: int = 0) -> str:
     """A session's Markdown heading and facts (title, project, times, lineage, tokens).
 
     Stored text stays on its line and in its span: a title's line breaks become spaces, and ids,
@@ -51,8 +51,9 @@ def render_header(header: SessionHeader) -> str:
     if header.parent_id is not None:
         at = "" if header.fork_position is None else f" at message {header.fork_position}"
         lines.append(f"- forked from {_code(header.parent_id)}{at}")
+    cleared = f" ({hidden:,} hidden by a cleared run)" if hidden else ""
     lines.append(
-        f"- messages: {header.message_count:,}; tokens in/out: "
+        f"- messages: {header.message_count - hidden:,}{cleared}; tokens in/out: "
         f"{header.input_tokens:,} / {header.output_tokens:,}"
     )
     if header.checkpoints:

@@ -218,11 +218,13 @@ def show(
             for p, r, m in zip(positions, runs, messages, strict=True)
         ]
         doc = {"session": view.header, "summary": summary, "start": start, "messages": rows}
+        if view.hidden:
+            doc.update(hidden=view.hidden)
         if getattr(view, "agent_id", None) is not None:
             doc.update(agent_id=view.agent_id, thread_id=view.thread_id)
         echo_json(doc)
         return
-    out = [render_header(view.header)]
+    out = [render_header(view.header, view.hidden)]
     if getattr(view, "agent_id", None) is not None:
         out.append(f"agent {view.agent_id!r} · thread {view.thread_id!r}\n")
     if summary is not None:

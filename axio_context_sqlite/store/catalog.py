@@ -221,6 +221,7 @@ def show(c: Any, session_id: str, full: bool, run_id: str | None = None) -> Sess
             runs=run_ids,
             agent_id=None if agent is None else agent[0],
             thread_id=None if agent is None else agent[1],
+            hidden=hiding.hidden_count(c, s.sid),
         )
 
 

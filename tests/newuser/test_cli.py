@@ -256,3 +256,12 @@ def test_answering_no_to_rm_in_a_real_process(backend_db: Backend) -> None:
     )
     assert real.returncode == 0, real.stderr
     assert "nothing deleted" in real.stderr and "Aborted" not in real.stderr
+
+
+def test_show_counts_what_a_cleared_run_left_and_says_how_many_it_hid(backend_db: Backend) -> None:
+    name = run(backend_db, _cleared_run)
+    shown = invoke(backend_db, "show", name)
+    assert shown.exit_code == 0, shown.output
+    assert "- messages: 1 (2 hidden by a cleared run);" in shown.stdout
+    doc = as_json(backend_db, "show", name, "--json")
+    assert doc["hidden"] == 2 and len(doc["messages"]) == 1
