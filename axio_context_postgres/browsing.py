@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from contextlib import aclosing, asynccontextmanager
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
+from axio_context.backends.protocol import OpenDatabase
 from axio_context.errors import DatabaseLockedError, SessionNotFoundError
 from axio_context.following import FollowUpdate, follow_changes
 from axio_context.messages import SessionInfo
@@ -39,11 +40,10 @@ from axio_context.views import (
 )
 
 from . import sessions
-from .connection import translated
-from .database import PostgresDatabase, open_database
+from .connection import Pool, translated
 from .listing import INFO_COLUMNS, info_of
 
-__all__ = ["PostgresBrowser", "open_browser"]
+__all__ = ["PooledDatabase", "PostgresBrowser"]
 
 _TEXT_MATCH: Final = (
     "(strpos(lower(id), lower($T)) > 0 OR strpos(lower(COALESCE(title, '')), lower($T)) > 0"
@@ -66,11 +66,27 @@ def _cursor(cursor: str) -> tuple[int, int]:
         raise ValueError(f"not a session-tree cursor: {cursor!r}") from None
 
 
+class PooledDatabase(OpenDatabase, Protocol):
+    """What the browser wraps (a :class:`~axio_context_postgres.database.PostgresDatabase`):
+    a database's calls, and the pool its own reads take."""
+
+    @property
+    def path(self) -> str:
+        """The database's URL, its password hidden."""
+        ...
+
+    @property
+    def pool(self) -> Pool:
+        """The pool the database's calls take."""
+        ...
+
+
 class PostgresBrowser:
     """A :class:`PostgresDatabase` as the browser sees it (:class:`Browsable`): its own reads
-    for trees, windows and changes; everything else is the database's."""
+    for trees, windows and changes; everything else is the database's. Opened with
+    ``db.browser()`` or :func:`axio_context_postgres.database.open_browser`."""
 
-    def __init__(self, db: PostgresDatabase) -> None:
+    def __init__(self, db: PooledDatabase) -> None:
         self.db = db
 
     @asynccontextmanager
@@ -192,7 +208,9 @@ class PostgresBrowser:
                 summary, first = latest.summary, latest.position
             n = s["next_position"]
             start = max(first, n - limit)
-            return SessionView(header, summary, start, await sessions.records(conn, s, start, n))
+            shown = await sessions.records(conn, s, start, n)
+            gone = len(await sessions.hidden(conn, s))
+            return SessionView(header, summary, start, shown, hidden=gone)
 
     async def messages(
         self, session_id: str, start: int, end: int | None = None
@@ -283,10 +301,3 @@ async def _with_forks(conn: Any, heads: list[SessionInfo], project: str | None, 
     for head in heads:
         place(head, 0)
     return rows
-
-
-@asynccontextmanager
-async def open_browser(url: str) -> AsyncIterator[PostgresBrowser]:
-    """Open the PostgreSQL database at ``url`` for a browser (``async with``)."""
-    async with open_database(url) as db:
-        yield PostgresBrowser(db)

@@ -20,7 +20,7 @@ from axio_context.messages import SessionInfo
 from axio_context.transcript import MessageRecord
 from axio_context.views import MAX_DEPTH, MAX_PAGE, SessionSort, SessionTreePage, TreeRow, sort_column
 
-from . import listing, transactions
+from . import hiding, listing, transactions
 from .catalog import SessionView, full_row, records, session_header
 
 __all__ = [
@@ -179,7 +179,8 @@ def transcript(c: Any, session_id: str, full: bool, limit: int) -> SessionView:
             latest = header.checkpoints[-1]
             summary, first = latest.summary, latest.position
         start = max(first, s.next_position - limit)
-        return SessionView(header, summary, start, records(c, s, start, s.next_position))
+        view = records(c, s, start, s.next_position)
+        return SessionView(header, summary, start, view, hidden=hiding.hidden_count(c, s.sid))
 
 
 def message_window(c: Any, session_id: str, start: int, end: int | None) -> tuple[int, list[MessageRecord]]:

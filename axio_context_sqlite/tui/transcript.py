@@ -121,7 +121,7 @@ class TranscriptScreen(SessionActions):
         lineage = f", forked from {h.parent_id} at {h.fork_position}" if h.parent_id else ""
         what = "every message" if full else "the model's view"
         head = (
-            f"{h.title or h.id}  ·  {count(h.message_count, 'message')}{lineage}"
+            f"{h.title or h.id}  ·  {count(h.message_count - view.hidden, 'message')}{lineage}"
             f"  ·  project {h.project or '-'}"
             f"  ·  {h.input_tokens:,} in / {h.output_tokens:,} out tokens  ·  {what} (v switches)"
         )

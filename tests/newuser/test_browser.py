@@ -102,3 +102,22 @@ async def test_end_goes_to_the_last_session_of_a_long_list(backend_db: Backend) 
         assert time.monotonic() - started < 60
         await pilot.press("home")
         await _until(pilot, lambda: table.cursor_row == 0, "the cursor on the first row")
+
+
+async def test_a_transcript_header_does_not_count_what_a_cleared_run_hid(backend_db: Backend) -> None:
+    async with backend_db.open():
+        if backend_db.name == "sqlite":
+            from axio_context_sqlite.agents import SQLiteHistoryProvider as Provider
+        else:
+            from axio_context_postgres.agents import PostgresHistoryProvider as Provider
+        provider = Provider(backend_db.handle, project="p")
+        await provider.append_many(
+            "a", [text("user", "hidden one"), text("assistant", "hidden two")], session_id="t", run_id="r"
+        )
+        await provider.append("a", text("user", "kept"), session_id="t", run_id="k")
+        await provider.clear_run("a", session_id="t", run_id="r")
+        name = str(await provider.session_key("a", "t"))
+    app = _app(backend_db.where, session=name)
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(pilot, lambda: "kept" in _texts(app), "the kept message")
+        assert "1 message " in _texts(app) and "hidden one" not in _texts(app)  # 3 before
