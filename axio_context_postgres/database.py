@@ -9,8 +9,6 @@ the quarantine, importing an axio file) are not here: ``capabilities`` is empty,
 
 from __future__ import annotations
 
-import asyncio
-import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -22,18 +20,13 @@ from axio_context.backends.protocol import Capability, StoredStateView
 from axio_context.errors import SessionExistsError, SessionNotFoundError
 from axio_context.messages import SessionInfo
 from axio_context.naming import RANDOM_ID, SHORT_ID, project_forms, unique_prefix
-from axio_context.transcript import (
-    TranscriptWriter,
-    iter_jsonl,
-    read_json,
-    sniff_format,
-    writer_for,
-)
-from axio_context.transcript.reports import ExportSummary, ImportedSession, ImportReport
+from axio_context.transcript import TranscriptWriter, writer_for
+from axio_context.transcript.reports import ExportSummary, ImportReport
 from axio_context.transcript.times import epoch_ms as ms
 from axio_context.views import SessionNode, SessionSort, SessionView, sort_column
 
-from . import pools, runs, sessions, state, tree, upkeep, writes
+from . import importing, pools, runs, sessions, state, tree, upkeep, writes
+from .browsing import PostgresBrowser
 from .connection import Pool, connect, redacted, translated
 from .copying.sides import PostgresSide
 from .listing import SessionPage, list_page
@@ -46,9 +39,7 @@ from .usage import PostgresUsageRecorder
 if TYPE_CHECKING:
     from axio_context.pools.sql import PoolInfo, PoolView
 
-    from .browsing import PostgresBrowser
-
-__all__ = ["PostgresDatabase", "open_database"]
+__all__ = ["PostgresDatabase", "open_browser", "open_database"]
 
 Sink = Callable[[bytes], object]
 Progress = Callable[[int, int], object]
@@ -202,42 +193,12 @@ class PostgresDatabase(SearchCalls):
         skip_existing: bool = False,
     ) -> ImportReport:
         """Import a json/jsonl export: all of it is validated first, then one transaction per
-        session. Existing ids are refused unless ``replace``, ``new_ids`` or ``skip_existing``
-        (left as they are: what makes a copy resumable)."""
-        if replace and new_ids:
-            raise ValueError("choose replace or new_ids, not both")
-        source = "standard input" if str(path) == "-" else str(path)
-        data = await asyncio.to_thread(
-            lambda: sys.stdin.buffer.read() if str(path) == "-" else Path(path).read_bytes()
+        session (:func:`axio_context_postgres.importing.import_file`). Existing ids are refused
+        unless ``replace``, ``new_ids`` or ``skip_existing`` (left as they are: what makes a copy
+        resumable)."""
+        return await importing.import_file(
+            self._tx, path, format=format, replace=replace, new_ids=new_ids, skip_existing=skip_existing
         )
-        if not data.strip():
-            return ImportReport(format="jsonl", sessions=[])
-        fmt = format or sniff_format(data[: 1 << 16])
-        records = read_json(data) if fmt == "json" else list(iter_jsonl(data.splitlines(keepends=True)))
-        ids = [r.id for r in records]
-        async with self._tx(readonly=True) as conn:
-            existing = {
-                r[0] for r in await conn.fetch("SELECT id FROM sessions WHERE id = ANY($1::text[])", ids)
-            }
-        if existing and not (replace or new_ids or skip_existing):
-            shown = ", ".join(sorted(existing)[:5]) + (", ..." if len(existing) > 5 else "")
-            raise SessionExistsError(
-                f"{len(existing)} session(s) in {source} already exist ({shown}); "
-                "use --replace to overwrite them or --new-ids to import copies"
-            )
-        mapping = {i: uuid4().hex for i in ids} if new_ids else {i: i for i in ids}
-        report: list[ImportedSession] = []
-        for rec in records:
-            new_id = mapping[rec.id]
-            if skip_existing and not replace and rec.id in existing:
-                continue
-            parent = mapping.get(rec.parent_id, rec.parent_id) if rec.parent_id is not None else None
-            async with self._tx() as conn:
-                replaced = replace and await writes.delete_session(conn, new_id)
-                owner = mapping.get(rec.owner_id, rec.owner_id) if rec.owner_id is not None else None
-                written = await sessions.insert_session(conn, rec, new_id, parent, owner)
-            report.append(ImportedSession(rec.id, new_id, written, replaced))
-        return ImportReport(format=fmt, sessions=report)
 
     async def fork(self, session_id: str, new_id: str | None = None) -> str:
         """Fork a session (copy-on-write, O(1)); returns the new session's id."""
@@ -377,8 +338,6 @@ class PostgresDatabase(SearchCalls):
 
     def browser(self) -> PostgresBrowser:
         """This database as the browser and ``show --follow`` read it."""
-        from .browsing import PostgresBrowser  # it wraps this class
-
         return PostgresBrowser(self)
 
 
@@ -401,6 +360,13 @@ async def open_database(url: str, **_: Any) -> AsyncIterator[PostgresDatabase]:
         yield PostgresDatabase(pool, url)
     finally:
         await pool.close()
+
+
+@asynccontextmanager
+async def open_browser(url: str) -> AsyncIterator[PostgresBrowser]:
+    """Open the PostgreSQL database at ``url`` for a browser (``async with``)."""
+    async with open_database(url) as db:
+        yield PostgresBrowser(db)
 
 
 async def describe(url: str) -> dict[str, object]:
