@@ -1,6 +1,6 @@
 """The PostgreSQL step of a framework's conversation log (the SQLite step of the same name's
-model: see :mod:`axio_context_postgres.conversation_log`). Kept apart from :mod:`.schema` so
-that module stays one idea: the list of steps and how they run."""
+model: see :mod:`axio_context_postgres.conversation_log`). Kept apart from :mod:`.migrations`,
+the list of steps, which names it as one of them."""
 
 from __future__ import annotations
 
