@@ -32,13 +32,14 @@ positions, counts, parent references) and raise :class:`TranscriptError` naming 
 field; they do no I/O. Writers turn records into bytes chunk by chunk, so an exporter can stream.
 
 The package: :mod:`.records` (what both formats carry), :mod:`.times`, :mod:`.writers`,
-:mod:`.markdown` (rendering for people) and :mod:`.readers`.
+:mod:`.markdown` (rendering for people), :mod:`.readers` and :mod:`.sniffing` (which format a
+file is).
 """
 
 from __future__ import annotations
 
 from .markdown import contained, left_open, message_range, render_blocks, render_header
-from .readers import iter_jsonl, read_json, sniff_format
+from .readers import iter_jsonl, read_json
 from .records import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -49,6 +50,7 @@ from .records import (
     SessionHeader,
     SessionRecord,
 )
+from .sniffing import sniff_format
 from .times import format_time, parse_time
 from .writers import JsonlWriter, JsonWriter, MarkdownWriter, TranscriptWriter, writer_for
 

@@ -1,12 +1,13 @@
 """Readers: parse and validate the lossless formats (raising :class:`TranscriptError` naming the
-line or field), and tell them apart from a file's first bytes. They do no I/O."""
+line or field). They do no I/O. Telling the formats apart from a file's first bytes is
+:mod:`.sniffing`'s (:func:`sniff_format`, re-exported here)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import msgspec
 
@@ -29,6 +30,7 @@ from .records import (
     SessionHeader,
     SessionRecord,
 )
+from .sniffing import BOM, sniff_format
 from .times import parse_time
 
 __all__ = ["iter_jsonl", "read_json", "sniff_format"]
@@ -113,10 +115,6 @@ def _line_col(data: bytes, message: str, *, one_line: bool = False) -> str:
     col = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
     where = f"(column {col})" if one_line else f"(line {line}, column {col})"
     return message[: m.start()] + where + message[m.end() :]
-
-
-#: The UTF-8 byte order mark some editors write at the start of a file: not part of the JSON.
-BOM: Final = b"\xef\xbb\xbf"
 
 
 def _not_utf8(data: bytes, exc: UnicodeDecodeError, *, one_line: bool = False) -> str:
@@ -386,47 +384,3 @@ def iter_jsonl(lines: Iterable[bytes]) -> Iterator[SessionRecord]:
     if header is None:
         raise TranscriptError(f"line {number + 1}: no session line in the file")
     yield finish()
-
-
-#: One JSON token at the start of what is left: a string (group 1), a structural character
-#: (group 2), or a bare scalar; None when the text ends inside a token.
-_TOKEN: Final = re.compile(
-    rb'[ \t\r\n]*(?:("[^"\\]*(?:\\.[^"\\]*)*")|([{}\[\],:])|[^ \t\r\n{}\[\],:"]+)', re.S
-)
-_BLANK: Final = b" \t\r\n"
-
-
-def sniff_format(head: bytes) -> Literal["json", "jsonl"]:
-    """Which lossless format a file is, from its first bytes (any prefix of the file).
-
-    Blank leading lines are skipped; then the first object's top-level keys are read one token
-    at a time, without needing the whole line: a ``kind`` key means ``jsonl`` (every line of it
-    is tagged so), ``sessions`` means ``json``. The writers put those keys first, so a few dozen
-    bytes decide however long the first line is (a session line carries every checkpoint
-    summary, and can pass any fixed head size). Anything else, or a head cut before either key,
-    is ``json``, whose reader then names what is wrong.
-    """
-    head = head.removeprefix(BOM)
-    start = len(head) - len(head.lstrip(_BLANK))
-    if head[start : start + 1] != b"{":
-        return "json"
-    depth, expect_key, at = 1, True, start + 1
-    while depth:
-        m = _TOKEN.match(head, at)
-        if m is None:
-            break  # the head ends here (perhaps inside a string)
-        at = m.end()
-        if m.group(1) is not None:
-            if depth == 1 and expect_key:
-                if m.group(1) == b'"kind"':
-                    return "jsonl"
-                if m.group(1) == b'"sessions"':
-                    return "json"
-                expect_key = False
-        elif m.group(2) in (b"{", b"["):
-            depth += 1
-        elif m.group(2) in (b"}", b"]"):
-            depth -= 1
-        elif m.group(2) == b",":
-            expect_key = depth == 1
-    return "json"
