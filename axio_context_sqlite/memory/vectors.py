@@ -34,7 +34,7 @@ from axio_context.memory.vectors_sql import (
     VectorQuery,
     find_collection,
 )
-from axio_context.sql import Dialect, Native, Plan, Row, Rows, Value, decode_object, encode_json
+from axio_context.sql import Dialect, ExecuteMany, Native, Plan, Row, Rows, Value, decode_object, encode_json
 
 from ..store.keys import now_ms
 from ..store.runner import SQLiteRunner
@@ -145,16 +145,39 @@ class Statements:
             else "DO NOTHING"
         )
         yield Native(vector_scan.mark_changed, (cid,))
-        for doc_id, content, blob, code, meta in coded:
-            rowid = yield Value(
-                "INSERT INTO memory_documents (collection, id, code, metadata, updated_at, content)"
-                f" VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (collection, id) {conflict} RETURNING rowid",
-                (cid, doc_id, code, meta, now, content),
+        # One executemany per table instead of a statement per document (0.92 s of 1.3 s for
+        # 10,000 documents). What each id ends as is what row-by-row inserts left: the first of
+        # a batch's duplicates for add (later ones did nothing), the last for upsert.
+        chosen: dict[str, tuple[str, str, bytes, bytes, str]] = {}
+        for row in coded:
+            if replace or row[0] not in chosen:
+                chosen[row[0]] = row
+        ids = encode_json(list(chosen))
+        if not replace:
+            stored = yield Rows(
+                "SELECT id FROM memory_documents"
+                " WHERE collection = ? AND id IN (SELECT value FROM json_each(?))",
+                (cid, ids),
             )
-            if rowid is not None:
-                yield Row(
-                    "INSERT OR REPLACE INTO memory_embeddings (rowid, embedding) VALUES (?, ?)", (rowid, blob)
-                )
+            for (doc_id,) in stored:
+                chosen.pop(str(doc_id), None)
+            if not chosen:
+                return
+            ids = encode_json(list(chosen))
+        yield ExecuteMany(
+            "INSERT INTO memory_documents (collection, id, code, metadata, updated_at, content)"
+            f" VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (collection, id) {conflict}",
+            [(cid, doc_id, code, meta, now, content) for doc_id, content, _, code, meta in chosen.values()],
+        )
+        rowids = yield Rows(
+            "SELECT id, rowid FROM memory_documents"
+            " WHERE collection = ? AND id IN (SELECT value FROM json_each(?))",
+            (cid, ids),
+        )
+        yield ExecuteMany(
+            "INSERT OR REPLACE INTO memory_embeddings (rowid, embedding) VALUES (?, ?)",
+            [(int(rowid), chosen[str(doc_id)][2]) for doc_id, rowid in rowids],
+        )
 
     def get(self, d: Dialect, name: str, ids: list[str]) -> Plan[list[Document]]:
         found = yield from find_collection(d, name)

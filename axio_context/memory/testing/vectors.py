@@ -229,3 +229,14 @@ class VectorStoreContract:
         assert await _ids(store, [1, 0], filter={"n": {"$in": [2**70, 5]}}) == ["a"]
         assert await _ids(store, [1, 0], limit=2**63) == ["a", "b"]
         assert await _ids(store, [1, 0], limit=2**64) == ["a", "b"]
+
+    async def test_an_id_twice_in_one_batch(self, memory: MemoryFactory) -> None:
+        # add keeps the first (the second finds it stored), upsert the last (each replaces).
+        store = await memory.vectors()
+        await store.add([_doc("a", [1, 0], v=1), _doc("a", [0, 1], v=2), _doc("b", [1, 1])])
+        [a] = await store.get(["a"])
+        assert (a.embedding, a.metadata) == ([1.0, 0.0], {"v": 1})
+        await store.upsert([_doc("a", [0, 1], v=3), _doc("a", [1, 1], v=4)])
+        [a] = await store.get(["a"])
+        assert (a.embedding, a.metadata) == ([1.0, 1.0], {"v": 4})
+        assert [d.id for d in await store.get(["a", "b"])] == ["a", "b"]
