@@ -145,7 +145,9 @@ class Statements:
             else "DO NOTHING"
         )
         yield Native(vector_scan.mark_changed, (cid,))
-        # One executemany per table instead of a statement per document (0.92 s of 1.3 s for
+        # Metadata is stored as JSONB, as the schema says, so a filter reads it without parsing
+        # text (a 10% filter over 100,000 documents: 150 ms of text parsing). One executemany
+        # per table instead of a statement per document (0.92 s of 1.3 s for
         # 10,000 documents). What each id ends as is what row-by-row inserts left: the first of
         # a batch's duplicates for add (later ones did nothing), the last for upsert.
         chosen: dict[str, tuple[str, str, bytes, bytes, str]] = {}
@@ -166,7 +168,7 @@ class Statements:
             ids = encode_json(list(chosen))
         yield ExecuteMany(
             "INSERT INTO memory_documents (collection, id, code, metadata, updated_at, content)"
-            f" VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (collection, id) {conflict}",
+            f" VALUES (?, ?, ?, jsonb(?), ?, ?) ON CONFLICT (collection, id) {conflict}",
             [(cid, doc_id, code, meta, now, content) for doc_id, content, _, code, meta in chosen.values()],
         )
         rowids = yield Rows(
@@ -310,7 +312,7 @@ class Statements:
         for doc in row.documents:
             rowid = yield Value(
                 "INSERT INTO memory_documents (collection, id, code, metadata, updated_at, content)"
-                " VALUES (?, ?, ?, ?, ?, ?) RETURNING rowid",
+                " VALUES (?, ?, ?, jsonb(?), ?, ?) RETURNING rowid",
                 (
                     cid,
                     doc.id,
