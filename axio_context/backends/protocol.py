@@ -22,6 +22,7 @@ from ..embeddings import Embedder
 from ..errors import AxioContextError, DatabaseLockedError
 from ..following import FollowUpdate
 from ..memory import BlobStore, Document, Entity, GraphStore, TaskStore, VectorStore
+from ..memory_blocks.store import BlockStore
 from ..messages import SessionInfo
 from ..pools.sql import PoolInfo, PoolView
 from ..search.query import Mode
@@ -137,13 +138,14 @@ class ListedGraphStore(GraphStore, Protocol):
 
 
 class MemoryStores(Protocol):
-    """The four memory stores of one database (each its layer's contract, and the listing calls
-    the command line makes beside it: ``documents``, ``entities``, ...)."""
+    """The memory stores of one database (each its layer's contract, and the listing calls the
+    command line makes beside it: ``documents``, ``entities``, ...) and its memory blocks."""
 
     def vectors(self) -> ListedVectorStore: ...
     def blobs(self) -> BlobStore: ...
     def graph(self) -> ListedGraphStore: ...
     def tasks(self) -> TaskStore: ...
+    def blocks(self) -> BlockStore: ...
 
 
 class Browsable(Protocol):

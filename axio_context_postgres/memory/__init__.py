@@ -10,6 +10,7 @@ from ..connection import Pool
 from ..runner import PostgresRunner
 from . import blobs, vectors
 from .blobs import PostgresBlobStore, open_blob_url
+from .blocks import PostgresBlockStore
 from .common import WHERE
 from .graph import PostgresGraphStore
 from .tasks import PostgresTaskStore
@@ -17,6 +18,7 @@ from .vectors import PostgresVectorStore
 
 __all__ = [
     "PostgresBlobStore",
+    "PostgresBlockStore",
     "PostgresGraphStore",
     "PostgresMemoryStores",
     "PostgresTaskStore",

@@ -8,6 +8,7 @@ works on a connection from :func:`axio_context_sqlite.connect`, which the caller
 """
 
 from .blobs import SQLiteBlobStore, open_blob_url
+from .blocks import SQLiteBlockStore
 from .graph import SQLiteGraphStore
 from .stats import MemoryStats, memory_stats
 from .tasks import SQLiteTaskStore
@@ -16,6 +17,7 @@ from .vectors import SQLiteVectorStore
 __all__ = [
     "MemoryStats",
     "SQLiteBlobStore",
+    "SQLiteBlockStore",
     "SQLiteGraphStore",
     "SQLiteTaskStore",
     "SQLiteVectorStore",

@@ -1,0 +1,423 @@
+"""Memory blocks on any SQL backend, written once as plans (:mod:`axio_context.sql`).
+
+A block is a ``memory_blocks`` row holding its current fields and ``version``; every change adds
+a ``memory_block_versions`` row (the block's fields after it, its action, when, which agent and
+which run) and moves the block to it, in one transaction. A write first reads the block with its
+row locked (SQLite's write transaction already excludes other writers), refuses a version other
+than the one the writer names (:class:`~.errors.StaleVersionError`), then checks the new value
+(limit, read-only): an error raised in the plan rolls the whole transaction back, so nothing is
+half-written.
+
+Undo and redo are changes too: each version row records ``undo_to`` (the version whose fields
+an undo restores) and ``redo_to`` (what a redo restores), as an editor's undo stack does; a plain
+edit clears the redo. A block is owned by an agent (``agent_id``) or shared (``''``); a shared
+block is visible to the agents ``memory_block_agents`` attaches it to.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Final, NamedTuple
+from uuid import uuid4
+
+from axio_context.sql import Dialect, Execute, Plan, Row, Rows, Value
+from axio_context.transcript import format_time
+
+from .errors import (
+    BlockExistsError,
+    BlockNotFoundError,
+    NothingToUndoError,
+    ReadOnlyBlockError,
+    StaleVersionError,
+)
+from .model import SHARED, Block, BlockVersion, check_value
+
+__all__ = [
+    "Fields",
+    "attach",
+    "blocks_of",
+    "create",
+    "delete",
+    "detach",
+    "dump_all",
+    "history",
+    "load_one",
+    "lookup",
+    "search",
+    "step_back",
+    "write",
+]
+
+_COLS: Final = (
+    "b.id, b.label, b.value, b.char_limit, b.description, b.read_only, b.version, b.agent_id,"
+    " b.updated_at, v.agent_id, v.run_id"
+)
+_FROM: Final = "memory_blocks b JOIN memory_block_versions v ON v.block_id = b.id AND v.version = b.version"
+_VERSION_COLS: Final = (
+    "version, action, label, value, char_limit, description, read_only, created_at, agent_id, run_id"
+)
+_VISIBLE: Final = "(b.agent_id = ? OR b.id IN (SELECT block_id FROM memory_block_agents WHERE agent_id = ?))"
+
+
+class Fields(NamedTuple):
+    """A block's fields after a change."""
+
+    label: str
+    value: str
+    limit: int
+    description: str
+    read_only: bool
+
+
+class _Found(NamedTuple):
+    id: str
+    block: Block
+
+
+def _now() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _block(row: Any, attached: tuple[str, ...] = ()) -> Block:
+    return Block(
+        label=str(row[1]),
+        value=str(row[2]),
+        limit=int(row[3]),
+        description=str(row[4]),
+        read_only=bool(row[5]),
+        version=int(row[6]),
+        agent_id=str(row[7]),
+        updated_at=format_time(int(row[8])),
+        updated_by=str(row[9]),
+        run_id=str(row[10]),
+        attached=attached,
+    )
+
+
+def _version(row: Any) -> BlockVersion:
+    return BlockVersion(
+        version=int(row[0]),
+        action=str(row[1]),
+        label=str(row[2]),
+        value=str(row[3]),
+        limit=int(row[4]),
+        description=str(row[5]),
+        read_only=bool(row[6]),
+        created_at=format_time(int(row[7])),
+        agent_id=str(row[8]),
+        run_id=str(row[9]),
+    )
+
+
+def _attached(d: Dialect, ids: list[str]) -> Plan[dict[str, tuple[str, ...]]]:
+    if not ids:
+        return {}
+    rows = yield Rows(
+        f"SELECT block_id, agent_id FROM memory_block_agents WHERE {d.any_of('block_id')}"
+        f" ORDER BY block_id, {d.by_code_point('agent_id')}",
+        (d.list_arg(ids),),
+    )
+    out: dict[str, list[str]] = {}
+    for r in rows:
+        out.setdefault(str(r[0]), []).append(str(r[1]))
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def lookup(d: Dialect, agent_id: str, label: str, lock: bool = False) -> Plan[_Found | None]:
+    """The block ``label`` as ``agent_id`` sees it (its own first, then a shared one attached)."""
+    row = yield Row(
+        f"SELECT {_COLS} FROM {_FROM} WHERE b.label = ? AND {_VISIBLE}"
+        f" ORDER BY CASE WHEN b.agent_id = '' THEN 1 ELSE 0 END LIMIT 1{d.lock_rows if lock else ''}",
+        (label, agent_id, agent_id),
+    )
+    if row is None:
+        return None
+    links = yield from _attached(d, [str(row[0])])
+    return _Found(str(row[0]), _block(row, links.get(str(row[0]), ())))
+
+
+def _must(d: Dialect, agent_id: str, label: str) -> Plan[_Found]:
+    found = yield from lookup(d, agent_id, label, lock=True)
+    if found is None:
+        whose = "shared" if agent_id == SHARED else f"of agent {agent_id!r}"
+        raise BlockNotFoundError(f"no block {label!r} {whose}")
+    return found
+
+
+def _record(
+    d: Dialect,
+    block_id: str,
+    version: int,
+    action: str,
+    f: Fields,
+    editor: str,
+    run_id: str,
+    undo_to: int | None,
+    redo_to: int | None,
+) -> Plan[None]:
+    now = _now()
+    yield Execute(
+        "INSERT INTO memory_block_versions (block_id, version, action, label, value, char_limit,"
+        " description, read_only, undo_to, redo_to, agent_id, run_id, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            block_id,
+            version,
+            action,
+            f.label,
+            f.value,
+            f.limit,
+            f.description,
+            int(f.read_only),
+            undo_to,
+            redo_to,
+            editor,
+            run_id,
+            now,
+        ),
+    )
+    yield Execute(
+        "UPDATE memory_blocks SET label = ?, value = ?, char_limit = ?, description = ?, read_only = ?,"
+        " version = ?, updated_at = ? WHERE id = ?",
+        (f.label, f.value, f.limit, f.description, int(f.read_only), version, now, block_id),
+    )
+
+
+def _clash(d: Dialect, owner: str, label: str, block_id: str = "") -> Plan[bool]:
+    """Whether ``label`` is taken among the blocks the owner's agents see (another block)."""
+    if d.key_lock is not None:
+        yield Execute(d.key_lock, (f"memory_blocks\x1f{owner}",))
+    taken = yield Value(
+        "SELECT 1 FROM memory_blocks b WHERE b.label = ? AND b.id <> ? AND ("
+        " b.agent_id = ? OR b.id IN (SELECT block_id FROM memory_block_agents WHERE agent_id = ?)"
+        " OR b.agent_id IN (SELECT agent_id FROM memory_block_agents WHERE block_id = ?)"
+        " OR (b.agent_id = '' AND b.id IN (SELECT block_id FROM memory_block_agents WHERE agent_id IN"
+        "  (SELECT agent_id FROM memory_block_agents WHERE block_id = ?))))",
+        (label, block_id, owner, owner, block_id, block_id),
+    )
+    return taken is not None
+
+
+def create(d: Dialect, owner: str, f: Fields, editor: str, run_id: str) -> Plan[Block]:
+    """A new block owned by ``owner`` (``''``: shared), at version 1."""
+    if (yield from _clash(d, owner, f.label)):
+        raise BlockExistsError(f"a block {f.label!r} already exists for {owner or 'shared blocks'!r}")
+    block_id = uuid4().hex
+    now = _now()
+    yield Execute(
+        "INSERT INTO memory_blocks (id, agent_id, label, value, char_limit, description, read_only,"
+        " version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+        (block_id, owner, f.label, f.value, f.limit, f.description, int(f.read_only), now, now),
+    )
+    yield from _record(d, block_id, 1, "create", f, editor, run_id, None, None)
+    found = yield from _must(d, owner, f.label)
+    return found.block
+
+
+def write(
+    d: Dialect,
+    agent_id: str,
+    label: str,
+    action: str,
+    change: Callable[[Block], Fields],
+    expected: int | None,
+    editor: str,
+    run_id: str,
+) -> Plan[Block]:
+    """``change`` applied to the block ``label`` as ``agent_id`` sees it, as a new version."""
+    found = yield from _must(d, agent_id, label)
+    old = found.block
+    if expected is not None and expected != old.version:
+        raise StaleVersionError(
+            f"block {label!r} is at version {old.version}, not {expected}: read it again and redo the edit"
+        )
+    new = change(old)
+    if old.read_only and action not in ("update", "rename"):
+        raise ReadOnlyBlockError(f"block {label!r} is read-only; nothing was written")
+    check_value(new.label, new.value, new.limit)
+    if new.label != old.label and (yield from _clash(d, old.agent_id, new.label, found.id)):
+        raise BlockExistsError(f"a block {new.label!r} already exists; block {label!r} was not renamed")
+    yield from _record(d, found.id, old.version + 1, action, new, editor, run_id, old.version, None)
+    again = yield from lookup(d, old.agent_id, new.label)
+    assert again is not None
+    return again.block
+
+
+def step_back(
+    d: Dialect, agent_id: str, label: str, redo: bool, expected: int | None, editor: str, run_id: str
+) -> Plan[Block]:
+    """Undo (or redo) the block's last change, as a new version restoring the fields it had."""
+    found = yield from _must(d, agent_id, label)
+    old = found.block
+    if expected is not None and expected != old.version:
+        raise StaleVersionError(f"block {label!r} is at version {old.version}, not {expected}: read it again")
+    if old.read_only:
+        raise ReadOnlyBlockError(f"block {label!r} is read-only; nothing was written")
+    marks = yield Row(
+        "SELECT undo_to, redo_to FROM memory_block_versions WHERE block_id = ? AND version = ?",
+        (found.id, old.version),
+    )
+    target = None if marks is None else marks[1 if redo else 0]
+    if target is None:
+        raise NothingToUndoError(f"block {label!r} has nothing to {'redo' if redo else 'undo'}")
+    row = yield Row(
+        "SELECT value, char_limit, description, read_only, undo_to, redo_to FROM memory_block_versions"
+        " WHERE block_id = ? AND version = ?",
+        (found.id, int(target)),
+    )
+    f = Fields(old.label, str(row[0]), int(row[1]), str(row[2]), bool(row[3]))
+    undo_to, redo_to = (old.version, row[5]) if redo else (row[4], old.version)
+    yield from _record(
+        d, found.id, old.version + 1, "redo" if redo else "undo", f, editor, run_id, undo_to, redo_to
+    )
+    again = yield from lookup(d, old.agent_id, old.label)
+    assert again is not None
+    return again.block
+
+
+def delete(d: Dialect, agent_id: str, label: str, expected: int | None) -> Plan[Block]:
+    """Remove the block, its history and its attachments; the block as it was."""
+    found = yield from _must(d, agent_id, label)
+    if expected is not None and expected != found.block.version:
+        raise StaleVersionError(f"block {label!r} is at version {found.block.version}, not {expected}")
+    if found.block.read_only:
+        raise ReadOnlyBlockError(f"block {label!r} is read-only; it was not deleted")
+    for table, column in (("memory_block_agents", "block_id"), ("memory_block_versions", "block_id")):
+        yield Execute(f"DELETE FROM {table} WHERE {column} = ?", (found.id,))
+    yield Execute("DELETE FROM memory_blocks WHERE id = ?", (found.id,))
+    return found.block
+
+
+def attach(d: Dialect, label: str, agent_id: str) -> Plan[Block]:
+    """Make the shared block ``label`` visible to ``agent_id``."""
+    found = yield from _must(d, SHARED, label)
+    if (yield from _clash(d, agent_id, label, found.id)):
+        raise BlockExistsError(f"agent {agent_id!r} already has a block {label!r}")
+    yield Execute(
+        "INSERT INTO memory_block_agents (block_id, agent_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+        (found.id, agent_id),
+    )
+    again = yield from lookup(d, SHARED, label)
+    assert again is not None
+    return again.block
+
+
+def detach(d: Dialect, label: str, agent_id: str) -> Plan[bool]:
+    """Stop showing the shared block ``label`` to ``agent_id``; whether it was attached."""
+    found = yield from _must(d, SHARED, label)
+    gone = yield Value(
+        "DELETE FROM memory_block_agents WHERE block_id = ? AND agent_id = ? RETURNING 1",
+        (found.id, agent_id),
+    )
+    return gone is not None
+
+
+def _listing(d: Dialect, where: str, args: tuple[Any, ...]) -> Plan[list[Block]]:
+    rows = yield Rows(
+        f"SELECT {_COLS} FROM {_FROM} WHERE {where}"
+        f" ORDER BY CASE WHEN b.agent_id = '' THEN 1 ELSE 0 END, {d.by_code_point('b.label')},"
+        f" {d.by_code_point('b.agent_id')}",
+        args,
+    )
+    links = yield from _attached(d, [str(r[0]) for r in rows])
+    return [_block(r, links.get(str(r[0]), ())) for r in rows]
+
+
+def blocks_of(d: Dialect, agent_id: str | None) -> Plan[list[Block]]:
+    """The blocks ``agent_id`` sees, its own first, by label (None: every block)."""
+    if agent_id is None:
+        return (yield from _listing(d, "1 = 1", ()))
+    return (yield from _listing(d, _VISIBLE, (agent_id, agent_id)))
+
+
+def search(d: Dialect, words: list[str], agent_id: str | None) -> Plan[list[Block]]:
+    """The blocks whose label, description or value hold every word (case-insensitive)."""
+    where = " AND ".join(
+        "(LOWER(b.value) LIKE ? ESCAPE '\\' OR LOWER(b.label) LIKE ? ESCAPE '\\'"
+        " OR LOWER(b.description) LIKE ? ESCAPE '\\')"
+        for _ in words
+    )
+    args: list[Any] = []
+    for w in words:
+        pattern = "%" + w.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        args += [pattern, pattern, pattern]
+    if agent_id is not None:
+        where = f"{where} AND {_VISIBLE}"
+        args += [agent_id, agent_id]
+    return (yield from _listing(d, where or "1 = 1", tuple(args)))
+
+
+def history(d: Dialect, agent_id: str, label: str) -> Plan[list[BlockVersion]]:
+    """Every version of the block, oldest first."""
+    found = yield from lookup(d, agent_id, label)
+    if found is None:
+        whose = "shared" if agent_id == SHARED else f"of agent {agent_id!r}"
+        raise BlockNotFoundError(f"no block {label!r} {whose}")
+    rows = yield Rows(
+        f"SELECT {_VERSION_COLS} FROM memory_block_versions WHERE block_id = ? ORDER BY version",
+        (found.id,),
+    )
+    return [_version(r) for r in rows]
+
+
+# -- copy, export and import: every block with its whole history, as plain rows ----------------
+
+_BLOCK_ROW: Final = (
+    "id, agent_id, label, value, char_limit, description, read_only, version, created_at, updated_at"
+)
+_VERSION_ROW: Final = (
+    "block_id, version, action, label, value, char_limit, description, read_only, undo_to, redo_to,"
+    " agent_id, run_id, created_at"
+)
+
+
+def dump_all(d: Dialect) -> Plan[list[dict[str, Any]]]:
+    """Every block as a JSON-ready dict: its row, its versions and its attachments."""
+    blocks = yield Rows(f"SELECT {_BLOCK_ROW} FROM memory_blocks ORDER BY id")
+    versions = yield Rows(f"SELECT {_VERSION_ROW} FROM memory_block_versions ORDER BY block_id, version")
+    links = yield Rows("SELECT block_id, agent_id FROM memory_block_agents ORDER BY block_id, agent_id")
+    by_block: dict[str, dict[str, Any]] = {}
+    for r in blocks:
+        row = dict(zip(_BLOCK_ROW.split(", "), r, strict=True))
+        row["read_only"] = int(row["read_only"])
+        by_block[str(r[0])] = {"block": row, "versions": [], "agents": []}
+    for r in versions:
+        row = dict(zip(_VERSION_ROW.split(", "), r, strict=True))
+        row["read_only"] = int(row["read_only"])
+        by_block[str(r[0])]["versions"].append(row)
+    for r in links:
+        by_block[str(r[0])]["agents"].append(str(r[1]))
+    return list(by_block.values())
+
+
+def load_one(d: Dialect, item: dict[str, Any], replace: bool) -> Plan[bool]:
+    """Write one dumped block (its row, versions and attachments) as it was; False when a block
+    with its id (or its owner and label) is there and ``replace`` is false."""
+    block = item["block"]
+    there = yield Value(
+        "SELECT id FROM memory_blocks WHERE id = ? OR (agent_id = ? AND label = ?)",
+        (block["id"], block["agent_id"], block["label"]),
+    )
+    if there is not None:
+        if not replace:
+            return False
+        for table in ("memory_block_agents", "memory_block_versions"):
+            yield Execute(f"DELETE FROM {table} WHERE block_id = ?", (there,))
+        yield Execute("DELETE FROM memory_blocks WHERE id = ?", (there,))
+    cols = _BLOCK_ROW.split(", ")
+    yield Execute(
+        f"INSERT INTO memory_blocks ({_BLOCK_ROW}) VALUES ({', '.join('?' for _ in cols)})",
+        tuple(block[c] for c in cols),
+    )
+    vcols = _VERSION_ROW.split(", ")
+    for v in item["versions"]:
+        yield Execute(
+            f"INSERT INTO memory_block_versions ({_VERSION_ROW}) VALUES ({', '.join('?' for _ in vcols)})",
+            tuple(v[c] for c in vcols),
+        )
+    for agent in item["agents"]:
+        yield Execute(
+            "INSERT INTO memory_block_agents (block_id, agent_id) VALUES (?, ?)", (block["id"], agent)
+        )
+    return True
