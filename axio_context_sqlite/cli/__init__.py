@@ -6,7 +6,20 @@ library's named errors become one-line messages and exit code 1; usage errors ar
 :mod:`.app` holds the group; importing the command modules registers their commands on it.
 """
 
-from . import browsing, copying, info, maintenance, memory, pools, searching, sessions, state, transfer, usage
+from . import (
+    browsing,
+    copying,
+    info,
+    maintenance,
+    mcp_server,
+    memory,
+    pools,
+    searching,
+    sessions,
+    state,
+    transfer,
+    usage,
+)
 from .app import cli, default_db_path, main
 
 __all__ = [
@@ -17,6 +30,7 @@ __all__ = [
     "info",
     "main",
     "maintenance",
+    "mcp_server",
     "memory",
     "pools",
     "searching",

@@ -4,9 +4,8 @@ projects and the output flags."""
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
@@ -14,6 +13,7 @@ import click
 from click.shell_completion import CompletionItem
 
 from axio_context.backends import is_url, open_database
+from axio_context.timepoints import parse_when
 
 from .app import COUNT_MAX, Settings
 from .backends import OpenDatabase
@@ -53,34 +53,19 @@ def session_argument(*, required: bool = True, nargs: int = 1) -> Callable[[Any]
     )
 
 
-_RELATIVE = re.compile(r"^(\d+)\s*([mhdw])$")
-
-
-_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-
-
 class When(click.ParamType):  # type: ignore[type-arg]
     """A point in time: ``2025-06-01``, ``2025-06-01T14:30`` (local unless it has an offset),
-    or an age like ``30m``, ``12h``, ``7d``, ``2w``."""
+    or an age like ``30m``, ``12h``, ``7d``, ``2w`` (:func:`axio_context.timepoints.parse_when`)."""
 
     name = "when"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
         if isinstance(value, datetime):
             return value
-        text = str(value).strip()
-        m = _RELATIVE.match(text)
-        if not m:
-            try:
-                when = datetime.fromisoformat(text)
-            except ValueError:
-                self.fail(f"{text!r} is not a date (2025-06-01), a time (2025-06-01T14:30) or an age (7d)")
         try:
-            if m:
-                return datetime.now().astimezone() - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
-            return when if when.tzinfo else when.astimezone()
-        except (OverflowError, OSError, ValueError) as exc:  # before year 1, or past what the OS knows
-            self.fail(f"{text!r} is out of range ({exc})")
+            return parse_when(str(value))
+        except ValueError as exc:
+            self.fail(str(exc))
 
 
 def project_option(fn: Any) -> Any:
