@@ -13,9 +13,10 @@ import asyncio
 from collections.abc import Sequence
 from contextvars import ContextVar, Token
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
+from ..memory_blocks.prompt import with_blocks
 from ..messages import Message
 from .chat import ChatMessageLike
 from .config import ContextConfig, window_of
@@ -29,6 +30,9 @@ from .variables import (
     current_thread_id,
 )
 
+if TYPE_CHECKING:
+    from ..memory_blocks.store import BlockStore
+
 __all__ = ["AgentContext", "AgentRun"]
 
 
@@ -37,7 +41,8 @@ class AgentContext:
     window from ``config.pipeline``, its runs kept per ``config.retention``.
 
     ``agent_label`` is a display name; ``parent_agent_id`` the agent that started this one (by
-    default the agent of the run this one's run starts inside, if another).
+    default the agent of the run this one's run starts inside, if another). ``blocks``: the
+    store of the agent's memory blocks, rendered into the window's system message.
     """
 
     def __init__(
@@ -47,6 +52,7 @@ class AgentContext:
         *,
         agent_label: str = "",
         parent_agent_id: str | None = None,
+        blocks: BlockStore | None = None,
     ) -> None:
         if not isinstance(config, ContextConfig):
             raise TypeError(f"config must be a ContextConfig, got {type(config).__name__}")
@@ -56,6 +62,7 @@ class AgentContext:
         self.agent_id = agent_id
         self.agent_label = agent_label
         self.parent_agent_id = parent_agent_id
+        self.blocks = blocks
 
     def _run_id_for(self, session_id: str) -> str:
         """The current run's id when it is this agent's run in ``session_id``, else ``""``."""
@@ -89,8 +96,12 @@ class AgentContext:
         )
 
     async def get_prompt_window(self, session_id: str) -> list[Message]:
-        """Read the history, run the pipeline, return the window; the stored history is not changed."""
+        """Read the history, put the agent's memory blocks (if it has a block store) into the system
+        message (:mod:`axio_context.memory_blocks.prompt`'s format), run the pipeline over that, so
+        its token counts include the blocks, and return the window; nothing stored is changed."""
         history = await self.get_messages(session_id)
+        if self.blocks is not None:
+            history = with_blocks(history, await self.blocks.list_blocks(agent_id=self.agent_id))
         return await window_of(self.config.pipeline, history)
 
     async def clear(self, session_id: str) -> None:

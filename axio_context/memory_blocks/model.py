@@ -95,18 +95,14 @@ def check_label(label: object) -> str:
         raise BlockInputError(f"a block label is at most {MAX_LABEL} characters, got {len(label)}")
     if label != label.strip():
         raise BlockInputError(f"a block label must not start or end with blanks: {label!r}")
-    if any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in label):
+    if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp") for ch in label):
         raise BlockInputError(f"a block label must not hold control characters: {label!r}")
     return label
 
 
 def check_agent(agent_id: object, what: str = "agent_id") -> str:
     """``agent_id`` if it is text without NUL characters."""
-    if not isinstance(agent_id, str):
-        raise BlockInputError(f"{what} must be text, got {type(agent_id).__name__}")
-    if "\x00" in agent_id:
-        raise BlockInputError(f"{what} must not hold NUL characters")
-    return agent_id
+    return check_text(agent_id, what)
 
 
 def check_limit(limit: object) -> int:
@@ -122,6 +118,10 @@ def check_text(text: object, what: str) -> str:
         raise BlockInputError(f"{what} must be text, got {type(text).__name__}")
     if "\x00" in text:
         raise BlockInputError(f"{what} must not hold NUL characters")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BlockInputError(f"{what} must be valid Unicode (it holds a lone surrogate)") from None
     return text
 
 
