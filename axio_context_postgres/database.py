@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from uuid import uuid4
 
 from axio_context.backends.protocol import Capability, StoredStateView
+from axio_context.catalog import LineageCalls
 from axio_context.errors import SessionExistsError, SessionNotFoundError
 from axio_context.messages import SessionInfo
 from axio_context.naming import RANDOM_ID, SHORT_ID, project_forms, unique_prefix
 from axio_context.transcript import TranscriptWriter, writer_for
 from axio_context.transcript.reports import ExportSummary, ImportReport
 from axio_context.transcript.times import epoch_ms as ms
-from axio_context.views import SessionNode, SessionSort, SessionView, sort_column
+from axio_context.views import SessionSort, SessionView, sort_column
 
 from . import importing, pools, runs, sessions, state, tree, upkeep, writes
 from .browsing import PostgresBrowser
@@ -31,6 +32,7 @@ from .connection import Pool, connect, redacted, translated
 from .copying.sides import PostgresSide
 from .listing import SessionPage, list_page
 from .memory import PostgresMemoryStores
+from .runner import PostgresRunner
 from .searching import SearchCalls
 from .store import PostgresContextStore
 from .upkeep import PostgresStats
@@ -45,7 +47,7 @@ Sink = Callable[[bytes], object]
 Progress = Callable[[int, int], object]
 
 
-class PostgresDatabase(SearchCalls):
+class PostgresDatabase(SearchCalls, LineageCalls):
     """Every session of one PostgreSQL database: list, show, export, import, fork, search."""
 
     def __init__(self, pool: Pool, url: str) -> None:
@@ -241,16 +243,6 @@ class PostgresDatabase(SearchCalls):
         """The agent state saved with a session, as stored (the ``state`` command's view)."""
         return await state.load_stored(PostgresContextStore(self._pool, session_id, project=""))
 
-    async def session_tree(
-        self, project: str | None = None, *, limit: int | None = None, since: datetime | None = None
-    ) -> list[SessionNode]:
-        """Root sessions newest first with their subagent sessions and forks below them."""
-        return await tree.session_tree(self._pool, project, limit=limit, since=since)
-
-    async def descendants(self, session_ids: Sequence[str]) -> list[str]:
-        """Sessions below ``session_ids`` (subagent sessions and forks), for ``export --children``."""
-        return await tree.descendants(self._pool, session_ids)
-
     def memory_stores(self) -> PostgresMemoryStores:
         """The memory stores (vectors, blobs, graph, tasks) in this database, on its pool."""
         return PostgresMemoryStores(self._pool)
@@ -312,16 +304,8 @@ class PostgresDatabase(SearchCalls):
         """One session of this database, on its pool."""
         return PostgresContextStore(self._pool, session_id, project)
 
-    async def lineage_tree(
-        self,
-        project: str | None = None,
-        *,
-        limit: int | None = None,
-        since: datetime | None = None,
-        sort: SessionSort = "created",
-    ) -> list[SessionNode]:
-        """Root sessions newest first (by ``sort``) with their subagent sessions and forks below them."""
-        return await tree.session_tree(self._pool, project, limit=limit, since=since, sort=sort)
+    def _lineage_runner(self) -> PostgresRunner:
+        return PostgresRunner(self._pool, tree.WHERE)
 
     async def list_pools(self, kind: str | None = None) -> list[PoolInfo]:
         """Every context queue and pool (or only ``kind``: 'queue' or 'pool'), by name."""

@@ -14,7 +14,10 @@ import msgspec
 from axio_context.sql import Dialect, Execute, ExecuteMany, Native, Plan, PlanFn, Row, Rows, Step, Value
 from axio_context.sql.plan import numbered, resume
 
+from axio_context.messages import SessionInfo
+
 from .connection import Pool, translated
+from .listing import INFO_COLUMNS, info_of
 
 __all__ = ["POSTGRES", "PostgresDialect", "PostgresRunner", "drive"]
 
@@ -81,6 +84,14 @@ class PostgresDialect(Dialect):
 
     def list_arg(self, values: Iterable[Any]) -> Any:
         return list(values)
+
+    def each(self, kind: str = "text") -> str:
+        return f"SELECT unnest(?::{kind}[])"
+
+    info_columns = INFO_COLUMNS
+
+    def info_of(self, row: Any) -> SessionInfo:
+        return info_of(row)
 
     def by_code_point(self, column: str) -> str:
         return f'{column} COLLATE "C"'

@@ -10,6 +10,8 @@ from typing import Any, Concatenate, Final, NamedTuple, ParamSpec, Protocol, Typ
 
 import msgspec
 
+from ..messages import SessionInfo
+
 __all__ = [
     "Dialect",
     "Execute",
@@ -164,8 +166,20 @@ class Dialect:
         return f"{column} IN (SELECT value FROM json_each(?))"
 
     def list_arg(self, values: Iterable[Any]) -> Any:
-        """A list parameter for :meth:`any_of`."""
+        """A list parameter for :meth:`any_of` and :meth:`each`."""
         return encode_json(list(values))
+
+    def each(self, kind: str = "text") -> str:
+        """A SELECT of one column: the values of a list parameter (bind :meth:`list_arg`)."""
+        return "SELECT value FROM json_each(?)"
+
+    #: The ``sessions`` columns a :class:`SessionInfo` is read from, in its field order (each
+    #: backend's schema keeps its times its own way); read a row back with :meth:`info_of`.
+    info_columns: str = ""
+
+    def info_of(self, row: Sequence[Any]) -> SessionInfo:
+        """The :class:`SessionInfo` of a row that starts with :attr:`info_columns`."""
+        raise NotImplementedError(f"{type(self).__name__} does not read sessions")
 
     def by_code_point(self, column: str) -> str:
         """``column`` in an ORDER BY that sorts text as Python does (by code point)."""

@@ -4,21 +4,18 @@ as :class:`axio_context.backends.OpenDatabase` names them for every backend."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import aiosqlite
 
 from axio_context.backends.protocol import Capability
+from axio_context.catalog import LineageCalls
 from axio_context.memory.stores_sql import SQLMemoryStores
-from axio_context.views import SessionNode, SessionSort
 
 from ..memory import MemoryStats, blobs, memory_stats, vectors
 from ..pools import PoolInfo, PoolView, list_pools, show_pool
 from ..state import StoredState, load_stored
-from ..state.tree import descendants, session_tree
 from ..store.context_store import SQLiteContextStore
 from ..store.runner import SQLiteRunner
 from ..usage import SQLiteUsageRecorder
@@ -40,7 +37,7 @@ class SQLiteMemoryStores(SQLMemoryStores):
         super().__init__(SQLiteRunner(conn), vectors.Statements, blobs.STATEMENTS)
 
 
-class DatabaseStores:
+class DatabaseStores(LineageCalls):
     """The stores and views a database hands out (see :class:`.database.Database`)."""
 
     _conn: aiosqlite.Connection
@@ -79,20 +76,8 @@ class DatabaseStores:
         """The queue or pool ``name`` with its first ``limit`` items."""
         return await show_pool(self._conn, name, limit=limit)
 
-    async def lineage_tree(
-        self,
-        project: str | None = None,
-        *,
-        limit: int | None = None,
-        since: datetime | None = None,
-        sort: SessionSort = "created",
-    ) -> list[SessionNode]:
-        """Root sessions newest first (by ``sort``) with their subagent sessions and forks below them."""
-        return await session_tree(self._conn, project, limit=limit, since=since, sort=sort)
-
-    async def descendants(self, session_ids: Sequence[str]) -> list[str]:
-        """Sessions below ``session_ids`` (subagent sessions and forks), for ``export --children``."""
-        return await descendants(self._conn, session_ids)
+    def _lineage_runner(self) -> SQLiteRunner:
+        return SQLiteRunner(self._conn)
 
     async def load_stored(self, session_id: str) -> StoredState | None:
         """The agent state saved with a session, as stored (the ``state`` command's view)."""

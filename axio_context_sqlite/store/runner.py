@@ -12,16 +12,29 @@ import aiosqlite
 from axio_context.sql import Dialect, Execute, ExecuteMany, Native, Plan, PlanFn, Row, Rows, Step, Value
 from axio_context.sql.plan import resume
 
+from axio_context.messages import SessionInfo
+
 from .calls import run
+from .listing import INFO_COLUMNS, info_from_row
 from .transactions import read_tx, write_tx
 
-__all__ = ["SQLITE", "SQLiteRunner", "drive"]
+__all__ = ["SQLITE", "SQLiteDialect", "SQLiteRunner", "drive"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
 
-#: SQLite's dialect: :class:`~axio_context.sql.Dialect`'s defaults.
-SQLITE: Final = Dialect()
+
+class SQLiteDialect(Dialect):
+    """:class:`~axio_context.sql.Dialect`'s defaults, with how this schema's sessions read."""
+
+    info_columns = INFO_COLUMNS
+
+    def info_of(self, row: Any) -> SessionInfo:
+        return info_from_row(row)
+
+
+#: SQLite's dialect.
+SQLITE: Final = SQLiteDialect()
 
 
 def _step(c: Any, step: Step) -> Any:
