@@ -636,3 +636,58 @@ UPDATE sessions SET
     fork_input_tokens = min(input_tokens, (SELECT p.input_tokens FROM sessions p WHERE p.id = sessions.parent_id)),
     fork_output_tokens = min(output_tokens, (SELECT p.output_tokens FROM sessions p WHERE p.id = sessions.parent_id))
     WHERE parent_id IN (SELECT id FROM sessions);
+
+-- version: 16 expiry
+
+-- A time to live on blob keys and task boards (axio_context/expiry.py): `ttl_ms` is the item's
+-- TTL (NULL: never expires) and `expires_at` when it expires (ms since the epoch; a refreshing
+-- read moves it). Reads leave expired rows out; a sweep deletes them through the partial index.
+ALTER TABLE memory_blob_keys ADD COLUMN ttl_ms INTEGER;
+ALTER TABLE memory_blob_keys ADD COLUMN expires_at INTEGER;
+CREATE INDEX memory_blob_keys_expiry ON memory_blob_keys (expires_at) WHERE expires_at IS NOT NULL;
+ALTER TABLE task_lists ADD COLUMN ttl_ms INTEGER;
+ALTER TABLE task_lists ADD COLUMN expires_at INTEGER;
+CREATE INDEX task_lists_expiry ON task_lists (expires_at) WHERE expires_at IS NOT NULL;
+
+-- version: 17 memory_blocks
+
+-- Memory blocks (axio_context/memory_blocks): a block's current fields and `version`, owned by
+-- an agent (`agent_id`; '' is a shared block). Every change is a `memory_block_versions` row with
+-- the fields after it, its action, when, by which agent and in which run; `undo_to`/`redo_to`
+-- name the version an undo or redo restores. A shared block is shown to the agents
+-- `memory_block_agents` attaches it to.
+CREATE TABLE memory_blocks (
+    id           TEXT PRIMARY KEY,
+    agent_id     TEXT NOT NULL,                   -- the owner; '': shared
+    label        TEXT NOT NULL,
+    value        TEXT NOT NULL,
+    char_limit   INTEGER NOT NULL,
+    description  TEXT NOT NULL,
+    read_only    INTEGER NOT NULL,
+    version      INTEGER NOT NULL,                -- the current version (its versions row)
+    created_at   INTEGER NOT NULL,                -- ms since the epoch
+    updated_at   INTEGER NOT NULL,
+    UNIQUE (agent_id, label)
+) WITHOUT ROWID;
+CREATE TABLE memory_block_versions (
+    block_id     TEXT NOT NULL REFERENCES memory_blocks (id) ON DELETE CASCADE,
+    version      INTEGER NOT NULL,
+    action       TEXT NOT NULL,
+    label        TEXT NOT NULL,
+    value        TEXT NOT NULL,
+    char_limit   INTEGER NOT NULL,
+    description  TEXT NOT NULL,
+    read_only    INTEGER NOT NULL,
+    undo_to      INTEGER,
+    redo_to      INTEGER,
+    agent_id     TEXT NOT NULL,                   -- who made the change
+    run_id       TEXT NOT NULL,
+    created_at   INTEGER NOT NULL,
+    PRIMARY KEY (block_id, version)
+) WITHOUT ROWID;
+CREATE TABLE memory_block_agents (
+    block_id     TEXT NOT NULL REFERENCES memory_blocks (id) ON DELETE CASCADE,
+    agent_id     TEXT NOT NULL,
+    PRIMARY KEY (block_id, agent_id)
+) WITHOUT ROWID;
+CREATE INDEX memory_block_agents_by_agent ON memory_block_agents (agent_id, block_id);

@@ -21,7 +21,7 @@ from ..copying.sides import LayerSide
 from ..embeddings import Embedder
 from ..errors import AxioContextError, DatabaseLockedError
 from ..following import FollowUpdate
-from ..memory import BlobStore, Document, Entity, GraphStore, TaskStore, VectorStore
+from ..memory import BlobStore, Document, Entity, GraphStore, StoreExpiry, TaskStore, VectorStore
 from ..memory_blocks.store import BlockStore
 from ..messages import SessionInfo
 from ..pools.sql import PoolInfo, PoolView
@@ -138,14 +138,14 @@ class ListedGraphStore(GraphStore, Protocol):
 
 
 class MemoryStores(Protocol):
-    """The memory stores of one database (each its layer's contract, and the listing calls the
-    command line makes beside it: ``documents``, ``entities``, ...) and its memory blocks."""
+    """A database's memory stores (contracts plus the command line's listing calls), blocks, expiry."""
 
     def vectors(self) -> ListedVectorStore: ...
     def blobs(self) -> BlobStore: ...
     def graph(self) -> ListedGraphStore: ...
     def tasks(self) -> TaskStore: ...
     def blocks(self) -> BlockStore: ...
+    def expiry(self) -> StoreExpiry: ...
 
 
 class Browsable(Protocol):

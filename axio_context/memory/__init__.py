@@ -21,6 +21,7 @@ from .errors import (
     MissingEmbeddingError,
     TaskStatusError,
 )
+from .expiring import ExpiredCounts, StoreExpiry
 from .graph import CypherCapable, Entity, GraphCounts, GraphStore, InMemoryGraphStore, Relationship, SubGraph
 from .metadata import MetadataFilter
 from .tasks import GlobalTaskStore, InMemoryTaskStore, Task, TaskList, TaskStatus, TaskStore
@@ -43,6 +44,7 @@ __all__ = [
     "EmbedderMismatchError",
     "Entity",
     "EntityNotFoundError",
+    "ExpiredCounts",
     "FilterError",
     "GlobalTaskStore",
     "GraphCounts",
@@ -59,6 +61,7 @@ __all__ = [
     "MissingEmbeddingError",
     "Relationship",
     "SearchResult",
+    "StoreExpiry",
     "SubGraph",
     "Task",
     "TaskList",

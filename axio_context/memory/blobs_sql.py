@@ -19,12 +19,15 @@ import secrets
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import IO, Final, NamedTuple, Protocol
+from typing import IO, Final, NamedTuple, Protocol, TypeVar
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from axio_context.copying import BlobRow
+from axio_context.expiry import DEFAULT, NO_TTL, TTL, TTLConfig, now_ms, resolve_ttl
 from axio_context.sql import Dialect, Plan, Runner
+from axio_context.sql.expiry import count_due, refresh
 
+from .blob_expiry_sql import KEYS, delete_alive, if_alive, put_with_ttl
 from .blobs import (
     CHUNK_SIZE,
     DEFAULT_CONTENT_TYPE,
@@ -49,6 +52,8 @@ __all__ = [
     "parse_url",
     "upper_bound",
 ]
+
+T = TypeVar("T")
 
 #: What a put reads the bytes from: called once, yields them in pieces of at most CHUNK_SIZE.
 Pieces = Callable[[], Iterator[bytes]]
@@ -101,8 +106,15 @@ class BlobStatements(Protocol):
         """Piece ``seq`` of the bytes ``digest`` (BlobNotFoundError if they went meanwhile)."""
         ...
 
-    def listing(self, d: Dialect, prefix: str, upper: str | None, limit: int | None) -> Plan[list[BlobInfo]]:
-        """Keys ``>= prefix`` and ``< upper`` (when given) that start with ``prefix``, by code point."""
+    def listing(
+        self, d: Dialect, prefix: str, upper: str | None, limit: int | None, now: int
+    ) -> Plan[list[BlobInfo]]:
+        """Keys ``>= prefix`` and ``< upper`` (when given) that start with ``prefix``, by code
+        point, leaving out keys expired at ``now`` (:func:`axio_context.sql.expiry.live`)."""
+        ...
+
+    def expire(self, d: Dialect, now: int) -> Plan[int]:
+        """Delete the keys expired at ``now`` (their bytes go once nothing holds them); how many."""
         ...
 
     def rows(self, d: Dialect) -> Plan[list[BlobRow]]:
@@ -178,14 +190,44 @@ def parse_url(scheme: str, url: str) -> tuple[str, str, str, str]:
 
 
 class SQLBlobStore:
-    """:class:`~axio_context.memory.BlobStore` in a SQL database, blobs up to ``max_size`` bytes."""
+    """:class:`~axio_context.memory.BlobStore` in a SQL database, blobs up to ``max_size`` bytes;
+    ``ttl`` is its expiry (:mod:`axio_context.expiry`: a default TTL, refresh on read)."""
 
     def __init__(
-        self, runner: Runner, statements: BlobStatements, *, max_size: int = DEFAULT_MAX_SIZE
+        self,
+        runner: Runner,
+        statements: BlobStatements,
+        *,
+        max_size: int = DEFAULT_MAX_SIZE,
+        ttl: TTLConfig = NO_TTL,
     ) -> None:
         self._runner = runner
         self._sql = statements
         self._max_size = check_max_size(max_size)
+        if not isinstance(ttl, TTLConfig):
+            raise InvalidInputError(f"ttl is a TTLConfig, got {type(ttl).__name__}")
+        self._ttl = ttl
+
+    @property
+    def ttl(self) -> TTLConfig:
+        """The store's expiry: its default TTL and whether reads refresh."""
+        return self._ttl
+
+    async def _read(
+        self, fn: Callable[..., Plan[T]], key: str, refresh_ttl: bool | None, *args: object
+    ) -> T | None:
+        found = await self._runner.read(if_alive, fn, key, *args)
+        if found is not None and self._ttl.refresh(refresh_ttl):
+            await self._runner.write(refresh, KEYS, "key", [key], now_ms())
+        return found
+
+    async def count_expired(self) -> int:
+        """How many keys have expired and wait for a sweep."""
+        return await self._runner.read(count_due, KEYS, now_ms())
+
+    async def sweep_expired(self) -> int:
+        """Delete the expired keys (their bytes go once nothing holds them); how many went."""
+        return await self._runner.write(self._sql.expire, now_ms())
 
     @property
     def max_size(self) -> int:
@@ -206,29 +248,36 @@ class SQLBlobStore:
         content_type: str,
         pieces: Pieces,
         created_at: int | None = None,
+        ttl_ms: int | None = None,
     ) -> BlobInfo:
-        await self._runner.write(self._sql.put, NewBlob(key, digest, size, content_type, pieces, created_at))
+        blob = NewBlob(key, digest, size, content_type, pieces, created_at)
+        await self._runner.write(put_with_ttl, self._sql.put, blob, ttl_ms)
         return BlobInfo(key, size, content_type, digest.hex())
 
-    async def upload(self, key: str, data: bytes, content_type: str = DEFAULT_CONTENT_TYPE) -> BlobInfo:
-        """Store ``data`` under ``key``, replacing what the key held."""
+    async def upload(
+        self, key: str, data: bytes, content_type: str = DEFAULT_CONTENT_TYPE, *, ttl: TTL = DEFAULT
+    ) -> BlobInfo:
+        """Store ``data`` under ``key``, replacing what the key held; ``ttl`` seconds to live
+        (None: until deleted; DEFAULT: the store's)."""
         check_key(key)
         check_content_type(content_type)
+        ttl_ms = resolve_ttl(ttl, self._ttl)
         if not isinstance(data, bytes | bytearray | memoryview):
             raise InvalidInputError(f"blob data is bytes, got {type(data).__name__}")
         data = bytes(data)
         if len(data) > self._max_size:
             raise too_large(key, self._max_size)
         return await self._put(
-            key, hashlib.sha256(data).digest(), len(data), content_type, bytes_pieces(data)
+            key, hashlib.sha256(data).digest(), len(data), content_type, bytes_pieces(data), None, ttl_ms
         )
 
     async def upload_stream(
-        self, key: str, source: BlobSource, content_type: str = DEFAULT_CONTENT_TYPE
+        self, key: str, source: BlobSource, content_type: str = DEFAULT_CONTENT_TYPE, *, ttl: TTL = DEFAULT
     ) -> BlobInfo:
         """:meth:`upload` reading ``source`` chunk by chunk, through a temporary file."""
         check_key(key)
         check_content_type(content_type)
+        ttl_ms = resolve_ttl(ttl, self._ttl)
         with tempfile.TemporaryFile(prefix="axio-blob-") as spool:
             digest = hashlib.sha256()
             size = 0
@@ -239,12 +288,15 @@ class SQLBlobStore:
                 digest.update(chunk)
                 spool.write(chunk)
             spool.flush()
-            return await self._put(key, digest.digest(), size, content_type, _spool_pieces(spool))
+            return await self._put(
+                key, digest.digest(), size, content_type, _spool_pieces(spool), None, ttl_ms
+            )
 
-    async def download(self, key: str) -> tuple[bytes, str]:
-        """``(data, content_type)`` stored under ``key``; :class:`BlobNotFoundError` if none."""
+    async def download(self, key: str, *, refresh_ttl: bool | None = None) -> tuple[bytes, str]:
+        """``(data, content_type)`` stored under ``key``; :class:`BlobNotFoundError` if none (or
+        expired). ``refresh_ttl`` overrides the store's ``refresh_on_read``."""
         check_key(key)
-        found = await self._runner.read(self._sql.read, key)
+        found = await self._read(self._sql.read, key, refresh_ttl)
         if found is None:
             raise BlobNotFoundError(f"no blob under key {key!r}")
         return found
@@ -255,7 +307,7 @@ class SQLBlobStore:
         check_key(key)
         if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
             raise InvalidInputError(f"chunk_size is a whole number >= 1, got {chunk_size!r}")
-        found = await self._runner.read(self._sql.opened, key)
+        found = await self._read(self._sql.opened, key, None)
         if found is None:
             raise BlobNotFoundError(f"no blob under key {key!r}")
         digest, size, whole = found
@@ -268,15 +320,16 @@ class SQLBlobStore:
             for start in range(0, len(piece), chunk_size):
                 yield piece[start : start + chunk_size]
 
-    async def stat(self, key: str) -> BlobInfo | None:
-        """What is stored under ``key``, without its bytes; None if nothing."""
+    async def stat(self, key: str, *, refresh_ttl: bool | None = None) -> BlobInfo | None:
+        """What is stored under ``key``, without its bytes; None if nothing (or expired)."""
         check_key(key)
-        return await self._runner.read(self._sql.stat, key)
+        return await self._read(self._sql.stat, key, refresh_ttl)
 
     async def delete(self, key: str) -> bool:
-        """Remove ``key``; True if it existed. Its bytes go once nothing else holds them."""
+        """Remove ``key``; True if it existed (and had not expired). Its bytes go once nothing
+        else holds them."""
         check_key(key)
-        return await self._runner.write(self._sql.delete, key)
+        return await self._runner.write(delete_alive, self._sql.delete, key)
 
     async def list_keys(self, prefix: str = "", *, limit: int | None = None) -> list[BlobInfo]:
         """The blobs whose keys start with ``prefix``, by key (code point order)."""
@@ -287,7 +340,7 @@ class SQLBlobStore:
         except UnicodeEncodeError:
             return []  # a lone surrogate: no key holds one (check_key refuses them)
         bound = None if limit is None else min(max(limit, 0), _MOST)
-        return await self._runner.read(self._sql.listing, prefix, upper_bound(prefix), bound)
+        return await self._runner.read(self._sql.listing, prefix, upper_bound(prefix), bound, now_ms())
 
     async def dump_rows(self) -> list[BlobRow]:
         """Every key with its bytes and creation time, by key (for ``axio-context copy``)."""

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from axio_context.expiry import NO_TTL, TTLConfig
+from axio_context.memory_blocks.store import BlockStore
 from axio_context.sql import Runner
 
 from .blobs_sql import BlobStatements, SQLBlobStore
+from .expiring import StoreExpiry
 from .graph_sql import SQLGraphStore
 from .tasks_sql import SQLTaskStore
 from .vectors_sql import SQLVectorStore, VectorStatements
@@ -30,14 +33,22 @@ class SQLMemoryStores:
         """The vector store."""
         return SQLVectorStore(self._runner, self._vectors())
 
-    def blobs(self) -> SQLBlobStore:
-        """The blob store."""
-        return SQLBlobStore(self._runner, self._blobs)
+    def blobs(self, *, ttl: TTLConfig = NO_TTL) -> SQLBlobStore:
+        """The blob store (``ttl``: its expiry)."""
+        return SQLBlobStore(self._runner, self._blobs, ttl=ttl)
 
     def graph(self) -> SQLGraphStore:
         """The graph store."""
         return SQLGraphStore(self._runner)
 
-    def tasks(self) -> SQLTaskStore:
-        """The task store."""
-        return SQLTaskStore(self._runner)
+    def tasks(self, *, ttl: TTLConfig = NO_TTL) -> SQLTaskStore:
+        """The task store (``ttl``: its boards' expiry)."""
+        return SQLTaskStore(self._runner, ttl=ttl)
+
+    def expiry(self) -> StoreExpiry:
+        """The stores whose items may expire (blobs, task boards), counted and swept together."""
+        return StoreExpiry(self.blobs(), self.tasks())
+
+    def blocks(self) -> BlockStore:
+        """The memory blocks (:mod:`axio_context.memory_blocks`)."""
+        return BlockStore(self._runner)

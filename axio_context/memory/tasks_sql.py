@@ -22,7 +22,9 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
 
+from axio_context.expiry import DEFAULT, NO_TTL, TTL, TTLConfig, now_ms, resolve_ttl
 from axio_context.sql import Dialect, Execute, ExecuteMany, Plan, Row, Rows, Runner, Value
+from axio_context.sql.expiry import count_due, live, refresh, set_ttl
 from axio_context.transcript import format_time
 
 from .errors import TaskStatusError
@@ -63,9 +65,20 @@ def _task(row: Any) -> Task:
     return Task(str(row[0]), str(row[1]), parse_status(str(row[2])), int(row[3]), int(row[4]), str(row[5]))
 
 
-def _boards(d: Dialect, where: str, args: Sequence[Any]) -> Plan[_Read]:
-    """The boards a condition on ``task_lists`` picks (in its ORDER BY), with their tasks."""
-    lists = yield Rows(f"SELECT {_LIST} FROM task_lists {where}", args)
+def _boards(
+    d: Dialect,
+    where: str,
+    args: Sequence[Any],
+    tail: str = "",
+    more: Sequence[Any] = (),
+    at: int | None = None,
+) -> Plan[_Read]:
+    """The boards a condition on ``task_lists`` picks that are live at ``at`` (default now),
+    with their tasks (``tail``: the ORDER BY and LIMIT, ``more`` their arguments)."""
+    lists = yield Rows(
+        f"SELECT {_LIST} FROM task_lists WHERE {where} AND {live()} {tail}",
+        (*args, now_ms() if at is None else at, *more),
+    )
     if not lists:
         return _Read([], [])
     rows = yield Rows(
@@ -107,16 +120,19 @@ def _create(
     parent_agent_id: str | None,
     max_retries: int,
     titles: list[str],
+    ttl_ms: int | None,
 ) -> Plan[_Read]:
     now = _now()
     list_id = new_id()
     if d.key_lock is not None:
         yield Execute(d.key_lock, (f"task_lists\x1f{conversation_id}\x1f{agent_id}",))
     old = yield Row(
-        f"SELECT id, created_at FROM task_lists WHERE conversation_id = ? AND agent_id = ?{d.lock_rows}",
-        (conversation_id, agent_id),
+        f"SELECT id, created_at, {live()} FROM task_lists"
+        f" WHERE conversation_id = ? AND agent_id = ?{d.lock_rows}",
+        (now, conversation_id, agent_id),
     )
-    created = now if old is None else int(old[1])  # the board stays anchored to its first turn
+    # The board stays anchored to its first turn (an expired one's is over).
+    created = now if old is None or not old[2] else int(old[1])
     if old is not None:
         yield Execute("DELETE FROM tasks WHERE list_id = ?", (old[0],))
         yield Execute("DELETE FROM task_lists WHERE id = ?", (old[0],))
@@ -129,13 +145,14 @@ def _create(
         "INSERT INTO tasks (list_id, id, title, status, ord) VALUES (?, ?, ?, ?, ?)",
         [(list_id, new_id(), t, TaskStatus.PLANNED.value, i) for i, t in enumerate(titles)],
     )
-    return (yield from _boards(d, "WHERE id = ?", (list_id,)))
+    yield from set_ttl(d, "task_lists", "id", list_id, ttl_ms, now)
+    return (yield from _boards(d, "id = ?", (list_id,), at=now))
 
 
 def _by_conversation(d: Dialect, conversation_id: str) -> Plan[_Read]:
     return (
         yield from _boards(
-            d, f"WHERE conversation_id = ? ORDER BY {d.by_code_point('agent_id')}", (conversation_id,)
+            d, "conversation_id = ?", (conversation_id,), f"ORDER BY {d.by_code_point('agent_id')}"
         )
     )
 
@@ -143,25 +160,28 @@ def _by_conversation(d: Dialect, conversation_id: str) -> Plan[_Read]:
 def _newest(d: Dialect, limit: int | None) -> Plan[_Read]:
     order = "ORDER BY created_at DESC, id DESC"
     if limit is None:
-        return (yield from _boards(d, order, ()))
-    return (yield from _boards(d, f"{order} LIMIT ?", (limit,)))
+        return (yield from _boards(d, "1 = 1", (), order))
+    return (yield from _boards(d, "1 = 1", (), f"{order} LIMIT ?", (limit,)))
 
 
 def _settle(d: Dialect, conversation_id: str, status: str) -> Plan[_Read]:
     changed = yield Rows(
         "UPDATE tasks SET status = ? WHERE status = ? AND list_id IN"
-        " (SELECT id FROM task_lists WHERE conversation_id = ?) RETURNING list_id",
-        (status, TaskStatus.IN_PROGRESS.value, conversation_id),
+        f" (SELECT id FROM task_lists WHERE conversation_id = ? AND {live()}) RETURNING list_id",
+        (status, TaskStatus.IN_PROGRESS.value, conversation_id, now_ms()),
     )
     ids = d.list_arg(sorted({str(r[0]) for r in changed}))
     yield Execute(f"UPDATE task_lists SET updated_at = ? WHERE {d.any_of('id')}", (_now(), ids))
-    return (yield from _boards(d, f"WHERE {d.any_of('id')} ORDER BY {d.by_code_point('agent_id')}", (ids,)))
+    return (yield from _boards(d, d.any_of("id"), (ids,), f"ORDER BY {d.by_code_point('agent_id')}"))
 
 
 def _change(
     d: Dialect, list_id: str, task_id: str, assignments: str, params: tuple[Any, ...], guard: str = ""
 ) -> Plan[Task | None]:
-    """One conditional UPDATE of a task (``params`` fill ``assignments``); the task as it now is."""
+    """One conditional UPDATE of a task (``params`` fill ``assignments``) on a live board; the
+    task as it now is."""
+    if not (yield from _alive(d, list_id)):
+        return None
     row = yield Row(
         f"UPDATE tasks SET {assignments} WHERE list_id = ? AND id = ?{guard} RETURNING {_TASK}",
         (*params, list_id, task_id),
@@ -174,7 +194,8 @@ def _change(
 
 def _add(d: Dialect, list_id: str, titles: list[str]) -> Plan[list[Task]]:
     # Locking the board row (where rows lock) orders concurrent appenders: no order collides.
-    if (yield Value(f"SELECT 1 FROM task_lists WHERE id = ?{d.lock_rows}", (list_id,))) is None:
+    found = yield Value(f"SELECT {live()} FROM task_lists WHERE id = ?{d.lock_rows}", (now_ms(), list_id))
+    if not found:
         return []
     start = int((yield Value("SELECT COALESCE(MAX(ord), -1) + 1 FROM tasks WHERE list_id = ?", (list_id,))))
     new = [Task(new_id(), t, TaskStatus.PLANNED, start + i) for i, t in enumerate(titles)]
@@ -186,9 +207,23 @@ def _add(d: Dialect, list_id: str, titles: list[str]) -> Plan[list[Task]]:
     return new
 
 
+def _alive(d: Dialect, list_id: str) -> Plan[bool]:
+    return bool((yield Value(f"SELECT 1 FROM task_lists WHERE id = ? AND {live()}", (list_id, now_ms()))))
+
+
 def _delete(d: Dialect, list_id: str, task_id: str) -> Plan[bool]:
+    if not (yield from _alive(d, list_id)):
+        return False
     gone = yield Value("DELETE FROM tasks WHERE list_id = ? AND id = ? RETURNING 1", (list_id, task_id))
     return gone is not None
+
+
+def _sweep(d: Dialect, now: int) -> Plan[int]:
+    """Delete the expired boards with their tasks; how many boards went."""
+    yield Execute(
+        "DELETE FROM tasks WHERE list_id IN (SELECT id FROM task_lists WHERE expires_at <= ?)", (now,)
+    )
+    return len((yield Rows("DELETE FROM task_lists WHERE expires_at <= ? RETURNING id", (now,))))
 
 
 def _listed(read: _Read) -> list[TaskList]:
@@ -199,10 +234,32 @@ def _listed(read: _Read) -> list[TaskList]:
 
 class SQLTaskStore:
     """:class:`~axio_context.memory.TaskStore` in a SQL database (the backend gives the runner),
-    safe across processes and, on a server, hosts."""
+    safe across processes and, on a server, hosts; ``ttl`` is its boards' expiry
+    (:mod:`axio_context.expiry`: a default TTL, refresh on read)."""
 
-    def __init__(self, runner: Runner) -> None:
+    def __init__(self, runner: Runner, *, ttl: TTLConfig = NO_TTL) -> None:
+        if not isinstance(ttl, TTLConfig):
+            raise TypeError(f"ttl is a TTLConfig, got {type(ttl).__name__}")
         self._runner = runner
+        self._ttl = ttl
+
+    @property
+    def ttl(self) -> TTLConfig:
+        """The store's expiry: its default TTL and whether reads refresh."""
+        return self._ttl
+
+    async def _seen(self, boards: list[TaskList], refresh_ttl: bool | None = None) -> list[TaskList]:
+        if boards and self._ttl.refresh(refresh_ttl):
+            await self._runner.write(refresh, "task_lists", "id", [b.id for b in boards], now_ms())
+        return boards
+
+    async def count_expired(self) -> int:
+        """How many boards have expired and wait for a sweep."""
+        return await self._runner.read(count_due, "task_lists", now_ms())
+
+    async def sweep_expired(self) -> int:
+        """Delete the expired boards with their tasks; how many boards went."""
+        return await self._runner.write(_sweep, now_ms())
 
     async def create_task_list(
         self,
@@ -213,38 +270,43 @@ class SQLTaskStore:
         agent_label: str = "",
         parent_agent_id: str | None = None,
         max_retries: int = 3,
+        ttl: TTL = DEFAULT,
     ) -> TaskList:
-        """A new board for the key (replacing its old one), one planned task per non-blank title."""
+        """A new board for the key (replacing its old one), one planned task per non-blank title;
+        ``ttl`` seconds to live (None: until deleted; DEFAULT: the store's)."""
+        ttl_ms = resolve_ttl(ttl, self._ttl)
         check_text(conversation_id, "conversation_id")
         check_text(agent_id, "agent_id")
         check_text(agent_label, "agent_label")
         check_max_retries(max_retries)
         titles = titles_of(task_titles)
         read = await self._runner.write(
-            _create, conversation_id, agent_id, agent_label, parent_agent_id, max_retries, titles
+            _create, conversation_id, agent_id, agent_label, parent_agent_id, max_retries, titles, ttl_ms
         )
         return read.boards[0]
 
     async def get_task_list(self, task_list_id: str) -> TaskList | None:
         """The board with this id, or None (TaskStatusError naming the row if it cannot be read)."""
-        read = await self._runner.read(_boards, "WHERE id = ?", (task_list_id,))
+        read = await self._runner.read(_boards, "id = ?", (task_list_id,))
         if read.unreadable:
             raise TaskStatusError(read.unreadable[0])
-        return read.boards[0] if read.boards else None
+        seen = await self._seen(read.boards[:1])
+        return seen[0] if seen else None
 
     async def get_by_conversation(self, conversation_id: str) -> TaskList | None:
         """The conversation's root board (agent_id ''), else its first board, else None."""
         boards = _listed(await self._runner.read(_by_conversation, conversation_id))
-        return boards[0] if boards else None
+        seen = await self._seen(boards[:1])
+        return seen[0] if seen else None
 
     async def get_boards_by_conversation(self, conversation_id: str) -> list[TaskList]:
         """Every board of the conversation, by agent id."""
-        return _listed(await self._runner.read(_by_conversation, conversation_id))
+        return await self._seen(_listed(await self._runner.read(_by_conversation, conversation_id)))
 
     async def list_task_lists(self, *, limit: int | None = None) -> list[TaskList]:
         """Every board, newest first."""
         bound = None if limit is None else min(max(limit, 0), _MOST)
-        return _listed(await self._runner.read(_newest, bound))
+        return await self._seen(_listed(await self._runner.read(_newest, bound)))
 
     async def settle_conversation(
         self, conversation_id: str, status: TaskStatus = TaskStatus.SUCCEEDED

@@ -33,6 +33,7 @@ import pytest_asyncio
 
 from ..backends.registry import Backend, BackendMissingError, backend_for, connect, registered_schemes
 from ..memory.testing import BlobStoreContract, GraphStoreContract, TaskStoreContract, VectorStoreContract
+from ..memory.testing.expiry import ExpiringFactory, ExpiryContract
 from ..memory.testing.factory import MemoryFactory
 from ..pools.testing import ContextPoolContract, ContextQueueContract
 from ..pools.testing.factory import PoolFactory
@@ -52,6 +53,7 @@ __all__ = [
     "ContextQueueOnEveryBackend",
     "ContextStoreOnEveryBackend",
     "ContractFactories",
+    "ExpiryOnEveryBackend",
     "GraphStoreOnEveryBackend",
     "SharedWritersOnEveryBackend",
     "StoredItemsOnEveryBackend",
@@ -189,6 +191,14 @@ class GraphStoreOnEveryBackend(_Memory, GraphStoreContract):
 
 class TaskStoreOnEveryBackend(_Memory, TaskStoreContract):
     """The task store suite on every backend."""
+
+
+class ExpiryOnEveryBackend(ExpiryContract):
+    """The expiry suite (blob and task stores with a TTL) on every backend."""
+
+    @pytest.fixture
+    def expiring(self, axio_backend: BackendUnderTest) -> ExpiringFactory:
+        return axio_backend.factories.expiring
 
 
 class _Pools:

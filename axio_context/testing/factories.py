@@ -21,6 +21,8 @@ from axio_context.messages import Message
 from axio_context.state import ResumableState
 from axio_context.usage_limits import UsageRecorder
 
+from ..expiry import TTLConfig
+from ..memory.testing.expiry import ExpiringFactory
 from ..memory.testing.factory import MemoryFactory
 from ..pools.testing.factory import PoolFactory
 from ..state.contract import StateFactory
@@ -49,6 +51,8 @@ class ContractFactories(Protocol):
     def memory(self) -> MemoryFactory: ...
     @property
     def pools(self) -> PoolFactory: ...
+    @property
+    def expiring(self) -> ExpiringFactory: ...
 
     async def close(self) -> None: ...
 
@@ -68,7 +72,7 @@ class Kit(NamedTuple):
     vectors: Callable[..., Any]
     blobs: Callable[..., Any]
     graph: Callable[[Any], Any]
-    tasks: Callable[[Any], Any]
+    tasks: Callable[..., Any]
     #: ``(store, url)`` -> what a presigned URL opens to, as this backend's users open one.
     open_url: Callable[[BlobStore, str], Awaitable[tuple[bytes, str]]]
     queue: Any
@@ -95,6 +99,7 @@ class KitFactories:
         self.states = _States(self)
         self.recorders = _Recorders(self)
         self.memory = _Memory(self)
+        self.expiring = _Expiring(self.memory)
         self.pools = _Pools(self)
 
     async def another(self) -> Any:
@@ -174,6 +179,19 @@ class _Memory:
 
     async def tasks(self) -> Any:
         return self.f.kit.tasks(await self._handle())
+
+
+class _Expiring:
+    """The blob and task stores with an expiry (the expiry suite's factory)."""
+
+    def __init__(self, memory: _Memory) -> None:
+        self.m = memory
+
+    async def blobs(self, ttl: TTLConfig) -> Any:
+        return self.m.f.kit.blobs(await self.m._handle(), ttl=ttl)
+
+    async def tasks(self, ttl: TTLConfig) -> Any:
+        return self.m.f.kit.tasks(await self.m._handle(), ttl=ttl)
 
 
 class _Pools:

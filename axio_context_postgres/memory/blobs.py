@@ -19,10 +19,12 @@ from __future__ import annotations
 from typing import Any, Final
 
 from axio_context.copying import BlobRow
+from axio_context.expiry import NO_TTL, TTLConfig
 from axio_context.memory.blobs import DEFAULT_MAX_SIZE, BlobInfo
 from axio_context.memory.blobs_sql import NewBlob, SQLBlobStore, new_secret
 from axio_context.memory.errors import BlobNotFoundError
 from axio_context.sql import Dialect, Execute, Plan, Row, Rows, Value
+from axio_context.sql.expiry import live
 
 from ..connection import Pool
 from ..runner import PostgresRunner
@@ -115,11 +117,31 @@ class _Statements:
             raise BlobNotFoundError(f"blob {key!r} was deleted while it was being read")
         return bytes(data)
 
-    def listing(self, d: Dialect, prefix: str, upper: str | None, limit: int | None) -> Plan[list[BlobInfo]]:
+    def listing(
+        self, d: Dialect, prefix: str, upper: str | None, limit: int | None, now: int
+    ) -> Plan[list[BlobInfo]]:
         bounded = "" if limit is None else " LIMIT ?"
-        args: tuple[Any, ...] = (prefix,) if limit is None else (prefix, limit)
-        rows = yield Rows(f'{_INFO} WHERE starts_with(k.key, ?) ORDER BY k.key COLLATE "C"{bounded}', args)
+        args: tuple[Any, ...] = (now, prefix) if limit is None else (now, prefix, limit)
+        rows = yield Rows(
+            f'{_INFO} WHERE {live("k")} AND starts_with(k.key, ?) ORDER BY k.key COLLATE "C"{bounded}', args
+        )
         return [_info(r) for r in rows]
+
+    def expire(self, d: Dialect, now: int) -> Plan[int]:
+        gone = yield Rows("DELETE FROM memory_blob_keys WHERE expires_at <= ? RETURNING hash", (now,))
+        digests = sorted({bytes(r[0]) for r in gone})
+        if digests:
+            # As _free, for many: lock the bytes rows (in one order), then drop the unheld ones.
+            yield Rows(
+                f"SELECT 1 FROM memory_blob_data WHERE {d.any_of('hash', 'bytea')} ORDER BY hash FOR UPDATE",
+                (d.list_arg(digests),),
+            )
+            yield Execute(
+                f"DELETE FROM memory_blob_data d WHERE {d.any_of('d.hash', 'bytea')}"
+                " AND NOT EXISTS (SELECT 1 FROM memory_blob_keys k WHERE k.hash = d.hash)",
+                (d.list_arg(digests),),
+            )
+        return len(gone)
 
     def rows(self, d: Dialect) -> Plan[list[BlobRow]]:
         keys = yield Rows(
@@ -152,10 +174,11 @@ STATEMENTS: Final = _Statements()
 
 class PostgresBlobStore(SQLBlobStore):
     """:class:`~axio_context.memory.BlobStore` in the PostgreSQL database of ``pool`` (from
-    :func:`axio_context_postgres.connect`; the caller closes it), blobs up to ``max_size`` bytes."""
+    :func:`axio_context_postgres.connect`; the caller closes it), blobs up to ``max_size`` bytes;
+    ``ttl`` is its expiry (:mod:`axio_context.expiry`)."""
 
-    def __init__(self, pool: Pool, *, max_size: int = DEFAULT_MAX_SIZE) -> None:
-        super().__init__(PostgresRunner(pool, WHERE), STATEMENTS, max_size=max_size)
+    def __init__(self, pool: Pool, *, max_size: int = DEFAULT_MAX_SIZE, ttl: TTLConfig = NO_TTL) -> None:
+        super().__init__(PostgresRunner(pool, WHERE), STATEMENTS, max_size=max_size, ttl=ttl)
 
 
 async def open_blob_url(pool: Pool, url: str) -> tuple[bytes, str]:

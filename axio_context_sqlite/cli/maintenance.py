@@ -11,6 +11,7 @@ import click
 import msgspec
 
 from axio_context.backends import Capability, damage_checking, file_upkeep
+from axio_context.memory.expiring import ExpiredCounts
 from axio_context.messages import SessionInfo
 from axio_context.transcript.reports import DamagedRow
 
@@ -19,6 +20,7 @@ from ..memory import MemoryStats
 from ..store.upkeep import Stats
 from .app import cli, no_sessions_yet, read_db, settings_of, with_db
 from .backends import OpenDatabase
+from .expiring import prune_expired
 from .memory import memory_stats_lines
 from .options import Count, When, chosen_project, one_format, output_options, project_option, stored_project
 from .output import (
@@ -33,7 +35,7 @@ from .output import (
     shown_for_infos,
     visible,
 )
-from .postgres_stats import postgres_stats, project_table
+from .postgres_stats import expired_line, postgres_stats, project_table
 
 
 @cli.command()
@@ -44,11 +46,12 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
     """Sessions, messages, tokens and size on disk, in total and by project; the memory stores."""
     one_format(as_json, nl)
 
-    async def go(db: OpenDatabase) -> tuple[Any, MemoryStats | None, str]:
+    async def go(db: OpenDatabase) -> tuple[Any, MemoryStats | None, str, ExpiredCounts]:
         s = await db.stats()
+        expired = await db.memory_stores().expiry().count_expired()
         if not isinstance(s, Stats):  # a server's totals (PostgreSQL): no file to measure
-            return s, None, str(db.path)  # the URL, its password hidden
-        return s, await db.memory_stats(), ""
+            return s, None, str(db.path), expired  # the URL, its password hidden
+        return s, await db.memory_stats(), "", expired
 
     found = read_db(ctx, go, absent=lambda: None)
     if found is None:  # a fresh machine: no database yet
@@ -58,14 +61,15 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
         else:
             no_sessions_yet(ctx)
         return
-    s, mem, url = found
+    s, mem, url, expired = found
     if mem is None:
-        postgres_stats(cast(Any, s), url, as_json, nl)
+        postgres_stats(cast(Any, s), url, as_json, nl, expired)
         return
     path = settings_of(ctx).shown
     if as_json or nl:
+        memory = {"memory": msgspec.to_builtins(mem), "expired": msgspec.to_builtins(expired)}
         echo_json(
-            {"path": path, **msgspec.structs.asdict(s), "memory": msgspec.to_builtins(mem)},
+            {"path": path, **msgspec.structs.asdict(s), **memory},
             indent=2 if as_json else 0,
         )
         return
@@ -83,6 +87,7 @@ def stats(ctx: click.Context, as_json: bool, nl: bool) -> None:
     click.echo(f"embeddings {s.vectors:,} message embedding(s), {human_size(s.vector_bytes)}")
     click.echo(f"compaction {s.checkpoints:,} checkpoint(s)")
     click.echo("\n".join(memory_stats_lines(mem)))
+    click.echo(expired_line(expired))
     project_table(s.by_project)
 
 
@@ -105,6 +110,7 @@ _NAMED = 10
 @click.option("--before", type=When(), help="Sessions last updated before this (a date, or an age like 90d).")
 @click.option("--keep", type=Count(0), help="Keep the N most recently updated sessions.")
 @project_option
+@click.option("--expired", is_flag=True, help="Instead: delete the blobs and task boards whose TTL is over.")
 @click.option("--dry-run", is_flag=True, help="Only list what would be deleted.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @output_options
@@ -115,14 +121,21 @@ def prune(
     keep: int | None,
     project: str | None,
     here: bool,
+    expired: bool,
     dry_run: bool,
     yes: bool,
     as_json: bool,
     nl: bool,
 ) -> None:
-    """Delete whole old sessions: --before DATE and/or --keep N, optionally in one project."""
+    """Delete whole old sessions: --before DATE and/or --keep N, optionally in one project; or,
+    with --expired, what has outlived its TTL."""
+    if expired:
+        if before is not None or keep is not None or project is not None or here:
+            raise click.UsageError("--expired takes no --before, --keep or project")
+        prune_expired(ctx, dry_run, yes, as_json, nl)
+        return
     if before is None and keep is None:
-        raise click.UsageError("give --before DATE and/or --keep N")
+        raise click.UsageError("give --before DATE and/or --keep N (or --expired)")
     scope = chosen_project(project, here)
 
     async def candidates(db: OpenDatabase) -> tuple[str | None, list[SessionInfo], dict[str, str]]:

@@ -8,16 +8,20 @@ from typing import Any
 import click
 import msgspec
 
+from axio_context.memory.expiring import ExpiredCounts
+
 from .output import Column, echo_json, emit, human_size, say, tilde
 
-__all__ = ["postgres_stats", "project_table"]
+__all__ = ["expired_line", "postgres_stats", "project_table"]
 
 
-def postgres_stats(s: Any, where: str, as_json: bool, nl: bool) -> None:
-    """Print a database server's ``stats`` (PostgreSQL's: table sizes, no file) for people, or as JSON."""
+def postgres_stats(s: Any, where: str, as_json: bool, nl: bool, expired: ExpiredCounts | None = None) -> None:
+    """Print a database server's ``stats`` (PostgreSQL's: table sizes, no file) for people, or as
+    JSON; ``expired``: what ``prune --expired`` would delete."""
+    due = {} if expired is None else {"expired": msgspec.to_builtins(expired)}
     if as_json or nl:
         echo_json(
-            {"database": where, "backend": "postgresql", **msgspec.structs.asdict(s)},
+            {"database": where, "backend": "postgresql", **msgspec.structs.asdict(s), **due},
             indent=2 if as_json else 0,
         )
         return
@@ -30,6 +34,8 @@ def postgres_stats(s: Any, where: str, as_json: bool, nl: bool) -> None:
     click.echo(f"tokens     {s.input_tokens:,} in / {s.output_tokens:,} out")
     click.echo(f"embeddings {s.vectors:,} message embedding(s)")
     click.echo(f"compaction {s.checkpoints:,} checkpoint(s)")
+    if expired is not None:
+        click.echo(expired_line(expired))
     click.echo("")
     emit(
         [{"table": t.table, "size": human_size(t.bytes)} for t in s.tables if t.bytes],
@@ -38,6 +44,12 @@ def postgres_stats(s: Any, where: str, as_json: bool, nl: bool) -> None:
         False,
     )
     project_table(s.by_project)
+
+
+def expired_line(expired: ExpiredCounts) -> str:
+    """The ``stats`` line saying how many expired items wait for ``prune --expired``."""
+    parts = f" ({expired.parts()})" if expired.total else ""
+    return f"expired    {expired.total:,} item(s) due for prune --expired{parts}"
 
 
 def project_table(by_project: Any) -> None:

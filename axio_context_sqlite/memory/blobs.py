@@ -26,10 +26,12 @@ from typing import Any, Final
 import aiosqlite
 
 from axio_context.copying import BlobRow
+from axio_context.expiry import NO_TTL, TTLConfig
 from axio_context.memory.blobs import CHUNK_SIZE, DEFAULT_MAX_SIZE, BlobInfo
 from axio_context.memory.blobs_sql import NewBlob, SQLBlobStore, bytes_pieces, new_secret, parse_url
 from axio_context.memory.errors import BlobNotFoundError
-from axio_context.sql import Dialect, Execute, Plan, Row, Rows, Value
+from axio_context.sql import Dialect, Execute, ExecuteMany, Plan, Row, Rows, Value
+from axio_context.sql.expiry import live
 
 from ..store.connection import connect
 from ..store.keys import now_ms
@@ -144,15 +146,25 @@ class _Statements:
             raise BlobNotFoundError(f"blob {key!r} was deleted while it was being read")
         return bytes(data)
 
-    def listing(self, d: Dialect, prefix: str, upper: str | None, limit: int | None) -> Plan[list[BlobInfo]]:
-        sql = "SELECT key, size, content_type, hash FROM memory_blob_keys WHERE key >= ?"
-        args: list[Any] = [prefix]
+    def listing(
+        self, d: Dialect, prefix: str, upper: str | None, limit: int | None, now: int
+    ) -> Plan[list[BlobInfo]]:
+        sql = f"SELECT key, size, content_type, hash FROM memory_blob_keys WHERE {live()} AND key >= ?"
+        args: list[Any] = [now, prefix]
         if upper is not None:
             sql += " AND key < ?"
             args.append(upper)
         sql += " AND substr(key, 1, ?) = ? ORDER BY key LIMIT ?"
         args += [len(prefix), prefix, -1 if limit is None else limit]
         return [_info(r) for r in (yield Rows(sql, args))]
+
+    def expire(self, d: Dialect, now: int) -> Plan[int]:
+        gone = yield Rows("DELETE FROM memory_blob_keys WHERE expires_at <= ? RETURNING hash", (now,))
+        if gone:
+            digests = [(bytes(r[0]),) for r in gone]
+            yield ExecuteMany("UPDATE blobs SET refs = refs - 1 WHERE hash = ?", digests)
+            yield ExecuteMany("DELETE FROM blobs WHERE hash = ? AND refs <= 0", sorted(set(digests)))
+        return len(gone)
 
     def rows(self, d: Dialect) -> Plan[list[BlobRow]]:
         keys = yield Rows("SELECT key, content_type, created_at FROM memory_blob_keys ORDER BY key")
@@ -197,10 +209,13 @@ def load_row(c: Any, row: BlobRow) -> None:
 
 class SQLiteBlobStore(SQLBlobStore):
     """:class:`~axio_context.memory.BlobStore` in the database ``conn`` (from
-    :func:`axio_context_sqlite.connect`; the caller closes it), blobs up to ``max_size`` bytes."""
+    :func:`axio_context_sqlite.connect`; the caller closes it), blobs up to ``max_size`` bytes;
+    ``ttl`` is its expiry (:mod:`axio_context.expiry`)."""
 
-    def __init__(self, conn: aiosqlite.Connection, *, max_size: int = DEFAULT_MAX_SIZE) -> None:
-        super().__init__(SQLiteRunner(conn), STATEMENTS, max_size=max_size)
+    def __init__(
+        self, conn: aiosqlite.Connection, *, max_size: int = DEFAULT_MAX_SIZE, ttl: TTLConfig = NO_TTL
+    ) -> None:
+        super().__init__(SQLiteRunner(conn), STATEMENTS, max_size=max_size, ttl=ttl)
 
 
 async def open_blob_url(url: str) -> tuple[bytes, str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import aiosqlite
 
+from axio_context.expiry import NO_TTL, TTLConfig
 from axio_context.memory.tasks_sql import SQLTaskStore
 
 from ..store.runner import SQLiteRunner
@@ -17,7 +18,8 @@ __all__ = ["SQLiteTaskStore"]
 
 class SQLiteTaskStore(SQLTaskStore):
     """:class:`~axio_context.memory.TaskStore` in the database ``conn`` (from
-    :func:`axio_context_sqlite.connect`; the caller closes it), safe across processes."""
+    :func:`axio_context_sqlite.connect`; the caller closes it), safe across processes;
+    ``ttl`` is its boards' expiry."""
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
-        super().__init__(SQLiteRunner(conn))
+    def __init__(self, conn: aiosqlite.Connection, *, ttl: TTLConfig = NO_TTL) -> None:
+        super().__init__(SQLiteRunner(conn), ttl=ttl)

@@ -1,0 +1,63 @@
+"""Every store of one database that has a TTL, counted and swept together: what
+``axio-context prune --expired`` and ``stats`` call, and what a long-running process sweeps
+with :meth:`StoreExpiry.sweeper` (see :mod:`axio_context.expiry`)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import msgspec
+
+from ..expiry import Sweeper
+
+__all__ = ["ExpiredCounts", "ExpiringStore", "StoreExpiry"]
+
+
+class ExpiringStore(Protocol):
+    """A store whose items may expire."""
+
+    async def count_expired(self) -> int:
+        """How many items have expired and wait for a sweep."""
+        ...
+
+    async def sweep_expired(self) -> int:
+        """Delete the expired items; how many went."""
+        ...
+
+
+class ExpiredCounts(msgspec.Struct, frozen=True):
+    """How many expired items each store holds (or a sweep deleted)."""
+
+    blobs: int = 0
+    task_lists: int = 0
+
+    @property
+    def total(self) -> int:
+        """All of them."""
+        return self.blobs + self.task_lists
+
+    def parts(self) -> str:
+        """``'blobs 2, task lists 1'``: the stores that hold any, for people."""
+        named = {"blobs": self.blobs, "task lists": self.task_lists}
+        return ", ".join(f"{name} {n:,}" for name, n in named.items() if n) or "none"
+
+
+class StoreExpiry:
+    """The expiring stores of one database: its blob keys and its task boards."""
+
+    def __init__(self, blobs: ExpiringStore, task_lists: ExpiringStore) -> None:
+        self._blobs = blobs
+        self._tasks = task_lists
+
+    async def count_expired(self) -> ExpiredCounts:
+        """How many items have expired in each store (read through each one's expiry index)."""
+        return ExpiredCounts(await self._blobs.count_expired(), await self._tasks.count_expired())
+
+    async def sweep_expired(self) -> ExpiredCounts:
+        """Delete every expired item (a transaction per store); how many went from each."""
+        return ExpiredCounts(await self._blobs.sweep_expired(), await self._tasks.sweep_expired())
+
+    def sweeper(self, interval: float) -> Sweeper:
+        """A :class:`~axio_context.expiry.Sweeper` of these stores every ``interval`` seconds,
+        not yet started: ``async with stores.expiry().sweeper(60):`` runs it for the block."""
+        return Sweeper(self.sweep_expired, interval)

@@ -1,0 +1,142 @@
+"""``prune --expired`` and the ``expired`` line of ``stats``, on a SQLite file and on PostgreSQL
+(CliRunner, ``--json`` parsed), one real ``axio-context`` process; and the sweeper task."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from axio_context.expiry import InvalidTTLError, Sweeper, TTLConfig, start_sweeper
+from axio_context.memory.stores_sql import SQLMemoryStores
+from tests.support.backends import Backend, backend_db, backend_pg_url  # noqa: F401  (fixtures)
+from tests.support.cli_helpers import invoke, invoke_json
+
+#: The installed console script.
+EXE = shutil.which("axio-context") or "axio-context"
+
+
+def stores_on(db: Backend) -> SQLMemoryStores:
+    """The memory stores of the open database, as the command line opens them."""
+    if db.name == "sqlite":
+        from axio_context_sqlite.admin.stores import SQLiteMemoryStores
+
+        return SQLiteMemoryStores(db.handle)  # type: ignore[arg-type]
+    from axio_context_postgres.memory import PostgresMemoryStores
+
+    return PostgresMemoryStores(db.handle)  # type: ignore[arg-type]
+
+
+async def fill(db: Backend) -> None:
+    """Two expired blob keys (one sharing its bytes with a live key), one expired board, and
+    live ones of each."""
+    async with db.open():
+        stores = stores_on(db)
+        blobs = stores.blobs()
+        await blobs.upload("old/a", b"shared", ttl=0.001)
+        await blobs.upload("old/b", b"alone", ttl=0.001)
+        await blobs.upload("live", b"shared")
+        tasks = stores.tasks(ttl=TTLConfig(default_ttl=0.001))
+        await tasks.create_task_list("done", ["t"])
+        await tasks.create_task_list("going", ["t"], ttl=3600)
+    await asyncio.sleep(0.02)
+
+
+async def live_keys(db: Backend) -> tuple[list[str], list[str]]:
+    async with db.open():
+        stores = stores_on(db)
+        keys = [i.key for i in await stores.blobs().list_keys()]
+        boards = [b.conversation_id for b in await stores.tasks().list_task_lists()]
+        return keys, boards
+
+
+def test_stats_dry_run_decline_and_prune(backend_db: Backend) -> None:  # noqa: F811
+    asyncio.run(fill(backend_db))
+    db = backend_db.where
+    stats = invoke_json("--db", db, "stats", "--json")
+    assert stats["expired"] == {"blobs": 2, "task_lists": 1}
+    assert (
+        "expired    3 item(s) due for prune --expired (blobs 2, task lists 1)"
+        in invoke("--db", db, "stats").stdout
+    )
+    dry = invoke("--db", db, "prune", "--expired", "--dry-run")
+    assert dry.stderr.strip() == "3 expired item(s) would be deleted (blobs 2, task lists 1)"
+    assert invoke_json("--db", db, "prune", "--expired", "--dry-run", "--json") == {
+        "blobs": 2,
+        "task_lists": 1,
+    }
+    declined = invoke("--db", db, "prune", "--expired", input="n\n")
+    assert "nothing deleted" in declined.stderr
+    assert invoke_json("--db", db, "stats", "--json")["expired"]["blobs"] == 2
+    done = invoke("--db", db, "prune", "--expired", input="y\n")
+    assert done.stdout.strip() == "deleted 3 expired item(s) (blobs 2, task lists 1)"
+    assert invoke_json("--db", db, "stats", "--json")["expired"] == {"blobs": 0, "task_lists": 0}
+    assert invoke("--db", db, "prune", "--expired", "--yes").stderr.strip() == "nothing expired"
+    assert asyncio.run(live_keys(backend_db)) == (["live"], ["going"])
+
+
+def test_prune_expired_json_and_bad_combinations(backend_db: Backend) -> None:  # noqa: F811
+    asyncio.run(fill(backend_db))
+    db = backend_db.where
+    assert invoke_json("--db", db, "prune", "--expired", "--yes", "--json") == {"blobs": 2, "task_lists": 1}
+    bad = invoke("--db", db, "prune", "--expired", "--keep", "3", ok=False)
+    assert bad.exit_code == 2
+    assert bad.stderr.strip().splitlines()[-1] == "Error: --expired takes no --before, --keep or project"
+    assert "Traceback" not in bad.output
+
+
+def test_prune_expired_in_a_real_process(tmp_path: Path) -> None:
+    db = Backend("sqlite", str(tmp_path / "real.db"))
+    asyncio.run(fill(db))
+    out = subprocess.run(
+        [EXE, "--db", db.where, "prune", "--expired", "--yes", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"blobs": 2, "task_lists": 1}
+    assert asyncio.run(live_keys(db)) == (["live"], ["going"])
+
+
+async def test_a_sweeper_deletes_in_the_background(backend_db: Backend) -> None:  # noqa: F811
+    await fill(backend_db)
+    async with backend_db.open():
+        expiry = stores_on(backend_db).expiry()
+        assert (await expiry.count_expired()).total == 3
+        assert not expiry.sweeper(60).running  # made, not started
+        swept = asyncio.Event()
+
+        async def sweep() -> object:
+            gone = await expiry.sweep_expired()
+            swept.set()
+            return gone
+
+        async with Sweeper(sweep, 0.01) as sweeper:
+            await asyncio.wait_for(swept.wait(), 60)
+        assert not sweeper.running
+        assert sweeper.errors == []
+        assert (await expiry.count_expired()).total == 0
+
+
+async def test_a_failing_sweep_is_kept_and_the_next_runs() -> None:
+    calls: list[int] = []
+    second = asyncio.Event()
+
+    async def sweep() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("database gone")
+        second.set()
+
+    sweeper = start_sweeper(sweep, 0.01)
+    await asyncio.wait_for(second.wait(), 60)
+    await sweeper.stop()
+    assert [str(e) for e in sweeper.errors] == ["database gone"]
+    for bad in (0, -1, float("nan"), float("inf"), True):
+        with pytest.raises(InvalidTTLError, match="interval"):
+            Sweeper(sweep, bad)
