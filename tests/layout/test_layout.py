@@ -21,6 +21,7 @@ PACKAGES = (
     "axio_context_postgres",
     "axio_context_openai_agents",
     "axio_context_pydantic_ai",
+    "axio_context_mcp",
 )
 #: The core's modules that hold the layers' plans (SQL written once for every backend).
 PLANS = re.compile(r"(/sql/|/sql\.py$|_sql\.py$|/stored\.py$|^axio_context/lineage\.py$)")
