@@ -14,6 +14,6 @@ from axio_context.memory_blocks.contract import MemoryBlockContract
 
 class TestMemoryBlocksOnEveryBackend(MemoryBlockContract):
     @pytest.fixture
-    async def blocks(self, axio_database_location: str) -> AsyncIterator[BlockStore]:  # type: ignore[override]
+    async def blocks(self, axio_database_location: str) -> AsyncIterator[BlockStore]:
         async with open_database(axio_database_location) as db:
             yield db.memory_stores().blocks()
