@@ -2,10 +2,14 @@
 ``show``, search, token estimates and compaction work) and, in its metadata, the item's own JSON,
 which is what reading gives back, so the round trip is exact.
 
-The JSON is the standard library's (``json.dumps`` of the item, ASCII-escaped), read back with
-``json.loads``: ints stay ints, floats floats (``repr`` is exact), and every key and value the
-item held comes back, whatever its type (messages of any role, function calls whose
-``arguments`` are not JSON, reasoning with encrypted content, images, files, hosted tools).
+The JSON is msgspec's (UTF-8, floats in their shortest exact form), read back with msgspec:
+ints stay ints (big ones too), floats floats, and every key and value the item held comes back,
+whatever its type (messages of any role, function calls whose ``arguments`` are not JSON,
+reasoning with encrypted content, images, files, hosted tools). An item whose msgspec JSON
+does not read back equal to it (NaN and infinities, which msgspec writes as ``null``; lone
+surrogates; tuples; non-string keys) is written by the standard library's ``json`` instead, which
+also refuses what JSON cannot hold (a datetime) as before; ``json`` also reads what msgspec
+refuses (``NaN``), so items stored by earlier versions (``json.dumps``) read back the same.
 Native blocks are a view for people, search and budgets; they are never turned back into items,
 except for a message no item was stored with (a compaction summary), given back as an easy
 input message ``{"role": ..., "content": text}``.
@@ -19,6 +23,8 @@ import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
+
+import msgspec
 
 from axio_context.blocks import (
     ContentBlock,
@@ -34,7 +40,17 @@ from axio_context.codec import check_message
 from axio_context.errors import DecodeError
 from axio_context.messages import Message, Role
 
-__all__ = ["ITEM_KEY", "PROVIDER", "ItemError", "item_of", "message_of"]
+__all__ = [
+    "ITEM_KEY",
+    "PROVIDER",
+    "ItemError",
+    "item_json",
+    "item_of",
+    "item_of_value",
+    "items_of_values",
+    "loads",
+    "message_of",
+]
 
 #: The metadata key holding an item's JSON.
 ITEM_KEY: Final = "openai_agents_item"
@@ -61,6 +77,31 @@ _ROLES: Final[dict[str, Role]] = {
     "developer": "system",
 }
 _TEXT_PARTS: Final = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
+
+
+_encode: Final = msgspec.json.Encoder().encode
+_decode: Final = msgspec.json.Decoder().decode
+
+
+def item_json(item: Any) -> str:
+    """``item`` as JSON text that reads back equal to it (see the module's docstring); raises
+    what ``json.dumps`` raises for what JSON cannot hold."""
+    try:
+        data = _encode(item)
+        if _decode(data) == item:  # JSON values only, no NaN: what msgspec writes exactly
+            return data.decode()
+    except (TypeError, ValueError, msgspec.EncodeError, msgspec.DecodeError):
+        pass  # a lone surrogate, a type JSON lacks: json escapes the one, names the other
+    # NaN and infinities, tuples, non-string keys, datetimes: as json writes (or refuses) them
+    return json.dumps(item, separators=(",", ":"))
+
+
+def loads(text: str | bytes) -> Any:
+    """JSON text as Python values: msgspec, or ``json`` for what it alone reads (``NaN``)."""
+    try:
+        return _decode(text)
+    except msgspec.DecodeError:
+        return json.loads(text)
 
 
 class ItemError(DecodeError):
@@ -111,13 +152,21 @@ def _inline_image(url: Any) -> ImageBlock | None:
     return ImageBlock(media_type=head[5:-7] or "application/octet-stream", data=raw)
 
 
+def is_envelope(item: Mapping[str, Any]) -> bool:
+    """Whether ``item`` is an ``EncryptedSession`` envelope (``{"__enc__": 1, "v", "kid",
+    "payload"}``): stored whole, as an opaque block (its text is ciphertext, nothing to show)."""
+    return "__enc__" in item and "payload" in item
+
+
 def _blocks(item: dict[str, Any], kind: str | None) -> list[ContentBlock]:
+    if kind is None and is_envelope(item):
+        return [ProviderBlock(provider=PROVIDER, kind="encrypted", data={})]
     if kind in (None, "message"):
         return _parts(item.get("content"))
     if kind == "function_call":
         args = item.get("arguments")
         try:
-            parsed = json.loads(args) if isinstance(args, str) else None
+            parsed = loads(args) if isinstance(args, str) else None
         except ValueError:
             parsed = None
         tool_input = parsed if isinstance(parsed, dict) else {"arguments": args}
@@ -143,19 +192,20 @@ def _blocks(item: dict[str, Any], kind: str | None) -> list[ContentBlock]:
     return [ProviderBlock(provider=PROVIDER, kind=kind, data=item)]
 
 
-def message_of(item: Any, index: int = 0) -> Message:
+def message_of(item: Any, index: int = 0, *, checked: bool = True) -> Message:
     """The message that stores ``item`` (:class:`ItemError` naming ``items[index]`` when it
-    cannot be stored)."""
+    cannot be stored). ``checked=False`` skips the codec's check of the native blocks (a store's
+    append makes it anyway, refusing the batch): for a caller that retries with it on."""
     where = f"items[{index}]"
     if not isinstance(item, dict):
         raise ItemError(f"{where}: an item must be a dict, got {type(item).__name__}")
     kind = item.get("type")
     if kind is not None and not isinstance(kind, str):
         raise ItemError(f"{where}: `type` must be a string, got {type(kind).__name__}")
-    if kind is None and not isinstance(item.get("role"), str):
+    if kind is None and not isinstance(item.get("role"), str) and not is_envelope(item):
         raise ItemError(f"{where}: an item needs a `type` (or a `role`, for a message)")
     try:
-        text = json.dumps(item, separators=(",", ":"))
+        text = item_json(item)
     except (TypeError, ValueError) as exc:
         raise ItemError(f"{where}: not JSON-serialisable ({exc})") from None
     except RecursionError:
@@ -168,6 +218,8 @@ def message_of(item: Any, index: int = 0) -> Message:
         "metadata": {ITEM_KEY: text},
     }
     message = Message(role=_role_of(item, kind), content=_blocks(item, kind), **extras)
+    if not checked:
+        return message
     try:
         check_message(message)
     except DecodeError:  # native blocks the codec refuses (a deep tool input): the item whole
@@ -183,8 +235,30 @@ def item_of(message: Message) -> dict[str, Any]:
     """The item ``message`` stores; a message stored without one (a compaction summary) as an
     easy input message of its text."""
     text = message.metadata.get(ITEM_KEY) if message.metadata else None
-    if isinstance(text, str):
-        item = json.loads(text)
+    return item_of_value(message if text is None else text, message)
+
+
+def item_of_value(value: Any, message: Message | None = None) -> dict[str, Any]:
+    """The item of a stored ``ITEM_KEY`` value (JSON text), or of ``value`` itself when it is a
+    message stored without one (see :func:`item_of`)."""
+    if isinstance(value, str):
+        item = loads(value)
         if isinstance(item, dict):
             return item
+    if message is None:
+        message = value if isinstance(value, Message) else None
+    if message is None:
+        raise ItemError(f"a stored item is not a JSON object: {str(value)[:80]!r}")
     return {"role": message.role, "content": message.text}
+
+
+def items_of_values(values: list[Any]) -> list[dict[str, Any]]:
+    """The items of stored ``ITEM_KEY`` values (and messages stored without one), in order: the
+    values decoded by msgspec in one pass, one by one only when some value needs more."""
+    try:
+        items = [_decode(v) for v in values]
+    except (msgspec.DecodeError, TypeError):  # a message, or JSON only ``json`` reads
+        return [item_of_value(v) for v in values]
+    if all(type(i) is dict for i in items):
+        return items
+    return [item_of_value(v) for v in values]

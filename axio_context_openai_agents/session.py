@@ -1,12 +1,20 @@
 """An openai-agents ``Session`` kept in an axio-context database.
 
 openai-agents calls a session from wherever the agent runs: inside the application's event loop,
-from ``Runner.run_sync`` (a thread with a loop of its own), from several threads at once. An
-aiosqlite connection (and an asyncpg pool) belongs to one loop, so every session on one database
-(a file, or a ``postgresql://`` URL) shares a :class:`_Hub`: a daemon thread running an event
-loop of its own that owns the connection or pool. A
-method submits its work there and awaits the outcome in the caller's loop, whichever it is;
-constructing a session awaits nothing, so it works anywhere, a running loop included.
+from ``Runner.run_sync`` (a thread with a loop of its own), from several threads at once. Every
+session on one database (a file, or a ``postgresql://`` URL) shares a :class:`_Hub` that opens
+the connection (or pool) once, on a daemon thread running an event loop of its own.
+
+One thread hop per call. An SQLite connection takes calls from any event loop (its worker thread
+hands each outcome back to the loop that asked: the backend's ``any_loop``), so a method awaits
+the worker directly, in the caller's loop, whichever it is; only the first call of a database
+goes through the hub, to open it. An asyncpg pool belongs to one loop, so on PostgreSQL (and
+under ``wrap``, whose store may hold loop-bound state) a method submits its work to the hub's
+loop and awaits the outcome in the caller's: the hub's loop runs the I/O itself, one hop too.
+Constructing a session awaits nothing, so it works anywhere, a running loop included.
+
+Reading gives the stored items back without decoding the native blocks stored beside them (see
+``get_view_metadata`` of the SQLite store), with msgspec (:func:`.items.loads`).
 
 Writes (``add_items``, ``pop_item``, ``clear_session``) run to their end once submitted, even
 when the caller is cancelled meanwhile (as openai-agents' own SQLite session does): a popped
@@ -18,13 +26,14 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import inspect
 import os
 import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Final, Literal, Protocol, TypeVar, cast
 
 from agents.items import TResponseInputItem
 from agents.memory.session import SessionABC
@@ -32,18 +41,22 @@ from agents.memory.session_settings import SessionSettings, coerce_session_setti
 
 from axio_context.backends import backend_for, backend_of, connect, default_location
 from axio_context.context import ContextStore
-from axio_context.errors import StoreClosedError
+from axio_context.errors import DecodeError, StoreClosedError
 from axio_context.messages import Message
 from axio_context.owners import claim
 
-from .items import item_of, message_of
+from .items import ITEM_KEY, ItemError, item_of, items_of_values, message_of
 
-__all__ = ["ADAPTER", "AxioContextSession"]
+__all__ = ["ADAPTER", "SYNCHRONOUS", "AxioContextSession", "Synchronous"]
 
 T = TypeVar("T")
 
 #: The name this adapter records in a session's metadata (see :mod:`axio_context.owners`).
 ADAPTER = "openai-agents"
+
+#: SQLite's ``synchronous`` settings a session offers (see docs/openai-agents.md).
+Synchronous = Literal["NORMAL", "FULL"]
+SYNCHRONOUS: Final = ("NORMAL", "FULL")
 
 
 class BaseStore(Protocol):
@@ -60,8 +73,11 @@ class _Hub:
     """One database's connection (a file's) or pool (a PostgreSQL URL's), opened through the
     registry on a thread and event loop of its own."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, synchronous: Synchronous | None = None) -> None:
         self.path = path
+        self.synchronous = synchronous
+        #: Its handle takes calls from any event loop (see the module's docstring).
+        self.any_loop = bool(getattr(backend_for(path), "any_loop", False))
         self.refs = 0
         self.loop = asyncio.new_event_loop()
         self._conn: Any = None  # the backend's connection or pool
@@ -82,7 +98,13 @@ class _Hub:
                 self._opening = asyncio.Lock()
             async with self._opening:
                 if self._conn is None:
-                    self._conn = await connect(self.path)
+                    options = {} if self.synchronous is None else {"synchronous": self.synchronous}
+                    self._conn = await connect(self.path, **options)
+        return self._conn
+
+    @property
+    def opened(self) -> Any:
+        """The connection (or pool) once open, else None."""
         return self._conn
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
@@ -104,15 +126,15 @@ class _Hub:
             self.loop.close()
 
 
-_hubs: dict[str, _Hub] = {}
+_hubs: dict[tuple[str, Synchronous | None], _Hub] = {}
 _hubs_lock = threading.Lock()
 
 
-def _acquire(path: str) -> _Hub:
+def _acquire(path: str, synchronous: Synchronous | None) -> _Hub:
     with _hubs_lock:
-        hub = _hubs.get(path)
+        hub = _hubs.get((path, synchronous))
         if hub is None:
-            hub = _hubs[path] = _Hub(path)
+            hub = _hubs[path, synchronous] = _Hub(path, synchronous)
         hub.refs += 1
         return hub
 
@@ -122,7 +144,7 @@ def _release(hub: _Hub) -> None:
         hub.refs -= 1
         if hub.refs > 0:
             return
-        del _hubs[hub.path]
+        del _hubs[hub.path, hub.synchronous]
     hub.stop()
 
 
@@ -147,6 +169,9 @@ class AxioContextSession(SessionABC):
     ``session_settings``: openai-agents' settings (its ``limit`` is the default of
     :meth:`get_items`). ``wrap``: wraps the session's store, e.g. ``lambda s:
     AutoCompactStore(s, summarizer, max_tokens=...)`` so reads give the compacted view.
+    ``synchronous`` (SQLite only): ``"NORMAL"`` (None, the default: a committed turn survives a
+    crash of the process, a power loss may lose the last ones) or ``"FULL"`` (every commit
+    synced to disk, as openai-agents' ``SQLiteSession`` by default); see docs/openai-agents.md.
 
     Items come back exactly as they were added (see :mod:`.items`); each is also stored as native
     blocks. A session id another adapter (or plain axio code) writes is a
@@ -163,6 +188,7 @@ class AxioContextSession(SessionABC):
         project: str | None = None,
         session_settings: SessionSettings | dict[str, Any] | None = None,
         wrap: Callable[[ContextStore], ContextStore] | None = None,
+        synchronous: Synchronous | None = None,
     ) -> None:
         self.session_id = session_id
         self.session_settings = (
@@ -175,10 +201,15 @@ class AxioContextSession(SessionABC):
             self._tmpdir = tempfile.mkdtemp(prefix="axio-context-session-")
             db_path = os.path.join(self._tmpdir, "session.db")
         where = default_location() if db_path is None else db_path
-        backend_for(where)  # an unknown scheme or a missing extra: one line now
+        backend = backend_for(where)  # an unknown scheme or a missing extra: one line now
+        if synchronous is not None:
+            if synchronous not in SYNCHRONOUS:
+                raise ValueError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
+            if "synchronous" not in inspect.signature(backend.connect).parameters:
+                raise ValueError(f"synchronous is SQLite's setting; {backend.name} has none")
         # one hub per database: a URL as given (sqlite:// too), a path made absolute
         path = where if isinstance(where, str) and "://" in where else os.path.abspath(where)
-        self._hub: _Hub | None = _acquire(path)
+        self._hub: _Hub | None = _acquire(path, synchronous)
         self._store: ContextStore | None = None  # made on the hub's loop
         self._base: BaseStore | None = None  # the backend's store under ``wrap``
         self._owned = False
@@ -199,9 +230,16 @@ class AxioContextSession(SessionABC):
         """Append ``items`` in one transaction: all of them, or (an item that cannot be stored:
         :class:`~.items.ItemError` naming it) none."""
         self._live()
-        messages = [message_of(item, i) for i, item in enumerate(items)]
+        # The store's append checks every message before writing anything; only a batch it
+        # refuses (a native block the codec cannot keep) is made again, checked one by one.
+        messages = [message_of(item, i, checked=False) for i, item in enumerate(items)]
         if messages:
-            await self._mutate(self._add, messages)
+            try:
+                await self._mutate(self._add, messages)
+            except ItemError:
+                raise
+            except DecodeError:
+                await self._mutate(self._add, [message_of(item, i) for i, item in enumerate(items)])
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest item; None when the session is empty."""
@@ -252,6 +290,10 @@ class AxioContextSession(SessionABC):
 
     async def _get_items(self, limit: int | None) -> list[TResponseInputItem]:
         store = await self._owner_checked(writing=False)
+        if self._wrap is None:  # not wrapped: the items alone, when the store can read them so
+            read = getattr(store, "get_view_metadata", None)
+            if read is not None:
+                return items_of_values(await read(ITEM_KEY, limit))  # type: ignore[return-value]
         history = await (store.get_history() if limit is None else store.get_tail(limit))
         return [item_of(m) for m in history]  # type: ignore[misc]
 
@@ -280,15 +322,32 @@ class AxioContextSession(SessionABC):
             raise StoreClosedError(f"{type(self).__name__} is closed (session {self.session_id!r})")
         return self._hub
 
+    def _direct(self, hub: _Hub) -> bool:
+        """Whether calls go straight to the connection from the caller's loop (see the module's
+        docstring): an SQLite database, no ``wrap``."""
+        return hub.any_loop and self._wrap is None
+
+    async def _opened(self, hub: _Hub) -> None:
+        if hub.opened is None:  # the database's first call: the hub opens it, once
+            await asyncio.wrap_future(hub.submit(hub.conn()))
+
     async def _call(self, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
         hub = self._live()
+        if self._direct(hub):
+            await self._opened(hub)
+            return await fn(*args)
         return await asyncio.wrap_future(hub.submit(fn(*args)))
 
     async def _mutate(self, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
         """Like :meth:`_call`, but the write goes on when the caller is cancelled, and the
         cancellation is raised once it is done (its outcome known, never half-known)."""
         hub = self._live()
-        future = asyncio.wrap_future(hub.submit(fn(*args)))
+        future: asyncio.Future[T]
+        if self._direct(hub):
+            await self._opened(hub)
+            future = asyncio.ensure_future(fn(*args))
+        else:
+            future = asyncio.wrap_future(hub.submit(fn(*args)))
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:

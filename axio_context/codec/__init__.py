@@ -83,6 +83,7 @@ __all__ = [
     "encode_message_msgpack",
     "encode_messages_json",
     "encode_messages_msgpack",
+    "extras_metadata",
     "format_json",
 ]
 
@@ -243,6 +244,24 @@ def decode_extras(data: bytes) -> dict[str, Any]:
     except msgspec.DecodeError as exc:
         raise DecodeError(f"message extras do not decode: {exc}") from None
     return {"id": extras.id, "timestamp": extras.timestamp, "metadata": extras.metadata}
+
+
+class _MetadataOnly(msgspec.Struct):
+    """The ``metadata`` of encoded extras; their id and timestamp are skipped, never built."""
+
+    metadata: dict[str, Any] | None = None
+
+
+_mp_metadata: Final = msgspec.msgpack.Decoder(_MetadataOnly)
+
+
+def extras_metadata(data: bytes) -> dict[str, Any] | None:
+    """The metadata of :func:`encode_extras`' bytes, without decoding the rest: what a reader
+    that wants one metadata value of many messages (a bridge's stored items) decodes."""
+    try:
+        return _mp_metadata.decode(data).metadata
+    except msgspec.DecodeError as exc:
+        raise DecodeError(f"message extras do not decode: {exc}") from None
 
 
 def check_message(message: Message) -> None:

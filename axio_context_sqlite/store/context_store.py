@@ -27,7 +27,7 @@ from axio_context.messages import Message, SessionInfo
 from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
 from axio_context.usage import MAX_TOKENS, token_count
 
-from . import appending, checkpoints, listing, reading, sessions
+from . import appending, checkpoints, listing, metadata_reads, reading, sessions
 from .calls import NOT_RUN, run, run_inline, run_short
 from .embedding import embed_batch
 from .listing import SessionPage
@@ -207,6 +207,12 @@ class SQLiteContextStore(ContextStore):
 
     async def get_tail(self, limit: int) -> list[Message]:
         return await self.get_history(limit=check_limit(limit))
+
+    async def get_view_metadata(self, name: str, limit: int | None = None) -> list[Any]:
+        """Per message of :meth:`get_history` (``limit`` alike), its metadata value ``name``,
+        read without decoding the messages; a message with none comes back whole."""
+        n = None if limit is None else check_limit(limit)
+        return await run(self._conn, metadata_reads.get_view_metadata, self._session_id, name, n)
 
     async def get_full_history(self) -> list[Message]:
         """Every message of the transcript, whatever compaction did to the view."""
