@@ -10,13 +10,13 @@ run by either backend.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
 from .errors import AxioContextError
 from .sql.plan import Plan, Value
 
-__all__ = ["LineageCycleError", "cycle_through", "cycles", "describe", "would_cycle"]
+__all__ = ["LineageCycleError", "cycle_through", "cycles", "describe", "shared_rows", "would_cycle"]
 
 
 class LineageCycleError(AxioContextError, ValueError):
@@ -92,3 +92,19 @@ def would_cycle(session_id: str, new_id: str) -> Plan[None]:
             f"a fork {new_id!r} of {session_id!r} would be its own ancestor"
             f" ({session_id!r} descends from an id {new_id!r}); choose another id"
         )
+
+
+def shared_rows(a: Sequence[tuple[int, int, int]], b: Sequence[tuple[int, int, int]]) -> int:
+    """How many leading positions two transcripts have in the very same stored rows, given each
+    as its ``(segment, lo, hi)`` ranges in position order (a fork shares its parent's prefix)."""
+    shared = i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][0] != b[j][0] or a[i][1] != b[j][1]:
+            break
+        end = min(a[i][2], b[j][2])
+        shared = end
+        if a[i][2] == end:
+            i += 1
+        if b[j][2] == end:
+            j += 1
+    return shared

@@ -25,7 +25,6 @@ __all__ = [
     "free_segment",
     "hidden_positions",
     "read_rows",
-    "shared_prefix",
     "tokens_upto",
 ]
 
@@ -163,21 +162,6 @@ async def hidden_positions(conn: Any, seg: int, length: int, sid: int) -> list[i
 async def chain(conn: Any, seg: int, length: int) -> list[tuple[int, int, int]]:
     """``(segment, lo, hi)`` ranges making up positions ``[0, length)``, in position order."""
     return [(int(r[0]), int(r[1]), int(r[2])) for r in await conn.fetch(_SEGMENTS, seg, length)]
-
-
-def shared_prefix(a: Sequence[tuple[int, int, int]], b: Sequence[tuple[int, int, int]]) -> int:
-    """How many leading positions two transcripts' segment ranges have in the very same rows."""
-    shared = i = j = 0
-    while i < len(a) and j < len(b):
-        if a[i][0] != b[j][0] or a[i][1] != b[j][1]:
-            break
-        end = min(a[i][2], b[j][2])
-        shared = end
-        if a[i][2] == end:
-            i += 1
-        if b[j][2] == end:
-            j += 1
-    return shared
 
 
 async def free_segment(conn: Any, seg: int | None) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from axio_context.errors import AmbiguousSessionError, SessionNotFoundError, TranscriptError
+from axio_context.lineage import shared_rows
 from axio_context.tokens import estimate_message_tokens, estimate_tokens
 from axio_context.transcript import (
     CheckpointRecord,
@@ -140,7 +141,7 @@ async def inherited(conn: Any, s: Any, exported: set[int] | None) -> int:
     base = await conn.fetchval("SELECT base_len FROM segments WHERE seg = $1", s["seg"])
     mine = await lineage.chain(conn, s["seg"], min(base or 0, s["next_position"]))
     theirs = await lineage.chain(conn, parent["seg"], min(base or 0, parent["next_position"]))
-    shared = lineage.shared_prefix(mine, theirs)
+    shared = shared_rows(mine, theirs)
     # the parent's record lacks what it hides: the fork takes no more than both show alike
     return shared_visible(shared, await hidden(conn, s, shared), await hidden(conn, parent, shared))
 

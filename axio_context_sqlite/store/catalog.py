@@ -17,6 +17,7 @@ from axio_context.errors import (
     SessionExistsError,
     SessionNotFoundError,
 )
+from axio_context.lineage import shared_rows
 from axio_context.transcript import (
     CheckpointRecord,
     MessageRecord,
@@ -276,17 +277,7 @@ def _shared_prefix(c: Any, child: FullRow, parent: FullRow) -> int:
         return 0
     a = session_rows.segments(c, child, 0, child.base_len)
     b = session_rows.segments(c, parent, 0, min(child.base_len, parent.next_position))
-    shared = i = j = 0
-    while i < len(a) and j < len(b):
-        if a[i][0] != b[j][0]:
-            break
-        end = min(a[i][2], b[j][2])
-        shared = end
-        if a[i][2] == end:
-            i += 1
-        if b[j][2] == end:
-            j += 1
-    return shared
+    return shared_rows(a, b)
 
 
 def inherited_from_parent(c: Any, s: FullRow, exported: set[int] | None) -> int:
