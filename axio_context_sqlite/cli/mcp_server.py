@@ -17,15 +17,15 @@ from .app import cli, one_line_errors, settings_of
 @click.option(
     "--allow-write",
     is_flag=True,
-    help="Also offer the tools that write (add_documents; without it they are not listed).",
+    help="Also offer the tools that write (add_documents, edit_block); without it they are not listed.",
 )
 @click.pass_context
 def mcp_(ctx: click.Context, allow_write: bool) -> None:
     """Serve the database to an MCP client over stdio (see docs/mcp.md).
 
     Tools: list_sessions, show_session, search_sessions (keyword, semantic, hybrid),
-    list_collections, search_collection; with --allow-write also add_documents. The database is
-    opened on the first tool call, never created.
+    list_collections, search_collection, list_blocks, show_block; with --allow-write also
+    add_documents and edit_block. The database is opened on the first tool call, never created.
     """
     from axio_context_mcp import EXTRA_MISSING
 

@@ -16,6 +16,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from axio_context.backends import open_database
 from axio_context.embeddings import HashingEmbedder
+from axio_context.memory_blocks import MemoryBlock
 from axio_context.testing import text
 
 #: The installed console script (pip install -e puts it beside the interpreter).
@@ -83,3 +84,6 @@ async def seed(where: str) -> None:
             )
         )
         await db.reindex(HashingEmbedder(64))
+        blocks = db.memory_stores().blocks()
+        await blocks.create(MemoryBlock("persona", "I keep ships off the rocks."), agent_id="keeper")
+        await blocks.create(MemoryBlock("rules", "never \x1b[2J\u202e", read_only=True))

@@ -7,7 +7,16 @@ import json
 
 from .support import CONTROLS, Client, seed, served
 
-READ = ["list_sessions", "show_session", "search_sessions", "list_collections", "search_collection"]
+READ = [
+    "list_sessions",
+    "show_session",
+    "search_sessions",
+    "list_collections",
+    "search_collection",
+    "list_blocks",
+    "show_block",
+]
+WRITE = ["add_documents", "edit_block"]
 
 
 async def test_read_only_server(axio_database_location: str) -> None:
@@ -19,6 +28,7 @@ async def test_read_only_server(axio_database_location: str) -> None:
         await check_sessions(client)
         await check_bad_input(client)
         await check_hostile_text(client)
+        await check_reading_blocks(client)
 
 
 async def check_listing_without_write(client: Client) -> None:
@@ -118,7 +128,7 @@ async def test_server_with_allow_write_adds_and_searches_documents(axio_database
         {"id": "n3", "content": "fresnel lenses focus the lamp", "metadata": {"kind": "note"}},
     ]
     async with served(axio_database_location, "--allow-write") as client:
-        assert await client.names() == [*READ, "add_documents"]
+        assert await client.names() == [*READ, *WRITE]
         assert await client.data("list_collections") == []
         added = await client.data("add_documents", {"collection": "notes", "documents": docs})
         assert added["ids"] == ["n1", "n2", "n3"] and added["embedder"] == "axio-hashing-v1"
@@ -165,3 +175,60 @@ async def check_hostile_text(client: Client) -> None:
     # the instruction inside is a string value in the JSON, nothing more
     assert json.loads(out)["messages"][1]["role"] == "assistant"
     assert await client.names() == READ  # and it changed nothing
+
+
+async def check_reading_blocks(client: Client) -> None:
+    """list_blocks and show_block; edit_block is not there without --allow-write."""
+    every = await client.data("list_blocks")
+    assert {(b["label"], b["agent_id"]) for b in every} == {("persona", "keeper"), ("rules", "")}
+    assert [b["label"] for b in await client.data("list_blocks", {"agent_id": ""})] == ["rules"]
+    assert [b["label"] for b in await client.data("list_blocks", {"query": "rocks"})] == ["persona"]
+    shown = await client.data("show_block", {"label": "persona", "agent_id": "keeper", "history": True})
+    assert shown["block"]["value"] == "I keep ships off the rocks."
+    assert [v["action"] for v in shown["history"]] == ["create"]
+    failed, out = await client.call("show_block", {"label": "rules"})
+    assert not failed and not any(c in out for c in CONTROLS)
+    assert json.loads(out)["block"]["value"] == "never \x1b[2J\u202e"
+    assert "no block 'persona' shared" in await client.error("show_block", {"label": "persona"})
+    assert "`$.label`" in await client.error("show_block", {"label": ""})
+    assert "it needs --allow-write" in await client.error("edit_block", {"label": "x", "action": "create"})
+
+
+async def test_edit_block_with_allow_write(axio_database_location: str) -> None:
+    """Every action, and the refusals that write nothing: a stale version, over the limit, a
+    read-only block, an unknown label, a missing argument."""
+    await seed(axio_database_location)
+    async with served(axio_database_location, "--allow-write") as client:
+
+        async def edit(**args: object) -> dict[str, object]:
+            block: dict[str, object] = (await client.data("edit_block", args))["block"]
+            return block
+
+        made = await edit(label="notes", action="create", text="one", limit=30, description="scratch")
+        assert (made["version"], made["updated_by"]) == (1, "mcp")
+        appended = await edit(label="notes", action="append", text="two", expected_version=1)
+        assert appended["value"] == "one\ntwo"
+        assert (await edit(label="notes", action="insert", text="zero", line=0))["value"] == "zero\none\ntwo"
+        assert (await edit(label="notes", action="replace", old="one", new="1"))["value"] == "zero\n1\ntwo"
+        assert (await edit(label="notes", action="set", text="fresh"))["value"] == "fresh"
+        assert (await edit(label="notes", action="undo"))["value"] == "zero\n1\ntwo"
+        assert (await edit(label="notes", action="redo"))["value"] == "fresh"
+        kept = await edit(label="persona", agent_id="keeper", action="append", text="Lamp lit.")
+        assert kept["value"] == "I keep ships off the rocks.\nLamp lit."
+
+        assert "version" in await client.error(
+            "edit_block", {"label": "notes", "action": "append", "text": "x", "expected_version": 1}
+        )
+        assert "over its limit of 30" in await client.error(
+            "edit_block", {"label": "notes", "action": "set", "text": "x" * 31}
+        )
+        refused = await client.error("edit_block", {"label": "rules", "action": "set", "text": "x"})
+        assert "read-only" in refused
+        assert "no block 'ghost'" in await client.error("edit_block", {"label": "ghost", "action": "undo"})
+        assert await client.error("edit_block", {"label": "notes", "action": "replace", "old": "x"}) == (
+            "replace needs new"
+        )
+        assert "`$.action`" in await client.error("edit_block", {"label": "notes", "action": "drop"})
+        history = (await client.data("show_block", {"label": "notes", "history": True}))["history"]
+        actions = ["create", "append", "insert", "replace", "set", "undo", "redo"]
+        assert [v["action"] for v in history] == actions
