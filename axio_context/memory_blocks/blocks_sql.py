@@ -40,9 +40,7 @@ __all__ = [
     "create",
     "delete",
     "detach",
-    "dump_all",
     "history",
-    "load_one",
     "lookup",
     "search",
     "step_back",
@@ -125,12 +123,25 @@ def _attached(d: Dialect, ids: list[str]) -> Plan[dict[str, tuple[str, ...]]]:
 
 
 def lookup(d: Dialect, agent_id: str, label: str, lock: bool = False) -> Plan[_Found | None]:
-    """The block ``label`` as ``agent_id`` sees it (its own first, then a shared one attached)."""
-    row = yield Row(
-        f"SELECT {_COLS} FROM {_FROM} WHERE b.label = ? AND {_VISIBLE}"
-        f" ORDER BY CASE WHEN b.agent_id = '' THEN 1 ELSE 0 END LIMIT 1{d.lock_rows if lock else ''}",
-        (label, agent_id, agent_id),
-    )
+    """The block ``label`` as ``agent_id`` sees it (its own first, then a shared one attached);
+    ``lock``: its row stays locked until the transaction ends (a writer's read)."""
+    pick = "ORDER BY CASE WHEN b.agent_id = '' THEN 1 ELSE 0 END LIMIT 1"
+    if lock and d.lock_rows:
+        # The block's row alone is locked first: a lock taken through the join would, after
+        # waiting for another writer, recheck the old version row against the new block row
+        # and find nothing (PostgreSQL's read-committed recheck).
+        block_id = yield Value(
+            f"SELECT b.id FROM memory_blocks b WHERE b.label = ? AND {_VISIBLE} {pick}{d.lock_rows}",
+            (label, agent_id, agent_id),
+        )
+        if block_id is None:
+            return None
+        row = yield Row(f"SELECT {_COLS} FROM {_FROM} WHERE b.id = ?", (block_id,))
+    else:
+        row = yield Row(
+            f"SELECT {_COLS} FROM {_FROM} WHERE b.label = ? AND {_VISIBLE} {pick}",
+            (label, agent_id, agent_id),
+        )
     if row is None:
         return None
     links = yield from _attached(d, [str(row[0])])
@@ -359,65 +370,3 @@ def history(d: Dialect, agent_id: str, label: str) -> Plan[list[BlockVersion]]:
         (found.id,),
     )
     return [_version(r) for r in rows]
-
-
-# -- copy, export and import: every block with its whole history, as plain rows ----------------
-
-_BLOCK_ROW: Final = (
-    "id, agent_id, label, value, char_limit, description, read_only, version, created_at, updated_at"
-)
-_VERSION_ROW: Final = (
-    "block_id, version, action, label, value, char_limit, description, read_only, undo_to, redo_to,"
-    " agent_id, run_id, created_at"
-)
-
-
-def dump_all(d: Dialect) -> Plan[list[dict[str, Any]]]:
-    """Every block as a JSON-ready dict: its row, its versions and its attachments."""
-    blocks = yield Rows(f"SELECT {_BLOCK_ROW} FROM memory_blocks ORDER BY id")
-    versions = yield Rows(f"SELECT {_VERSION_ROW} FROM memory_block_versions ORDER BY block_id, version")
-    links = yield Rows("SELECT block_id, agent_id FROM memory_block_agents ORDER BY block_id, agent_id")
-    by_block: dict[str, dict[str, Any]] = {}
-    for r in blocks:
-        row = dict(zip(_BLOCK_ROW.split(", "), r, strict=True))
-        row["read_only"] = int(row["read_only"])
-        by_block[str(r[0])] = {"block": row, "versions": [], "agents": []}
-    for r in versions:
-        row = dict(zip(_VERSION_ROW.split(", "), r, strict=True))
-        row["read_only"] = int(row["read_only"])
-        by_block[str(r[0])]["versions"].append(row)
-    for r in links:
-        by_block[str(r[0])]["agents"].append(str(r[1]))
-    return list(by_block.values())
-
-
-def load_one(d: Dialect, item: dict[str, Any], replace: bool) -> Plan[bool]:
-    """Write one dumped block (its row, versions and attachments) as it was; False when a block
-    with its id (or its owner and label) is there and ``replace`` is false."""
-    block = item["block"]
-    there = yield Value(
-        "SELECT id FROM memory_blocks WHERE id = ? OR (agent_id = ? AND label = ?)",
-        (block["id"], block["agent_id"], block["label"]),
-    )
-    if there is not None:
-        if not replace:
-            return False
-        for table in ("memory_block_agents", "memory_block_versions"):
-            yield Execute(f"DELETE FROM {table} WHERE block_id = ?", (there,))
-        yield Execute("DELETE FROM memory_blocks WHERE id = ?", (there,))
-    cols = _BLOCK_ROW.split(", ")
-    yield Execute(
-        f"INSERT INTO memory_blocks ({_BLOCK_ROW}) VALUES ({', '.join('?' for _ in cols)})",
-        tuple(block[c] for c in cols),
-    )
-    vcols = _VERSION_ROW.split(", ")
-    for v in item["versions"]:
-        yield Execute(
-            f"INSERT INTO memory_block_versions ({_VERSION_ROW}) VALUES ({', '.join('?' for _ in vcols)})",
-            tuple(v[c] for c in vcols),
-        )
-    for agent in item["agents"]:
-        yield Execute(
-            "INSERT INTO memory_block_agents (block_id, agent_id) VALUES (?, ?)", (block["id"], agent)
-        )
-    return True
