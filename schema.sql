@@ -639,15 +639,19 @@ UPDATE sessions SET
 
 -- version: 16 expiry
 
--- A time to live on blob keys and task boards (axio_context/expiry.py): `ttl_ms` is the item's
--- TTL (NULL: never expires) and `expires_at` when it expires (ms since the epoch; a refreshing
--- read moves it). Reads leave expired rows out; a sweep deletes them through the partial index.
+-- A time to live on blob keys, task boards and vector documents (axio_context/expiry.py):
+-- `ttl_ms` is the item's TTL (NULL: never expires) and `expires_at` when it expires (ms since the
+-- epoch; a refreshing read moves it). Reads leave expired rows out; a sweep deletes them through
+-- the partial index.
 ALTER TABLE memory_blob_keys ADD COLUMN ttl_ms INTEGER;
 ALTER TABLE memory_blob_keys ADD COLUMN expires_at INTEGER;
 CREATE INDEX memory_blob_keys_expiry ON memory_blob_keys (expires_at) WHERE expires_at IS NOT NULL;
 ALTER TABLE task_lists ADD COLUMN ttl_ms INTEGER;
 ALTER TABLE task_lists ADD COLUMN expires_at INTEGER;
 CREATE INDEX task_lists_expiry ON task_lists (expires_at) WHERE expires_at IS NOT NULL;
+ALTER TABLE memory_documents ADD COLUMN ttl_ms INTEGER;
+ALTER TABLE memory_documents ADD COLUMN expires_at INTEGER;
+CREATE INDEX memory_documents_expiry ON memory_documents (expires_at) WHERE expires_at IS NOT NULL;
 
 -- version: 17 memory_blocks
 

@@ -382,14 +382,23 @@ UPDATE sessions s SET fork_input_tokens = LEAST(s.input_tokens, p.input_tokens),
     FROM sessions p WHERE p.id = s.parent_id;
 """
 
-# A time to live on blob keys and task boards (axio_context/expiry.py): ``ttl_ms`` is the item's
-# TTL (NULL: never expires) and ``expires_at`` when it expires (ms since the epoch; a refreshing
-# read moves it). Reads leave expired rows out; a sweep deletes them through the partial index.
+# A time to live on blob keys, task boards and vector documents (axio_context/expiry.py):
+# ``ttl_ms`` is the item's TTL (NULL: never expires), ``expires_at`` when it expires (ms since the
+# epoch). Reads leave expired rows out; a sweep deletes them through the partial index. Documents
+# exist once the vector store made them (with these columns): a table made before gets them here.
 _EXPIRY: Final = """
 ALTER TABLE memory_blob_keys ADD COLUMN ttl_ms bigint, ADD COLUMN expires_at bigint;
 CREATE INDEX memory_blob_keys_expiry ON memory_blob_keys (expires_at) WHERE expires_at IS NOT NULL;
 ALTER TABLE task_lists ADD COLUMN ttl_ms bigint, ADD COLUMN expires_at bigint;
 CREATE INDEX task_lists_expiry ON task_lists (expires_at) WHERE expires_at IS NOT NULL;
+DO $$ BEGIN
+    IF to_regclass('memory_documents') IS NOT NULL THEN
+        ALTER TABLE memory_documents ADD COLUMN IF NOT EXISTS ttl_ms bigint,
+            ADD COLUMN IF NOT EXISTS expires_at bigint;
+        CREATE INDEX IF NOT EXISTS memory_documents_expiry ON memory_documents (expires_at)
+            WHERE expires_at IS NOT NULL;
+    END IF;
+END $$;
 """
 
 # Memory blocks (axio_context/memory_blocks): a block's current fields and ``version``, owned by an

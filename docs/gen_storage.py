@@ -44,6 +44,8 @@ DESCRIPTIONS: dict[str, str] = {
     "pydantic-ai's ConversationStore)",
     "activity_and_visible_counts": "listings by last activity (`updated_at` indexes); each session's "
     "count of hidden positions and the token totals a fork started with",
+    "expiry": "a time to live on vector documents, blob keys and task boards (`ttl_ms`, `expires_at` "
+    "and a partial index on it)",
 }
 
 

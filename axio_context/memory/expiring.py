@@ -28,34 +28,34 @@ class ExpiringStore(Protocol):
 class ExpiredCounts(msgspec.Struct, frozen=True):
     """How many expired items each store holds (or a sweep deleted)."""
 
+    documents: int = 0
     blobs: int = 0
     task_lists: int = 0
 
     @property
     def total(self) -> int:
         """All of them."""
-        return self.blobs + self.task_lists
+        return self.documents + self.blobs + self.task_lists
 
     def parts(self) -> str:
         """``'blobs 2, task lists 1'``: the stores that hold any, for people."""
-        named = {"blobs": self.blobs, "task lists": self.task_lists}
+        named = {"documents": self.documents, "blobs": self.blobs, "task lists": self.task_lists}
         return ", ".join(f"{name} {n:,}" for name, n in named.items() if n) or "none"
 
 
 class StoreExpiry:
-    """The expiring stores of one database: its blob keys and its task boards."""
+    """The expiring stores of one database: its vector documents, blob keys and task boards."""
 
-    def __init__(self, blobs: ExpiringStore, task_lists: ExpiringStore) -> None:
-        self._blobs = blobs
-        self._tasks = task_lists
+    def __init__(self, documents: ExpiringStore, blobs: ExpiringStore, task_lists: ExpiringStore) -> None:
+        self._stores = (documents, blobs, task_lists)
 
     async def count_expired(self) -> ExpiredCounts:
         """How many items have expired in each store (read through each one's expiry index)."""
-        return ExpiredCounts(await self._blobs.count_expired(), await self._tasks.count_expired())
+        return ExpiredCounts(*[await store.count_expired() for store in self._stores])
 
     async def sweep_expired(self) -> ExpiredCounts:
         """Delete every expired item (a transaction per store); how many went from each."""
-        return ExpiredCounts(await self._blobs.sweep_expired(), await self._tasks.sweep_expired())
+        return ExpiredCounts(*[await store.sweep_expired() for store in self._stores])
 
     def sweeper(self, interval: float) -> Sweeper:
         """A :class:`~axio_context.expiry.Sweeper` of these stores every ``interval`` seconds,

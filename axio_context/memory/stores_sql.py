@@ -46,8 +46,9 @@ class SQLMemoryStores:
         return SQLTaskStore(self._runner, ttl=ttl)
 
     def expiry(self) -> StoreExpiry:
-        """The stores whose items may expire (blobs, task boards), counted and swept together."""
-        return StoreExpiry(self.blobs(), self.tasks())
+        """The stores whose items may expire (vector documents, blobs, task boards), counted and
+        swept together."""
+        return StoreExpiry(self.vectors(), self.blobs(), self.tasks())
 
     def blocks(self) -> BlockStore:
         """The memory blocks (:mod:`axio_context.memory_blocks`)."""

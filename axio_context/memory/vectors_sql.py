@@ -12,10 +12,13 @@ from typing import Any, Final, NamedTuple, Protocol
 
 from axio_context.copying import CollectionRow
 from axio_context.embeddings import Embedder
+from axio_context.expiry import DEFAULT, NO_TTL, TTL, TTLConfig, now_ms, resolve_ttl
 from axio_context.sql import Dialect, Plan, Row, Rows, Runner, decode_object
+from axio_context.sql.expiry import live
 
 from .errors import InvalidInputError, MissingEmbeddingError
 from .metadata import Condition, MetadataFilter, compile_filter
+from .vector_expiry_sql import count, get_live, refresh_docs, search_live, sweep, write_with_ttl
 from .vectors import (
     DEFAULT_COLLECTION,
     CollectionInfo,
@@ -113,8 +116,8 @@ def _documents(d: Dialect, name: str, limit: int) -> Plan[list[Document]]:
         return []
     rows = yield Rows(
         f"SELECT id, content, {d.json_text('metadata')} FROM memory_documents WHERE collection = ?"
-        f" ORDER BY {d.by_code_point('id')} LIMIT ?",
-        (found[0], limit),
+        f" AND {live()} ORDER BY {d.by_code_point('id')} LIMIT ?",
+        (found[0], now_ms(), limit),
     )
     return [Document(str(i), str(t), None, decode_object(m)) for i, t, m in rows]
 
@@ -122,7 +125,7 @@ def _documents(d: Dialect, name: str, limit: int) -> Plan[list[Document]]:
 class SQLVectorStore:
     """:class:`~axio_context.memory.VectorStore` in a SQL database. ``embedder`` computes
     missing document and text-query embeddings; ``candidates`` is how many documents the coarse
-    pass keeps for exact re-scoring."""
+    pass keeps for exact re-scoring; ``ttl`` is the documents' expiry (:mod:`axio_context.expiry`)."""
 
     def __init__(
         self,
@@ -131,9 +134,13 @@ class SQLVectorStore:
         *,
         embedder: Embedder | None = None,
         candidates: int = DEFAULT_CANDIDATES,
+        ttl: TTLConfig = NO_TTL,
     ) -> None:
         if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
             raise InvalidInputError(f"candidates is a whole number >= 1, got {candidates!r}")
+        if not isinstance(ttl, TTLConfig):
+            raise InvalidInputError(f"ttl is a TTLConfig, got {type(ttl).__name__}")
+        self._ttl = ttl
         self._runner = runner
         self._sql = statements
         self._embedder = embedder
@@ -155,8 +162,28 @@ class SQLVectorStore:
         label = embedder if embedder is not None else self._label()
         await self._runner.write(self._sql.create, name, dimension, label)
 
-    async def _write(self, documents: Sequence[Document], collection: str, replace: bool) -> list[str]:
+    @property
+    def ttl(self) -> TTLConfig:
+        """The documents' expiry: the default TTL and whether reads refresh."""
+        return self._ttl
+
+    async def count_expired(self) -> int:
+        """How many documents have expired and wait for a sweep."""
+        return await self._runner.read(count, now_ms())
+
+    async def sweep_expired(self) -> int:
+        """Delete the expired documents (with their embeddings); how many went."""
+        return await self._runner.write(sweep, self._sql.delete, now_ms())
+
+    async def _seen(self, name: str, ids: list[str], refresh_ttl: bool | None) -> None:
+        if ids and self._ttl.refresh(refresh_ttl):
+            await self._runner.write(refresh_docs, name, ids, now_ms())
+
+    async def _write(
+        self, documents: Sequence[Document], collection: str, replace: bool, ttl: TTL = DEFAULT
+    ) -> list[str]:
         check_collection_name(collection)
+        ttl_ms = resolve_ttl(ttl, self._ttl)
         docs = list(documents)
         found = await self._runner.read(find_collection, collection)
         if found is not None:
@@ -164,22 +191,41 @@ class SQLVectorStore:
         checked = await embed_missing(docs, self._embedder, None if found is None else found[1])
         if checked:
             rows = [(d.id, d.content, vec, meta) for d, vec, meta in checked]
-            await self._runner.write(self._sql.write, collection, self._label(), rows, replace)
+            ids = list(dict.fromkeys(d.id for d in docs))
+            args = (self._label(), rows, replace)
+            await self._runner.write(
+                write_with_ttl,
+                self._sql.write,
+                self._sql.delete,
+                collection,
+                args,
+                ids,
+                replace,
+                ttl_ms,
+                now_ms(),
+            )
         return [d.id for d in docs]
 
-    async def add(self, documents: Sequence[Document], *, collection: str = DEFAULT_COLLECTION) -> list[str]:
-        """Insert the documents whose ids are absent (present ones are kept); returns their ids."""
-        return await self._write(documents, collection, replace=False)
+    async def add(
+        self, documents: Sequence[Document], *, collection: str = DEFAULT_COLLECTION, ttl: TTL = DEFAULT
+    ) -> list[str]:
+        """Insert the documents whose ids are absent (present ones are kept); returns their ids.
+        ``ttl``: seconds the new ones live (None: until deleted; DEFAULT: the store's)."""
+        return await self._write(documents, collection, False, ttl)
 
     async def upsert(
-        self, documents: Sequence[Document], *, collection: str = DEFAULT_COLLECTION
+        self, documents: Sequence[Document], *, collection: str = DEFAULT_COLLECTION, ttl: TTL = DEFAULT
     ) -> list[str]:
-        """Insert or replace the documents; returns their ids."""
-        return await self._write(documents, collection, replace=True)
+        """Insert or replace the documents (each then lives ``ttl`` seconds); returns their ids."""
+        return await self._write(documents, collection, True, ttl)
 
-    async def get(self, ids: Sequence[str], *, collection: str = DEFAULT_COLLECTION) -> list[Document]:
-        """The documents with these ids that exist, in the order asked."""
-        return await self._runner.read(self._sql.get, collection, [str(i) for i in ids])
+    async def get(
+        self, ids: Sequence[str], *, collection: str = DEFAULT_COLLECTION, refresh_ttl: bool | None = None
+    ) -> list[Document]:
+        """The documents with these ids that exist (and have not expired), in the order asked."""
+        found = await self._runner.read(get_live, self._sql.get, collection, [str(i) for i in ids], now_ms())
+        await self._seen(collection, [doc.id for doc in found], refresh_ttl)
+        return found
 
     async def delete(self, ids: Sequence[str], *, collection: str = DEFAULT_COLLECTION) -> int:
         """Delete the documents with these ids; returns how many existed."""
@@ -198,7 +244,9 @@ class SQLVectorStore:
         check_limit(limit)
         query = check_embedding(query_embedding, None, "query")
         q = VectorQuery(collection, query, conditions, min(limit, _MOST), self._candidates)
-        return await self._runner.read(self._sql.search, q)
+        hits = await self._runner.read(search_live, self._sql.search, q, now_ms())
+        await self._seen(collection, [h.id for h in hits], None)
+        return hits
 
     async def search_text(
         self,

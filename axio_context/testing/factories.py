@@ -182,10 +182,13 @@ class _Memory:
 
 
 class _Expiring:
-    """The blob and task stores with an expiry (the expiry suite's factory)."""
+    """The vector, blob and task stores with an expiry (the expiry suite's factory)."""
 
     def __init__(self, memory: _Memory) -> None:
         self.m = memory
+
+    async def vectors(self, ttl: TTLConfig) -> Any:
+        return self.m.f.kit.vectors(await self.m._handle(), ttl=ttl)
 
     async def blobs(self, ttl: TTLConfig) -> Any:
         return self.m.f.kit.blobs(await self.m._handle(), ttl=ttl)

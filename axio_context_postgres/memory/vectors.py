@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from axio_context.copying import CollectionRow, DocumentRow, canonical_json
 from axio_context.embeddings import Embedder
+from axio_context.expiry import NO_TTL, TTLConfig
 from axio_context.memory.errors import DimensionMismatchError
 from axio_context.memory.transfer_sql import stored_json
 from axio_context.memory.vectors import CollectionInfo, Document, SearchResult
@@ -51,9 +52,16 @@ CREATE TABLE IF NOT EXISTS memory_documents (
     metadata jsonb NOT NULL,
     embedding vector NOT NULL,
     updated_at bigint NOT NULL,
+    ttl_ms bigint,
+    expires_at bigint,
     PRIMARY KEY (collection, id)
 )
 """
+#: The documents' expiry index (see axio_context.expiry and schema step 9).
+_EXPIRY_INDEX: Final = (
+    "CREATE INDEX IF NOT EXISTS memory_documents_expiry ON memory_documents (expires_at)"
+    " WHERE expires_at IS NOT NULL"
+)
 _DOCUMENTS_EXIST: Final = "SELECT to_regclass('memory_documents') IS NOT NULL"
 
 
@@ -67,6 +75,7 @@ def _ensure(
             raise VectorExtensionMissingError(ENABLE_VECTOR)
         yield Execute("SELECT pg_advisory_xact_lock(?)", (_CREATE_LOCK,))
         yield Execute(_DOCUMENTS)
+        yield Execute(_EXPIRY_INDEX)
         made = yield Value(
             "INSERT INTO memory_collections (name, dimension, embedder, created_at)"
             " VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING RETURNING id",
@@ -227,9 +236,16 @@ STATEMENTS: Final = _Statements()
 class PostgresVectorStore(SQLVectorStore):
     """:class:`~axio_context.memory.VectorStore` in the PostgreSQL database of ``pool`` (from
     :func:`axio_context_postgres.connect`; the caller closes it). ``embedder`` computes missing
-    document and text-query embeddings; ``candidates`` is how many the index pass keeps."""
+    document and text-query embeddings; ``candidates`` is how many the index pass keeps; ``ttl`` is
+    the documents' expiry (:mod:`axio_context.expiry`)."""
 
     def __init__(
-        self, pool: Pool, *, embedder: Embedder | None = None, candidates: int = DEFAULT_CANDIDATES
+        self,
+        pool: Pool,
+        *,
+        embedder: Embedder | None = None,
+        candidates: int = DEFAULT_CANDIDATES,
+        ttl: TTLConfig = NO_TTL,
     ) -> None:
-        super().__init__(PostgresRunner(pool, WHERE), STATEMENTS, embedder=embedder, candidates=candidates)
+        runner = PostgresRunner(pool, WHERE)
+        super().__init__(runner, STATEMENTS, embedder=embedder, candidates=candidates, ttl=ttl)

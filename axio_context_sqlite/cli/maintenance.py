@@ -110,7 +110,11 @@ _NAMED = 10
 @click.option("--before", type=When(), help="Sessions last updated before this (a date, or an age like 90d).")
 @click.option("--keep", type=Count(0), help="Keep the N most recently updated sessions.")
 @project_option
-@click.option("--expired", is_flag=True, help="Instead: delete the blobs and task boards whose TTL is over.")
+@click.option(
+    "--expired",
+    is_flag=True,
+    help="Instead: delete the vector documents, blobs and task boards whose TTL is over.",
+)
 @click.option("--dry-run", is_flag=True, help="Only list what would be deleted.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @output_options

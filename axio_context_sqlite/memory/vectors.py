@@ -23,6 +23,7 @@ import aiosqlite
 
 from axio_context.copying import CollectionRow, DocumentRow, canonical_json
 from axio_context.embeddings import Embedder
+from axio_context.expiry import NO_TTL, TTLConfig
 from axio_context.memory.errors import DimensionMismatchError
 from axio_context.memory.metadata import Condition
 from axio_context.memory.transfer_sql import stored_json
@@ -335,7 +336,8 @@ STATEMENTS: Final = Statements()
 class SQLiteVectorStore(SQLVectorStore):
     """:class:`~axio_context.memory.VectorStore` in the database ``conn`` (from
     :func:`axio_context_sqlite.connect`; the caller closes it). ``embedder`` computes missing
-    document and text-query embeddings; ``candidates`` is how many documents the coarse pass keeps.
+    document and text-query embeddings; ``candidates`` is how many documents the coarse pass keeps;
+    ``ttl`` is the documents' expiry (:mod:`axio_context.expiry`).
     """
 
     def __init__(
@@ -344,5 +346,7 @@ class SQLiteVectorStore(SQLVectorStore):
         *,
         embedder: Embedder | None = None,
         candidates: int = DEFAULT_CANDIDATES,
+        ttl: TTLConfig = NO_TTL,
     ) -> None:
-        super().__init__(SQLiteRunner(conn), Statements(), embedder=embedder, candidates=candidates)
+        runner = SQLiteRunner(conn)
+        super().__init__(runner, Statements(), embedder=embedder, candidates=candidates, ttl=ttl)

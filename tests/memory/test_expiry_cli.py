@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from axio_context.expiry import InvalidTTLError, Sweeper, TTLConfig, start_sweeper
+from axio_context.memory import Document
 from axio_context.memory.stores_sql import SQLMemoryStores
 from tests.support.backends import Backend, backend_db, backend_pg_url  # noqa: F401  (fixtures)
 from tests.support.cli_helpers import invoke, invoke_json
@@ -32,40 +33,44 @@ def stores_on(db: Backend) -> SQLMemoryStores:
 
 
 async def fill(db: Backend) -> None:
-    """Two expired blob keys (one sharing its bytes with a live key), one expired board, and
-    live ones of each."""
+    """One expired document, two expired blob keys (one sharing its bytes with a live key), one
+    expired board, and live ones of each."""
     async with db.open():
         stores = stores_on(db)
         blobs = stores.blobs()
         await blobs.upload("old/a", b"shared", ttl=0.001)
         await blobs.upload("old/b", b"alone", ttl=0.001)
         await blobs.upload("live", b"shared")
+        await stores.vectors().add([Document("old", "o", [1.0, 0.0])], collection="kb", ttl=0.001)
+        await stores.vectors().add([Document("new", "n", [0.0, 1.0])], collection="kb")
         tasks = stores.tasks(ttl=TTLConfig(default_ttl=0.001))
         await tasks.create_task_list("done", ["t"])
         await tasks.create_task_list("going", ["t"], ttl=3600)
     await asyncio.sleep(0.02)
 
 
-async def live_keys(db: Backend) -> tuple[list[str], list[str]]:
+async def live_keys(db: Backend) -> tuple[list[str], list[str], list[str]]:
     async with db.open():
         stores = stores_on(db)
         keys = [i.key for i in await stores.blobs().list_keys()]
         boards = [b.conversation_id for b in await stores.tasks().list_task_lists()]
-        return keys, boards
+        docs = [d.id for d in await stores.vectors().documents("kb")]
+        return keys, boards, docs
 
 
 def test_stats_dry_run_decline_and_prune(backend_db: Backend) -> None:  # noqa: F811
     asyncio.run(fill(backend_db))
     db = backend_db.where
     stats = invoke_json("--db", db, "stats", "--json")
-    assert stats["expired"] == {"blobs": 2, "task_lists": 1}
+    assert stats["expired"] == {"documents": 1, "blobs": 2, "task_lists": 1}
     assert (
-        "expired    3 item(s) due for prune --expired (blobs 2, task lists 1)"
+        "expired    4 item(s) due for prune --expired (documents 1, blobs 2, task lists 1)"
         in invoke("--db", db, "stats").stdout
     )
     dry = invoke("--db", db, "prune", "--expired", "--dry-run")
-    assert dry.stderr.strip() == "3 expired item(s) would be deleted (blobs 2, task lists 1)"
+    assert dry.stderr.strip() == "4 expired item(s) would be deleted (documents 1, blobs 2, task lists 1)"
     assert invoke_json("--db", db, "prune", "--expired", "--dry-run", "--json") == {
+        "documents": 1,
         "blobs": 2,
         "task_lists": 1,
     }
@@ -73,16 +78,24 @@ def test_stats_dry_run_decline_and_prune(backend_db: Backend) -> None:  # noqa: 
     assert "nothing deleted" in declined.stderr
     assert invoke_json("--db", db, "stats", "--json")["expired"]["blobs"] == 2
     done = invoke("--db", db, "prune", "--expired", input="y\n")
-    assert done.stdout.strip() == "deleted 3 expired item(s) (blobs 2, task lists 1)"
-    assert invoke_json("--db", db, "stats", "--json")["expired"] == {"blobs": 0, "task_lists": 0}
+    assert done.stdout.strip() == "deleted 4 expired item(s) (documents 1, blobs 2, task lists 1)"
+    assert invoke_json("--db", db, "stats", "--json")["expired"] == {
+        "documents": 0,
+        "blobs": 0,
+        "task_lists": 0,
+    }
     assert invoke("--db", db, "prune", "--expired", "--yes").stderr.strip() == "nothing expired"
-    assert asyncio.run(live_keys(backend_db)) == (["live"], ["going"])
+    assert asyncio.run(live_keys(backend_db)) == (["live"], ["going"], ["new"])
 
 
 def test_prune_expired_json_and_bad_combinations(backend_db: Backend) -> None:  # noqa: F811
     asyncio.run(fill(backend_db))
     db = backend_db.where
-    assert invoke_json("--db", db, "prune", "--expired", "--yes", "--json") == {"blobs": 2, "task_lists": 1}
+    assert invoke_json("--db", db, "prune", "--expired", "--yes", "--json") == {
+        "documents": 1,
+        "blobs": 2,
+        "task_lists": 1,
+    }
     bad = invoke("--db", db, "prune", "--expired", "--keep", "3", ok=False)
     assert bad.exit_code == 2
     assert bad.stderr.strip().splitlines()[-1] == "Error: --expired takes no --before, --keep or project"
@@ -99,15 +112,15 @@ def test_prune_expired_in_a_real_process(tmp_path: Path) -> None:
         timeout=120,
     )
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == {"blobs": 2, "task_lists": 1}
-    assert asyncio.run(live_keys(db)) == (["live"], ["going"])
+    assert json.loads(out.stdout) == {"documents": 1, "blobs": 2, "task_lists": 1}
+    assert asyncio.run(live_keys(db)) == (["live"], ["going"], ["new"])
 
 
 async def test_a_sweeper_deletes_in_the_background(backend_db: Backend) -> None:  # noqa: F811
     await fill(backend_db)
     async with backend_db.open():
         expiry = stores_on(backend_db).expiry()
-        assert (await expiry.count_expired()).total == 3
+        assert (await expiry.count_expired()).total == 4
         assert not expiry.sweeper(60).running  # made, not started
         swept = asyncio.Event()
 

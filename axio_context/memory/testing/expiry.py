@@ -1,4 +1,4 @@
-"""The expiry contract (:mod:`axio_context.expiry`) of the blob and task stores: an expired item
+"""The expiry contract (:mod:`axio_context.expiry`) of the vector, blob and task stores: an expired item
 is never returned, even before a sweep; a sweep deletes it; a bad TTL writes nothing."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import pytest
 
 from ...expiry import InvalidTTLError, TTLConfig
 from ..errors import BlobNotFoundError
+from ..vectors import Document
 
 __all__ = ["ExpiringFactory", "ExpiryContract"]
 
@@ -23,6 +24,10 @@ BAD_TTLS: tuple[object, ...] = (-1, 0, 0.0, math.nan, math.inf, 101 * 366 * 8640
 
 class ExpiringFactory(Protocol):
     """Fresh stores of one backend with an expiry (each call may share one database)."""
+
+    async def vectors(self, ttl: TTLConfig) -> Any:
+        """A vector store with ``ttl`` and no embedder."""
+        ...
 
     async def blobs(self, ttl: TTLConfig) -> Any:
         """A blob store with ``ttl`` (it has ``count_expired`` and ``sweep_expired``)."""
@@ -39,6 +44,40 @@ class ExpiryContract:
     @pytest.fixture
     def expiring(self) -> ExpiringFactory:
         raise NotImplementedError("provide an `expiring` fixture returning an ExpiringFactory")
+
+    async def test_expired_document_is_never_returned_before_a_sweep(self, expiring: ExpiringFactory) -> None:
+        store = await expiring.vectors(TTLConfig())
+        await store.add([Document("gone", "old", [1.0, 0.0], {"k": 1})], collection="kb", ttl=SHORT)
+        await store.add([Document("kept", "new", [0.9, 0.1], {"k": 1})], collection="kb", ttl=3600)
+        await store.upsert([Document("far", "far", [0.0, 1.0])], collection="kb")
+        await asyncio.sleep(PAST)
+        assert [d.id for d in await store.get(["gone", "kept", "far"], collection="kb")] == ["kept", "far"]
+        hits = await store.search([1.0, 0.0], collection="kb", limit=2)
+        assert [h.id for h in hits] == ["kept", "far"]  # still two hits: the expired one is skipped
+        assert [h.id for h in await store.search([1.0, 0.0], collection="kb", filter={"k": 1})] == ["kept"]
+        assert [d.id for d in await store.documents("kb")] == ["far", "kept"]
+        assert await store.count_expired() == 1
+        assert await store.delete(["gone"], collection="kb") == 1  # the row was still there
+        await store.upsert([Document("again", "a", [1.0, 0.0])], collection="kb", ttl=SHORT)
+        await asyncio.sleep(PAST)
+        await store.add([Document("again", "fresh", [1.0, 0.0])], collection="kb")  # absent to add
+        assert [d.content for d in await store.get(["again"], collection="kb")] == ["fresh"]
+        await store.add([Document("old", "o", [0.5, 0.5])], collection="kb", ttl=SHORT)
+        await asyncio.sleep(PAST)
+        assert await store.count_expired() == 1
+        assert await store.sweep_expired() == 1
+        assert await store.count_expired() == 0
+        hits = await store.search([0.5, 0.5], collection="kb", limit=9)
+        assert sorted(h.id for h in hits) == ["again", "far", "kept"]
+
+    async def test_document_default_ttl_and_refresh(self, expiring: ExpiringFactory) -> None:
+        store = await expiring.vectors(TTLConfig(default_ttl=0.6, refresh_on_read=True))
+        await store.add([Document("read", "r", [1.0, 0.0]), Document("unread", "u", [0.0, 1.0])])
+        await store.add([Document("never", "n", [0.7, 0.7])], ttl=None)
+        await asyncio.sleep(0.35)
+        assert [d.id for d in await store.get(["read"])] == ["read"]  # restarts its 0.6 s
+        await asyncio.sleep(0.35)
+        assert [d.id for d in await store.documents()] == ["never", "read"]
 
     async def test_expired_blob_is_never_returned_before_a_sweep(self, expiring: ExpiringFactory) -> None:
         store = await expiring.blobs(TTLConfig())
@@ -148,5 +187,9 @@ class ExpiryContract:
         with pytest.raises(InvalidTTLError, match=r"^ttl is a number of seconds"):
             await tasks.create_task_list("conv", ["t"], ttl=bad)
         assert await tasks.list_task_lists() == []
+        vectors = await expiring.vectors(TTLConfig())
+        with pytest.raises(InvalidTTLError, match=r"^ttl is a number of seconds"):
+            await vectors.upsert([Document("d", "x", [1.0])], ttl=bad)
+        assert await vectors.list_collections() == []
         with pytest.raises(InvalidTTLError, match=r"^default_ttl is a number of seconds"):
             TTLConfig(default_ttl=bad)  # type: ignore[arg-type]
