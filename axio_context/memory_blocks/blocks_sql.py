@@ -151,8 +151,7 @@ def lookup(d: Dialect, agent_id: str, label: str, lock: bool = False) -> Plan[_F
 def _must(d: Dialect, agent_id: str, label: str) -> Plan[_Found]:
     found = yield from lookup(d, agent_id, label, lock=True)
     if found is None:
-        whose = "shared" if agent_id == SHARED else f"of agent {agent_id!r}"
-        raise BlockNotFoundError(f"no block {label!r} {whose}")
+        raise BlockNotFoundError.of(label, agent_id)
     return found
 
 
@@ -363,8 +362,7 @@ def history(d: Dialect, agent_id: str, label: str) -> Plan[list[BlockVersion]]:
     """Every version of the block, oldest first."""
     found = yield from lookup(d, agent_id, label)
     if found is None:
-        whose = "shared" if agent_id == SHARED else f"of agent {agent_id!r}"
-        raise BlockNotFoundError(f"no block {label!r} {whose}")
+        raise BlockNotFoundError.of(label, agent_id)
     rows = yield Rows(
         f"SELECT {_VERSION_COLS} FROM memory_block_versions WHERE block_id = ? ORDER BY version",
         (found.id,),

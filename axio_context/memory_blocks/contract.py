@@ -142,7 +142,7 @@ class MemoryBlockContract:
                 await blocks.create(MemoryBlock(label, "v"))
         assert await blocks.list_blocks(agent_id=None) == []
         await blocks.create(MemoryBlock("x" * MAX_LABEL, "v"))
-        with pytest.raises(BlockNotFoundError, match="no block 'nope'"):
+        with pytest.raises(BlockNotFoundError, match="no shared block 'nope'"):
             await blocks.get("nope")
         with pytest.raises(BlockNotFoundError):
             await blocks.set("nope", "v")

@@ -36,6 +36,13 @@ class ReadOnlyBlockError(BlockError, PermissionError):
 class BlockNotFoundError(BlockError, LookupError):
     """No block with that label is visible to that agent."""
 
+    @classmethod
+    def of(cls, label: str, agent_id: str) -> BlockNotFoundError:
+        """The error naming the label and whose blocks were looked in."""
+        if agent_id:
+            return cls(f"no block {label!r} of agent {agent_id!r}")
+        return cls(f"no shared block {label!r} (give --agent, or agent_id, for an agent's own)")
+
 
 class BlockExistsError(BlockError, ValueError):
     """A block with that label is already visible to that agent."""

@@ -91,8 +91,7 @@ class BlockStore:
         """The block ``label`` as ``agent_id`` sees it (BlockNotFoundError when there is none)."""
         block = await self.find(label, agent_id=agent_id)
         if block is None:
-            whose = "shared" if agent_id == SHARED else f"of agent {agent_id!r}"
-            raise BlockNotFoundError(f"no block {label!r} {whose}")
+            raise BlockNotFoundError.of(label, agent_id)
         return block
 
     async def find(self, label: str, *, agent_id: str = SHARED) -> Block | None:
