@@ -22,6 +22,12 @@ from axio_context.embeddings import (
     check_embedder,
     vector_to_blob,
 )
+from axio_context.encryption import (
+    EncryptionUnavailableError,
+    KeyRequiredError,
+    NotEncryptedError,
+    WrongKeyError,
+)
 from axio_context.errors import (
     DatabaseNotFoundError,
     DatabaseOpenError,
@@ -344,6 +350,10 @@ class Database(DatabaseJobs, DatabaseLive, DatabaseStores):
         return await run(self._conn, vector_space)
 
 
+#: Errors of a key that does not fit the file: opening read-only instead would fail the same way.
+_KEY_ERRORS = (EncryptionUnavailableError, KeyRequiredError, NotEncryptedError, WrongKeyError)
+
+
 def _existing(target: Path) -> None:
     """Refuse a path that holds no database yet: missing, or an empty file (which a reader must
     leave empty, and a writer that may not create one must not fill with a schema)."""
@@ -363,6 +373,7 @@ async def open_database(
     create: bool = True,
     readonly: bool = False,
     busy_timeout: float = 5.0,
+    key: bytes | str | None = None,
 ) -> AsyncIterator[Database]:
     """Open a database file for the duration of an ``async with`` block.
 
@@ -371,20 +382,20 @@ async def open_database(
     one :class:`EmptyDatabaseError`) and nothing is created, and a file that cannot be written
     (a read-only file or folder) is opened read-only instead, so reading still works.
     ``readonly`` (implies ``create=False``) never writes to the file at all: no schema, no
-    upgrade, no index upkeep.
+    upgrade, no index upkeep. ``key``: an encrypted file's key, as :func:`connect` takes it.
     """
     target = await asyncio.to_thread(lambda: db_location(path)[0])
     if readonly or not create:
         await asyncio.to_thread(_existing, target)
     if readonly:
-        conn = await connect(target, busy_timeout=busy_timeout, readonly=True)
+        conn = await connect(target, busy_timeout=busy_timeout, readonly=True, key=key)
     else:
         try:
-            conn = await connect(target, busy_timeout=busy_timeout)
-        except (ReadOnlyDatabaseError, DatabaseOpenError):
-            if create:
+            conn = await connect(target, busy_timeout=busy_timeout, key=key)
+        except (ReadOnlyDatabaseError, DatabaseOpenError) as exc:
+            if create or isinstance(exc, _KEY_ERRORS):
                 raise
-            conn = await connect(target, busy_timeout=busy_timeout, readonly=True)
+            conn = await connect(target, busy_timeout=busy_timeout, readonly=True, key=key)
     try:
         yield Database(conn, target)
     finally:

@@ -44,7 +44,7 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _describe(path: str | Path | None) -> DatabaseInfo:
+def _describe(path: str | Path | None, key: bytes | None = None) -> DatabaseInfo:
     target, source = db_path(path)
     version: int | None = None
     note: str | None = None
@@ -57,7 +57,7 @@ def _describe(path: str | Path | None) -> DatabaseInfo:
         note = "empty file: nothing stored yet"
     else:
         try:
-            version = schema_version_of(target)
+            version = schema_version_of(target, key)
         except (AxioContextError, OSError) as exc:
             note = str(exc)
         else:
@@ -81,6 +81,7 @@ def _describe(path: str | Path | None) -> DatabaseInfo:
     )
 
 
-async def describe_database(path: str | Path | None = None) -> DatabaseInfo:
-    """What is at ``path`` (None: the default database), read without creating or writing it."""
-    return await asyncio.to_thread(_describe, path)
+async def describe_database(path: str | Path | None = None, key: bytes | None = None) -> DatabaseInfo:
+    """What is at ``path`` (None: the default database), read without creating or writing it;
+    ``key``: an encrypted file's (None: the environment's, if any)."""
+    return await asyncio.to_thread(_describe, path, key)

@@ -235,9 +235,12 @@ def backup(c: Any, source: Path, dest: Path, overwrite: bool) -> None:
 
     The copy is made in one step, so it holds one read snapshot while other connections write.
     It is written to an owner-only temporary file beside ``dest`` and renamed over it only once
-    complete, so a failed backup (a full disk) leaves an existing ``dest`` as it was.
+    complete, so a failed backup (a full disk) leaves an existing ``dest`` as it was. The backup
+    of an encrypted database is encrypted under the same key (SQLCipher copies between files of
+    one key only).
     """
-    import sqlean
+    from ..store.driver import driver_errors
+    from ..store.files import connect_raw
 
     dest = dest.expanduser()
     target = output_target(dest, source)
@@ -253,7 +256,7 @@ def backup(c: Any, source: Path, dest: Path, overwrite: bool) -> None:
     fd, temp = temporary_beside(target)
     os.close(fd)
     try:
-        copy = sqlean.connect(str(temp), isolation_level=None)
+        copy = connect_raw(str(temp), getattr(c, "cipher_key", None), isolation_level=None)
         try:
             c.backup(copy)
         finally:
@@ -265,6 +268,6 @@ def backup(c: Any, source: Path, dest: Path, overwrite: bool) -> None:
     except BaseException as exc:
         for suffix in ("", *SIDE_SUFFIXES):
             temp.with_name(temp.name + suffix).unlink(missing_ok=True)
-        if isinstance(exc, sqlean.Error):
+        if isinstance(exc, driver_errors()):
             raise DatabaseError(f"cannot write the backup {dest}: {exc}") from None
         raise

@@ -7,8 +7,10 @@ library's named errors become one-line messages and exit code 1; usage errors ar
 """
 
 from . import (
+    blocks,
     browsing,
     copying,
+    encrypting,
     info,
     maintenance,
     mcp_server,
@@ -23,10 +25,12 @@ from . import (
 from .app import cli, default_db_path, main
 
 __all__ = [
+    "blocks",
     "browsing",
     "cli",
     "copying",
     "default_db_path",
+    "encrypting",
     "info",
     "main",
     "maintenance",

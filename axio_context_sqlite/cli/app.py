@@ -17,6 +17,7 @@ from typing import Any, BinaryIO, TypeVar
 import click
 
 from axio_context import __version__
+from axio_context.encryption import ENV_KEY, ENV_KEY_FILE, read_key_file
 from axio_context.errors import AxioContextError, DatabaseNotFoundError
 from axio_context.locations import shown_location
 from axio_context.terminal import visible
@@ -54,6 +55,8 @@ class Settings:
         else:
             self.path, self.source = db_path(db)
         self.explicit = self.source is not PathSource.DEFAULT
+        #: The key ``--key-file`` gave (None: the environment's, if any); never printed.
+        self.key: bytes | None = None
 
     @property
     def target(self) -> str | Path:
@@ -186,7 +189,7 @@ def _on_db(
     async def go() -> T:
         async with contextlib.AsyncExitStack() as stack:
             try:
-                db = await stack.enter_async_context(opener(settings.target, **options))
+                db = await stack.enter_async_context(opener(settings.target, settings.key, **options))
             except DatabaseNotFoundError as exc:
                 named = settings.explicit and not isinstance(exc, EmptyDatabaseError)
                 if absent is None or named:
@@ -278,9 +281,15 @@ class _Group(click.Group):
     type=click.Path(dir_okay=False),
     help=f"Database file or postgresql:// URL (default: ${ENV_VAR}, else context.db in the user data dir).",
 )
+@click.option(
+    "--key-file",
+    type=click.Path(dir_okay=False),
+    help=f"Key of an encrypted database: a file of 64 hex characters or 32 bytes (default: ${ENV_KEY},"
+    f" else the file ${ENV_KEY_FILE} names).",
+)
 @click.version_option(__version__, prog_name="axio-context")
 @click.pass_context
-def cli(ctx: click.Context, db: str | None) -> None:
+def cli(ctx: click.Context, db: str | None, key_file: str | None) -> None:
     """See, read, back up and move the agent sessions stored by axio-context."""
     for stream in (sys.stdout, sys.stderr):
         # Text the terminal's encoding cannot show is replaced, not a UnicodeEncodeError
@@ -288,6 +297,9 @@ def cli(ctx: click.Context, db: str | None) -> None:
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="replace")
     ctx.obj = Settings(db)
+    if key_file is not None:
+        with one_line_errors():
+            ctx.obj.key = read_key_file(key_file)
 
 
 def writing_db(ctx: click.Context, action: Callable[[OpenDatabase], Awaitable[T]]) -> T:

@@ -17,7 +17,12 @@ __all__ = ["BackendMissingError", "OpenDatabase", "PostgresExtraMissingError", "
 PostgresExtraMissingError = BackendMissingError
 
 
-def opener(where: str | Path, **options: Any) -> contextlib.AbstractAsyncContextManager[OpenDatabase]:
+def opener(
+    where: str | Path, key: bytes | None = None, **options: Any
+) -> contextlib.AbstractAsyncContextManager[OpenDatabase]:
     """The ``async with`` that opens ``where`` on its backend (``create``, ``readonly`` as
-    :func:`axio_context.backends.open_database` takes them)."""
+    :func:`axio_context.backends.open_database` takes them); ``key``: from ``--key-file`` (None:
+    the environment's, which the SQLite backend reads itself)."""
+    if key is not None:
+        options["key"] = key
     return open_database(where, **options)

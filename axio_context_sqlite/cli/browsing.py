@@ -114,4 +114,4 @@ def browse(ctx: click.Context, session: str | None, project: str | None, here: b
     read_db(ctx, lambda db: live(db).data_version())
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise click.ClickException("browse is a full-screen app: run it on a terminal, not with a pipe")
-    BrowserApp(settings.target, project=scope, session=session, full=full).run()
+    BrowserApp(settings.target, project=scope, session=session, full=full, key=settings.key).run()

@@ -11,8 +11,8 @@ import click
 
 from axio_context.copying import CopyAllReport, copy_all
 
-from .app import cli, one_line_errors
-from .backends import opener
+from .app import cli, one_line_errors, settings_of
+from .backends import is_url, opener
 from .options import output_options
 from .output import StageProgress, echo_json, one_line, say
 
@@ -31,8 +31,11 @@ def copy(ctx: click.Context, src: str, dst: str, dry_run: bool, as_json: bool) -
 
     async def go() -> CopyAllReport:
         async with contextlib.AsyncExitStack() as stack:
-            source = await stack.enter_async_context(opener(src, create=False))
-            target = await stack.enter_async_context(opener(dst, create=not dry_run))
+            # --key-file opens the files among them (a URL takes no key)
+            key = settings_of(ctx).key
+            src_key, dst_key = (None if is_url(w) else key for w in (src, dst))
+            source = await stack.enter_async_context(opener(src, src_key, create=False))
+            target = await stack.enter_async_context(opener(dst, dst_key, create=not dry_run))
             return await copy_all(source, target, progress, dry_run=dry_run)
 
     try:

@@ -33,7 +33,9 @@ def info(ctx: click.Context, as_json: bool) -> None:
         return
     # --db is passed as given; $AXIO_CONTEXT_DB and the default are the library's own answer.
     with one_line_errors():
-        d = asyncio.run(describe_database(settings.path if settings.source is PathSource.ARGUMENT else None))
+        d = asyncio.run(
+            describe_database(settings.path if settings.source is PathSource.ARGUMENT else None, settings.key)
+        )
     if as_json:
         echo_json(d)
         return

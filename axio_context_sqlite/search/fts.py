@@ -9,15 +9,14 @@ the model wrote: text blocks) and ``tool`` (tool names, tool inputs and tool res
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Literal
 
-import sqlean
-
 from axio_context.errors import SearchQueryError
 from axio_context.search.query import MAX_TERMS, TOKEN_CATEGORIES, match_terms, raw_words
+
+from ..store.driver import driver_errors
 
 __all__ = [
     "BM25_WEIGHTS",
@@ -94,7 +93,7 @@ def raw_expression(query: str) -> str | None:
 
 def is_fts_query_error(exc: BaseException) -> bool:
     """True when ``exc`` is SQLite rejecting an FTS5 MATCH expression (not any other failure)."""
-    if not isinstance(exc, sqlite3.OperationalError | sqlean.OperationalError):
+    if not isinstance(exc, driver_errors("OperationalError")):
         return False
     message = str(exc)
     return message.startswith(_FTS_ERROR_PREFIXES)
@@ -109,7 +108,7 @@ def fts_errors(query: str) -> Iterator[None]:
     """
     try:
         yield
-    except (sqlite3.OperationalError, sqlean.OperationalError) as exc:
+    except driver_errors("OperationalError") as exc:
         if not is_fts_query_error(exc):
             raise
         raise SearchQueryError(f"invalid FTS5 query {query!r}: {exc}") from exc

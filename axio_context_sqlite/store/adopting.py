@@ -6,19 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sqlite3 as _stdlib_sqlite3
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeVar, cast
 
 import aiosqlite
-import sqlean
 
 from axio_context.errors import StoreClosedError
 
 from ..errors import translate_error
 from . import packing
 from .appending import install_temp_objects
+from .driver import driver_errors
 from .schema import apply_schema, check_owner, refuse_newer
 from .worker import call_in_job
 
@@ -68,6 +67,6 @@ async def adopt(conn: aiosqlite.Connection) -> None:
             if str(exc) not in CLOSED_WORDS:
                 raise
             raise StoreClosedError("the database connection is closed") from exc
-        except (sqlean.Error, _stdlib_sqlite3.Error) as exc:
+        except driver_errors() as exc:
             raise translate_error(exc, "") from None
         READY.add(conn)

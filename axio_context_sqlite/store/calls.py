@@ -5,17 +5,16 @@ idle; :func:`run_short` picks between them.
 
 from __future__ import annotations
 
-import sqlite3 as _stdlib_sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeVar, cast
 
 import aiosqlite
-import sqlean
 
 from axio_context.errors import StoreClosedError
 
 from ..errors import translate_error
 from .adopting import CLOSED_WORDS, READY, adopt
+from .driver import driver_errors
 from .worker import Connection, call_in_job
 
 __all__ = ["NOT_RUN", "run", "run_inline", "run_short"]
@@ -45,11 +44,11 @@ async def run(conn: aiosqlite.Connection, fn: Callable[..., T], *args: Any, **kw
         if str(exc) in CLOSED_WORDS:
             raise StoreClosedError("the database connection is closed") from None
         raise
-    except (sqlean.ProgrammingError, _stdlib_sqlite3.ProgrammingError) as exc:
+    except driver_errors("ProgrammingError") as exc:
         if "closed" in str(exc):  # queued behind a close() that was already on its way
             raise StoreClosedError("the database connection is closed") from None
         raise translate_error(exc, getattr(conn, "path", "")) from None
-    except (sqlean.Error, _stdlib_sqlite3.Error) as exc:
+    except driver_errors() as exc:
         raise translate_error(exc, getattr(conn, "path", "")) from None
 
 

@@ -23,15 +23,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-import sqlean
+from axio_context.encryption import key_from_environment, parse_key
 
 from ..errors import EmptyDatabaseError, translate_error
 from ..paths import db_path as db_location
 from . import packing
 from .adopting import READY
 from .appending import install_temp_objects
-from .driver import MMAP_SIZE, Synchronous, warn_vec_once
-from .files import RawConnection, open_readonly, prepare_file, remove_side_files, side_files
+from .driver import MMAP_SIZE, Synchronous, driver_errors, warn_vec_once
+from .files import connect_raw, open_readonly, prepare_file, remove_side_files, side_files
 from .schema import apply_schema, check_owner, is_empty, mark, refuse_newer
 from .vec import load_sqlite_vec
 from .worker import Connection
@@ -68,6 +68,7 @@ def connect(
     busy_timeout: float = 5.0,
     synchronous: Synchronous = "NORMAL",
     readonly: bool = False,
+    key: bytes | str | None = None,
 ) -> _Opener:
     """Open (creating if needed) a database, upgrade its schema, and return the connection.
 
@@ -78,6 +79,9 @@ def connect(
     ``busy_timeout`` (seconds) bounds how long a write waits for another process's lock.
     ``readonly`` opens an existing file without writing anything (no schema upgrade), even in a
     folder it cannot write (see :func:`open_readonly`).
+    ``key`` (32 bytes, or 64 hex characters) opens or creates an encrypted file (docs/encryption.md);
+    None takes the key from the environment (:func:`axio_context.encryption.key_from_environment`),
+    if any.
     """
     path = db_location(db_path)[0]
     # A read-only open goes through a file: URI, which needs an absolute path.
@@ -88,6 +92,7 @@ def connect(
         raise ValueError("busy_timeout must be >= 0")
 
     async def open_() -> Connection:
+        secret = parse_key(key) if key is not None else await asyncio.to_thread(key_from_environment)
         await asyncio.to_thread(prepare_file, path, readonly)
         holder: dict[str, Any] = {}
         # Reading a WAL database makes its -wal and -shm, which a read-only connection cannot
@@ -98,14 +103,10 @@ def connect(
             # check_same_thread off: run_inline uses the connection on the event loop's thread
             # too, only while the worker is idle, so never from two threads at once.
             if readonly:
-                raw = open_readonly(absolute, busy_timeout)
+                raw = open_readonly(absolute, busy_timeout, secret)
             else:
-                raw = sqlean.connect(
-                    str(path),
-                    isolation_level=None,
-                    timeout=busy_timeout,
-                    check_same_thread=False,
-                    factory=RawConnection,
+                raw = connect_raw(
+                    str(path), secret, isolation_level=None, timeout=busy_timeout, check_same_thread=False
                 )
             try:
                 raw.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
@@ -148,7 +149,7 @@ def connect(
             # finishing after the event loop closed would die with "Event loop is closed".
             if conn._thread.is_alive():
                 await asyncio.get_running_loop().run_in_executor(None, conn._thread.join, 10.0)
-            if isinstance(exc, sqlean.Error):
+            if isinstance(exc, driver_errors()):
                 raise translate_error(exc, str(path)) from None
             raise
         conn.vec_loaded = bool(holder.get("vec"))
@@ -157,7 +158,7 @@ def connect(
         conn.path = str(path)
         conn.readonly = readonly
         if tidy:
-            conn.after_close = functools.partial(remove_side_files, absolute)
+            conn.after_close = functools.partial(remove_side_files, absolute, secret)
         if not readonly and synchronous in ("OFF", "NORMAL"):
             # FULL and EXTRA sync the disk on every commit: never on the event loop's thread.
             conn.inline_timeout = busy_timeout

@@ -3,23 +3,38 @@
 Many Pythons (pyenv builds, macOS system Python) ship a ``sqlite3`` that cannot load extensions,
 so connections are opened through ``sqlean`` (SQLite 3.50 with FTS5, wheels for every major
 platform) and handed to aiosqlite through its connector hook; the worker thread opens the
-connection and loads sqlite-vec on it. This module is the one place that knows which driver is
-used.
+connection and loads sqlite-vec on it. An encrypted file is opened through SQLCipher instead
+(``sqlcipher3``, :mod:`.cipher`), which has FTS5 and loads sqlite-vec the same way. This module is
+the one place that knows which drivers are used.
 """
 
 from __future__ import annotations
 
+import sqlite3 as _stdlib_sqlite3
+import sys
 import warnings
 from typing import Any, Literal, TypeVar
 
 import sqlean
 
-__all__ = ["MMAP_SIZE", "Synchronous", "sqlite_module", "warn_vec_once"]
+__all__ = ["MMAP_SIZE", "Synchronous", "driver_errors", "sqlite_module", "warn_vec_once"]
 
 T = TypeVar("T")
 
 #: The DB-API module every connection comes from (exceptions included).
 sqlite_module: Any = sqlean
+
+
+def driver_errors(kind: str = "Error") -> tuple[type[BaseException], ...]:
+    """The exception class ``kind`` (``Error``, ``OperationalError``...) of every driver in use, for
+    ``except`` clauses: sqlean's, the standard library's (aiosqlite's own), and SQLCipher's once an
+    encrypted file was opened (:mod:`.cipher`)."""
+    found: list[type[BaseException]] = [getattr(sqlean, kind), getattr(_stdlib_sqlite3, kind)]
+    cipher = sys.modules.get("sqlcipher3")
+    if cipher is not None:
+        found.append(getattr(cipher, kind))
+    return tuple(found)
+
 
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 

@@ -12,8 +12,12 @@ from typing import Any, TypeVar
 
 import sqlean
 
+from .cipher import open_keyed, refuse_unkeyed
+from .driver import driver_errors
+
 __all__ = [
     "RawConnection",
+    "connect_raw",
     "make_private_folders",
     "open_readonly",
     "prepare_file",
@@ -28,6 +32,17 @@ class RawConnection(sqlean.Connection):  # type: ignore[misc]
 
 
 T = TypeVar("T")
+
+
+def connect_raw(target: str, key: bytes | None, *, path: str | None = None, **options: Any) -> Any:
+    """A driver connection to ``target``: sqlean's for a plain file, SQLCipher's under ``key``
+    (:func:`.cipher.open_keyed`); ``path`` names the file in errors. Without a key, a file that
+    looks encrypted is refused first with a one-line error (:func:`.cipher.refuse_unkeyed`)."""
+    where = path or target
+    if key is not None:
+        return open_keyed(target, key, path=where, **options)
+    refuse_unkeyed(where)
+    return sqlean.connect(target, factory=RawConnection, **options)
 
 
 def make_private_folders(folder: Path) -> None:
@@ -88,7 +103,7 @@ def _restore_side_file_modes(path: Path) -> None:
                 os.chmod(side, mode)
 
 
-def open_readonly(absolute: str, busy_timeout: float) -> Any:
+def open_readonly(absolute: str, busy_timeout: float, key: bytes | None = None) -> Any:
     """A read-only driver connection to an existing database, even in a folder it cannot write.
 
     Reading a WAL database needs its ``-shm`` index, which SQLite cannot create in a read-only
@@ -100,21 +115,24 @@ def open_readonly(absolute: str, busy_timeout: float) -> Any:
     uri = Path(absolute).as_uri()
 
     def opened(options: str) -> Any:
-        return sqlean.connect(
+        return connect_raw(
             f"{uri}?{options}",
+            key,
+            path=absolute,
             uri=True,
             isolation_level=None,
             timeout=busy_timeout,
             check_same_thread=False,
-            factory=RawConnection,
         )
 
-    raw = opened("mode=ro")
+    raw = None
     try:
+        raw = opened("mode=ro")
         raw.execute("SELECT count(*) FROM sqlite_master").fetchone()
         return raw
-    except sqlean.OperationalError as exc:
-        raw.close()
+    except driver_errors("OperationalError") as exc:
+        if raw is not None:
+            raw.close()
         low = str(exc).lower()
         if "readonly" not in low and "read-only" not in low and "unable to open" not in low:
             raise
@@ -135,7 +153,7 @@ def side_files(absolute: str) -> tuple[Path, Path]:
     return Path(absolute + "-wal"), Path(absolute + "-shm")
 
 
-def remove_side_files(absolute: str) -> None:
+def remove_side_files(absolute: str, key: bytes | None = None) -> None:
     """After a read-only connection closed that found no ``-wal``/``-shm`` beside the database:
     remove the ones reading it made, as SQLite does when the last connection to a WAL database
     closes (a read-only one cannot: it may not checkpoint). A plain connection is opened and
@@ -150,8 +168,8 @@ def remove_side_files(absolute: str) -> None:
         return
     if not (os.access(absolute, os.W_OK) and os.access(os.path.dirname(absolute), os.W_OK)):
         return
-    with contextlib.suppress(sqlean.Error):
-        raw = sqlean.connect(absolute, isolation_level=None, timeout=0)
+    with contextlib.suppress(*driver_errors(), OSError):
+        raw = connect_raw(absolute, key, isolation_level=None, timeout=0)
         try:
             raw.execute("SELECT count(*) FROM sqlite_master").fetchone()  # reads through the WAL index
         finally:

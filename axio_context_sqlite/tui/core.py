@@ -45,10 +45,12 @@ FAILED = Failed()
 
 
 @contextlib.asynccontextmanager
-async def open_browsable(where: str | Path, *, busy_timeout: float) -> AsyncIterator[Browsable]:
+async def open_browsable(
+    where: str | Path, *, busy_timeout: float, key: bytes | None = None
+) -> AsyncIterator[Browsable]:
     """The database at ``where`` (a file, which must exist, or a URL) as the screens read it:
-    opened by the registry, through its backend's browser."""
-    async with open_database(where, create=False, busy_timeout=busy_timeout) as db:
+    opened by the registry, through its backend's browser (``key``: an encrypted file's)."""
+    async with open_database(where, create=False, busy_timeout=busy_timeout, key=key) as db:
         yield db.browser()
 
 
@@ -71,8 +73,10 @@ class DatabaseApp(App[None]):
         retry_interval: float = 1.0,
         poll_interval: float = 0.5,
         page_size: int = 100,
+        key: bytes | None = None,
     ) -> None:
         super().__init__()
+        self._key = key  # an encrypted file's key (None: the environment's, if any); never shown
         self.path: str | Path = path if is_url(path) else Path(path)
         self.project = project
         self.session = session
@@ -122,7 +126,7 @@ class DatabaseApp(App[None]):
     async def _open(self) -> None:
         while True:
             try:
-                opened = open_browsable(self.path, busy_timeout=self.busy_timeout)
+                opened = open_browsable(self.path, busy_timeout=self.busy_timeout, key=self._key)
                 self.db = await self._db_stack.enter_async_context(opened)
             except DatabaseLockedError:
                 self.show_locked()

@@ -1,0 +1,86 @@
+"""``encrypt``, ``decrypt`` and ``rekey``: convert a database file in place, atomically (a new file
+written beside it, synced, renamed over it: :mod:`..admin.encryption`). Keys come from files or
+the environment, never from the command line, and are never printed."""
+
+from __future__ import annotations
+
+import click
+
+from axio_context.encryption import ENV_KEY, ENV_KEY_FILE, key_from_environment, read_key_file
+
+from ..admin.encryption import convert_file
+from .app import Settings, cli, one_line_errors, settings_of
+from .options import output_options
+from .output import echo_json, say
+
+
+def _file_of(ctx: click.Context) -> Settings:
+    settings = settings_of(ctx)
+    if settings.url is not None:
+        raise click.UsageError(
+            "encrypt, decrypt and rekey convert a database file; a server's data is encrypted by its client"
+        )
+    return settings
+
+
+def _key(settings: Settings, what: str) -> bytes:
+    """The key ``--key-file`` or the environment gives; a usage error naming both when none does."""
+    with one_line_errors():
+        key = settings.key if settings.key is not None else key_from_environment()
+    if key is None:
+        raise click.UsageError(f"{what} needs a key: --key-file FILE, or ${ENV_KEY} (or ${ENV_KEY_FILE})")
+    return key
+
+
+def _done(settings: Settings, verb: str, as_json: bool) -> None:
+    if as_json:
+        echo_json({"database": settings.shown, "done": verb})
+    else:
+        say(f"{verb} {settings.shown}")
+
+
+@cli.command()
+@output_options(listing=False)
+@click.pass_context
+def encrypt(ctx: click.Context, as_json: bool) -> None:
+    """Encrypt the database file in place under the key (--key-file, or $AXIO_CONTEXT_KEY).
+
+    A new encrypted file is written beside it, synced and renamed over it: a crash leaves the
+    old file as it was. Close other programs using the database first."""
+    settings = _file_of(ctx)
+    key = _key(settings, "encrypt")
+    with one_line_errors():
+        convert_file(settings.path, None, key)
+    _done(settings, "encrypted", as_json)
+
+
+@cli.command()
+@output_options(listing=False)
+@click.pass_context
+def decrypt(ctx: click.Context, as_json: bool) -> None:
+    """Decrypt the database file in place (its key: --key-file, or $AXIO_CONTEXT_KEY), atomically
+    as ``encrypt`` does: afterwards it is a plain SQLite file anyone who can read it can read."""
+    settings = _file_of(ctx)
+    key = _key(settings, "decrypt")
+    with one_line_errors():
+        convert_file(settings.path, key, None)
+    _done(settings, "decrypted", as_json)
+
+
+@cli.command()
+@click.option(
+    "--new-key-file",
+    type=click.Path(dir_okay=False),
+    required=True,
+    help="File holding the new key (64 hex characters or 32 bytes).",
+)
+@output_options(listing=False)
+@click.pass_context
+def rekey(ctx: click.Context, new_key_file: str, as_json: bool) -> None:
+    """Change the key of an encrypted database file (the current one: --key-file, or
+    $AXIO_CONTEXT_KEY), atomically: a crash leaves it readable under the old key or the new one."""
+    settings = _file_of(ctx)
+    key = _key(settings, "rekey")
+    with one_line_errors():
+        convert_file(settings.path, key, read_key_file(new_key_file))
+    _done(settings, "rekeyed", as_json)
