@@ -19,7 +19,8 @@ The fence's info string may carry, after the language, words that say how the bl
   server's real URL in what a command prints is shown as the placeholder again.
 
 A block whose every command is ``pip install`` is not run (the registry is slow and the tests
-run inside the install): the extras it names must exist in ``pyproject.toml``. Any other block
+run inside the install): the extras it names must exist in ``pyproject.toml``. A ``json`` block
+(a configuration another program reads) is not run either: it must parse. Any other block
 (``text``, a command this machine cannot run) fails :func:`handling`.
 """
 
@@ -121,9 +122,13 @@ def installs(block: Block) -> bool:
 
 
 def handling(block: Block) -> str:
-    """How the docs test takes a block: ``run``, ``install`` (extras checked) or ``unhandled``."""
+    """How the docs test takes a block: ``run``, ``install`` (extras checked), ``parse`` (a
+    ``json`` block, such as an MCP client's configuration: it must be valid JSON) or
+    ``unhandled``."""
     if block.lang == "python" or runs_cli(block):
         return "run"
+    if block.lang == "json":
+        return "parse"
     if installs(block):
         return "install"
     return "unhandled"

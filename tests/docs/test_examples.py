@@ -75,6 +75,13 @@ def test_every_extra_an_install_line_names_exists() -> None:
     assert [(where, e) for where, e in named if e not in extras] == []
 
 
+def test_every_json_block_parses() -> None:
+    import json
+
+    parsed = [json.loads(b.text) for _, b in BLOCKS if handling(b) == "parse"]
+    assert parsed, "no json block"
+
+
 @pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
 def test_every_example_script_runs(script: Path, tmp_path: Path) -> None:
     done = subprocess.run(
@@ -113,6 +120,7 @@ def test_the_block_reader_finds_commands_and_their_output() -> None:
     assert runs_cli(block)
     assert handling(Block("bash", "pip install '.[postgres]'\n", 1)) == "install"
     assert handling(Block("text", "anything\n", 1)) == "unhandled"
+    assert handling(Block("json", "{}\n", 1)) == "parse"
     assert handling(Block("console", "$ curl example.org\n", 1)) == "unhandled"
     assert runs_cli(Block("console", "$ AXIO_CONTEXT_DB=x.db axio-context stats\n", 1))
 
