@@ -12,17 +12,18 @@ recorded as made by, unless ``by`` names another. ``run_id`` defaults to the cur
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 
 from axio_context.agents.variables import current_run_id
-from axio_context.sql import Runner
+from axio_context.sql import Dialect, Plan, Runner
 
 from . import blocks_sql as plans
 from .editing import appended, diff_text, inserted, replaced
 from .errors import BlockInputError, BlockNotFoundError
 from .model import SHARED, Block, BlockVersion, MemoryBlock, check_agent, check_label, check_limit, check_text
 from .model import check_value as _check_value
+from .transfer_sql import BlockRow, dump_blocks, load_block
 
 __all__ = ["BlockStore"]
 
@@ -291,3 +292,19 @@ class BlockStore:
             raise BlockInputError("a block search needs at least one word")
         agent = None if agent_id is None else check_agent(agent_id)
         return await self._runner.read(plans.search, words, agent)
+
+    async def dump(self) -> list[BlockRow]:
+        """Every block with its whole history and attachments (what ``blocks export`` writes)."""
+        return await self._runner.read(dump_blocks)
+
+    async def load(self, rows: Sequence[BlockRow], *, replace: bool = False) -> list[bool]:
+        """Write dumped blocks back as they were, in one transaction; for each, whether it was
+        written (a block with its id, or owner and label, is kept unless ``replace``)."""
+        return await self._runner.write(_load_all, list(rows), replace)
+
+
+def _load_all(d: Dialect, rows: list[BlockRow], replace: bool) -> Plan[list[bool]]:
+    done = []
+    for row in rows:
+        done.append((yield from load_block(d, row, replace)))
+    return done

@@ -1,49 +1,119 @@
-"""Memory blocks in ``copy`` and in export/import, written once as plans: every block with its
-whole history and attachments, as plain rows (JSON-ready dicts), written back as they were."""
+"""Memory blocks in ``axio-context copy`` and in ``blocks export``/``blocks import``, written once
+as plans: each block with its whole history and its attachments as one :class:`BlockRow`,
+written back as it was (the same id, versions, times, authors and runs)."""
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
-from axio_context.sql import Dialect, Execute, Plan, Rows, Value
+import msgspec
 
-__all__ = ["dump_all", "load_one"]
+from axio_context.sql import Dialect, Execute, ExecuteMany, Plan, Rows, Value
 
-_BLOCK_ROW: Final = (
+__all__ = ["BlockRow", "BlockVersionRow", "block_key", "dump_blocks", "load_block"]
+
+
+class BlockVersionRow(msgspec.Struct, frozen=True):
+    """One stored version of a block, as its row holds it (times in ms since the epoch)."""
+
+    version: int
+    action: str
+    label: str
+    value: str
+    char_limit: int
+    description: str
+    read_only: bool
+    undo_to: int | None
+    redo_to: int | None
+    agent_id: str
+    run_id: str
+    created_at: int
+
+
+class BlockRow(msgspec.Struct, frozen=True):
+    """One block: its row, every version and the agents a shared block is attached to."""
+
+    id: str
+    agent_id: str
+    label: str
+    value: str
+    char_limit: int
+    description: str
+    read_only: bool
+    version: int
+    created_at: int
+    updated_at: int
+    versions: tuple[BlockVersionRow, ...] = ()
+    agents: tuple[str, ...] = ()
+
+
+def block_key(row: BlockRow) -> str:
+    """What names a block across databases: its owner and label."""
+    return f"{row.agent_id or '(shared)'}/{row.label}"
+
+
+_BLOCK: Final = (
     "id, agent_id, label, value, char_limit, description, read_only, version, created_at, updated_at"
 )
-_VERSION_ROW: Final = (
-    "block_id, version, action, label, value, char_limit, description, read_only, undo_to, redo_to,"
-    " agent_id, run_id, created_at"
+_VERSION: Final = (
+    "version, action, label, value, char_limit, description, read_only, undo_to, redo_to, agent_id, run_id,"
+    " created_at"
 )
 
 
-def dump_all(d: Dialect) -> Plan[list[dict[str, Any]]]:
-    """Every block as a JSON-ready dict: its row, its versions and its attachments."""
-    blocks = yield Rows(f"SELECT {_BLOCK_ROW} FROM memory_blocks ORDER BY id")
-    versions = yield Rows(f"SELECT {_VERSION_ROW} FROM memory_block_versions ORDER BY block_id, version")
-    links = yield Rows("SELECT block_id, agent_id FROM memory_block_agents ORDER BY block_id, agent_id")
-    by_block: dict[str, dict[str, Any]] = {}
-    for r in blocks:
-        row = dict(zip(_BLOCK_ROW.split(", "), r, strict=True))
-        row["read_only"] = int(row["read_only"])
-        by_block[str(r[0])] = {"block": row, "versions": [], "agents": []}
+def dump_blocks(d: Dialect) -> Plan[list[BlockRow]]:
+    """Every block with its history and attachments, by id."""
+    blocks = yield Rows(f"SELECT {_BLOCK} FROM memory_blocks ORDER BY {d.by_code_point('id')}")
+    versions = yield Rows(
+        f"SELECT block_id, {_VERSION} FROM memory_block_versions ORDER BY block_id, version"
+    )
+    links = yield Rows("SELECT block_id, agent_id FROM memory_block_agents")
+    by_block: dict[str, list[BlockVersionRow]] = {}
     for r in versions:
-        row = dict(zip(_VERSION_ROW.split(", "), r, strict=True))
-        row["read_only"] = int(row["read_only"])
-        by_block[str(r[0])]["versions"].append(row)
+        by_block.setdefault(str(r[0]), []).append(
+            BlockVersionRow(
+                int(r[1]),
+                str(r[2]),
+                str(r[3]),
+                str(r[4]),
+                int(r[5]),
+                str(r[6]),
+                bool(r[7]),
+                None if r[8] is None else int(r[8]),
+                None if r[9] is None else int(r[9]),
+                str(r[10]),
+                str(r[11]),
+                int(r[12]),
+            )
+        )
+    agents: dict[str, list[str]] = {}
     for r in links:
-        by_block[str(r[0])]["agents"].append(str(r[1]))
-    return list(by_block.values())
+        agents.setdefault(str(r[0]), []).append(str(r[1]))
+    return [
+        BlockRow(
+            str(r[0]),
+            str(r[1]),
+            str(r[2]),
+            str(r[3]),
+            int(r[4]),
+            str(r[5]),
+            bool(r[6]),
+            int(r[7]),
+            int(r[8]),
+            int(r[9]),
+            tuple(by_block.get(str(r[0]), ())),
+            tuple(sorted(agents.get(str(r[0]), ()))),
+        )
+        for r in blocks
+    ]
 
 
-def load_one(d: Dialect, item: dict[str, Any], replace: bool) -> Plan[bool]:
-    """Write one dumped block (its row, versions and attachments) as it was; False when a block
-    with its id (or its owner and label) is there and ``replace`` is false."""
-    block = item["block"]
+def load_block(d: Dialect, row: BlockRow, replace: bool = False) -> Plan[bool]:
+    """Write one dumped block as it was; False (nothing written) when a block with its id, or its
+    owner and label, is there and ``replace`` is false (with it: that block is replaced)."""
     there = yield Value(
         "SELECT id FROM memory_blocks WHERE id = ? OR (agent_id = ? AND label = ?)",
-        (block["id"], block["agent_id"], block["label"]),
+        (row.id, row.agent_id, row.label),
     )
     if there is not None:
         if not replace:
@@ -51,19 +121,24 @@ def load_one(d: Dialect, item: dict[str, Any], replace: bool) -> Plan[bool]:
         for table in ("memory_block_agents", "memory_block_versions"):
             yield Execute(f"DELETE FROM {table} WHERE block_id = ?", (there,))
         yield Execute("DELETE FROM memory_blocks WHERE id = ?", (there,))
-    cols = _BLOCK_ROW.split(", ")
     yield Execute(
-        f"INSERT INTO memory_blocks ({_BLOCK_ROW}) VALUES ({', '.join('?' for _ in cols)})",
-        tuple(block[c] for c in cols),
-    )
-    vcols = _VERSION_ROW.split(", ")
-    for v in item["versions"]:
-        yield Execute(
-            f"INSERT INTO memory_block_versions ({_VERSION_ROW}) VALUES ({', '.join('?' for _ in vcols)})",
-            tuple(v[c] for c in vcols),
-        )
-    for agent in item["agents"]:
-        yield Execute(
-            "INSERT INTO memory_block_agents (block_id, agent_id) VALUES (?, ?)", (block["id"], agent)
+        f"INSERT INTO memory_blocks ({_BLOCK}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (row.id, row.agent_id, row.label, row.value, row.char_limit, row.description, int(row.read_only),
+         row.version, row.created_at, row.updated_at),
+    )  # fmt: skip
+    if row.versions:
+        yield ExecuteMany(
+            f"INSERT INTO memory_block_versions (block_id, {_VERSION})"
+            f" VALUES ({', '.join('?' * 13)})",
+            [
+                (row.id, v.version, v.action, v.label, v.value, v.char_limit, v.description, int(v.read_only),
+                 v.undo_to, v.redo_to, v.agent_id, v.run_id, v.created_at)
+                for v in row.versions
+            ],
+        )  # fmt: skip
+    if row.agents:
+        yield ExecuteMany(
+            "INSERT INTO memory_block_agents (block_id, agent_id) VALUES (?, ?)",
+            [(row.id, a) for a in row.agents],
         )
     return True

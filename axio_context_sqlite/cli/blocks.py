@@ -18,6 +18,7 @@ import click
 import msgspec
 
 from axio_context.memory_blocks import DEFAULT_LIMIT, Block, BlockStore, BlockVersion, MemoryBlock
+from axio_context.memory_blocks.transfer_sql import BlockRow, block_key
 
 from .app import cli, read_db, with_db
 from .backends import OpenDatabase
@@ -369,3 +370,41 @@ def blocks_detach(ctx: click.Context, label: str, agent: str) -> None:
     """Stop showing the shared block LABEL to AGENT."""
     was = _write(ctx, lambda s: s.detach(label, agent))
     say(f"{'detached' if was else 'was not attached:'} {one_line(label)} from {one_line(agent)}")
+
+
+@blocks.command("export")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None, help="Write to FILE."
+)
+@click.pass_context
+def blocks_export(ctx: click.Context, output: str | None) -> None:
+    """Every block with its whole history and attachments, as JSON (stdout, or --output FILE)."""
+    rows = _read(ctx, lambda s: s.dump())
+    if output is None:
+        echo_json(msgspec.to_builtins(rows))
+    else:
+        with open(output, "wb") as f:
+            f.write(msgspec.json.format(msgspec.json.encode(rows), indent=2) + b"\n")
+        say(f"exported {len(rows)} block(s) to {one_line(output)}")
+
+
+@blocks.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--replace", is_flag=True, help="Replace a block already there (same id, or owner and label).")
+@_json
+@click.pass_context
+def blocks_import(ctx: click.Context, file: str, replace: bool, as_json: bool) -> None:
+    """Load the blocks a ``blocks export`` wrote, with their histories, as they were."""
+    try:
+        with open(file, "rb") as f:
+            rows = msgspec.json.decode(f.read(), type=list[BlockRow])
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise click.ClickException(f"{one_line(file)} is not a blocks export: {exc}") from None
+    written = _write(ctx, lambda s: s.load(rows, replace=replace))
+    kept = [block_key(r) for r, done in zip(rows, written, strict=True) if not done]
+    if as_json:
+        echo_json({"imported": sum(written), "kept": kept})
+        return
+    say(f"imported {sum(written)} block(s)")
+    for key in kept:
+        say(f"kept the block already there: {one_line(key)} (--replace to replace it)")
