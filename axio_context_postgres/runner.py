@@ -11,13 +11,12 @@ from typing import Any, Final, ParamSpec, TypeVar
 
 import msgspec
 
+from axio_context.messages import SessionInfo
 from axio_context.sql import Dialect, Execute, ExecuteMany, Native, Plan, PlanFn, Row, Rows, Step, Value
 from axio_context.sql.plan import numbered, resume
 
-from axio_context.messages import SessionInfo
-
 from .connection import Pool, translated
-from .listing import INFO_COLUMNS, info_of
+from .info import INFO_COLUMNS, info_of
 
 __all__ = ["POSTGRES", "PostgresDialect", "PostgresRunner", "drive"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
-from axio_context.memory import transfer_sql as memory
+from axio_context.copying.records_sql import PLANNED
 from axio_context.sql import Dialect, Plan
 
 from .. import sessions as pg_sessions
@@ -20,7 +20,6 @@ from ..pools import transfer as pg_pools
 from ..runner import POSTGRES as POSTGRES_DIALECT
 from ..runner import drive
 from ..usage import transfer as pg_usage
-from . import records as pg_records
 
 __all__ = ["POSTGRES", "PostgresSide"]
 
@@ -34,15 +33,15 @@ _PgLoad = Callable[[Any, Any], Awaitable[object]]
 
 
 def _planned(
-    dump: Callable[[Dialect], Plan[list[Any]]], load: Callable[[Dialect, Any], Plan[None]]
+    dump: Callable[[Dialect], Plan[list[Any]]], load: Callable[[Dialect, Any], Plan[Any]]
 ) -> tuple[_PgDump, _PgLoad]:
     """A layer written once as plans, run here in the caller's transaction."""
 
     async def dumped(conn: Any) -> list[Any]:
         return await drive(conn, dump(POSTGRES_DIALECT))
 
-    async def loaded(conn: Any, item: Any) -> None:
-        await drive(conn, load(POSTGRES_DIALECT, item))
+    async def loaded(conn: Any, item: Any) -> object:
+        return await drive(conn, load(POSTGRES_DIALECT, item))
 
     return dumped, loaded
 
@@ -51,14 +50,9 @@ def _planned(
 POSTGRES: Final[dict[str, tuple[_PgDump, _PgLoad]]] = {
     "usage": (pg_usage.dump, _pg_one_usage),
     "collections": _planned(vectors.STATEMENTS.dump, vectors.STATEMENTS.load),
-    "graph_entities": _planned(memory.dump_entities, memory.load_entity),
-    "graph_relationships": _planned(memory.dump_relationships, memory.load_relationship),
-    "task_lists": _planned(memory.dump_task_lists, memory.load_task_list),
     "pools": (pg_pools.dump_pools, pg_pools.load_family),
-    "states": (pg_records.dump_states, pg_records.load_state),
-    "conversations": (pg_records.dump_conversations, pg_records.load_conversation),
-    "conversation_entries": (pg_records.dump_entries, pg_records.load_entry),
     "runs": (pg_runs.dump_runs, pg_runs.load_run),
+    **{layer: _planned(*plans) for layer, plans in PLANNED.items()},
 }
 
 

@@ -12,13 +12,12 @@ from typing import Any, Final
 
 import aiosqlite
 
-from axio_context.memory import transfer_sql as memory
+from axio_context.copying.records_sql import PLANNED
 from axio_context.sql import Dialect, Plan
 
 from ..agents import transfer as runs
 from ..memory import blobs, vectors
 from ..pools import transfer as pools
-from ..state import transfer as records
 from ..store.calls import run
 from ..store.hiding import hidden_by_session
 from ..store.runner import SQLITE, drive
@@ -29,7 +28,7 @@ __all__ = ["SQLiteLayers"]
 
 
 def _planned(
-    dump: Callable[[Dialect], Plan[list[Any]]], load: Callable[[Dialect, Any], Plan[None]]
+    dump: Callable[[Dialect], Plan[list[Any]]], load: Callable[[Dialect, Any], Plan[Any]]
 ) -> tuple[Callable[[Any], list[Any]], Callable[[Any, Any], object]]:
     """A layer written once as plans, run here in the caller's transaction."""
     return (lambda c: drive(c, dump(SQLITE))), (lambda c, item: drive(c, load(SQLITE, item)))
@@ -44,14 +43,9 @@ LAYERS: Final[dict[str, tuple[Callable[[Any], list[Any]], Callable[[Any, Any], o
     "usage": (usage.dump, _one_usage),
     "collections": _planned(vectors.STATEMENTS.dump, vectors.STATEMENTS.load),
     "blobs": (blobs.dump_rows, blobs.load_row),
-    "graph_entities": _planned(memory.dump_entities, memory.load_entity),
-    "graph_relationships": _planned(memory.dump_relationships, memory.load_relationship),
-    "task_lists": _planned(memory.dump_task_lists, memory.load_task_list),
     "pools": (pools.dump_pools, pools.load_family),
-    "states": (records.dump_states, records.load_state),
-    "conversations": (records.dump_conversations, records.load_conversation),
-    "conversation_entries": (records.dump_entries, records.load_entry),
     "runs": (runs.dump_runs, runs.load_run),
+    **{layer: _planned(*plans) for layer, plans in PLANNED.items()},
 }
 
 
