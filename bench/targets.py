@@ -76,7 +76,12 @@ def ensure_peer_venv(log: Callable[[str], None] = print, venv: Path = PEER_VENV)
     if not python.exists():
         log(f"creating the peer venv {venv} (Python {PEER_PYTHON_VERSION})")
         env = {**os.environ, "PYENV_VERSION": PEER_PYTHON_VERSION}
-        subprocess.run(["python3", "-m", "venv", str(venv)], check=True, env=env)
+        # pyenv's own copy when there is one: a PATH with a version's bin/ before the shims
+        # ignores PYENV_VERSION
+        root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+        pinned = root / "versions" / PEER_PYTHON_VERSION / "bin" / "python3"
+        maker = str(pinned) if pinned.exists() else "python3"
+        subprocess.run([maker, "-m", "venv", str(venv)], check=True, env=env)
     log(f"installing {' '.join(PEER_REQUIREMENTS)} into {venv}")
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PEER_REQUIREMENTS], check=True)
     versions = _peer_versions(python)
