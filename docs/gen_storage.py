@@ -46,6 +46,8 @@ DESCRIPTIONS: dict[str, str] = {
     "count of hidden positions and the token totals a fork started with",
     "expiry": "a time to live on vector documents, blob keys and task boards (`ttl_ms`, `expires_at` "
     "and a partial index on it)",
+    "memory_blocks": "memory blocks (`memory_blocks`), every version of each (`memory_block_versions`) "
+    "and the agents a shared block is attached to (`memory_block_agents`)",
 }
 
 
