@@ -25,7 +25,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 from axio_context.copying import BlobRow
 from axio_context.expiry import DEFAULT, NO_TTL, TTL, TTLConfig, now_ms, resolve_ttl
 from axio_context.sql import Dialect, Plan, Runner
-from axio_context.sql.expiry import count_due, refresh
+from axio_context.sql.expiry import SWEEP_BATCH, count_due, in_batches, refresh
 
 from .blob_expiry_sql import KEYS, delete_alive, if_alive, put_with_ttl
 from .blobs import (
@@ -113,8 +113,9 @@ class BlobStatements(Protocol):
         point, leaving out keys expired at ``now`` (:func:`axio_context.sql.expiry.live`)."""
         ...
 
-    def expire(self, d: Dialect, now: int) -> Plan[int]:
-        """Delete the keys expired at ``now`` (their bytes go once nothing holds them); how many."""
+    def expire(self, d: Dialect, now: int, limit: int) -> Plan[int]:
+        """Delete at most ``limit`` of the keys expired at ``now`` (:func:`~axio_context.sql.expiry.due`;
+        their bytes go once nothing holds them); how many."""
         ...
 
     def rows(self, d: Dialect) -> Plan[list[BlobRow]]:
@@ -225,9 +226,10 @@ class SQLBlobStore:
         """How many keys have expired and wait for a sweep."""
         return await self._runner.read(count_due, KEYS, now_ms())
 
-    async def sweep_expired(self) -> int:
-        """Delete the expired keys (their bytes go once nothing holds them); how many went."""
-        return await self._runner.write(self._sql.expire, now_ms())
+    async def sweep_expired(self, *, batch: int = SWEEP_BATCH) -> int:
+        """Delete the expired keys (their bytes go once nothing holds them); how many went
+        (``batch`` at most per transaction)."""
+        return await in_batches(self._runner, self._sql.expire, now_ms(), batch=batch)
 
     @property
     def max_size(self) -> int:

@@ -24,7 +24,7 @@ from typing import Any, Final, NamedTuple
 
 from axio_context.expiry import DEFAULT, NO_TTL, TTL, TTLConfig, now_ms, resolve_ttl
 from axio_context.sql import Dialect, Execute, ExecuteMany, Plan, Row, Rows, Runner, Value
-from axio_context.sql.expiry import count_due, live, refresh, set_ttl
+from axio_context.sql.expiry import SWEEP_BATCH, count_due, in_batches, live, refresh, set_ttl
 from axio_context.transcript import format_time
 
 from .errors import TaskStatusError
@@ -218,12 +218,14 @@ def _delete(d: Dialect, list_id: str, task_id: str) -> Plan[bool]:
     return gone is not None
 
 
-def _sweep(d: Dialect, now: int) -> Plan[int]:
-    """Delete the expired boards with their tasks; how many boards went."""
-    yield Execute(
-        "DELETE FROM tasks WHERE list_id IN (SELECT id FROM task_lists WHERE expires_at <= ?)", (now,)
-    )
-    return len((yield Rows("DELETE FROM task_lists WHERE expires_at <= ? RETURNING id", (now,))))
+def _sweep(d: Dialect, now: int, limit: int) -> Plan[int]:
+    """Delete at most ``limit`` expired boards with their tasks; how many boards went."""
+    rows = yield Rows("SELECT id FROM task_lists WHERE expires_at <= ? LIMIT ?", (now, limit))
+    if rows:
+        ids = d.list_arg([str(r[0]) for r in rows])
+        yield Execute(f"DELETE FROM tasks WHERE {d.any_of('list_id')}", (ids,))
+        yield Execute(f"DELETE FROM task_lists WHERE {d.any_of('id')}", (ids,))
+    return len(rows)
 
 
 def _listed(read: _Read) -> list[TaskList]:
@@ -257,9 +259,10 @@ class SQLTaskStore:
         """How many boards have expired and wait for a sweep."""
         return await self._runner.read(count_due, "task_lists", now_ms())
 
-    async def sweep_expired(self) -> int:
-        """Delete the expired boards with their tasks; how many boards went."""
-        return await self._runner.write(_sweep, now_ms())
+    async def sweep_expired(self, *, batch: int = SWEEP_BATCH) -> int:
+        """Delete the expired boards with their tasks; how many boards went
+        (``batch`` at most per transaction)."""
+        return await in_batches(self._runner, _sweep, now_ms(), batch=batch)
 
     async def create_task_list(
         self,

@@ -118,15 +118,17 @@ def count(d: Dialect, now: int) -> Plan[int]:
     return int((yield Value(f"SELECT count(*) FROM {DOCS} WHERE expires_at <= ?", (now,))) or 0)
 
 
-def sweep(d: Dialect, delete: Callable[[Dialect, str, list[str]], Plan[int]], now: int) -> Plan[int]:
-    """Delete the expired documents through the backend's ``delete`` (so its embeddings and
-    search copies follow), a collection at a time; how many went."""
+def sweep(
+    d: Dialect, delete: Callable[[Dialect, str, list[str]], Plan[int]], now: int, limit: int
+) -> Plan[int]:
+    """Delete at most ``limit`` expired documents through the backend's ``delete`` (so its
+    embeddings and search copies follow), a collection at a time; how many went."""
     if (yield Value("SELECT 1 FROM memory_collections LIMIT 1")) is None:
         return 0
     rows = yield Rows(
         f"SELECT c.name, d.id FROM {DOCS} d JOIN memory_collections c ON c.id = d.collection"
-        " WHERE d.expires_at <= ?",
-        (now,),
+        " WHERE d.expires_at <= ? LIMIT ?",
+        (now, limit),
     )
     by_name: dict[str, list[str]] = {}
     for name, doc in rows:

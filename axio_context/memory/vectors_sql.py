@@ -14,7 +14,7 @@ from axio_context.copying import CollectionRow
 from axio_context.embeddings import Embedder
 from axio_context.expiry import DEFAULT, NO_TTL, TTL, TTLConfig, now_ms, resolve_ttl
 from axio_context.sql import Dialect, Plan, Row, Rows, Runner, decode_object
-from axio_context.sql.expiry import live
+from axio_context.sql.expiry import SWEEP_BATCH, in_batches, live
 
 from .errors import InvalidInputError, MissingEmbeddingError
 from .metadata import Condition, MetadataFilter, compile_filter
@@ -171,9 +171,10 @@ class SQLVectorStore:
         """How many documents have expired and wait for a sweep."""
         return await self._runner.read(count, now_ms())
 
-    async def sweep_expired(self) -> int:
-        """Delete the expired documents (with their embeddings); how many went."""
-        return await self._runner.write(sweep, self._sql.delete, now_ms())
+    async def sweep_expired(self, *, batch: int = SWEEP_BATCH) -> int:
+        """Delete the expired documents (with their embeddings); how many went
+        (``batch`` at most per transaction)."""
+        return await in_batches(self._runner, sweep, self._sql.delete, now_ms(), batch=batch)
 
     async def _seen(self, name: str, ids: list[str], refresh_ttl: bool | None) -> None:
         if ids and self._ttl.refresh(refresh_ttl):

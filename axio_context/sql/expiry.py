@@ -7,17 +7,38 @@ while ``expires_at`` is NULL or after now; every read keeps only live rows (:fun
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
-from .plan import Dialect, Execute, Plan, Value
+from .plan import Dialect, Execute, Plan, PlanFn, Runner, Value
 
-__all__ = ["alive", "count_due", "live", "refresh", "set_ttl"]
+__all__ = ["SWEEP_BATCH", "alive", "count_due", "due", "in_batches", "live", "refresh", "set_ttl"]
+
+#: The most rows one sweep transaction deletes: a sweep of many holds the write lock (SQLite's
+#: whole file) for a batch at a time, so writers between batches do not wait for all of it.
+SWEEP_BATCH: Final = 1000
 
 
 def live(alias: str = "") -> str:
     """A condition keeping the rows not yet expired (bind now, in milliseconds)."""
     col = f"{alias}.expires_at" if alias else "expires_at"
     return f"({col} IS NULL OR {col} > ?)"
+
+
+def due(table: str, key: str) -> str:
+    """A condition picking at most a batch of ``table``'s expired rows by ``key`` (bind now, the
+    batch size): what a sweep's DELETE takes."""
+    return f"{key} IN (SELECT {key} FROM {table} WHERE expires_at <= ? LIMIT ?)"
+
+
+async def in_batches(runner: Runner, plan: PlanFn[..., int], *args: Any, batch: int = SWEEP_BATCH) -> int:
+    """Run ``plan(d, *args, batch)`` (a sweep deleting at most ``batch`` rows, returning how many)
+    in one write transaction after another until one deletes fewer; how many went in all."""
+    total = 0
+    while True:
+        gone = await runner.write(plan, *args, batch)
+        total += gone
+        if gone < batch:
+            return total
 
 
 def set_ttl(d: Dialect, table: str, key: str, value: Any, ttl_ms: int | None, now: int) -> Plan[None]:

@@ -24,7 +24,7 @@ from axio_context.memory.blobs import DEFAULT_MAX_SIZE, BlobInfo
 from axio_context.memory.blobs_sql import NewBlob, SQLBlobStore, new_secret
 from axio_context.memory.errors import BlobNotFoundError
 from axio_context.sql import Dialect, Execute, Plan, Row, Rows, Value
-from axio_context.sql.expiry import live
+from axio_context.sql.expiry import due, live
 
 from ..connection import Pool
 from ..runner import PostgresRunner
@@ -127,8 +127,11 @@ class _Statements:
         )
         return [_info(r) for r in rows]
 
-    def expire(self, d: Dialect, now: int) -> Plan[int]:
-        gone = yield Rows("DELETE FROM memory_blob_keys WHERE expires_at <= ? RETURNING hash", (now,))
+    def expire(self, d: Dialect, now: int, limit: int) -> Plan[int]:
+        gone = yield Rows(
+            f"DELETE FROM memory_blob_keys WHERE {due('memory_blob_keys', 'key')} RETURNING hash",
+            (now, limit),
+        )
         digests = sorted({bytes(r[0]) for r in gone})
         if digests:
             # As _free, for many: lock the bytes rows (in one order), then drop the unheld ones.

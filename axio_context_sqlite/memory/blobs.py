@@ -31,7 +31,7 @@ from axio_context.memory.blobs import CHUNK_SIZE, DEFAULT_MAX_SIZE, BlobInfo
 from axio_context.memory.blobs_sql import NewBlob, SQLBlobStore, bytes_pieces, new_secret, parse_url
 from axio_context.memory.errors import BlobNotFoundError
 from axio_context.sql import Dialect, Execute, ExecuteMany, Plan, Row, Rows, Value
-from axio_context.sql.expiry import live
+from axio_context.sql.expiry import due, live
 
 from ..store.connection import connect
 from ..store.keys import now_ms
@@ -158,8 +158,11 @@ class _Statements:
         args += [len(prefix), prefix, -1 if limit is None else limit]
         return [_info(r) for r in (yield Rows(sql, args))]
 
-    def expire(self, d: Dialect, now: int) -> Plan[int]:
-        gone = yield Rows("DELETE FROM memory_blob_keys WHERE expires_at <= ? RETURNING hash", (now,))
+    def expire(self, d: Dialect, now: int, limit: int) -> Plan[int]:
+        gone = yield Rows(
+            f"DELETE FROM memory_blob_keys WHERE {due('memory_blob_keys', 'key')} RETURNING hash",
+            (now, limit),
+        )
         if gone:
             digests = [(bytes(r[0]),) for r in gone]
             yield ExecuteMany("UPDATE blobs SET refs = refs - 1 WHERE hash = ?", digests)

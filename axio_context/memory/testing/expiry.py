@@ -124,6 +124,20 @@ class ExpiryContract:
         await store.upload("c", b"alone")  # the freed bytes are stored again
         assert await store.download("c") == (b"alone", "application/octet-stream")
 
+    async def test_a_sweep_runs_in_batches(self, expiring: ExpiringFactory) -> None:
+        blobs = await expiring.blobs(TTLConfig(default_ttl=SHORT))
+        tasks = await expiring.tasks(TTLConfig(default_ttl=SHORT))
+        vectors = await expiring.vectors(TTLConfig(default_ttl=SHORT))
+        for i in range(5):
+            await blobs.upload(f"k{i}", bytes([i]))
+            await tasks.create_task_list(f"c{i}", ["t"])
+            await vectors.add([Document(f"d{i}", "x", [1.0, float(i)])])
+        await asyncio.sleep(PAST)
+        for store in (blobs, tasks, vectors):
+            assert await store.count_expired() == 5
+            assert await store.sweep_expired(batch=2) == 5  # three transactions: 2, 2, 1
+            assert await store.count_expired() == 0
+
     async def test_blob_refresh_on_read(self, expiring: ExpiringFactory) -> None:
         store = await expiring.blobs(TTLConfig(default_ttl=0.6, refresh_on_read=True))
         await store.upload("read", b"r")
