@@ -15,14 +15,15 @@ from typing import Any, Final
 import msgspec
 
 from axio_context.checkpoints import Checkpoint
-from axio_context.codec import encode_message_msgpack, encode_messages_msgpack
+from axio_context.checkpoints_sql import insert_checkpoint
+from axio_context.codec import encode_message_msgpack
 from axio_context.errors import CheckpointError
 from axio_context.lineage import would_cycle
 from axio_context.messages import Message, text_columns
 from axio_context.transcript import format_time
 
 from . import lineage
-from .runner import drive
+from .runner import POSTGRES, drive
 
 __all__ = ["Encoded", "append_rows", "encode", "ensure_session", "now_ms"]
 
@@ -319,18 +320,5 @@ async def add_checkpoint(
             seq,
         )
     created = now_ms() if created_at is None else created_at
-    await conn.execute(
-        "INSERT INTO checkpoints (sid, seq, position, summary, tokens_before, tokens_after, summarizer,"
-        " created_at, summary_tokens, tokens_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        row["sid"],
-        seq,
-        cp.position,
-        encode_messages_msgpack(cp.summary),
-        cp.tokens_before,
-        cp.tokens_after,
-        cp.summarizer,
-        created,
-        summary_tokens,
-        tokens_at,
-    )
+    await drive(conn, insert_checkpoint(POSTGRES, row["sid"], seq, cp, created, summary_tokens, tokens_at))
     return msgspec.structs.replace(cp, id=int(seq), created_at=format_time(created))

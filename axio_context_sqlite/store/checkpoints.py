@@ -8,13 +8,12 @@ from typing import Any
 import msgspec
 
 from axio_context.checkpoints import Checkpoint
-from axio_context.codec import (
-    encode_messages_msgpack,
-)
+from axio_context.checkpoints_sql import insert_checkpoint
 from axio_context.errors import CheckpointError
 
 from .keys import iso, key, now_ms
 from .reading import decode_summary
+from .runner import SQLITE, drive
 from .session_rows import ensure_session, segments
 from .transactions import write_tx
 
@@ -45,22 +44,7 @@ def add_checkpoint(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM checkpoints WHERE sid = ?", (row.sid,)
             ).fetchone()[0]
         )
-        c.execute(
-            "INSERT INTO checkpoints (sid, seq, position, summary, tokens_before, tokens_after, summarizer,"
-            " created_at, summary_tokens, tokens_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                row.sid,
-                seq,
-                cp.position,
-                encode_messages_msgpack(cp.summary),
-                cp.tokens_before,
-                cp.tokens_after,
-                cp.summarizer,
-                now,
-                summary_tokens,
-                row.est_tokens - tail,
-            ),
-        )
+        drive(c, insert_checkpoint(SQLITE, row.sid, seq, cp, now, summary_tokens, row.est_tokens - tail))
         c.execute("UPDATE sessions SET updated_at = ? WHERE sid = ?", (now, row.sid))
     return msgspec.structs.replace(cp, id=seq, created_at=iso(now))
 
