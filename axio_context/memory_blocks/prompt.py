@@ -17,7 +17,8 @@ ones, each by label)::
     </memory_blocks>
 
 The label and description are escaped as XML attribute and text; the value goes in as it is
-stored (it is the model's own memory; the system message holds nothing else of it).
+stored (it is the model's own memory), on the lines between ``<value>`` and ``</value>`` (a value
+ending in a line break shows it only once; ``chars`` gives its exact length).
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ def render_blocks(blocks: Sequence[Block]) -> str:
         )
         if b.description:
             parts.append(f"<description>{escape(b.description, quote=False)}</description>")
-        parts += ["<value>", b.value, "</value>", "</block>"]
+        # The value's last line break is its own when it has one (``chars`` tells them apart).
+        parts += ["<value>", b.value.removesuffix("\n"), "</value>", "</block>"]
     parts.append("</memory_blocks>")
     return "\n".join(parts)
 
