@@ -6,7 +6,7 @@ session on one database (a file, or a ``postgresql://`` URL) shares a :class:`_H
 the connection (or pool) once, on a daemon thread running an event loop of its own.
 
 One thread hop per call. An SQLite connection takes calls from any event loop (its worker thread
-hands each outcome back to the loop that asked: the backend's ``any_loop``), so a method awaits
+hands each outcome back to the loop that asked: its ``any_loop``), so a method awaits
 the worker directly, in the caller's loop, whichever it is; only the first call of a database
 goes through the hub, to open it. An asyncpg pool belongs to one loop, so on PostgreSQL (and
 under ``wrap``, whose store may hold loop-bound state) a method submits its work to the hub's
@@ -76,8 +76,8 @@ class _Hub:
     def __init__(self, path: str, synchronous: Synchronous | None = None) -> None:
         self.path = path
         self.synchronous = synchronous
-        #: Its handle takes calls from any event loop (see the module's docstring).
-        self.any_loop = bool(getattr(backend_for(path), "any_loop", False))
+        #: Its handle takes calls from any event loop (see the module's docstring): known once open.
+        self.any_loop = False
         self.refs = 0
         self.loop = asyncio.new_event_loop()
         self._conn: Any = None  # the backend's connection or pool
@@ -99,7 +99,9 @@ class _Hub:
             async with self._opening:
                 if self._conn is None:
                     options = {} if self.synchronous is None else {"synchronous": self.synchronous}
-                    self._conn = await connect(self.path, **options)
+                    conn = await connect(self.path, **options)
+                    self.any_loop = bool(getattr(conn, "any_loop", False))
+                    self._conn = conn
         return self._conn
 
     @property
@@ -333,8 +335,8 @@ class AxioContextSession(SessionABC):
 
     async def _call(self, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
         hub = self._live()
+        await self._opened(hub)
         if self._direct(hub):
-            await self._opened(hub)
             return await fn(*args)
         return await asyncio.wrap_future(hub.submit(fn(*args)))
 
@@ -343,8 +345,8 @@ class AxioContextSession(SessionABC):
         cancellation is raised once it is done (its outcome known, never half-known)."""
         hub = self._live()
         future: asyncio.Future[T]
+        await self._opened(hub)
         if self._direct(hub):
-            await self._opened(hub)
             future = asyncio.ensure_future(fn(*args))
         else:
             future = asyncio.wrap_future(hub.submit(fn(*args)))

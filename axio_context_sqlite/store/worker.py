@@ -99,6 +99,10 @@ class Connection(aiosqlite.Connection):
     is idle.
     """
 
+    #: Calls work from any event loop, on any thread: the worker hands each outcome back to the
+    #: loop that asked (:meth:`_execute`), so a caller in another loop needs no hop of its own.
+    any_loop = True
+
     def __init__(self, connector: Callable[[], Any], iter_chunk_size: int = 64) -> None:
         super().__init__(connector, iter_chunk_size)
         # A program that forgot to close must still exit; unclosed connections still warn
