@@ -69,11 +69,13 @@ def _secrets(where: str | Path) -> list[str]:
 
 
 class AxioMCP:
-    """The tools over the database at ``where`` (a path or a URL): ``list_tools`` and
+    """The tools over the database at ``where`` (a path or a URL; ``key``: an encrypted file's,
+    else the environment's): ``list_tools`` and
     ``call_tool`` as the SDK's handlers take them, usable in process and by :func:`run_stdio`."""
 
-    def __init__(self, where: str | Path, *, allow_write: bool = False) -> None:
+    def __init__(self, where: str | Path, *, allow_write: bool = False, key: bytes | None = None) -> None:
         self.where, self.allow_write = where, allow_write
+        self._key = key  # None: the environment's, if any
         tools = READ_TOOLS + BLOCK_READ_TOOLS + ((WRITE_TOOLS + BLOCK_WRITE_TOOLS) if allow_write else ())
         self.tools: dict[str, Tool] = {t.name: t for t in tools}
         self._schemas = {t.name: _schema(t.arguments) for t in tools}
@@ -102,7 +104,7 @@ class AxioMCP:
         async with self._opening:
             if self._db is None:
                 stack = contextlib.AsyncExitStack()
-                opened = open_database(self.where, create=False)
+                opened = open_database(self.where, create=False, key=self._key)
                 try:
                     self._db = await stack.enter_async_context(opened)
                 except BaseException:
@@ -187,9 +189,10 @@ class AxioMCP:
         )
 
 
-async def run_stdio(where: str | Path, *, allow_write: bool = False) -> None:
-    """Serve the database at ``where`` over stdin and stdout until the client closes them."""
-    async with AxioMCP(where, allow_write=allow_write) as app:
+async def run_stdio(where: str | Path, *, allow_write: bool = False, key: bytes | None = None) -> None:
+    """Serve the database at ``where`` (an encrypted file: under ``key``) over stdin and stdout
+    until the client closes them."""
+    async with AxioMCP(where, allow_write=allow_write, key=key) as app:
         server = app.server()
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())

@@ -39,4 +39,4 @@ def mcp_(ctx: click.Context, allow_write: bool) -> None:
     if settings.url is None and settings.explicit and not settings.path.expanduser().is_file():
         raise click.ClickException(f"no database at {settings.shown}")
     with one_line_errors(), contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run_stdio(settings.target, allow_write=allow_write))
+        asyncio.run(run_stdio(settings.target, allow_write=allow_write, key=settings.key))

@@ -58,10 +58,13 @@ class Client:
 
 @asynccontextmanager
 async def served(where: str, *options: str) -> AsyncIterator[Client]:
-    """``axio-context --db WHERE mcp OPTIONS`` started as a process, with a client session on it."""
+    """``axio-context --db WHERE [--key-file K] mcp OPTIONS`` started as a process, with a client
+    session on it (``--key-file K`` among ``options`` goes before ``mcp``: it is the group's)."""
     assert SCRIPT.is_file(), f"the console script is not installed: {SCRIPT}"
+    group = list(options[options.index("--key-file") :][:2]) if "--key-file" in options else []
+    rest = [o for o in options if o not in group]
     params = StdioServerParameters(
-        command=str(SCRIPT), args=["--db", where, "mcp", *options], env=dict(os.environ)
+        command=str(SCRIPT), args=["--db", where, *group, "mcp", *rest], env=dict(os.environ)
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()

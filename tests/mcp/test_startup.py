@@ -9,6 +9,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from axio_context.backends import open_database
+from axio_context.testing import text
 from axio_context_sqlite.cli import cli
 
 from .support import served
@@ -24,6 +26,19 @@ async def test_a_server_that_is_down_is_a_tool_error_without_the_password() -> N
             error = await client.error("list_sessions")
             assert "s3cr3t" not in error and "%21" not in error, error
             assert error
+
+
+async def test_an_encrypted_file_is_served_under_its_key_file(tmp_path: Path) -> None:
+    key = tmp_path / "db.key"
+    key.write_text(bytes(range(32)).hex())
+    where = str(tmp_path / "secret.db")
+    async with open_database(where, key=bytes(range(32))) as db:
+        await db.store("vault").append(text("user", "the harbour code is 1234"))
+    async with served(where, "--key-file", str(key)) as client:
+        found = await client.data("search_sessions", {"query": "harbour", "mode": "keyword"})
+        assert [h["session_id"] for h in found["hits"]] == ["vault"]
+    async with served(where) as client:  # no key: each call says so, in one line
+        assert "key" in await client.error("list_sessions")
 
 
 def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
