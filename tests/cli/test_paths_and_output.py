@@ -182,7 +182,7 @@ def test_read_only_commands_do_not_change_an_existing_database(tmp_path: Path) -
 
 #: Commands whose output is the data itself (export writes the chosen format; --json would be a
 #: second way to say -f json).
-_NO_JSON = {"export", "browse"}  # browse is a full-screen app: it prints no data
+_NO_JSON = {"export", "browse", "mcp"}  # browse is a full-screen app, mcp speaks JSON-RPC: no data
 #: Commands that print a list (an array with --json, a line per object with --nl).
 #: Searches print one JSON object (hits, unindexed, why, ...); --nl streams the hits.
 _SEARCHES = {"search", "similar"}
