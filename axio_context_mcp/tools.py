@@ -19,7 +19,7 @@ import msgspec
 from axio_context.backends import OpenDatabase
 from axio_context.errors import AxioContextError, SessionNotFoundError
 from axio_context.memory import Document
-from axio_context.memory.vectors import CollectionInfo
+from axio_context.memory.vectors import CollectionInfo, check_embedder
 from axio_context.timepoints import parse_when
 
 from .arguments import (
@@ -158,6 +158,7 @@ async def search_collection(db: OpenDatabase, a: SearchCollection) -> list[Any]:
     if not model:
         raise ValueError(f"collection {a.collection!r} records no embedder: name one in model")
     embedder = await db.embedder(model, dimension=info.dimension)
+    check_embedder(info.embedder, embedder, a.collection)  # another model's vectors: refused
     [vector] = await embedder.embed([a.query])
     hits = (
         await db.memory_stores()
@@ -173,6 +174,8 @@ async def add_documents(db: OpenDatabase, a: AddDocuments) -> dict[str, Any]:
     info = await _collection(db, a.collection)
     model = a.model or (info.embedder if info is not None else None) or None
     embedder = await db.embedder(model, dimension=info.dimension if info is not None else None)
+    if info is not None:
+        check_embedder(info.embedder, embedder, a.collection)
     vectors = await embedder.embed([d.content for d in a.documents])
     store = db.memory_stores().vectors()
     if info is None:

@@ -153,6 +153,8 @@ async def test_server_with_allow_write_adds_and_searches_documents(axio_database
         )
         assert [h["id"] for h in kept] == ["n1"]
         assert [h["content"] for h in kept] == ["the lighthouse keeper logs the weather"]  # add kept n1
+        other = {"collection": "notes", "query": "x", "model": "minilm-onnx"}
+        assert "embedder" in await client.error("search_collection", other)
         assert "$bogus" in await client.error(
             "search_collection", {"collection": "notes", "query": "x", "filter": {"kind": {"$bogus": 1}}}
         )
