@@ -659,7 +659,8 @@ CREATE INDEX memory_documents_expiry ON memory_documents (expires_at) WHERE expi
 -- an agent (`agent_id`; '' is a shared block). Every change is a `memory_block_versions` row with
 -- the fields after it, its action, when, by which agent and in which run; `undo_to`/`redo_to`
 -- name the version an undo or redo restores. A shared block is shown to the agents
--- `memory_block_agents` attaches it to.
+-- `memory_block_agents` attaches it to. Rowid tables: a block's text is often kilobytes, more than
+-- a WITHOUT ROWID table keeps well in its b-tree's pages.
 CREATE TABLE memory_blocks (
     id           TEXT PRIMARY KEY,
     agent_id     TEXT NOT NULL,                   -- the owner; '': shared
@@ -672,7 +673,7 @@ CREATE TABLE memory_blocks (
     created_at   INTEGER NOT NULL,                -- ms since the epoch
     updated_at   INTEGER NOT NULL,
     UNIQUE (agent_id, label)
-) WITHOUT ROWID;
+);
 CREATE TABLE memory_block_versions (
     block_id     TEXT NOT NULL REFERENCES memory_blocks (id) ON DELETE CASCADE,
     version      INTEGER NOT NULL,
@@ -688,7 +689,7 @@ CREATE TABLE memory_block_versions (
     run_id       TEXT NOT NULL,
     created_at   INTEGER NOT NULL,
     PRIMARY KEY (block_id, version)
-) WITHOUT ROWID;
+);
 CREATE TABLE memory_block_agents (
     block_id     TEXT NOT NULL REFERENCES memory_blocks (id) ON DELETE CASCADE,
     agent_id     TEXT NOT NULL,

@@ -158,39 +158,50 @@ def _must(d: Dialect, agent_id: str, label: str) -> Plan[_Found]:
 def _record(
     d: Dialect,
     block_id: str,
-    version: int,
+    old: Block | None,
+    owner: str,
     action: str,
     f: Fields,
     editor: str,
     run_id: str,
     undo_to: int | None,
     redo_to: int | None,
-) -> Plan[None]:
+) -> Plan[Block]:
+    """Record the change to ``f`` as the block's next version (1 for a new block, whose row the
+    caller inserts) and move the block to it; the block as it now is (not read back)."""
     now = _now()
+    version = 1 if old is None else old.version + 1
+    if old is None:  # the block's row first: its versions point at it
+        yield Execute(
+            "INSERT INTO memory_blocks (id, agent_id, label, value, char_limit, description, read_only,"
+            " version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+            (block_id, owner, f.label, f.value, f.limit, f.description, int(f.read_only), now, now),
+        )
     yield Execute(
         "INSERT INTO memory_block_versions (block_id, version, action, label, value, char_limit,"
         " description, read_only, undo_to, redo_to, agent_id, run_id, created_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            block_id,
-            version,
-            action,
-            f.label,
-            f.value,
-            f.limit,
-            f.description,
-            int(f.read_only),
-            undo_to,
-            redo_to,
-            editor,
-            run_id,
-            now,
-        ),
-    )
-    yield Execute(
-        "UPDATE memory_blocks SET label = ?, value = ?, char_limit = ?, description = ?, read_only = ?,"
-        " version = ?, updated_at = ? WHERE id = ?",
-        (f.label, f.value, f.limit, f.description, int(f.read_only), version, now, block_id),
+        (block_id, version, action, f.label, f.value, f.limit, f.description, int(f.read_only),
+         undo_to, redo_to, editor, run_id, now),
+    )  # fmt: skip
+    if old is not None:
+        yield Execute(
+            "UPDATE memory_blocks SET label = ?, value = ?, char_limit = ?, description = ?, read_only = ?,"
+            " version = ?, updated_at = ? WHERE id = ?",
+            (f.label, f.value, f.limit, f.description, int(f.read_only), version, now, block_id),
+        )
+    return Block(
+        label=f.label,
+        value=f.value,
+        limit=f.limit,
+        description=f.description,
+        read_only=f.read_only,
+        version=version,
+        agent_id=owner,
+        updated_at=format_time(now),
+        updated_by=editor,
+        run_id=run_id,
+        attached=() if old is None else old.attached,
     )
 
 
@@ -214,15 +225,7 @@ def create(d: Dialect, owner: str, f: Fields, editor: str, run_id: str) -> Plan[
     if (yield from _clash(d, owner, f.label)):
         raise BlockExistsError(f"a block {f.label!r} already exists for {owner or 'shared blocks'!r}")
     block_id = uuid4().hex
-    now = _now()
-    yield Execute(
-        "INSERT INTO memory_blocks (id, agent_id, label, value, char_limit, description, read_only,"
-        " version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
-        (block_id, owner, f.label, f.value, f.limit, f.description, int(f.read_only), now, now),
-    )
-    yield from _record(d, block_id, 1, "create", f, editor, run_id, None, None)
-    found = yield from _must(d, owner, f.label)
-    return found.block
+    return (yield from _record(d, block_id, None, owner, "create", f, editor, run_id, None, None))
 
 
 def write(
@@ -248,10 +251,9 @@ def write(
     check_value(new.label, new.value, new.limit)
     if new.label != old.label and (yield from _clash(d, old.agent_id, new.label, found.id)):
         raise BlockExistsError(f"a block {new.label!r} already exists; block {label!r} was not renamed")
-    yield from _record(d, found.id, old.version + 1, action, new, editor, run_id, old.version, None)
-    again = yield from lookup(d, old.agent_id, new.label)
-    assert again is not None
-    return again.block
+    return (
+        yield from _record(d, found.id, old, old.agent_id, action, new, editor, run_id, old.version, None)
+    )
 
 
 def step_back(
@@ -278,12 +280,8 @@ def step_back(
     )
     f = Fields(old.label, str(row[0]), int(row[1]), str(row[2]), bool(row[3]))
     undo_to, redo_to = (old.version, row[5]) if redo else (row[4], old.version)
-    yield from _record(
-        d, found.id, old.version + 1, "redo" if redo else "undo", f, editor, run_id, undo_to, redo_to
-    )
-    again = yield from lookup(d, old.agent_id, old.label)
-    assert again is not None
-    return again.block
+    action = "redo" if redo else "undo"
+    return (yield from _record(d, found.id, old, old.agent_id, action, f, editor, run_id, undo_to, redo_to))
 
 
 def delete(d: Dialect, agent_id: str, label: str, expected: int | None) -> Plan[Block]:
