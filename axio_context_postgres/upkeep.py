@@ -9,15 +9,17 @@ whole old sessions are the same questions on either backend.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any
 
 import msgspec
 
 from axio_context.messages import SessionInfo
+from axio_context.totals_sql import Totals, project_totals, summed
 from axio_context.views import ProjectStats
 
 from . import runs, writes
 from .listing import INFO_COLUMNS, info_of
+from .runner import POSTGRES, drive
 from .schema import current_version
 
 __all__ = ["PostgresStats", "PruneReport", "TableSize", "prune", "stats"]
@@ -30,17 +32,11 @@ class TableSize(msgspec.Struct, frozen=True):
     bytes: int
 
 
-class PostgresStats(msgspec.Struct, frozen=True):
-    """Totals of a PostgreSQL database; ``messages`` counts transcripts (a fork's inherited
-    ones included), ``stored_messages`` the rows actually stored, ``hidden_messages`` the marks
-    ``clear_run`` left (their rows stay until a purge empties them)."""
+class PostgresStats(Totals, frozen=True):
+    """Totals of a PostgreSQL database (see :class:`~axio_context.totals_sql.Totals`), with
+    ``hidden_messages`` the marks ``clear_run`` left (their rows stay until a purge empties
+    them), and each table's size."""
 
-    sessions: int
-    messages: int
-    stored_messages: int
-    input_tokens: int
-    output_tokens: int
-    checkpoints: int
     segments: int
     hidden_messages: int
     vectors: int
@@ -51,27 +47,9 @@ class PostgresStats(msgspec.Struct, frozen=True):
     by_project: list[ProjectStats]
 
 
-#: Whether a session is a fork whose parent is still there (its inherited totals counted there).
-_FORK: Final = "s.parent_id IS NOT NULL AND EXISTS (SELECT 1 FROM sessions p WHERE p.id = s.parent_id)"
-#: A session's own token totals (axio's fork copies the parent's): a fork's less those it started with.
-_OWN_IN: Final = (
-    f"(s.input_tokens - CASE WHEN {_FORK} THEN LEAST(s.input_tokens, s.fork_input_tokens) ELSE 0 END)"
-)
-_OWN_OUT: Final = (
-    f"(s.output_tokens - CASE WHEN {_FORK} THEN LEAST(s.output_tokens, s.fork_output_tokens) ELSE 0 END)"
-)
-
-
 async def stats(conn: Any) -> PostgresStats:
     """Totals over the database and per project, and each table's size (one snapshot)."""
-    by_project = [
-        ProjectStats(r[0], int(r[1]), int(r[2]), int(r[3]), int(r[4]))
-        for r in await conn.fetch(
-            "SELECT project, count(*), COALESCE(sum(next_position - hidden_count), 0),"
-            f" COALESCE(sum({_OWN_IN}), 0), COALESCE(sum({_OWN_OUT}), 0)"
-            " FROM sessions s GROUP BY project ORDER BY count(*) DESC, project"
-        )
-    ]
+    by_project = await drive(conn, project_totals(POSTGRES))
     counts = await conn.fetchrow(
         "SELECT (SELECT count(*) FROM messages), (SELECT count(*) FROM checkpoints),"
         " (SELECT count(*) FROM segments), (SELECT count(*) FROM hidden_messages),"
@@ -90,11 +68,8 @@ async def stats(conn: Any) -> PostgresStats:
         )
     ]
     return PostgresStats(
-        sessions=sum(p.sessions for p in by_project),
-        messages=sum(p.messages for p in by_project),
+        **summed(by_project),
         stored_messages=int(counts[0]),
-        input_tokens=sum(p.input_tokens for p in by_project),
-        output_tokens=sum(p.output_tokens for p in by_project),
         checkpoints=int(counts[1]),
         segments=int(counts[2]),
         hidden_messages=int(counts[3]),

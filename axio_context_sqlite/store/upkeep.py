@@ -7,28 +7,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 import msgspec
 
 from axio_context.messages import SessionInfo
+from axio_context.totals_sql import Totals, project_totals, summed
 from axio_context.views import ProjectStats as ProjectStats  # re-exported
 
 from . import chunks, hiding, listing, packing, transactions
 from .catalog import delete_sessions
+from .runner import SQLITE, drive
 from .wal import truncate_wal
 
 
-class Stats(msgspec.Struct, frozen=True):
-    """Totals of a database; ``messages`` counts transcripts (a fork's inherited ones included),
-    ``stored_messages`` the rows actually stored."""
+class Stats(Totals, frozen=True):
+    """Totals of an SQLite database (see :class:`~axio_context.totals_sql.Totals`), with its
+    file's pages, payloads, chunks, blobs and vectors."""
 
-    sessions: int
-    messages: int
-    stored_messages: int
-    input_tokens: int
-    output_tokens: int
-    checkpoints: int
     blobs: int
     blob_bytes: int
     page_size: int
@@ -76,33 +72,10 @@ def wal_path(path: Path) -> Path:
     return path.with_name(path.name + "-wal")
 
 
-#: Whether a session is a fork whose parent is still there (its inherited totals counted there).
-_FORK: Final = "s.parent_id IS NOT NULL AND EXISTS (SELECT 1 FROM sessions p WHERE p.id = s.parent_id)"
-#: A session's own token totals: a fork's less those it started with.
-_OWN_IN: Final = (
-    f"(s.input_tokens - CASE WHEN {_FORK} THEN min(s.input_tokens, s.fork_input_tokens) ELSE 0 END)"
-)
-_OWN_OUT: Final = (
-    f"(s.output_tokens - CASE WHEN {_FORK} THEN min(s.output_tokens, s.fork_output_tokens) ELSE 0 END)"
-)
-
-
 def stats(c: Any, path: Path) -> Stats:
     """Totals over the database and per project, in one snapshot."""
     with transactions.read_tx(c):
-        # Token totals are summed in two halves (high and low 32 bits), joined exactly in Python:
-        # each session may hold up to 2**63 - 1, so their plain SUM overflows SQLite's integer.
-        # A fork's totals start as its parent's (axio's fork copies them): each token is counted
-        # once, a fork's own share being what it added after the fork (see _OWN).
-        by_project = [
-            ProjectStats(p, int(n), int(m or 0), (a_hi << 32) + a_lo, (b_hi << 32) + b_lo)
-            for p, n, m, a_hi, a_lo, b_hi, b_lo in c.execute(
-                "SELECT project, COUNT(*), SUM(next_position - hidden_count),"
-                f" SUM({_OWN_IN} >> 32), SUM({_OWN_IN} & 4294967295),"
-                f" SUM({_OWN_OUT} >> 32), SUM({_OWN_OUT} & 4294967295)"
-                " FROM sessions s GROUP BY project ORDER BY COUNT(*) DESC, project"
-            ).fetchall()
-        ]
+        by_project = drive(c, project_totals(SQLITE))
         stored, payload_bytes = c.execute(
             "SELECT COUNT(*), COALESCE(SUM(length(payload)), 0)"
             " + (SELECT COALESCE(SUM(length(payload)), 0) FROM chunks) FROM messages"
@@ -121,11 +94,8 @@ def stats(c: Any, path: Path) -> Stats:
         vectors = int(c.execute("SELECT COUNT(*) FROM message_vectors").fetchone()[0])
         vector_bytes = _vector_bytes(c)
     return Stats(
-        sessions=sum(p.sessions for p in by_project),
-        messages=sum(p.messages for p in by_project),
+        **summed(by_project),
         stored_messages=int(stored),
-        input_tokens=sum(p.input_tokens for p in by_project),
-        output_tokens=sum(p.output_tokens for p in by_project),
         checkpoints=checkpoints,
         blobs=int(blobs),
         blob_bytes=int(blob_bytes),
