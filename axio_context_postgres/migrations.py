@@ -27,7 +27,9 @@ from __future__ import annotations
 
 from typing import Final
 
+from .blocks_schema import MEMORY_BLOCKS
 from .conversation_schema import CONVERSATION_LOG
+from .expiry_schema import EXPIRY
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
 
@@ -382,67 +384,6 @@ UPDATE sessions s SET fork_input_tokens = LEAST(s.input_tokens, p.input_tokens),
     FROM sessions p WHERE p.id = s.parent_id;
 """
 
-# A time to live on blob keys, task boards and vector documents (axio_context/expiry.py):
-# ``ttl_ms`` is the item's TTL (NULL: never expires), ``expires_at`` when it expires (ms since the
-# epoch). Reads leave expired rows out; a sweep deletes them through the partial index. Documents
-# exist once the vector store made them (with these columns): a table made before gets them here.
-_EXPIRY: Final = """
-ALTER TABLE memory_blob_keys ADD COLUMN ttl_ms bigint, ADD COLUMN expires_at bigint;
-CREATE INDEX memory_blob_keys_expiry ON memory_blob_keys (expires_at) WHERE expires_at IS NOT NULL;
-ALTER TABLE task_lists ADD COLUMN ttl_ms bigint, ADD COLUMN expires_at bigint;
-CREATE INDEX task_lists_expiry ON task_lists (expires_at) WHERE expires_at IS NOT NULL;
-DO $$ BEGIN
-    IF to_regclass('memory_documents') IS NOT NULL THEN
-        ALTER TABLE memory_documents ADD COLUMN IF NOT EXISTS ttl_ms bigint,
-            ADD COLUMN IF NOT EXISTS expires_at bigint;
-        CREATE INDEX IF NOT EXISTS memory_documents_expiry ON memory_documents (expires_at)
-            WHERE expires_at IS NOT NULL;
-    END IF;
-END $$;
-"""
-
-# Memory blocks (axio_context/memory_blocks): a block's current fields and ``version``, owned by an
-# agent (``agent_id``; '' is a shared block); every change is a ``memory_block_versions`` row (the
-# fields after it, its action, who, when, which run; ``undo_to``/``redo_to`` for undo and redo);
-# ``memory_block_agents`` shows a shared block to agents.
-_MEMORY_BLOCKS: Final = """
-CREATE TABLE memory_blocks (
-    id text PRIMARY KEY,
-    agent_id text NOT NULL,
-    label text NOT NULL,
-    value text NOT NULL,
-    char_limit integer NOT NULL,
-    description text NOT NULL,
-    read_only integer NOT NULL,
-    version integer NOT NULL,
-    created_at bigint NOT NULL,
-    updated_at bigint NOT NULL,
-    UNIQUE (agent_id, label)
-);
-CREATE TABLE memory_block_versions (
-    block_id text NOT NULL REFERENCES memory_blocks (id) ON DELETE CASCADE,
-    version integer NOT NULL,
-    action text NOT NULL,
-    label text NOT NULL,
-    value text NOT NULL,
-    char_limit integer NOT NULL,
-    description text NOT NULL,
-    read_only integer NOT NULL,
-    undo_to integer,
-    redo_to integer,
-    agent_id text NOT NULL,
-    run_id text NOT NULL,
-    created_at bigint NOT NULL,
-    PRIMARY KEY (block_id, version)
-);
-CREATE TABLE memory_block_agents (
-    block_id text NOT NULL REFERENCES memory_blocks (id) ON DELETE CASCADE,
-    agent_id text NOT NULL,
-    PRIMARY KEY (block_id, agent_id)
-);
-CREATE INDEX memory_block_agents_by_agent ON memory_block_agents (agent_id, block_id);
-"""
-
 #: (version, SQL) in order; a step is never edited once released, only added after.
 MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
     (1, _V1),
@@ -453,8 +394,8 @@ MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
     (6, _RESUMABLE_STATE),
     (7, CONVERSATION_LOG),  # pydantic-ai's ConversationStore (see .conversation_log)
     (8, _ACTIVITY_AND_VISIBLE_COUNTS),
-    (9, _EXPIRY),
-    (10, _MEMORY_BLOCKS),
+    (9, EXPIRY),  # a time to live on memory items (see .expiry_schema)
+    (10, MEMORY_BLOCKS),  # see .blocks_schema
 )
 
 #: The schema version this code writes.
