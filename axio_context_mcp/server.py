@@ -83,6 +83,10 @@ class AxioMCP:
         self._stack: contextlib.AsyncExitStack | None = None
         self._db: OpenDatabase | None = None
         self._opening = asyncio.Lock()
+        #: One call at a time: the SDK may run a client's requests concurrently, and a SQLite
+        #: database is one connection whose calls (a search's index catch-up, a write) must not
+        #: interleave their transactions.
+        self._calling = asyncio.Lock()
 
     async def __aenter__(self) -> AxioMCP:
         return self
@@ -136,14 +140,15 @@ class AxioMCP:
             args = msgspec.convert(arguments or {}, tool.arguments)
         except msgspec.ValidationError as exc:
             raise ValueError(f"bad arguments: {exc}") from None
-        db = await self.database()
-        try:
-            return await tool.handler(db, args)
-        except (AxioContextError, ValueError, LookupError, PermissionError):
-            raise  # the caller's mistake: the database stays open
-        except Exception:
-            await self.close()  # a connection that failed: open it again on the next call
-            raise
+        async with self._calling:
+            db = await self.database()
+            try:
+                return await tool.handler(db, args)
+            except (AxioContextError, ValueError, LookupError, PermissionError):
+                raise  # the caller's mistake: the database stays open
+            except Exception:
+                await self.close()  # a connection that failed: open it again on the next call
+                raise
 
     def error_line(self, exc: BaseException) -> str:
         """``exc`` as one line: no control character, no password, at most :data:`MAX_ERROR`."""

@@ -3,6 +3,7 @@ the tests' PostgreSQL server (``axio_database_location`` gives each in turn)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from .support import CONTROLS, Client, seed, served
@@ -26,6 +27,7 @@ async def test_read_only_server(axio_database_location: str) -> None:
     async with served(axio_database_location) as client:
         await check_listing_without_write(client)
         await check_sessions(client)
+        await check_concurrent_calls(client)
         await check_bad_input(client)
         await check_hostile_text(client)
         await check_reading_blocks(client)
@@ -95,6 +97,17 @@ async def check_sessions(client: Client) -> None:
     limited = await client.data("search_sessions", {"query": "sourdough", "mode": "keyword", "limit": 1})
     assert len(limited["hits"]) == 1
     assert "notes" in limited
+
+
+async def check_concurrent_calls(client: Client) -> None:
+    """Calls a client sends at once are answered, each as if alone."""
+    calls = [
+        client.data("search_sessions", {"query": "sourdough", "mode": mode})
+        for mode in ("keyword", "semantic", "hybrid", "keyword", "hybrid")
+    ]
+    calls.append(client.data("list_sessions"))
+    found = await asyncio.gather(*calls)
+    assert all(r["hits"] for r in found[:5]) and len(found[5]["sessions"]) == 2
 
 
 async def check_bad_input(client: Client) -> None:
