@@ -144,6 +144,8 @@ def lookup(d: Dialect, agent_id: str, label: str, lock: bool = False) -> Plan[_F
         )
     if row is None:
         return None
+    if str(row[7]):  # an agent's own block: only shared blocks are attached
+        return _Found(str(row[0]), _block(row))
     links = yield from _attached(d, [str(row[0])])
     return _Found(str(row[0]), _block(row, links.get(str(row[0]), ())))
 
@@ -328,7 +330,7 @@ def _listing(d: Dialect, where: str, args: tuple[Any, ...]) -> Plan[list[Block]]
         f" {d.by_code_point('b.agent_id')}",
         args,
     )
-    links = yield from _attached(d, [str(r[0]) for r in rows])
+    links = yield from _attached(d, [str(r[0]) for r in rows if not str(r[7])])  # shared ones only
     return [_block(r, links.get(str(r[0]), ())) for r in rows]
 
 
