@@ -1,5 +1,6 @@
-"""Copying what the layers keep beside the sessions: usage, memory stores, context pools,
-resumable state and framework conversation records, after the sessions themselves.
+"""Copying what the layers keep beside the sessions: usage, memory stores, memory blocks (each
+with its whole history), context pools, resumable state and framework conversation records,
+after the sessions themselves.
 
 Each layer is dumped on both sides and compared item by item. An item (a collection, a blob key,
 a pool family, a state...) is named by its key: absent from the destination, it is copied; there
@@ -18,6 +19,7 @@ from typing import Any, Final
 
 import msgspec
 
+from ..memory_blocks.transfer_sql import block_key
 from ..transcript.hidden import Renumbering
 from .rows import LayerReport, PoolRow, RunRow
 from .sides import LayerSide as Side
@@ -78,6 +80,7 @@ LAYERS: Final = (
     Layer("graph_entities", "graph entity", lambda e: e.id),
     Layer("graph_relationships", "graph relationship", lambda r: r.id),
     Layer("task_lists", "task list", lambda t: t.id, batch=20),
+    Layer("memory_blocks", "memory block", block_key, batch=50),
     Layer("pools", "queue or pool family", _family_key, _family_content, batch=1),
     Layer("states", "state of session", lambda s: s.session_id),
     Layer("conversations", "conversation", lambda c: c.id),

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ..memory import transfer_sql as memory
+from ..memory_blocks.transfer_sql import dump_blocks, load_block
 from ..sql import Dialect, Execute, Plan, Rows, Value
 from .rows import ConversationEntryRow, ConversationRow, StateRow
 
@@ -87,6 +88,7 @@ PLANNED: Final[dict[str, Planned]] = {
     "graph_entities": (memory.dump_entities, memory.load_entity),
     "graph_relationships": (memory.dump_relationships, memory.load_relationship),
     "task_lists": (memory.dump_task_lists, memory.load_task_list),
+    "memory_blocks": (dump_blocks, load_block),
     "states": (dump_states, load_state),
     "conversations": (dump_conversations, load_conversation),
     "conversation_entries": (dump_entries, load_entry),

@@ -25,7 +25,7 @@ from .output import StageProgress, echo_json, one_line, say
 @click.pass_context
 def copy(ctx: click.Context, src: str, dst: str, dry_run: bool, as_json: bool) -> None:
     """Copy what SRC has and DST lacks (files or postgresql:// URLs): sessions, usage, memory
-    stores, queues and pools, saved state, conversation records. Run again to resume; an item
+    stores, memory blocks, queues and pools, saved state, conversation records. Run again to resume; an item
     on both sides with different content is refused (exit 1), never overwritten."""
     progress = StageProgress()
 

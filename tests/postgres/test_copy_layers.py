@@ -40,6 +40,7 @@ def test_copy_carries_every_layer_both_ways(fresh_pg_url: str, tmp_path: Path) -
         "graph_entities": (2, 0),
         "graph_relationships": (1, 0),
         "task_lists": (1, 0),
+        "memory_blocks": (2, 0),
         "pools": (2, 0),
         "states": (1, 0),
         "conversations": (1, 0),

@@ -19,6 +19,7 @@ from axio_context.copying import CopyAllReport, copy_all, layers
 from axio_context.copying.layers import LAYERS
 from axio_context.embeddings import HashingEmbedder
 from axio_context.memory import Document, Entity, Relationship
+from axio_context.memory_blocks import MemoryBlock
 from axio_context.pools import ContextItem
 from axio_context.state import ResumableState
 from axio_context.testing import text
@@ -37,7 +38,13 @@ from axio_context_sqlite import SQLiteContextStore
 from axio_context_sqlite import connect as sqlite_connect
 from axio_context_sqlite.agents import SQLiteHistoryProvider
 from axio_context_sqlite.cli import cli
-from axio_context_sqlite.memory import SQLiteBlobStore, SQLiteGraphStore, SQLiteTaskStore, SQLiteVectorStore
+from axio_context_sqlite.memory import (
+    SQLiteBlobStore,
+    SQLiteBlockStore,
+    SQLiteGraphStore,
+    SQLiteTaskStore,
+    SQLiteVectorStore,
+)
 from axio_context_sqlite.pools import SQLiteContextPool, SQLiteContextQueue, list_pools
 from axio_context_sqlite.state import load_state, save_state
 from axio_context_sqlite.store.conversation_log import SQLiteConversationLog
@@ -96,6 +103,12 @@ async def fill(path: Path) -> str:
         await graph.add_entities([Entity("e1", "person", {"name": "Ada"}), Entity("e2", "place")])
         await graph.add_relationships([Relationship("r1", "e1", "e2", "visits", {"w": 1})])
         await SQLiteTaskStore(conn).create_task_list("conv1", ["plan", "do"], agent_id="bot")
+        blocks = SQLiteBlockStore(conn)
+        await blocks.create(MemoryBlock("human", "Ada", description="the user"), agent_id="bot", run_id="r1")
+        await blocks.append("human", "likes tea", agent_id="bot")
+        await blocks.undo("human", agent_id="bot")
+        await blocks.create(MemoryBlock("team", "ship on friday", limit=50, read_only=True))
+        await blocks.attach("team", "bot")
         queue: SQLiteContextQueue[Any] = await SQLiteContextQueue.open(conn, "recent", 3)
         await queue.append(*(ContextItem(f"q{i}") for i in range(5)))
         qb = await queue.branch(name="recent-b")
