@@ -208,3 +208,21 @@ def test_convert_refuses_a_file_another_process_has_open(tmp_path: Path) -> None
     finally:
         holder.communicate("")
     assert path.read_bytes().startswith(b"SQLite format 3")
+
+
+async def test_the_browser_opens_an_encrypted_file(tmp_path: Path) -> None:
+    from textual.widgets import DataTable
+
+    from axio_context_sqlite.tui.app import BrowserApp
+
+    path = tmp_path / "secret.db"
+    await _plant(path, KEY)
+    app = BrowserApp(path, poll_interval=0.05, retry_interval=0.05, key=KEY)
+    async with app.run_test(size=(120, 30)) as pilot:
+        for _ in range(400):  # a failsafe bound, not a timing assertion
+            table = app.screen.query("#sessions")
+            if table and app.screen.query_one("#sessions", DataTable).row_count == 1:
+                break
+            await pilot.pause(0.02)
+        rows = app.screen.query_one("#sessions", DataTable).ordered_rows
+        assert [r.key.value for r in rows] == ["PLANTED-session-id"]

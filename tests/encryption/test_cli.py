@@ -70,6 +70,9 @@ def test_encrypt_search_rekey_decrypt(tmp_path: Path, keys: tuple[Path, Path]) -
     backup = tmp_path / "copy.db"
     assert _run("--db", db, "--key-file", second, "backup", backup).exit_code == 0
     assert b"PLANTED" not in backup.read_bytes()
+    copied = tmp_path / "copied.db"
+    assert _run("--key-file", second, "copy", db, copied).exit_code == 0  # both files under the key
+    assert b"PLANTED" not in copied.read_bytes() and asyncio.run(_count(copied, OTHER)) == 3
     assert _run("--db", backup, "--key-file", second, "decrypt").exit_code == 0
     assert b"PLANTED" in backup.read_bytes() and asyncio.run(_count(backup, None)) == 3
     assert asyncio.run(_count(db, OTHER)) == 3
