@@ -18,6 +18,7 @@ PACKAGES = (
     "axio_context_postgres",
     "axio_context_openai_agents",
     "axio_context_pydantic_ai",
+    "axio_context_mcp",
 )
 
 #: Two seeds' different things under one name, kept apart on purpose: ravi's AgentContext (an
