@@ -260,7 +260,7 @@ class AxioContextSession(SessionABC):
             shutil.rmtree(self._tmpdir, ignore_errors=True)
             self._tmpdir = None
 
-    # -- what runs on the hub's loop ---------------------------------------------------------
+    # -- what runs on the caller's loop (SQLite) or the hub's (see the module's docstring) ----
 
     async def _session_store(self) -> ContextStore:
         if self._store is None:

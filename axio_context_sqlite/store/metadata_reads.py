@@ -18,12 +18,16 @@ from axio_context.errors import CorruptDataError, DecodeError
 from . import hiding
 from .keys import key
 from .reading import decode_summary, latest_checkpoint, read_messages
-from .session_rows import SessionRow, segments, session_row
+from .session_rows import ROW_COLUMNS, SessionRow, segments
 from .transactions import read_tx
 
 __all__ = ["get_view_metadata"]
 
 _READ_EXTRAS: Final = "SELECT id, data FROM message_extras WHERE id >= ? AND id < ? ORDER BY id"
+_ROW: Final = (
+    f"SELECT {ROW_COLUMNS}, hidden_count, EXISTS (SELECT 1 FROM checkpoints WHERE sid = sessions.sid)"
+    " FROM sessions WHERE id = ?"
+)
 
 #: A position whose message holds no value (yet): decoded whole.
 _NONE: Final = object()
@@ -33,14 +37,19 @@ def get_view_metadata(c: Any, session_id: str, name: str, limit: int | None = No
     """Per message of the view (as :func:`.reading.get_view`, ``limit`` included), its metadata
     value ``name``, or the message itself when it has none."""
     with read_tx(c):
-        row = session_row(c, session_id)
-        if row is None or limit == 0:
+        # the session row, whether it hides positions and whether it has a checkpoint, at once:
+        # a plain session's read is then this and one range of message_extras
+        r = c.execute(_ROW, (session_id,)).fetchone()
+        if r is None or limit == 0:
             return []
-        cp = latest_checkpoint(c, row.sid)
+        row, hidden, checkpointed = SessionRow(*r[:-2]), r[-2], r[-1]
+        cp = latest_checkpoint(c, row.sid) if checkpointed else None
         start = 0 if cp is None else cp[0]
         if limit is not None:
             start = max(start, row.next_position - limit)
-        own = hiding.drop_hidden(c, row.sid, start, _values(c, session_id, row, start, name))
+        own = _values(c, session_id, row, start, name)
+        if hidden:
+            own = hiding.drop_hidden(c, row.sid, start, own)
         if cp is None:
             return own
         summary: list[Any] = decode_summary(session_id, cp[1])
