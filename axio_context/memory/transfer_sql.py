@@ -16,7 +16,9 @@ from typing import Any, Final
 import msgspec
 
 from axio_context.copying import EntityRow, RelationshipRow, TaskListRow, TaskRow, canonical_json
+from axio_context.expiry import now_ms
 from axio_context.sql import Dialect, Execute, ExecuteMany, Plan, Rows
+from axio_context.sql.expiry import live
 
 __all__ = [
     "dump_entities",
@@ -74,8 +76,11 @@ def load_relationship(d: Dialect, row: RelationshipRow) -> Plan[None]:
 
 
 def dump_task_lists(d: Dialect) -> Plan[list[TaskListRow]]:
-    """Every task list with its tasks, by id (two queries, however many lists)."""
-    lists = yield Rows(f"SELECT {_LIST} FROM task_lists ORDER BY {d.by_code_point('id')}")
+    """Every live task list with its tasks, by id (two queries, however many lists; an expired
+    one is left out, so a copy does not bring it back)."""
+    lists = yield Rows(
+        f"SELECT {_LIST} FROM task_lists WHERE {live()} ORDER BY {d.by_code_point('id')}", (now_ms(),)
+    )
     tasks: dict[str, list[TaskRow]] = {}
     for t in (
         yield Rows(

@@ -148,7 +148,9 @@ class _Statements:
 
     def rows(self, d: Dialect) -> Plan[list[BlobRow]]:
         keys = yield Rows(
-            'SELECT key, content_type, created_at FROM memory_blob_keys ORDER BY key COLLATE "C"'
+            f"SELECT key, content_type, created_at FROM memory_blob_keys WHERE {live()}"
+            ' ORDER BY key COLLATE "C"',
+            (now_ms(),),
         )
         out = []
         for key, content_type, created_at in keys:

@@ -31,6 +31,7 @@ from axio_context.memory.vectors_sql import (
     find_collection,
 )
 from axio_context.sql import Dialect, Execute, ExecuteMany, Plan, Rows, Value, decode_object
+from axio_context.sql.expiry import live
 
 from ..connection import Pool
 from ..errors import VectorExtensionMissingError
@@ -200,8 +201,8 @@ class _Statements:
         for cid, name, dimension, embedder, created_at in collections:
             docs = yield Rows(
                 "SELECT id, content, metadata::text, embedding::real[], updated_at FROM memory_documents"
-                ' WHERE collection = ? ORDER BY id COLLATE "C"',
-                (cid,),
+                f' WHERE collection = ? AND {live()} ORDER BY id COLLATE "C"',
+                (cid, now_ms()),
             )
             rows = tuple(
                 DocumentRow(str(i), str(t), canonical_json(m), array("f", v).tobytes(), int(u))

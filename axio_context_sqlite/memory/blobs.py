@@ -170,7 +170,10 @@ class _Statements:
         return len(gone)
 
     def rows(self, d: Dialect) -> Plan[list[BlobRow]]:
-        keys = yield Rows("SELECT key, content_type, created_at FROM memory_blob_keys ORDER BY key")
+        keys = yield Rows(
+            f"SELECT key, content_type, created_at FROM memory_blob_keys WHERE {live()} ORDER BY key",
+            (now_ms(),),
+        )
         out = []
         for key, content_type, created_at in keys:
             found = yield from self.read(d, key)

@@ -36,6 +36,7 @@ from axio_context.memory.vectors_sql import (
     find_collection,
 )
 from axio_context.sql import Dialect, ExecuteMany, Native, Plan, Row, Rows, Value, decode_object, encode_json
+from axio_context.sql.expiry import live
 
 from ..store.keys import now_ms
 from ..store.runner import SQLiteRunner
@@ -294,8 +295,8 @@ class Statements:
             docs = yield Rows(
                 "SELECT d.id, d.content, json(d.metadata), e.embedding, d.updated_at"
                 " FROM memory_documents d JOIN memory_embeddings e ON e.rowid = d.rowid"
-                " WHERE d.collection = ? ORDER BY d.id",
-                (cid,),
+                f" WHERE d.collection = ? AND {live('d')} ORDER BY d.id",
+                (cid, now_ms()),
             )
             rows = tuple(
                 DocumentRow(str(i), str(t), canonical_json(m), bytes(v), int(u)) for i, t, m, v, u in docs

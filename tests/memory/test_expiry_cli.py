@@ -153,3 +153,17 @@ async def test_a_failing_sweep_is_kept_and_the_next_runs() -> None:
     for bad in (0, -1, float("nan"), float("inf"), True):
         with pytest.raises(InvalidTTLError, match="interval"):
             Sweeper(sweep, bad)
+
+
+def test_copy_leaves_expired_items_behind(backend_db: Backend, tmp_path: Path) -> None:  # noqa: F811
+    asyncio.run(fill(backend_db))
+    dest = Backend("sqlite", str(tmp_path / "copy.db"))
+    out = invoke_json("copy", backend_db.where, dest.where, "--json")
+    layers = out["layers"]
+    assert (layers["collections"]["copied"], layers["blobs"]["copied"], layers["task_lists"]["copied"]) == (
+        1,
+        1,
+        1,
+    )
+    assert asyncio.run(live_keys(dest)) == (["live"], ["going"], ["new"])
+    assert invoke_json("--db", dest.where, "stats", "--json")["expired"]["blobs"] == 0
