@@ -25,6 +25,7 @@ from typing import Any, Final, Literal, Protocol
 from axio_context.backends.protocol import OpenDatabase
 from axio_context.errors import DatabaseLockedError, SessionNotFoundError
 from axio_context.following import FollowUpdate, follow_changes
+from axio_context.memory_blocks import BlockStore
 from axio_context.messages import SessionInfo
 from axio_context.search.results import SearchResults
 from axio_context.transcript import FormatName, MessageRecord
@@ -41,7 +42,7 @@ from axio_context.views import (
 
 from . import sessions
 from .connection import Pool, translated
-from .listing import INFO_COLUMNS, info_of
+from .info import INFO_COLUMNS, info_of
 
 __all__ = ["PooledDatabase", "PostgresBrowser"]
 
@@ -103,6 +104,10 @@ class PostgresBrowser:
     def path(self) -> str:
         """The database's URL, its password hidden."""
         return self.db.path
+
+    def memory_blocks(self) -> BlockStore:
+        """The database's memory blocks, on its pool."""
+        return self.db.memory_stores().blocks()
 
     # -- changes -----------------------------------------------------------------------------------
 

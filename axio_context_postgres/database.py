@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from uuid import uuid4
 
 from axio_context.backends.protocol import Capability, StoredStateView
-from axio_context.catalog import LineageCalls
+from axio_context.catalog import CatalogCalls
 from axio_context.errors import SessionExistsError, SessionNotFoundError
 from axio_context.messages import SessionInfo
 from axio_context.naming import RANDOM_ID, SHORT_ID, project_forms, unique_prefix
@@ -30,7 +30,6 @@ from . import importing, pools, runs, sessions, state, tree, upkeep, writes
 from .browsing import PostgresBrowser
 from .connection import Pool, connect, redacted, translated
 from .copying.sides import PostgresSide
-from .listing import SessionPage, list_page
 from .memory import PostgresMemoryStores
 from .runner import PostgresRunner
 from .searching import SearchCalls
@@ -47,7 +46,7 @@ Sink = Callable[[bytes], object]
 Progress = Callable[[int, int], object]
 
 
-class PostgresDatabase(SearchCalls, LineageCalls):
+class PostgresDatabase(SearchCalls, CatalogCalls):
     """Every session of one PostgreSQL database: list, show, export, import, fork, search."""
 
     def __init__(self, pool: Pool, url: str) -> None:
@@ -65,26 +64,6 @@ class PostgresDatabase(SearchCalls, LineageCalls):
         return self._pool
 
     # -- finding sessions ------------------------------------------------------------------------
-
-    async def list_sessions(
-        self,
-        project: str | None = None,
-        *,
-        limit: int | None = None,
-        cursor: str | None = None,
-        since: datetime | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        sort: SessionSort = "created",
-    ) -> SessionPage:
-        """Sessions newest first by ``sort`` (creation, or last activity), all projects unless
-        ``project``, one keyset page at a time; ``agent_id`` keeps one agent's sessions,
-        ``run_id`` those holding that run's messages."""
-        tags: dict[str, Any] = {"since_ms": ms(since), "agent_id": agent_id, "run_id": run_id, "sort": sort}
-        async with self._tx(readonly=True) as conn:
-            if project is None:
-                return await list_page(conn, limit=limit, cursor=cursor, **tags)
-            return await list_page(conn, project, limit=limit, cursor=cursor, **tags)
 
     async def resolve(self, prefix: str) -> str:
         """The session id equal to ``prefix``, or the only one starting with it (like git)."""
@@ -304,7 +283,7 @@ class PostgresDatabase(SearchCalls, LineageCalls):
         """One session of this database, on its pool."""
         return PostgresContextStore(self._pool, session_id, project)
 
-    def _lineage_runner(self) -> PostgresRunner:
+    def _catalog_runner(self) -> PostgresRunner:
         return PostgresRunner(self._pool, tree.WHERE)
 
     async def list_pools(self, kind: str | None = None) -> list[PoolInfo]:

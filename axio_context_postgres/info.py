@@ -8,7 +8,7 @@ from typing import Any, Final
 from axio_context.messages import SessionInfo
 from axio_context.transcript import format_time
 
-__all__ = ["INFO_COLUMNS", "info_of"]
+__all__ = ["INFO_COLUMNS", "RUN_SESSIONS", "info_of"]
 
 #: The columns of a SessionInfo, in its field order, then the listing cursor's.
 INFO_COLUMNS: Final = (
@@ -32,3 +32,11 @@ def info_of(r: Any) -> SessionInfo:
         fork_position=r[9],
         title=r[10],
     )
+
+
+#: The agent sessions of a run's thread that own a message of the run, by run id.
+RUN_SESSIONS: Final = (
+    "SELECT a.sid FROM agent_sessions a JOIN agent_runs r ON r.run_id = ? AND a.thread_id = r.thread_id"
+    " JOIN sessions o ON o.sid = a.sid WHERE EXISTS (SELECT 1 FROM message_runs m"
+    " JOIN segments g ON g.seg = m.seg WHERE m.run = r.id AND g.owner = o.id)"
+)

@@ -16,7 +16,7 @@ from axio_context.sql import Dialect, Execute, ExecuteMany, Native, Plan, PlanFn
 from axio_context.sql.plan import numbered, resume
 
 from .connection import Pool, translated
-from .info import INFO_COLUMNS, info_of
+from .info import INFO_COLUMNS, RUN_SESSIONS, info_of
 
 __all__ = ["POSTGRES", "PostgresDialect", "PostgresRunner", "drive"]
 
@@ -88,9 +88,13 @@ class PostgresDialect(Dialect):
         return f"SELECT unnest(?::{kind}[])"
 
     info_columns = INFO_COLUMNS
+    run_sessions = RUN_SESSIONS
 
     def info_of(self, row: Any) -> SessionInfo:
         return info_of(row)
+
+    def before_key(self, order: str, time: int, sid: int) -> tuple[str, list[Any]]:
+        return f"({order}, sid) < (?::bigint, ?::bigint)", [time, sid]
 
     def by_code_point(self, column: str) -> str:
         return f'{column} COLLATE "C"'

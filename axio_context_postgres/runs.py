@@ -18,6 +18,7 @@ from axio_context.messages import Message
 from axio_context.views import SessionView
 
 from . import lineage, sessions, writes
+from .info import RUN_SESSIONS
 
 __all__ = ["agent_session", "agents_of", "purge_hidden", "run_filter", "runs_at", "show"]
 
@@ -31,12 +32,7 @@ def run_filter(args: list[Any], agent_id: str | None, run_id: str | None) -> lis
         where.append(f"sid IN (SELECT sid FROM agent_sessions WHERE agent_id = ${len(args)})")
     if run_id is not None:
         args.append(run_id)
-        where.append(
-            "sid IN (SELECT a.sid FROM agent_sessions a JOIN agent_runs r"
-            f" ON r.run_id = ${len(args)} AND a.thread_id = r.thread_id"
-            " JOIN sessions o ON o.sid = a.sid WHERE EXISTS (SELECT 1 FROM message_runs m"
-            " JOIN segments g ON g.seg = m.seg WHERE m.run = r.id AND g.owner = o.id))"
-        )
+        where.append(f"sid IN ({RUN_SESSIONS.replace('?', f'${len(args)}')})")
     return where
 
 

@@ -39,7 +39,7 @@ from axio_context.transcript.times import epoch_ms as ms
 from . import lineage, sessions
 from . import search as pgsearch
 from .connection import Pool, has_vector, translated
-from .listing import INFO_COLUMNS, info_of
+from .info import INFO_COLUMNS, info_of
 from .rawquery import raw_tsquery
 from .status import PostgresIndexStatus
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any, Self, cast
 from uuid import uuid4
 
+from axio_context.catalog import StoreCalls
 from axio_context.checkpoints import Checkpoint
 from axio_context.codec import check_message
 from axio_context.compaction.guarded import starts_with
@@ -23,10 +23,12 @@ from axio_context.messages import Message, SessionInfo
 from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
 from axio_context.transcript import format_time
 from axio_context.usage import token_count, token_totals_after_add
+from axio_context.views import SessionPage
 
 from . import lineage, writes
 from .connection import Pool, translated
-from .listing import INFO_COLUMNS, SessionPage, info_of, list_page
+from .info import INFO_COLUMNS, info_of
+from .runner import PostgresRunner
 
 __all__ = ["PostgresContextStore", "SessionPage"]
 
@@ -36,7 +38,7 @@ def _hider(row: Any) -> int | None:
     return int(row["sid"]) if row["hides"] else None
 
 
-class PostgresContextStore(ContextStore):
+class PostgresContextStore(StoreCalls, ContextStore):
     """A session stored in PostgreSQL; implements the ContextStore and CheckpointStore contracts.
 
     ``project`` defaults to the resolved current directory, as in axio and the SQLite store.
@@ -50,21 +52,12 @@ class PostgresContextStore(ContextStore):
         *,
         token_counter: TokenCounter | None = None,
     ) -> None:
-        if not isinstance(session_id, str) or not session_id:
-            raise ValueError("session_id must be a non-empty string")
+        self._identify(session_id, project)
         self._pool = pool
-        self._session_id = session_id
-        self._project = project if project is not None else str(Path.cwd().resolve())
         self._counter: TokenCounter = token_counter or DefaultEstimator()
 
-    @property
-    def session_id(self) -> str:
-        return self._session_id
-
-    @property
-    def project(self) -> str:
-        """The project new sessions of this store are filed under."""
-        return self._project
+    def _catalog_runner(self) -> PostgresRunner:
+        return PostgresRunner(self._pool, "the session store")
 
     @property
     def pool(self) -> Pool:
@@ -286,15 +279,6 @@ class PostgresContextStore(ContextStore):
         return int(row[1]) + int(row[0]) - int(row[2])
 
     # -- sessions --------------------------------------------------------------------------------
-
-    async def list_sessions(self) -> list[SessionInfo]:
-        """Every session of this store's project, newest first (read from the sessions table)."""
-        return (await self.list_sessions_page(limit=None)).sessions
-
-    async def list_sessions_page(self, limit: int | None = 50, cursor: str | None = None) -> SessionPage:
-        """One page of :meth:`list_sessions`; pass ``page.next_cursor`` for the next one."""
-        async with self._tx(readonly=True) as conn:
-            return await list_page(conn, self._project, limit=limit, cursor=cursor)
 
     async def info(self) -> SessionInfo:
         """This session's listing entry (raises SessionNotFoundError before its first write)."""

@@ -18,7 +18,7 @@ from axio_context.totals_sql import Totals, project_totals, summed
 from axio_context.views import ProjectStats
 
 from . import runs, writes
-from .listing import INFO_COLUMNS, info_of
+from .info import INFO_COLUMNS, info_of
 from .runner import POSTGRES, drive
 from .schema import current_version
 

@@ -1,7 +1,7 @@
-"""The session catalog written once for every SQL backend: how sessions hang together (the
-lineage tree of subagent sessions and forks), as plans (:mod:`.tree_sql`) and the database
-calls over them (:mod:`.calls`)."""
+"""The session catalog written once for every SQL backend: listing sessions (:mod:`.listing_sql`)
+and how they hang together (the lineage tree of subagent sessions and forks, :mod:`.tree_sql`),
+as plans, and the database and store calls over them (:mod:`.calls`)."""
 
-from .calls import LineageCalls, TreeOptions, descendants, session_tree
+from .calls import CatalogCalls, StoreCalls, TreeOptions, descendants, session_tree
 
-__all__ = ["LineageCalls", "TreeOptions", "descendants", "session_tree"]
+__all__ = ["CatalogCalls", "StoreCalls", "TreeOptions", "descendants", "session_tree"]

@@ -1,18 +1,22 @@
-"""The lineage tree's calls, written once over a backend's :class:`~axio_context.sql.Runner`:
-as functions (each backend's module hands them its runner) and as methods of a database."""
+"""The catalog's calls (listing sessions, the lineage tree), written once over a backend's
+:class:`~axio_context.sql.Runner`: as functions (each backend's module hands them its runner) and
+as methods of a database and of a session store."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from pathlib import Path
 from typing import TypedDict, Unpack
 
+from ..messages import SessionInfo
 from ..sql import Runner
 from ..transcript.times import epoch_ms
-from ..views import SessionNode, SessionSort
+from ..views import SessionNode, SessionPage, SessionSort
 from . import tree_sql
+from .listing_sql import ALL, list_page
 
-__all__ = ["LineageCalls", "TreeOptions", "descendants", "session_tree"]
+__all__ = ["CatalogCalls", "StoreCalls", "TreeOptions", "descendants", "session_tree"]
 
 
 class TreeOptions(TypedDict, total=False):
@@ -42,18 +46,78 @@ async def descendants(runner: Runner, session_ids: Iterable[str]) -> list[str]:
     return await runner.read(tree_sql.descendants, list(session_ids))
 
 
-class LineageCalls:
-    """A database's lineage calls; the backend's database says which runner reads."""
+class CatalogCalls:
+    """A database's catalog calls; the backend's database says which runner reads."""
 
-    def _lineage_runner(self) -> Runner:
+    def _catalog_runner(self) -> Runner:
         raise NotImplementedError
+
+    async def list_sessions(
+        self,
+        project: str | None = None,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        since: datetime | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        sort: SessionSort = "created",
+    ) -> SessionPage:
+        """Sessions newest first by ``sort`` (creation, or last activity), all projects unless
+        ``project``, one keyset page at a time; ``agent_id`` keeps one agent's sessions,
+        ``run_id`` those holding that run's messages."""
+        return await self._catalog_runner().read(
+            list_page,
+            ALL if project is None else project,
+            limit=limit,
+            cursor=cursor,
+            since_ms=epoch_ms(since),
+            agent_id=agent_id,
+            run_id=run_id,
+            sort=sort,
+        )
 
     async def lineage_tree(
         self, project: str | None = None, **options: Unpack[TreeOptions]
     ) -> list[SessionNode]:
         """Root sessions newest first (by ``sort``) with their subagent sessions and forks below them."""
-        return await session_tree(self._lineage_runner(), project, **options)
+        return await session_tree(self._catalog_runner(), project, **options)
 
     async def descendants(self, session_ids: Iterable[str]) -> list[str]:
         """Sessions below ``session_ids`` (subagent sessions and forks), for ``export --children``."""
-        return await descendants(self._lineage_runner(), session_ids)
+        return await descendants(self._catalog_runner(), session_ids)
+
+
+class StoreCalls:
+    """What a session store on an SQL backend has the same on each: its session id and project
+    (checked once, here) and its project's listing; the backend's store says which runner reads."""
+
+    _session_id: str
+    _project: str
+
+    def _identify(self, session_id: str, project: str | None) -> None:
+        if not isinstance(session_id, str) or not session_id:
+            raise ValueError("session_id must be a non-empty string")
+        self._session_id = session_id
+        self._project = project if project is not None else str(Path.cwd().resolve())
+
+    def _catalog_runner(self) -> Runner:
+        raise NotImplementedError
+
+    @property
+    def session_id(self) -> str:
+        """The session this store reads and writes."""
+        return self._session_id
+
+    @property
+    def project(self) -> str:
+        """The project new sessions of this store are filed under."""
+        return self._project
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        """Every session of this store's project, newest first (read from the sessions table)."""
+        return (await self.list_sessions_page(limit=None)).sessions
+
+    async def list_sessions_page(self, limit: int | None = 50, cursor: str | None = None) -> SessionPage:
+        """One page of :meth:`list_sessions`; pass ``page.next_cursor`` for the next one."""
+        return await self._catalog_runner().read(list_page, self._project, limit=limit, cursor=cursor)

@@ -181,6 +181,19 @@ class Dialect:
         """The :class:`SessionInfo` of a row that starts with :attr:`info_columns`."""
         raise NotImplementedError(f"{type(self).__name__} does not read sessions")
 
+    def infos(self, rows: Sequence[Sequence[Any]]) -> list[SessionInfo]:
+        """:meth:`info_of` of every row."""
+        return [self.info_of(r) for r in rows]
+
+    #: A SELECT of the ``sid`` of the sessions holding a message of the run whose id is its one
+    #: ``?`` (agent sessions of the run's thread; each schema finds their messages its own way).
+    run_sessions: str = ""
+
+    def before_key(self, order: str, time: int, sid: int) -> tuple[str, list[Any]]:
+        """The condition (and its values) keeping the sessions after a page's last one, ``(time,
+        sid)``, in ``ORDER BY order DESC, sid DESC``."""
+        return f"({order} < ? OR ({order} = ? AND sid < ?))", [time, time, sid]
+
     def by_code_point(self, column: str) -> str:
         """``column`` in an ORDER BY that sorts text as Python does (by code point)."""
         return column

@@ -28,7 +28,6 @@ from ..store import catalog, checking, listing, naming, recompressing, runs, upk
 from ..store.calls import run
 from ..store.catalog import SessionView
 from ..store.checking import CheckReport, DamagedRow, QuarantinedRow
-from ..store.listing import SessionPage
 from ..store.recompressing import RecompressReport
 from ..store.upkeep import Stats, VacuumReport
 from ..store.wal import truncate_wal
@@ -47,24 +46,6 @@ class DatabaseJobs:
     _path: Path
 
     # -- finding sessions ------------------------------------------------------------------------
-
-    async def list_sessions(
-        self,
-        project: str | None = None,
-        *,
-        limit: int | None = None,
-        cursor: str | None = None,
-        since: datetime | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        sort: SessionSort = "created",
-    ) -> SessionPage:
-        """Sessions newest first by ``sort`` (creation, or last activity), all projects unless
-        ``project``, one keyset page at a time; ``agent_id`` keeps one agent's sessions,
-        ``run_id`` those holding that run's messages."""
-        return await run(
-            self._conn, catalog.list_sessions, project, limit, cursor, ms(since), agent_id, run_id, sort
-        )
 
     async def resolve(self, prefix: str) -> str:
         """The session id equal to ``prefix``, or the only one starting with it (like git)."""

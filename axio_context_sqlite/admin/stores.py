@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import aiosqlite
 
 from axio_context.backends.protocol import Capability
-from axio_context.catalog import LineageCalls
+from axio_context.catalog import CatalogCalls
 from axio_context.memory.stores_sql import SQLMemoryStores
 
 from ..memory import MemoryStats, blobs, memory_stats, vectors
@@ -37,7 +37,7 @@ class SQLiteMemoryStores(SQLMemoryStores):
         super().__init__(SQLiteRunner(conn), vectors.Statements, blobs.STATEMENTS)
 
 
-class DatabaseStores(LineageCalls):
+class DatabaseStores(CatalogCalls):
     """The stores and views a database hands out (see :class:`.database.Database`)."""
 
     _conn: aiosqlite.Connection
@@ -76,7 +76,7 @@ class DatabaseStores(LineageCalls):
         """The queue or pool ``name`` with its first ``limit`` items."""
         return await show_pool(self._conn, name, limit=limit)
 
-    def _lineage_runner(self) -> SQLiteRunner:
+    def _catalog_runner(self) -> SQLiteRunner:
         return SQLiteRunner(self._conn)
 
     async def load_stored(self, session_id: str) -> StoredState | None:

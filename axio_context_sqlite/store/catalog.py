@@ -28,8 +28,7 @@ from axio_context.transcript.hidden import shared_visible
 from axio_context.views import SessionSort, sort_column
 from axio_context.views import SessionView as SessionView  # re-exported
 
-from . import hiding, keys, listing, reading, runs, session_rows, sessions, transactions
-from .listing import SessionPage
+from . import hiding, keys, reading, runs, session_rows, sessions, transactions
 
 # --- resolving ids -------------------------------------------------------------------------------
 
@@ -89,23 +88,6 @@ def latest(c: Any, sort: SessionSort = "created") -> str:
     if r is None:
         raise SessionNotFoundError("the database holds no sessions yet")
     return str(r[0])
-
-
-def list_sessions(
-    c: Any,
-    project: str | None,
-    limit: int | None,
-    cursor: str | None,
-    since_ms: int | None,
-    agent_id: str | None = None,
-    run_id: str | None = None,
-    sort: SessionSort = "created",
-) -> SessionPage:
-    """:func:`..store.listing.list_sessions` over every project (``project=None``) or one."""
-    tags = {"agent_id": agent_id, "run_id": run_id}
-    if project is None:
-        return listing.list_sessions(c, limit=limit, cursor=cursor, since_ms=since_ms, sort=sort, **tags)
-    return listing.list_sessions(c, project, limit=limit, cursor=cursor, since_ms=since_ms, sort=sort, **tags)
 
 
 # --- reading sessions ----------------------------------------------------------------------------

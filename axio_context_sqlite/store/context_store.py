@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any, Final, Self
 from uuid import uuid4
 
 import aiosqlite
 
+from axio_context.catalog import StoreCalls
 from axio_context.checkpoints import Checkpoint
 from axio_context.compaction.guarded import starts_with
 from axio_context.context import ContextStore, check_limit
@@ -30,8 +30,8 @@ from axio_context.usage import MAX_TOKENS, token_count
 from . import appending, checkpoints, listing, metadata_reads, reading, sessions
 from .calls import NOT_RUN, run, run_inline, run_short
 from .embedding import embed_batch
-from .listing import SessionPage
 from .message_rows import EncodedMessage, encode_message
+from .runner import SQLiteRunner
 from .transactions import write_tx
 
 __all__ = ["SQLiteContextStore"]
@@ -76,7 +76,7 @@ def _stored_bytes(encoded: Sequence[EncodedMessage]) -> int:
     return sum(len(e.payload) + sum(len(data) for _, data in e.blobs) for e in encoded)
 
 
-class SQLiteContextStore(ContextStore):
+class SQLiteContextStore(StoreCalls, ContextStore):
     """A session stored in SQLite; implements the ContextStore and CheckpointStore contracts.
 
     ``project`` defaults to the resolved current directory, as in axio. ``token_counter``
@@ -97,24 +97,15 @@ class SQLiteContextStore(ContextStore):
         token_counter: TokenCounter | None = None,
         embedder: Embedder | None = None,
     ) -> None:
-        if not isinstance(session_id, str) or not session_id:
-            raise ValueError("session_id must be a non-empty string")
+        self._identify(session_id, project)
         self._conn = conn
-        self._session_id = session_id
-        self._project = project if project is not None else str(Path.cwd().resolve())
         self._counter: TokenCounter = token_counter or DefaultEstimator()
         if embedder is not None:
             check_embedder(embedder)  # a dimension of 0 would store every message unembedded, silently
         self._embedder = embedder
 
-    @property
-    def session_id(self) -> str:
-        return self._session_id
-
-    @property
-    def project(self) -> str:
-        """The project new sessions of this store are filed under."""
-        return self._project
+    def _catalog_runner(self) -> SQLiteRunner:
+        return SQLiteRunner(self._conn)
 
     @property
     def connection(self) -> aiosqlite.Connection:
@@ -259,15 +250,6 @@ class SQLiteContextStore(ContextStore):
         return await run(self._conn, reading.view_tokens, self._session_id)
 
     # -- sessions --------------------------------------------------------------------------------
-
-    async def list_sessions(self) -> list[SessionInfo]:
-        """Every session of this store's project, newest first (read from the sessions table)."""
-        page = await run(self._conn, listing.list_sessions, self._project)
-        return page.sessions
-
-    async def list_sessions_page(self, limit: int = 50, cursor: str | None = None) -> SessionPage:
-        """One page of :meth:`list_sessions`; pass ``page.next_cursor`` for the next one."""
-        return await run(self._conn, listing.list_sessions, self._project, limit=limit, cursor=cursor)
 
     async def info(self) -> SessionInfo:
         """This session's listing entry (raises SessionNotFoundError before its first write)."""

@@ -4,18 +4,19 @@ thread (one thread hop per operation, as the hand-written layers did), inside :f
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from itertools import starmap
 from typing import Any, Final, ParamSpec, TypeVar
 
 import aiosqlite
 
+from axio_context.messages import SessionInfo
 from axio_context.sql import Dialect, Execute, ExecuteMany, Native, Plan, PlanFn, Row, Rows, Step, Value
 from axio_context.sql.plan import resume
 
-from axio_context.messages import SessionInfo
-
 from .calls import run
-from .listing import INFO_COLUMNS, info_from_row
+from .listing import INFO_COLUMNS, INFO_FIELDS, info_from_row
+from .runs import RUN_SESSIONS
 from .transactions import read_tx, write_tx
 
 __all__ = ["SQLITE", "SQLiteDialect", "SQLiteRunner", "drive"]
@@ -28,9 +29,16 @@ class SQLiteDialect(Dialect):
     """:class:`~axio_context.sql.Dialect`'s defaults, with how this schema's sessions read."""
 
     info_columns = INFO_COLUMNS
+    run_sessions = RUN_SESSIONS
 
     def info_of(self, row: Any) -> SessionInfo:
         return info_from_row(row)
+
+    def infos(self, rows: Sequence[Sequence[Any]]) -> list[SessionInfo]:
+        # Rows of INFO_COLUMNS alone are SessionInfo's arguments as they stand (a whole listing).
+        if rows and len(rows[0]) == INFO_FIELDS:
+            return list(starmap(SessionInfo, rows))
+        return [info_from_row(r) for r in rows]
 
 
 #: SQLite's dialect.

@@ -4,7 +4,7 @@ session it is, which run wrote each message, and the listing filters on both."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from .keys import SHIFT, key, position_of
 from .session_rows import SessionRow, segments
@@ -46,6 +46,14 @@ def runs_at(c: Any, row: SessionRow, start: int, end: int) -> dict[int, str]:
     return out
 
 
+#: The agent sessions of a run's thread that hold one of its tags (a key range each), by run id.
+RUN_SESSIONS: Final = (
+    "SELECT a.sid FROM agent_sessions a JOIN agent_runs r ON r.run_id = ?"
+    " AND a.thread_id = r.thread_id WHERE EXISTS (SELECT 1 FROM message_runs m"
+    f" WHERE m.id >= (a.sid << {SHIFT}) AND m.id < ((a.sid + 1) << {SHIFT}) AND m.run = r.id)"
+)
+
+
 def run_filter(agent_id: str | None, run_id: str | None) -> tuple[list[str], list[Any]]:
     """SQL conditions on ``sessions.sid``: the sessions of one agent, and the agent sessions
     holding one run's messages."""
@@ -56,10 +64,6 @@ def run_filter(agent_id: str | None, run_id: str | None) -> tuple[list[str], lis
         args.append(agent_id)
     if run_id is not None:
         # The agent sessions of the run's thread that hold one of its tags (a key range each).
-        where.append(
-            "sid IN (SELECT a.sid FROM agent_sessions a JOIN agent_runs r ON r.run_id = ?"
-            " AND a.thread_id = r.thread_id WHERE EXISTS (SELECT 1 FROM message_runs m"
-            f" WHERE m.id >= (a.sid << {SHIFT}) AND m.id < ((a.sid + 1) << {SHIFT}) AND m.run = r.id))"
-        )
+        where.append(f"sid IN ({RUN_SESSIONS})")
         args.append(run_id)
     return where, args
