@@ -17,12 +17,14 @@ from axio_context.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from axio_context.testing.backends import ContractFactories
+    from axio_context.usage_limits import UsageRecorder
 
 from .database import Database, open_database
 from .paths import default_db_path
 from .store.connection import connect
 from .store.context_store import SQLiteContextStore
 from .store.conversation_log import SQLiteConversationLog
+from .store.driver import Synchronous
 
 __all__ = ["BACKEND", "SQLiteBackend"]
 
@@ -31,6 +33,8 @@ class SQLiteBackend:
     """Opens SQLite database files."""
 
     name = "sqlite"
+    #: It opens encrypted files given a key (SQLCipher, docs/encryption.md).
+    encrypts = True
 
     def open_database(
         self,
@@ -39,20 +43,33 @@ class SQLiteBackend:
         create: bool = True,
         readonly: bool = False,
         busy_timeout: float | None = None,
+        key: bytes | str | None = None,
     ) -> AbstractAsyncContextManager[OpenDatabase]:
+        """``key``: an encrypted file's key (None: ``$AXIO_CONTEXT_KEY`` or its file, if set)."""
         path = None if where is None else Path(where)
         if busy_timeout is None:
-            return open_database(path, create=create, readonly=readonly)
-        return open_database(path, create=create, readonly=readonly, busy_timeout=busy_timeout)
+            return open_database(path, create=create, readonly=readonly, key=key)
+        return open_database(path, create=create, readonly=readonly, busy_timeout=busy_timeout, key=key)
 
-    async def connect(self, where: Where) -> aiosqlite.Connection:
-        return await connect(Path(where))
+    async def connect(
+        self, where: Where, *, synchronous: Synchronous | None = None, key: bytes | str | None = None
+    ) -> aiosqlite.Connection:
+        """A connection on ``where``; ``synchronous``: its ``PRAGMA synchronous`` (None: NORMAL);
+        ``key``: an encrypted file's key (None: from the environment, if set)."""
+        if synchronous is None:
+            return await connect(Path(where), key=key)
+        return await connect(Path(where), synchronous=synchronous, key=key)
 
     def owns(self, handle: object) -> bool:
         return isinstance(handle, aiosqlite.Connection)
 
     def context_store(self, handle: Any, session_id: str, project: str | None = None) -> ContextStore:
         return SQLiteContextStore(handle, session_id, project=project)
+
+    def usage_recorder(self, handle: Any) -> UsageRecorder:
+        from .usage.recorder import SQLiteUsageRecorder
+
+        return SQLiteUsageRecorder(handle)
 
     def conversation_log(
         self, handle: Any, *, adapter: str, project: str | None, token_counter: TokenCounter | None

@@ -29,6 +29,7 @@ from .protocol import OpenDatabase
 
 if TYPE_CHECKING:
     from ..testing.factories import ContractFactories
+    from ..usage_limits import UsageRecorder
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -107,6 +108,10 @@ class Backend(Protocol):
         self, handle: Any, *, adapter: str, project: str | None, token_counter: TokenCounter | None
     ) -> ConversationLog:
         """A framework's conversation log on ``handle``."""
+        ...
+
+    def usage_recorder(self, handle: Any) -> UsageRecorder:
+        """The usage recorder (per-request rows) on ``handle``."""
         ...
 
     async def describe(self, where: Where) -> dict[str, object]:
@@ -215,10 +220,12 @@ def open_database(
     create: bool = True,
     readonly: bool = False,
     busy_timeout: float | None = None,
+    key: bytes | str | None = None,
 ) -> AbstractAsyncContextManager[OpenDatabase]:
     """``async with open_database(where) as db``: the whole database at ``where`` (a path,
     ``sqlite://PATH``, ``postgresql://...``, or a registered scheme; None: ``$AXIO_CONTEXT_DB``,
-    else the default SQLite file), closed after the block."""
+    else the default SQLite file), closed after the block. ``key``: the key of an encrypted
+    database (:mod:`axio_context.encryption`; None: the environment's, where the backend reads it)."""
     if where is None and os.environ.get(ENV_VAR):
         where = os.environ[ENV_VAR]
     backend = backend_for(where)
@@ -227,12 +234,28 @@ def open_database(
         create=create,
         readonly=readonly,
         busy_timeout=busy_timeout,
+        **_key_option(backend, key),
     )
 
 
-async def connect(where: Where) -> Any:
-    """An open connection or pool on ``where``, which the caller closes (``await h.close()``)."""
-    return await backend_for(where).connect(_sqlite_path(where))
+def _key_option(backend: Backend, key: bytes | str | None) -> dict[str, Any]:
+    """``key`` as a keyword for ``backend`` (none when there is no key, so a backend that does not
+    encrypt is called as before); a key for a backend that does not encrypt is a one-line error."""
+    if key is None:
+        return {}
+    if not getattr(backend, "encrypts", False):
+        from ..encryption import EncryptionUnavailableError
+
+        raise EncryptionUnavailableError(f"the {backend.name} backend does not open databases with a key")
+    return {"key": key}
+
+
+async def connect(where: Where, **options: Any) -> Any:
+    """An open connection or pool on ``where``, which the caller closes (``await h.close()``);
+    ``options`` go to the backend's ``connect`` (SQLite's ``synchronous``)."""
+    backend = backend_for(where)
+    key = options.pop("key", None)
+    return await backend.connect(_sqlite_path(where), **options, **_key_option(backend, key))
 
 
 def default_location() -> str | Path:
