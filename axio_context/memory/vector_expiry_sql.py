@@ -9,12 +9,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+import msgspec
+
 from axio_context.expiry import expires_at
 from axio_context.sql import Dialect, Execute, Plan, Rows, Value
 
-from .vectors import Document, SearchResult
+from .vectors import CollectionInfo, Document, SearchResult
 
-__all__ = ["DOCS", "count", "get_live", "refresh_docs", "search_live", "sweep", "write_with_ttl"]
+__all__ = [
+    "DOCS",
+    "collections_live",
+    "count",
+    "get_live",
+    "refresh_docs",
+    "search_live",
+    "sweep",
+    "write_with_ttl",
+]
 
 #: The table of documents, where each document's TTL is kept.
 DOCS: Final = "memory_documents"
@@ -98,6 +109,22 @@ def search_live(
         return (yield from search(d, q))
     hits = yield from search(d, q._replace(limit=min(q.limit + len(stale), _MOST)))
     return [h for h in hits if h.id not in stale][: q.limit]
+
+
+def collections_live(
+    d: Dialect, collections: Callable[[Dialect], Plan[list[CollectionInfo]]], now: int
+) -> Plan[list[CollectionInfo]]:
+    """``collections(d)`` with each count leaving out the expired documents not yet swept."""
+    found = yield from collections(d)
+    if not found:
+        return found
+    rows = yield Rows(
+        f"SELECT c.name, count(*) FROM {DOCS} d JOIN memory_collections c ON c.id = d.collection"
+        " WHERE d.expires_at <= ? GROUP BY c.name",
+        (now,),
+    )
+    due = {str(name): int(n) for name, n in rows}
+    return [msgspec.structs.replace(c, documents=c.documents - due.get(c.name, 0)) for c in found]
 
 
 def refresh_docs(d: Dialect, name: str, ids: list[str], now: int) -> Plan[None]:

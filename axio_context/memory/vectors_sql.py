@@ -18,7 +18,15 @@ from axio_context.sql.expiry import SWEEP_BATCH, in_batches, live
 
 from .errors import InvalidInputError, MissingEmbeddingError
 from .metadata import Condition, MetadataFilter, compile_filter
-from .vector_expiry_sql import count, get_live, refresh_docs, search_live, sweep, write_with_ttl
+from .vector_expiry_sql import (
+    collections_live,
+    count,
+    get_live,
+    refresh_docs,
+    search_live,
+    sweep,
+    write_with_ttl,
+)
 from .vectors import (
     DEFAULT_COLLECTION,
     CollectionInfo,
@@ -268,8 +276,8 @@ class SQLVectorStore:
         return await self.search(vector, collection=collection, limit=limit, filter=filter)
 
     async def list_collections(self) -> list[CollectionInfo]:
-        """Every collection, by name."""
-        return await self._runner.read(self._sql.collections)
+        """Every collection, by name (its count leaves out expired documents)."""
+        return await self._runner.read(collections_live, self._sql.collections, now_ms())
 
     async def documents(self, collection: str = DEFAULT_COLLECTION, *, limit: int = 20) -> list[Document]:
         """The first ``limit`` documents of a collection by id, without their embeddings."""

@@ -58,6 +58,7 @@ class ExpiryContract:
         assert [h.id for h in hits] == ["kept", "far"]  # still two hits: the expired one is skipped
         assert [h.id for h in await store.search([1.0, 0.0], collection="kb", filter={"k": 1})] == ["kept"]
         assert [d.id for d in await store.documents("kb")] == ["far", "kept"]
+        assert [(c.name, c.documents) for c in await store.list_collections()] == [("kb", 2)]
         assert await store.count_expired() == 1
         assert await store.delete(["gone"], collection="kb") == 1  # the row was still there
         await store.upsert([Document("again", "a", [1.0, 0.0])], collection="kb", ttl=SHORT)
