@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from contextlib import aclosing, asynccontextmanager
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from axio_context.backends.protocol import OpenDatabase
+from axio_context.catalog import BrowseCalls
+from axio_context.catalog.browse_sql import page_limit
 from axio_context.errors import DatabaseLockedError, SessionNotFoundError
 from axio_context.following import FollowUpdate, follow_changes
 from axio_context.memory_blocks import BlockStore
@@ -31,40 +33,16 @@ from axio_context.search.results import SearchResults
 from axio_context.transcript import FormatName, MessageRecord
 from axio_context.transcript.reports import ExportSummary
 from axio_context.views import (
-    MAX_DEPTH,
     MAX_PAGE,
     SessionSort,
-    SessionTreePage,
     SessionView,
-    TreeRow,
-    sort_column,
 )
 
 from . import sessions
 from .connection import Pool, translated
-from .info import INFO_COLUMNS, info_of
+from .runner import PostgresRunner
 
 __all__ = ["PooledDatabase", "PostgresBrowser"]
-
-_TEXT_MATCH: Final = (
-    "(strpos(lower(id), lower($T)) > 0 OR strpos(lower(COALESCE(title, '')), lower($T)) > 0"
-    " OR strpos(lower(COALESCE(preview, '')), lower($T)) > 0"
-    " OR strpos(lower(COALESCE(project, '')), lower($T)) > 0)"
-)
-
-
-def _page_limit(limit: int) -> int:
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_PAGE:
-        raise ValueError(f"limit must be between 1 and {MAX_PAGE}, not {limit!r}")
-    return limit
-
-
-def _cursor(cursor: str) -> tuple[int, int]:
-    try:
-        created, sid = cursor.split(".")
-        return int(created), int(sid)
-    except ValueError:
-        raise ValueError(f"not a session-tree cursor: {cursor!r}") from None
 
 
 class PooledDatabase(OpenDatabase, Protocol):
@@ -82,7 +60,7 @@ class PooledDatabase(OpenDatabase, Protocol):
         ...
 
 
-class PostgresBrowser:
+class PostgresBrowser(BrowseCalls):
     """A :class:`PostgresDatabase` as the browser sees it (:class:`Browsable`): its own reads
     for trees, windows and changes; everything else is the database's. Opened with
     ``db.browser()`` or :func:`axio_context_postgres.database.open_browser`."""
@@ -99,6 +77,9 @@ class PostgresBrowser:
             conn.transaction(isolation="repeatable_read", readonly=True),
         ):
             yield conn
+
+    def _catalog_runner(self) -> PostgresRunner:
+        return PostgresRunner(self.db.pool, self.db.path)
 
     @property
     def path(self) -> str:
@@ -150,60 +131,10 @@ class PostgresBrowser:
 
     # -- reads -------------------------------------------------------------------------------------
 
-    async def session_tree(
-        self,
-        project: str | None = None,
-        *,
-        text: str | None = None,
-        limit: int = 100,
-        cursor: str | None = None,
-        agent_id: str | None = None,
-        sort: SessionSort = "created",
-    ) -> SessionTreePage:
-        """Heads newest first (by ``sort``), each followed by its forks (newest first, at any
-        depth); with ``text`` or ``agent_id`` the matching sessions flat (see the SQLite backend's)."""
-        limit = _page_limit(limit)
-        order = sort_column(sort)
-        where: list[str] = []
-        args: list[Any] = []
-
-        def arg(value: Any) -> str:
-            args.append(value)
-            return f"${len(args)}"
-
-        if project is not None:
-            where.append(f"s.project = {arg(project)}")
-        if agent_id is not None:
-            where.append(f"s.sid IN (SELECT a.sid FROM agent_sessions a WHERE a.agent_id = {arg(agent_id)})")
-        flat = bool(text) or agent_id is not None
-        if text:
-            where.append(_TEXT_MATCH.replace("$T", arg(text)))
-        if not flat:
-            same = f" AND p.project = {arg(project)}" if project is not None else ""
-            where.append(f"NOT EXISTS (SELECT 1 FROM sessions p WHERE p.id = s.parent_id{same})")
-        if cursor is not None:
-            created, sid = _cursor(cursor)
-            c, i = arg(created), arg(sid)
-            where.append(f"(s.{order} < {c} OR (s.{order} = {c} AND s.sid < {i}))")
-        sql = (
-            f"SELECT {INFO_COLUMNS}, s.{order} FROM sessions s WHERE {' AND '.join(where) or 'true'}"
-            f" ORDER BY s.{order} DESC, s.sid DESC LIMIT {arg(limit + 1)}"
-        )
-        async with self._read() as conn:
-            heads = list(await conn.fetch(sql, *args))
-            next_cursor = None
-            if len(heads) > limit:
-                heads = heads[:limit]
-                next_cursor = f"{heads[-1][-1]}.{heads[-1][-2]}"
-            infos = [info_of(h) for h in heads]
-            if flat:
-                return SessionTreePage([TreeRow(i, 0) for i in infos], next_cursor)
-            return SessionTreePage(await _with_forks(conn, infos, project, order), next_cursor)
-
     async def transcript(self, session_id: str, *, full: bool = False, limit: int = 200) -> SessionView:
         """The last ``limit`` messages of a session's model view (every message with ``full``),
         without reading the rest: ``start`` says where the window begins."""
-        limit = _page_limit(limit)
+        limit = page_limit(limit)
         async with self._read() as conn:
             s = await sessions.full_row(conn, session_id)
             header = await sessions.header(conn, s, 0)
@@ -269,40 +200,3 @@ class PostgresBrowser:
         session_ids: Sequence[str] | None = None,
     ) -> ExportSummary:
         return await self.db.export(sink, format=format, session_ids=session_ids)
-
-
-async def _with_forks(conn: Any, heads: list[SessionInfo], project: str | None, order: str) -> list[TreeRow]:
-    """The heads, each followed depth first by its forks (newest first): one recursive query
-    for the whole page over the parent_id index."""
-    if not heads:
-        return []
-    same = " AND s.project = $3" if project is not None else ""
-    args: list[Any] = [[h.session_id for h in heads], MAX_DEPTH]
-    if project is not None:
-        args.append(project)
-    sql = (
-        "WITH RECURSIVE tree(tid, tdepth) AS ("
-        f" SELECT s.id, 1 FROM sessions s WHERE s.parent_id = ANY($1::text[]){same}"
-        " UNION ALL SELECT s.id, t.tdepth + 1 FROM sessions s JOIN tree t ON s.parent_id = t.tid"
-        f" WHERE t.tdepth < $2{same})"
-        f" SELECT {INFO_COLUMNS} FROM tree JOIN sessions s ON s.id = tree.tid"
-        f" ORDER BY s.{order} DESC, s.sid DESC"
-    )
-    children: dict[str, list[SessionInfo]] = {}
-    for r in await conn.fetch(sql, *args):
-        info = info_of(r)
-        children.setdefault(info.parent_id or "", []).append(info)
-    rows: list[TreeRow] = []
-    placed: set[str] = set()
-
-    def place(info: SessionInfo, depth: int) -> None:
-        if info.session_id in placed:  # a parent_id cycle: each session once
-            return
-        placed.add(info.session_id)
-        rows.append(TreeRow(info, depth))
-        for child in children.get(info.session_id, []):
-            place(child, depth + 1)
-
-    for head in heads:
-        place(head, 0)
-    return rows

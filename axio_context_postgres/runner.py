@@ -93,6 +93,12 @@ class PostgresDialect(Dialect):
     def info_of(self, row: Any) -> SessionInfo:
         return info_of(row)
 
+    def contains(self, column: str) -> str:
+        return f"strpos(lower(COALESCE({column}, '')), lower(?)) > 0"
+
+    def contains_arg(self, text: str) -> str:
+        return text
+
     def before_key(self, order: str, time: int, sid: int) -> tuple[str, list[Any]]:
         return f"({order}, sid) < (?::bigint, ?::bigint)", [time, sid]
 

@@ -2,6 +2,14 @@
 and how they hang together (the lineage tree of subagent sessions and forks, :mod:`.tree_sql`),
 as plans, and the database and store calls over them (:mod:`.calls`)."""
 
-from .calls import CatalogCalls, StoreCalls, TreeOptions, descendants, session_tree
+from .calls import BrowseCalls, CatalogCalls, RunsPlans, StoreCalls, TreeOptions, descendants, session_tree
 
-__all__ = ["CatalogCalls", "StoreCalls", "TreeOptions", "descendants", "session_tree"]
+__all__ = [
+    "BrowseCalls",
+    "CatalogCalls",
+    "RunsPlans",
+    "StoreCalls",
+    "TreeOptions",
+    "descendants",
+    "session_tree",
+]

@@ -12,11 +12,19 @@ from typing import TypedDict, Unpack
 from ..messages import SessionInfo
 from ..sql import Runner
 from ..transcript.times import epoch_ms
-from ..views import SessionNode, SessionPage, SessionSort
-from . import tree_sql
+from ..views import SessionNode, SessionPage, SessionSort, SessionTreePage
+from . import browse_sql, tree_sql
 from .listing_sql import ALL, list_page
 
-__all__ = ["CatalogCalls", "StoreCalls", "TreeOptions", "descendants", "session_tree"]
+__all__ = [
+    "BrowseCalls",
+    "CatalogCalls",
+    "RunsPlans",
+    "StoreCalls",
+    "TreeOptions",
+    "descendants",
+    "session_tree",
+]
 
 
 class TreeOptions(TypedDict, total=False):
@@ -46,11 +54,15 @@ async def descendants(runner: Runner, session_ids: Iterable[str]) -> list[str]:
     return await runner.read(tree_sql.descendants, list(session_ids))
 
 
-class CatalogCalls:
-    """A database's catalog calls; the backend's database says which runner reads."""
+class RunsPlans:
+    """Something whose catalog plans run on one backend's runner (which it says)."""
 
     def _catalog_runner(self) -> Runner:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} names no runner")
+
+
+class CatalogCalls(RunsPlans):
+    """A database's catalog calls; the backend's database says which runner reads."""
 
     async def list_sessions(
         self,
@@ -88,7 +100,29 @@ class CatalogCalls:
         return await descendants(self._catalog_runner(), session_ids)
 
 
-class StoreCalls:
+class BrowseCalls(RunsPlans):
+    """What a live browser pages through (sessions as a tree), the same on every backend."""
+
+    async def session_tree(
+        self,
+        project: str | None = None,
+        *,
+        text: str | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+        agent_id: str | None = None,
+        sort: SessionSort = "created",
+    ) -> SessionTreePage:
+        """A page of sessions newest first (by ``sort``) with their forks under them, or with
+        ``text`` the sessions whose id, title, preview or project holds it, with ``agent_id``
+        those holding that agent's conversations (flat); see
+        :func:`axio_context.catalog.browse_sql.session_tree`."""
+        return await self._catalog_runner().read(
+            browse_sql.session_tree, project, text or None, limit, cursor, agent_id, sort
+        )
+
+
+class StoreCalls(RunsPlans):
     """What a session store on an SQL backend has the same on each: its session id and project
     (checked once, here) and its project's listing; the backend's store says which runner reads."""
 
@@ -100,9 +134,6 @@ class StoreCalls:
             raise ValueError("session_id must be a non-empty string")
         self._session_id = session_id
         self._project = project if project is not None else str(Path.cwd().resolve())
-
-    def _catalog_runner(self) -> Runner:
-        raise NotImplementedError
 
     @property
     def session_id(self) -> str:

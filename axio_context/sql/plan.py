@@ -189,6 +189,15 @@ class Dialect:
     #: ``?`` (agent sessions of the run's thread; each schema finds their messages its own way).
     run_sessions: str = ""
 
+    def contains(self, column: str) -> str:
+        """``column`` holds a text parameter anywhere, case-insensitively (bind :meth:`contains_arg`)."""
+        return f"{column} LIKE ? ESCAPE '\\'"
+
+    def contains_arg(self, text: str) -> str:
+        """``text`` for :meth:`contains` (a LIKE pattern here, its own ``%`` and ``_`` literal)."""
+        escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return f"%{escaped}%"
+
     def before_key(self, order: str, time: int, sid: int) -> tuple[str, list[Any]]:
         """The condition (and its values) keeping the sessions after a page's last one, ``(time,
         sid)``, in ``ORDER BY order DESC, sid DESC``."""

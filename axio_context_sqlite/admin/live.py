@@ -17,46 +17,34 @@ from pathlib import Path
 import aiosqlite
 
 from axio_context.backends.protocol import Browsable
+from axio_context.catalog import BrowseCalls
 from axio_context.errors import DatabaseLockedError
 from axio_context.following import FollowUpdate, follow_changes
+from axio_context.memory_blocks import BlockStore
 from axio_context.transcript import MessageRecord
-from axio_context.views import SessionSort
 
 from ..store import browsing
-from ..store.browsing import SessionTreePage
 from ..store.calls import run
 from ..store.catalog import SessionView
+from ..store.runner import SQLiteRunner
 
 __all__ = ["Browsable", "DatabaseLive", "FollowUpdate", "follow_changes"]
 
 
-class DatabaseLive:
+class DatabaseLive(BrowseCalls):
     """Reads for a live browser over one connection (see :class:`.database.Database`)."""
 
     _conn: aiosqlite.Connection
     _path: Path
 
+    def memory_blocks(self) -> BlockStore:
+        """The memory blocks in this file, on its connection."""
+        return BlockStore(SQLiteRunner(self._conn))
+
     async def data_version(self) -> int:
         """A number that changes whenever another connection (or process) commits to the file:
         the cheap check before re-reading anything."""
         return await run(self._conn, browsing.data_version)
-
-    async def session_tree(
-        self,
-        project: str | None = None,
-        *,
-        text: str | None = None,
-        limit: int = 100,
-        cursor: str | None = None,
-        agent_id: str | None = None,
-        sort: SessionSort = "created",
-    ) -> SessionTreePage:
-        """A page of sessions newest first (by ``sort``) with their forks under them, or with
-        ``text`` the sessions whose id, title, preview or project holds it, with ``agent_id``
-        those holding that agent's conversations (flat); see :func:`.browsing.session_tree`."""
-        return await run(
-            self._conn, browsing.session_tree, project, text or None, limit, cursor, agent_id, sort
-        )
 
     async def transcript(self, session_id: str, *, full: bool = False, limit: int = 200) -> SessionView:
         """The last ``limit`` messages of a session's model view (every message with ``full``),
