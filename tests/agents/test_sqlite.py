@@ -202,10 +202,13 @@ async def test_vacuum_gives_back_the_space_of_cleared_runs(tmp_path: Path) -> No
         forked = await (await provider.store("a", "u")).fork()  # reads u's rows: they stay
         await provider.clear_run("a", session_id="t", run_id="r")
         await provider.clear_run("a", session_id="u", run_id="q")
+    async with connect(tmp_path / "empty.db"):
+        pass
+    empty = (tmp_path / "empty.db").stat().st_size  # the schema alone: grows with every layer's tables
     async with open_database(db) as database:
         await database.vacuum(full=True)
         cleared = 80 * 8_000  # bytes of the cleared run, compressed
-        assert db.stat().st_size < cleared // 2
+        assert db.stat().st_size < empty + cleared // 2
         assert list(await database.search("walrus", mode="keyword", k=5)) == []
     async with connect(db) as conn:
         provider = SQLiteHistoryProvider(conn, project="p")
