@@ -1,7 +1,7 @@
 """The session list: the last active first, forks under their parent, filtered by text and
 project, read one page at a time as the cursor nears the end (so 10,000 sessions open as fast as
 ten), and kept current: when another process commits (``data_version`` changed) the pages
-shown are read again.
+shown are read again. Filtered by an agent, the agent's memory blocks show beside its sessions.
 """
 
 from __future__ import annotations
@@ -9,11 +9,14 @@ from __future__ import annotations
 import asyncio
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal
+from textual.containers import Horizontal, VerticalScroll
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static
+
+from axio_context.memory_blocks import Block
 
 from ..store.browsing import MAX_PAGE, TreeRow
 from .actions import SessionActions
@@ -21,12 +24,14 @@ from .core import Failed
 from .rendering import one_line
 from .rendering import shown as as_text
 
-__all__ = ["SessionsScreen", "row_label"]
+__all__ = ["SessionsScreen", "blocks_text", "row_label"]
 
 #: Load the next page when the cursor comes this close to the last row.
 NEAR_END = 5
 #: Wait this long after the last key in a filter before reading again.
 DEBOUNCE = 0.25
+#: The lines of each block's value the panel shows.
+BLOCK_LINES = 4
 
 
 def row_label(row: TreeRow, shown: str) -> str:
@@ -34,6 +39,28 @@ def row_label(row: TreeRow, shown: str) -> str:
     if row.depth:
         return "  " * (row.depth - 1) + "└ " + shown
     return ("↳ " + shown) if row.info.parent_id else shown
+
+
+def blocks_text(agent: str, blocks: list[Block]) -> Text:
+    """An agent's memory blocks for the panel beside its sessions: each label with its version,
+    size and flags, then the first lines of its value (stored text, shown as text, not markup)."""
+    out = Text()
+    out.append_text(as_text(f"memory blocks of {one_line(agent, 40)}", "bold"))
+    if not blocks:
+        out.append("\n(none)")
+    for b in blocks:
+        flags = ", ".join(
+            f for f in ("shared" if not b.agent_id else "", "read-only" if b.read_only else "") if f
+        )
+        out.append("\n\n")
+        out.append_text(as_text(one_line(b.label, 40), "bold"))
+        out.append(f"  v{b.version}  {len(b.value)}/{b.limit}" + (f"  ({flags})" if flags else ""), "dim")
+        for line in b.value.splitlines()[:BLOCK_LINES]:
+            out.append("\n")
+            out.append_text(as_text(one_line(line, 60)))
+        if len(b.value.splitlines()) > BLOCK_LINES:
+            out.append("\n…", "dim")
+    return out
 
 
 class SessionTable(DataTable[object]):
@@ -82,7 +109,10 @@ class SessionsScreen(SessionActions):
             yield Input(placeholder="filter: id, title, preview (t)", id="text")
             yield Input(placeholder="project (p)", id="project", value=self.browser.project or "")
             yield Input(placeholder="agent (a)", id="agent")
-        yield SessionTable(id="sessions", cursor_type="row", zebra_stripes=True)
+        with Horizontal(id="lists"):
+            yield SessionTable(id="sessions", cursor_type="row", zebra_stripes=True)
+            with VerticalScroll(id="blocks"):
+                yield Static(id="blocks-text")
         yield Static("opening the database…", id="count")
         yield Footer()
 
@@ -138,13 +168,29 @@ class SessionsScreen(SessionActions):
             table = self.query_one(DataTable)
             current = self.wanted or self.current_session()
             self.wanted = None
+            agent = self._agent()
+            blocks = None if agent is None else await self._blocks(agent)
             table.clear()
             self.rows, self.heads, self.next_cursor = [], 0, None
             self._add(page.rows, page.next_cursor, shown)
+            self._show_blocks(agent, blocks)
             if current is not None and current in table.rows:
                 table.move_cursor(row=table.get_row_index(current))
         finally:
             self._loading = False
+
+    async def _blocks(self, agent: str) -> list[Block] | None:
+        found = await self.browser.call(
+            lambda db: db.memory_blocks().list_blocks(agent_id=agent), "read the agent's memory blocks"
+        )
+        return None if isinstance(found, Failed) else found
+
+    def _show_blocks(self, agent: str | None, blocks: list[Block] | None) -> None:
+        """The panel beside the sessions: shown only while the list is filtered by an agent."""
+        panel = self.query_one("#blocks", VerticalScroll)
+        panel.display = agent is not None and blocks is not None
+        if agent is not None and blocks is not None:
+            self.query_one("#blocks-text", Static).update(blocks_text(agent, blocks))
 
     async def more(self, limit: int | None = None) -> None:
         """The next page (``limit`` sessions; the page size by default), after the rows shown."""

@@ -1,0 +1,62 @@
+"""The browser shows an agent's memory blocks beside its sessions while the list is filtered by
+that agent, on a SQLite file and on PostgreSQL; stored text in them shows as text, not markup
+or terminal controls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.containers import VerticalScroll
+from textual.widgets import DataTable, Input, Static
+
+from axio_context.backends.registry import open_database
+from axio_context.memory_blocks import MemoryBlock
+from axio_context.testing import text
+from axio_context_sqlite.tui import BrowserApp
+from axio_context_sqlite.tui.sessions import blocks_text
+from tests.support.backends import Backend
+
+SIZE = (160, 50)
+
+
+def _app(path: str | Path) -> BrowserApp:
+    return BrowserApp(path, poll_interval=0.05, retry_interval=0.05)
+
+
+async def _until(pilot: object, check: object, what: str) -> None:
+    """Let the app run until ``check()`` holds (a failsafe bound, not a timing assertion)."""
+    for _ in range(400):
+        if check():  # type: ignore[operator]
+            return
+        await pilot.pause(0.02)  # type: ignore[attr-defined]
+    raise AssertionError(f"never happened: {what}")
+
+
+async def test_an_agents_blocks_show_beside_its_sessions(backend_db: Backend) -> None:
+    async with backend_db.open():
+        await backend_db.store("plain", project="p").append(text("user", "hello"))
+    async with open_database(backend_db.where) as db:
+        blocks = db.memory_stores().blocks()
+        await blocks.create(
+            MemoryBlock("human", "Name: Ada\nLikes [bold]tea[/bold] \x1b[2J"), agent_id="support"
+        )
+        await blocks.create(MemoryBlock("rules", "be kind", read_only=True))
+        await blocks.attach("rules", "support")
+    app = _app(backend_db.where)
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.screen.query_one("#blocks", VerticalScroll)
+        await _until(pilot, lambda: app.screen.query_one("#sessions", DataTable).row_count == 1, "one row")
+        assert not panel.display  # no agent filter: no panel
+        await pilot.press("a", *"support")
+        await _until(pilot, lambda: panel.display, "the panel")
+        shown = str(app.screen.query_one("#blocks-text", Static).render())
+        assert "memory blocks of support" in shown
+        assert "human  v1  37/5000" in shown and "Name: Ada" in shown
+        assert "Likes [bold]tea[/bold] \\x1b[2J" in shown  # as text: no markup, the control escaped
+        assert "rules  v1  7/5000  (shared, read-only)" in shown and "be kind" in shown
+        app.screen.query_one("#agent", Input).value = ""
+        await _until(pilot, lambda: not panel.display, "the panel hidden again")
+
+
+def test_the_panel_text_is_text() -> None:
+    assert blocks_text("nobody", []).plain == "memory blocks of nobody\n(none)"
