@@ -48,6 +48,12 @@ class ConversationLog(Protocol):
 
     async def delete(self, conversation_id: str, expected_revision: str) -> None: ...
 
+    async def fork_at(self, session_id: str, position: int, new_id: str) -> None:
+        """A new session of this adapter inheriting the first ``position`` messages of
+        ``session_id``, nothing copied; ValueError (nothing written) for a missing or shorter
+        session or a taken ``new_id``."""
+        ...
+
     async def read_line(
         self, entry_id: str, limit: int | None = None
     ) -> tuple[str | None, list[Message]]: ...

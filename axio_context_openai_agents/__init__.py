@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+from .advanced import AxioAdvancedSession
 from .items import ITEM_KEY, ItemError, item_of, message_of
 from .session import ADAPTER, AxioContextSession
 
-__all__ = ["ADAPTER", "ITEM_KEY", "AxioContextSession", "ItemError", "item_of", "message_of"]
+__all__ = [
+    "ADAPTER",
+    "ITEM_KEY",
+    "AxioAdvancedSession",
+    "AxioContextSession",
+    "ItemError",
+    "item_of",
+    "message_of",
+]

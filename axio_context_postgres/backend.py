@@ -16,6 +16,7 @@ from axio_context.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from axio_context.testing.backends import ContractFactories
+    from axio_context.usage_limits import UsageRecorder
 
 from .connection import Pool, connect
 from .conversation_log import PostgresConversationLog
@@ -50,6 +51,11 @@ class PostgresBackend:
 
     def context_store(self, handle: Any, session_id: str, project: str | None = None) -> ContextStore:
         return PostgresContextStore(handle, session_id, project)
+
+    def usage_recorder(self, handle: Any) -> UsageRecorder:
+        from .usage.recorder import PostgresUsageRecorder
+
+        return PostgresUsageRecorder(handle)
 
     def conversation_log(
         self, handle: Any, *, adapter: str, project: str | None, token_counter: TokenCounter | None

@@ -178,6 +178,18 @@ class PostgresConversationLog:
             return got[0].id, got[1:]
         return None, got
 
+    async def fork_at(self, session_id: str, position: int, new_id: str) -> None:
+        """A new session ``new_id`` of this adapter inheriting the first ``position`` messages of
+        ``session_id`` (nothing copied), in one transaction; ValueError (nothing written) when
+        ``session_id`` is missing or shorter, or ``new_id`` is taken."""
+        async with self._tx() as conn:
+            row = await conn.fetchrow(_SESSION + " FOR UPDATE", session_id)
+            if row is None or not 0 <= position <= row["next_position"]:
+                raise ValueError(f"session {session_id!r} has no position {position} to fork at")
+            if await conn.fetchval("SELECT 1 FROM sessions WHERE id = $1", new_id) is not None:
+                raise ValueError(f"session {new_id!r} exists already")
+            await self._fork_at(conn, row, position, new_id, self._project)
+
     async def _line_for(self, conn: Any, conversation_id: str, parent_id: str | None, project: str) -> str:
         """The session new entries after ``parent_id`` go to: the session whose last message it
         is, else a fork of its session right after it; a new session for a history's first."""

@@ -113,6 +113,12 @@ class SQLiteConversationLog:
         if not await run(self._conn, _delete, conversation_id, expected_revision):
             raise RevisionConflictError(conversation_id)
 
+    async def fork_at(self, session_id: str, position: int, new_id: str) -> None:
+        """A new session ``new_id`` of this adapter inheriting the first ``position`` messages of
+        ``session_id`` (nothing copied), in one transaction; ValueError (nothing written) when
+        ``session_id`` is missing or shorter, or ``new_id`` is taken."""
+        await run(self._conn, _fork_checked, session_id, position, new_id, self._project, self._adapter)
+
     async def read_line(self, entry_id: str, limit: int | None = None) -> tuple[str | None, list[Message]]:
         """The messages from the first entry up to ``entry_id`` (its last ``limit`` when given),
         and the id of the entry before the first one returned. :class:`KeyError` for an entry the
@@ -264,6 +270,16 @@ def _new_session(c: Any, conversation_id: str, project: str, adapter: str) -> st
     if wanted is not None:
         sessions.set_metadata(c, conversation_id, project, wanted)
     return conversation_id
+
+
+def _fork_checked(c: Any, session_id: str, position: int, new_id: str, project: str, adapter: str) -> None:
+    with write_tx(c):
+        parent = session_row(c, session_id)
+        if parent is None or not 0 <= position <= parent.next_position:
+            raise ValueError(f"session {session_id!r} has no position {position} to fork at")
+        if session_row(c, new_id) is not None:
+            raise ValueError(f"session {new_id!r} exists already")
+        _fork_at(c, session_id, position, new_id, project, adapter)
 
 
 def _fork_at(c: Any, session_id: str, position: int, new_id: str, project: str, adapter: str) -> None:

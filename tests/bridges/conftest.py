@@ -16,3 +16,8 @@ def _no_tracing_export() -> None:
 
     set_tracing_disabled(True)
     os.environ.setdefault("OPENAI_API_KEY", "test_key")  # clients built but never called
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # a marker openai-agents' own tests use (tests/bridges/test_upstream_advanced.py runs them)
+    config.addinivalue_line("markers", "review_optional: openai-agents' marker, no meaning here")

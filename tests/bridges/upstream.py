@@ -23,13 +23,16 @@ from typing import Any
 
 from agents import SessionSettings
 
-from axio_context_openai_agents import AxioContextSession
+from axio_context_openai_agents import AxioAdvancedSession, AxioContextSession
 
 VERSION = "0.24.0"
 FILES = {
     "tests/memory/test_session.py": "test_session.py",
     "tests/memory/test_session_limit.py": "test_session_limit.py",
     "tests/test_responses.py": "test_responses.py",
+    "tests/extensions/memory/test_encrypt_session.py": "test_encrypt_session.py",
+    "tests/extensions/memory/test_advanced_sqlite_session.py": "test_advanced_sqlite_session.py",
+    "tests/utils/hitl.py": "hitl.py",
 }
 
 
@@ -62,6 +65,24 @@ class SQLiteSession(AxioContextSession):
         super().__init__(session_id, where, session_settings=session_settings)
 
 
+class AdvancedSQLiteSession(AxioAdvancedSession):
+    """openai-agents' ``AdvancedSQLiteSession`` constructor over our advanced session, as
+    :class:`SQLiteSession` above (``create_tables`` and the table names have no meaning here)."""
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        db_path: str | Path = ":memory:",
+        create_tables: bool = False,
+        logger: Any = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+        **_: Any,
+    ) -> None:
+        where = db_path if _postgres_url is None else _postgres_url
+        super().__init__(session_id, where, logger=logger, session_settings=session_settings)
+
+
 def cache_dir() -> Path:
     root = os.environ.get("AXIO_CONTEXT_TEST_CACHE") or os.path.join(
         Path.home(), ".cache", "axio-context-tests"
@@ -72,13 +93,18 @@ def cache_dir() -> Path:
 def _patch(text: str) -> str:
     text = text.replace("from tests.test_responses import", "from oa_upstream.test_responses import")
     text = text.replace("from tests.memory.test_session import", "from oa_upstream.test_session import")
-    # The session class under test: ours, in place of openai-agents' SQLiteSession.
-    text, _ = re.subn(r"^(from agents import [^\n]*\bSQLiteSession\b[^\n]*)$", _rebind, text, flags=re.M)
+    text = text.replace("from tests.utils.hitl import", "from oa_upstream.hitl import")
+    # The session classes under test: ours, in place of openai-agents' SQLiteSession and
+    # AdvancedSQLiteSession (imported on one line or in parentheses).
+    one_line = r"^(from agents(?:\.extensions\.memory)? import [^(\n]*\b(?:Advanced)?SQLiteSession\b[^\n]*)$"
+    text, _ = re.subn(one_line, _rebind, text, flags=re.M)
+    text, _ = re.subn(r"^(from agents import \([^)]*\bSQLiteSession\b[^)]*\))$", _rebind, text, flags=re.M)
     return text
 
 
 def _rebind(m: re.Match[str]) -> str:
-    return m.group(1) + "\nfrom tests.bridges.upstream import SQLiteSession  # axio-context's session"
+    name = "AdvancedSQLiteSession" if "AdvancedSQLiteSession" in m.group(1) else "SQLiteSession"
+    return m.group(1) + f"\nfrom tests.bridges.upstream import {name}  # axio-context's session"
 
 
 def ensure_upstream() -> Path:
@@ -113,6 +139,12 @@ def ensure_upstream() -> Path:
                 member = tar.extractfile(f"{prefix}/{src}")
                 assert member is not None, f"{src} is missing from the openai-agents {VERSION} sdist"
                 texts[dst] = member.read().decode()
+    if package.is_dir():  # an older cache with fewer files: each missing one added whole
+        for name, text in texts.items():
+            staged = package / f"{name}.{os.getpid()}"
+            staged.write_text(_patch(text))
+            staged.replace(package / name)
+        return base
     staging = base / f"oa_upstream.{os.getpid()}"
     staging.mkdir(parents=True, exist_ok=True)
     (staging / "__init__.py").write_text("")

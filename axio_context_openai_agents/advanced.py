@@ -1,0 +1,402 @@
+"""openai-agents' ``AdvancedSQLiteSession`` API over axio-context: branches and usage per turn.
+
+A turn starts at each user message (an item whose ``role`` is ``"user"``), numbered from 1 on its
+branch. The session itself is the branch ``"main"``; any other branch is a session of its own,
+forked from the branch it started on at the position of a turn's user message (our fork: one
+row, nothing copied), so creating a branch costs the same at 10 items as at 100,000. Each
+branch's session keeps its turns' positions in its metadata (:data:`TURNS_KEY`, rebuilt once by
+reading the history when missing); the main session's metadata names its branches
+(:data:`BRANCHES_KEY`) and every name ever used (:data:`USED_KEY`). Usage per turn is the
+database's usage records (:mod:`axio_context.usage_limits`): one record per ``store_run_usage``,
+in the branch's session, its run id naming the turn; the newest record of a turn is its usage.
+
+Written once over the backend protocol: SQLite and PostgreSQL alike.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final, cast
+from uuid import uuid4
+
+from agents.items import TResponseInputItem
+from agents.memory.session_settings import resolve_session_limit
+from agents.result import RunResult
+
+from axio_context.backends import backend_of
+from axio_context.context import ContextStore
+from axio_context.errors import SessionNotFoundError
+
+from .items import item_of, message_of
+from .session import ADAPTER, AxioContextSession
+from .turns import (
+    TURNS_KEY,
+    classify,
+    is_user,
+    length,
+    ms,
+    now,
+    run_id,
+    run_usage,
+    tool_name,
+    tool_usage,
+    usage_row,
+    user_turns,
+)
+
+__all__ = ["BRANCHES_KEY", "TURNS_KEY", "USED_KEY", "AxioAdvancedSession"]
+
+#: The main session's metadata key: ``{branch name: {"session": id, "created_at": ...}}``.
+BRANCHES_KEY: Final = "openai_agents_branches"
+#: The main session's metadata key: every branch name ever used (a deleted one stays taken).
+USED_KEY: Final = "openai_agents_branch_names"
+MAIN: Final = "main"
+
+
+#: openai-agents' own classification of items (type and tool name), borrowed as it is.
+class AxioAdvancedSession(AxioContextSession):
+    """:class:`AxioContextSession` with ``AdvancedSQLiteSession``'s branches, turns and usage per
+    turn (same method names, arguments and return shapes). Bad input (a turn that does not exist,
+    a branch name already used, an unknown branch) is a one-line ``ValueError``, nothing
+    written. The current branch belongs to this object, as in openai-agents (a new one starts on
+    ``"main"``). Arguments as :class:`AxioContextSession`'s, plus ``logger``."""
+
+    def __init__(
+        self,
+        session_id: str,
+        db_path: str | Path | None = None,
+        *,
+        logger: logging.Logger | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(session_id, db_path, **kwargs)
+        self._branch = MAIN
+        self._logger = logger if logger is not None else logging.getLogger(__name__)
+
+    @property
+    def _current_branch_id(self) -> str:
+        """The current branch (openai-agents' attribute name, which its tests read)."""
+        return self._branch
+
+    # -- the Session protocol, on the current branch -------------------------------------------
+
+    async def get_items(
+        self, limit: int | None = None, branch_id: str | None = None
+    ) -> list[TResponseInputItem]:
+        """The items of the current branch (or ``branch_id``), as :meth:`AxioContextSession.get_items`."""
+        branch = branch_id or self._branch
+        if branch == MAIN:
+            return await super().get_items(limit)
+        n = resolve_session_limit(limit, self.session_settings)
+        if n == 0:
+            self._live()
+            return []
+        return await self._call(self._read, branch, None if n is None or n < 0 else n)
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Append ``items`` to the current branch in one transaction (all or, with
+        :class:`~.items.ItemError`, none); a user message starts a turn."""
+        self._live()
+        messages = [message_of(item, i) for i, item in enumerate(items)]
+        if messages:
+            await self._mutate(self._append, self._branch, messages, [is_user(i) for i in items])
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove and return the current branch's newest item (its turn too, if it started one)."""
+        return await self._mutate(self._pop_from, self._branch)
+
+    async def clear_session(self) -> None:
+        """Remove every item and every branch (their names stay used); back on ``"main"``."""
+        await self._mutate(self._clear_all)
+        self._branch = MAIN
+
+    # -- branches --------------------------------------------------------------------------------
+
+    async def create_branch_from_turn(self, turn_number: int, branch_name: str | None = None) -> str:
+        """A new branch holding the current branch's items before turn ``turn_number``'s user
+        message, made current; its name (``branch_name``, else ``branch_from_turn_N_<time>``)."""
+        if branch_name is not None and not branch_name.strip():
+            raise ValueError("Branch name cannot be empty")
+        name = await self._mutate(self._branch_at, self._branch, turn_number, branch_name)
+        self._logger.debug("Created branch '%s' from turn %s", name, turn_number)
+        self._branch = name
+        return name
+
+    async def create_branch_from_content(self, search_term: str, branch_name: str | None = None) -> str:
+        """:meth:`create_branch_from_turn` at the first user turn containing ``search_term``."""
+        turns = await self.find_turns_by_content(search_term)
+        if not turns:
+            raise ValueError(f"No user turns found containing '{search_term}'")
+        return await self.create_branch_from_turn(turns[0]["turn"], branch_name)
+
+    async def switch_to_branch(self, branch_id: str) -> None:
+        """Make ``branch_id`` current (ValueError if it does not exist)."""
+        await self._call(self._branch_store, branch_id)
+        old, self._branch = self._branch, branch_id
+        self._logger.info("Switched from branch '%s' to '%s'", old, branch_id)
+
+    async def delete_branch(self, branch_id: str, force: bool = False) -> None:
+        """Delete a branch (its name stays used); not ``"main"``, nor the current one unless
+        ``force`` (then back on ``"main"``)."""
+        if not branch_id or not branch_id.strip():
+            raise ValueError("Branch ID cannot be empty")
+        if branch_id == MAIN:
+            raise ValueError("Cannot delete the 'main' branch")
+        if branch_id == self._branch and not force:
+            raise ValueError(
+                f"Cannot delete current branch '{branch_id}'. Use force=True or switch branches first"
+            )
+        await self._mutate(self._delete, branch_id)
+        if branch_id == self._branch:
+            self._branch = MAIN
+        self._logger.info("Deleted branch '%s'", branch_id)
+
+    async def list_branches(self) -> list[dict[str, Any]]:
+        """Every branch with items: ``branch_id``, ``message_count``, ``user_turns``,
+        ``is_current``, ``created_at``, oldest first."""
+        return await self._call(self._list)
+
+    # -- turns -----------------------------------------------------------------------------------
+
+    async def get_conversation_turns(self, branch_id: str | None = None) -> list[dict[str, Any]]:
+        """The user turns: ``turn``, ``content`` (a preview), ``full_content``, ``timestamp``,
+        ``can_branch``."""
+        return await self._call(self._user_turns, branch_id or self._branch, None)
+
+    async def find_turns_by_content(
+        self, search_term: str, branch_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The user turns whose text contains ``search_term`` (ASCII case ignored)."""
+        return await self._call(self._user_turns, branch_id or self._branch, search_term)
+
+    async def get_conversation_by_turns(
+        self, branch_id: str | None = None
+    ) -> dict[int, list[dict[str, str | None]]]:
+        """Each turn's items as ``{"type": ..., "tool_name": ...}``, by turn number."""
+        turns: dict[int, list[dict[str, str | None]]] = {}
+        for turn, item in await self._call(self._numbered, branch_id or self._branch):
+            turns.setdefault(turn, []).append({"type": classify(item), "tool_name": tool_name(item)})
+        return turns
+
+    async def get_tool_usage(self, branch_id: str | None = None) -> list[tuple[str, int, int]]:
+        """``(tool name, calls, turn)`` for each tool used in each turn, by turn."""
+        return tool_usage(await self._call(self._numbered, branch_id or self._branch))
+
+    # -- usage -----------------------------------------------------------------------------------
+
+    async def store_run_usage(self, result: RunResult) -> None:
+        """Record ``result``'s usage as the current turn's (replacing what it had); a failure is
+        logged, never raised, as in openai-agents."""
+        try:
+            usage = result.context_wrapper.usage
+            if usage is not None:
+                await self._mutate(self._record, self._branch, usage)
+        except Exception as exc:
+            self._logger.error("Failed to store session usage: %s", exc)
+
+    async def get_session_usage(self, branch_id: str | None = None) -> dict[str, int] | None:
+        """Summed turn usage of ``branch_id`` (None: every branch): ``requests``,
+        ``input_tokens``, ``output_tokens``, ``total_tokens``, ``total_turns``; None without any."""
+        rows = await self._call(self._usage_rows, branch_id)
+        if not rows:
+            return None
+        keys = ("requests", "input_tokens", "output_tokens", "total_tokens")
+        return {**{k: sum(r[k] for r in rows) for k in keys}, "total_turns": len(rows)}
+
+    async def get_turn_usage(
+        self, user_turn_number: int | None = None, branch_id: str | None = None
+    ) -> list[dict[str, Any]] | dict[str, Any]:
+        """The usage of each turn of the branch with one (``user_turn_number`` and the figures,
+        with ``input_tokens_details`` / ``output_tokens_details``), or of one turn ({} if none)."""
+        rows = await self._call(self._usage_rows, branch_id or self._branch)
+        if user_turn_number is None:
+            return rows
+        for row in rows:
+            if row["user_turn_number"] == user_turn_number:
+                return {k: v for k, v in row.items() if k != "user_turn_number"}
+        return {}
+
+    # -- what runs beside the connection ---------------------------------------------------------
+
+    async def _handle(self) -> Any:
+        await self._owner_checked(writing=False)
+        return await self._live().conn()
+
+    async def _branch_store(self, branch: str) -> ContextStore:
+        main = await self._owner_checked(writing=False)
+        if branch == MAIN:
+            return self._based()  # type: ignore[return-value]
+        entry = (await self._based().get_metadata()).get(BRANCHES_KEY, {}).get(branch)
+        if entry is None:
+            raise ValueError(f"Branch '{branch}' does not exist")
+        del main
+        conn = await self._handle()
+        return backend_of(conn).context_store(conn, entry["session"], self._project)
+
+    async def _turns(self, store: ContextStore) -> list[list[Any]]:
+        """The branch's turns ``[position, created ms]``; built from its history when missing."""
+        metadata = await store.get_metadata()  # type: ignore[attr-defined]
+        turns = metadata.get(TURNS_KEY)
+        if turns is None:
+            history = await store.get_full_history() if hasattr(store, "get_full_history") else []
+            made = ms()
+            turns = [[p, made] for p, m in enumerate(history) if is_user(item_of(m))]
+            if turns:
+                await store.set_metadata({**metadata, TURNS_KEY: turns})  # type: ignore[attr-defined]
+        return cast(list[list[Any]], turns)
+
+    async def _read(self, branch: str, limit: int | None) -> list[Any]:
+        store = await self._branch_store(branch)
+        history = await (store.get_history() if limit is None else store.get_tail(limit))
+        return [item_of(m) for m in history]
+
+    async def _append(self, branch: str, messages: list[Any], users: list[bool]) -> None:
+        if branch == MAIN:
+            await self._owner_checked(writing=True)
+        store = await self._branch_store(branch)
+        turns = await self._turns(store) if any(users) else None
+        start = await length(store) if turns is not None else 0
+        await store.append_many(messages)
+        if turns is not None:
+            made = ms()
+            turns.extend([start + i, made] for i, user in enumerate(users) if user)
+            metadata = await store.get_metadata()  # type: ignore[attr-defined]
+            await store.set_metadata({**metadata, TURNS_KEY: turns})  # type: ignore[attr-defined]
+
+    async def _pop_from(self, branch: str) -> Any:
+        store = await self._branch_store(branch)
+        popped = await store.pop()  # type: ignore[attr-defined]
+        if popped is None:
+            return None
+        item = item_of(popped)
+        if is_user(item):
+            metadata = await store.get_metadata()  # type: ignore[attr-defined]
+            end = await length(store)
+            turns = [t for t in metadata.get(TURNS_KEY, []) if t[0] < end]
+            await store.set_metadata({**metadata, TURNS_KEY: turns})  # type: ignore[attr-defined]
+        return item
+
+    async def _clear_all(self) -> None:
+        main = await self._branch_store(MAIN)
+        metadata = await main.get_metadata()  # type: ignore[attr-defined]
+        for entry in metadata.get(BRANCHES_KEY, {}).values():
+            await main.delete_session(entry["session"])  # type: ignore[attr-defined]
+        await main.clear()
+        if metadata:
+            await main.set_metadata({**metadata, BRANCHES_KEY: {}, TURNS_KEY: []})  # type: ignore[attr-defined]
+
+    async def _branch_at(self, source: str, turn_number: int, name: str | None) -> str:
+        store = await self._branch_store(source)
+        turns = await self._turns(store)
+        if not 1 <= turn_number <= len(turns):
+            raise ValueError(f"Turn {turn_number} does not contain a user message in branch '{source}'")
+        main = self._based()
+        metadata = await main.get_metadata()
+        used = set(metadata.get(USED_KEY, [])) | set(metadata.get(BRANCHES_KEY, {})) | {MAIN}
+        if name is None:
+            base = name = f"branch_from_turn_{turn_number}_{int(datetime.now(UTC).timestamp())}"
+            suffix = 1
+            while name in used:
+                suffix += 1
+                name = f"{base}_{suffix}"
+        elif name in used:
+            raise ValueError(f"Branch ID '{name}' has already been used. Choose a new branch ID.")
+        conn = await self._handle()
+        new_id = uuid4().hex
+        log = backend_of(conn).conversation_log(
+            conn, adapter=ADAPTER, project=self._project, token_counter=None
+        )
+        await log.fork_at(store.session_id, turns[turn_number - 1][0], new_id)
+        branch = backend_of(conn).context_store(conn, new_id, self._project)
+        await branch.set_metadata(  # type: ignore[attr-defined]
+            {**await branch.get_metadata(), TURNS_KEY: turns[: turn_number - 1]}  # type: ignore[attr-defined]
+        )
+        branches = {**metadata.get(BRANCHES_KEY, {}), name: {"session": new_id, "created_at": now()}}
+        await main.set_metadata(
+            {**metadata, BRANCHES_KEY: branches, USED_KEY: sorted(used - {MAIN} | {name})}
+        )
+        return name
+
+    async def _delete(self, branch: str) -> None:
+        store = await self._branch_store(branch)  # ValueError when it does not exist
+        main = self._based()
+        metadata = await main.get_metadata()
+        branches = {k: v for k, v in metadata.get(BRANCHES_KEY, {}).items() if k != branch}
+        await main.set_metadata({**metadata, BRANCHES_KEY: branches})
+        await store.delete_session()  # type: ignore[attr-defined]
+
+    async def _list(self) -> list[dict[str, Any]]:
+        main = await self._branch_store(MAIN)
+        out = []
+        names = [MAIN, *(await main.get_metadata()).get(BRANCHES_KEY, {})]  # type: ignore[attr-defined]
+        for name in names:
+            store = await self._branch_store(name)
+            try:
+                info = await store.info()  # type: ignore[attr-defined]
+            except SessionNotFoundError:
+                continue
+            if info.message_count == 0:
+                continue
+            created = str(info.created_at)[:19].replace("T", " ")
+            if name != MAIN:
+                created = (await main.get_metadata())[BRANCHES_KEY][name]["created_at"]  # type: ignore[attr-defined]
+            out.append(
+                {
+                    "branch_id": name,
+                    "message_count": info.message_count,
+                    "user_turns": len(await self._turns(store)),
+                    "is_current": name == self._branch,
+                    "created_at": created,
+                }
+            )
+        return sorted(out, key=lambda b: b["created_at"])
+
+    async def _numbered(self, branch: str) -> list[tuple[int, Any]]:
+        """Each item of the branch with its turn number (0 before the first user message)."""
+        store = await self._branch_store(branch)
+        out, turn = [], 0
+        for message in await store.get_full_history():  # type: ignore[attr-defined]
+            item = item_of(message)
+            turn += is_user(item)
+            out.append((turn, item))
+        return out
+
+    async def _user_turns(self, branch: str, term: str | None) -> list[dict[str, Any]]:
+        store = await self._branch_store(branch)
+        turns = await self._turns(store)
+        if not turns:
+            return []
+        history = await store.get_full_history()  # type: ignore[attr-defined]
+        return user_turns(history, turns, term)
+
+    async def _record(self, branch: str, usage: Any) -> None:
+        store = await self._branch_store(branch)
+        turns = await self._turns(store)
+        if not turns:
+            return  # no turn to give it to, as openai-agents
+        figures = run_usage(usage)
+        conn = await self._handle()
+        recorder = backend_of(conn).usage_recorder(conn)
+        await recorder.record(
+            figures, session_id=store.session_id, agent=ADAPTER, run=run_id(store, turns[-1])
+        )
+
+    async def _usage_rows(self, branch: str | None) -> list[dict[str, Any]]:
+        """The newest usage of each turn of ``branch`` (None: of every branch), by turn."""
+        if branch is None:
+            main = await self._branch_store(MAIN)
+            names = [MAIN, *(await main.get_metadata()).get(BRANCHES_KEY, {})]  # type: ignore[attr-defined]
+            return [row for name in names for row in await self._usage_rows(name)]
+        store = await self._branch_store(branch)
+        turns = await self._turns(store)
+        number = {run_id(store, t): n for n, t in enumerate(turns, 1)}
+        conn = await self._handle()
+        recorder = backend_of(conn).usage_recorder(conn)
+        newest: dict[int, Any] = {}
+        for record in await recorder.records(session_id=store.session_id, limit=1_000_000):
+            n = number.get(record.run)
+            if n is not None and n not in newest:
+                newest[n] = record.usage
+        return [usage_row(n, newest[n]) for n in sorted(newest)]

@@ -1,0 +1,156 @@
+"""The pure parts of :class:`~.advanced.AxioAdvancedSession`: which item starts a turn, tool
+counts, the user turns of a history, openai-agents' usage as ours and back."""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import UTC, datetime
+from typing import Any, Final, cast
+
+from agents.extensions.memory.advanced_sqlite_session import AdvancedSQLiteSession, _content_preview
+
+from axio_context.context import ContextStore
+from axio_context.errors import SessionNotFoundError
+from axio_context.messages import Message
+from axio_context.usage_limits import RunUsage
+
+from .items import item_of
+
+#: A branch session's metadata key: its turns, ``[[position, created at (ms since the epoch)], ...]``
+#: (the pair names the turn: a turn popped and made again at the same position is another one).
+TURNS_KEY: Final = "openai_agents_turns"
+
+_TOOL_CALLS: Final = frozenset(
+    {
+        "tool_call",
+        "function_call",
+        "computer_call",
+        "file_search_call",
+        "web_search_call",
+        "code_interpreter_call",
+        "tool_search_call",
+        "custom_tool_call",
+        "mcp_call",
+        "mcp_approval_request",
+        "shell_call",
+        "apply_patch_call",
+    }
+)
+
+
+def classify(item: Any) -> str:
+    return AdvancedSQLiteSession._classify_message_type(cast(Any, None), item)  # uses no state
+
+
+def tool_name(item: Any) -> str | None:
+    return AdvancedSQLiteSession._extract_tool_name(cast(Any, None), item)  # uses no state
+
+
+def is_user(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("role") == "user"
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def stamp(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+async def length(store: ContextStore) -> int:
+    try:
+        return int((await store.info()).message_count)  # type: ignore[attr-defined]
+    except SessionNotFoundError:
+        return 0
+
+
+def tool_usage(numbered: list[tuple[int, Any]]) -> list[tuple[str, int, int]]:
+    """``(tool name, calls, turn)`` of numbered items, as openai-agents counts them."""
+    counts: dict[tuple[int, str], int] = {}
+    searched: set[tuple[int, str]] = set()
+    outputs: list[tuple[int, str]] = []
+    for turn, item in numbered:
+        kind, name = classify(item), tool_name(item)
+        if kind in _TOOL_CALLS:
+            name = name or (kind if kind in ("shell_call", "apply_patch_call") else None)
+            if name is not None:
+                counts[turn, name] = counts.get((turn, name), 0) + 1
+            if kind == "tool_search_call" and name is not None:
+                searched.add((turn, name))
+        elif kind == "tool_search_output" and name is not None:
+            outputs.append((turn, name))
+    for key in outputs:
+        if key not in searched:
+            counts[key] = counts.get(key, 0) + 1
+    return [(name, n, turn) for (turn, name), n in sorted(counts.items())]
+
+
+def user_turns(history: list[Message], turns: list[list[Any]], term: str | None) -> list[dict[str, Any]]:
+    """The user turns of ``history`` (all, or those containing ``term``), as openai-agents gives them."""
+    pattern = None if term is None else re.compile(re.escape(term), re.IGNORECASE | re.ASCII)
+    out = []
+    for number, (position, created) in enumerate(turns, 1):
+        content = item_of(history[position]).get("content", "") if position < len(history) else ""
+        if pattern is not None:
+            texts = (
+                [content]
+                if isinstance(content, str)
+                else [p.get("text", "") for p in content if isinstance(p, dict)]
+            )
+            if not any(isinstance(t, str) and pattern.search(t) for t in texts):
+                continue
+        preview = _content_preview(content, 100) if term is None else _content_preview(content)
+        out.append(
+            {
+                "turn": number,
+                "content": preview,
+                "full_content": content,
+                "timestamp": stamp(created),
+                "can_branch": True,
+            }
+        )
+    return out
+
+
+def run_usage(usage: Any) -> RunUsage:
+    """openai-agents' ``Usage`` as our usage figures (its token details kept in ``details``)."""
+    input_details = dict(getattr(usage.input_tokens_details, "__dict__", {}) or {})
+    output_details = dict(getattr(usage.output_tokens_details, "__dict__", {}) or {})
+    details = {f"input_tokens_details.{k}": int(v) for k, v in input_details.items() if isinstance(v, int)}
+    details |= {f"output_tokens_details.{k}": int(v) for k, v in output_details.items() if isinstance(v, int)}
+    details["total_tokens"] = usage.total_tokens or 0
+    figures = RunUsage(
+        requests=usage.requests or 0,
+        input_tokens=usage.input_tokens or 0,
+        output_tokens=usage.output_tokens or 0,
+        cache_read_tokens=input_details.get("cached_tokens") or 0,
+        output_reasoning_tokens=output_details.get("reasoning_tokens") or 0,
+        details=details,
+    )
+    return figures
+
+
+def run_id(store: ContextStore, turn: list[Any]) -> str:
+    return f"{store.session_id}/turn/{turn[0]}.{turn[1]}"
+
+
+def usage_row(turn: int, usage: RunUsage) -> dict[str, Any]:
+    def details(prefix: str) -> dict[str, int] | None:
+        found = {k[len(prefix) :]: v for k, v in usage.details.items() if k.startswith(prefix)}
+        return found or None
+
+    return {
+        "user_turn_number": turn,
+        "requests": usage.requests,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "total_tokens": usage.details.get("total_tokens", usage.input_tokens + usage.output_tokens),
+        "input_tokens_details": details("input_tokens_details."),
+        "output_tokens_details": details("output_tokens_details."),
+    }
