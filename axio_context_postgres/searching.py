@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import datetime
 from typing import Any
 
 from axio_context.embeddings import (
@@ -29,12 +28,12 @@ from axio_context.errors import (
     SessionNotFoundError,
 )
 from axio_context.messages import SessionInfo
+from axio_context.search.calls import MessageSearch, SearchRequest, check_k
 from axio_context.search.embedders import choose_embedder
 from axio_context.search.fusion import LEXICAL_MODEL_PREFIX, weak_meaning
-from axio_context.search.query import MAX_K, MODES, check_bounds, raw_words
+from axio_context.search.query import raw_words
 from axio_context.search.results import ReindexReport, SearchHit, SearchResults
 from axio_context.transcript import format_time
-from axio_context.transcript.times import epoch_ms as ms
 
 from . import lineage, sessions
 from . import search as pgsearch
@@ -61,12 +60,7 @@ async def _check_width(conn: Any, emb: Embedder) -> None:
         )
 
 
-def _check_k(k: int) -> None:
-    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
-        raise ValueError(f"k must be between 1 and {MAX_K}, not {k!r}")
-
-
-class SearchCalls:
+class SearchCalls(MessageSearch):
     """Searching and embedding, on a pool; ``where`` names the server in errors."""
 
     def __init__(self, pool: Pool, where: str) -> None:
@@ -220,32 +214,11 @@ class SearchCalls:
         s = await sessions.full_row(conn, session_id)
         return await lineage.chain(conn, s["seg"], s["next_position"])
 
-    async def search(
-        self,
-        query: str,
-        *,
-        k: int = 10,
-        mode: str = "hybrid",
-        project: str | None = None,
-        session_id: str | None = None,
-        role: str | None = None,
-        since: datetime | None = None,
-        raw: bool = False,
-        embedder: Embedder | None = None,
-        model: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-    ) -> SearchResults:
-        """The ``k`` messages that best match ``query``: keyword, semantic or hybrid (RRF), as
-        :meth:`axio_context.backends.OpenDatabase.search` (the SQLite backend's docstring details
-        the arguments): ``clear_run``'s messages are never hits, ``agent_id`` / ``run_id`` keep one agent's or
-        one run's."""
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-        _check_k(k)
-        if role is not None and role not in ("user", "assistant", "system"):
-            raise ValueError(f"role must be one of user, assistant, system, not {role!r}")
-        check_bounds(query, raw)
+    async def _search(self, r: SearchRequest) -> SearchResults:
+        """Run a checked search (see :meth:`MessageSearch.search`): ``tsvector`` ranking for the
+        words, pgvector's nearest for the meaning, or both fused by reciprocal rank."""
+        query, k, mode, raw, embedder, model = r.query, r.k, r.mode, r.raw, r.embedder, r.model
+        project, session_id, role = r.project, r.session_id, r.role
         tsquery = raw_tsquery(query) if raw else None
         if raw and mode != "keyword" and not raw_words(query).strip() and mode == "semantic":
             raise SearchQueryError(
@@ -262,7 +235,7 @@ class SearchCalls:
         async with self._tx(readonly=True) as conn:
             segments = None if session_id is None else await self._segments(conn, session_id)
             scope = pgsearch.Scope(
-                project, role, ms(since), segments, tsquery, agent_id=agent_id, run_id=run_id
+                project, role, r.since_ms, segments, tsquery, agent_id=r.agent_id, run_id=r.run_id
             )
             # hybrid's keyword candidates hold any of the terms, as on SQLite: coverage weighs them
             words = pgsearch.terms(query) if mode == "hybrid" and not raw else None
@@ -364,7 +337,7 @@ class SearchCalls:
     async def similar(self, session_id: str, position: int, k: int = 10) -> SearchResults:
         """The ``k`` messages nearest in meaning to message ``position`` of a session (itself
         left out; -1 is its last message), from its stored embedding: no embedder needed."""
-        _check_k(k)
+        check_k(k)
         async with self._tx(readonly=True) as conn:
             s = await sessions.full_row(conn, session_id)
             n = int(s["next_position"])

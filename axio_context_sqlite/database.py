@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import datetime
 from pathlib import Path
 
 import aiosqlite
@@ -35,8 +34,8 @@ from axio_context.errors import (
     ReadOnlyDatabaseError,
     SearchQueryError,
 )
+from axio_context.search.calls import MessageSearch, SearchRequest
 from axio_context.search.embedders import DEFAULT_DIMENSION, HASHING_MODEL, choose_embedder
-from axio_context.transcript.times import epoch_ms as ms
 
 from .admin.axio_migration import AxioImportReport
 from .admin.exporting import ExportSummary
@@ -48,9 +47,9 @@ from .errors import EmptyDatabaseError
 from .paths import db_path as db_location
 from .search import engine as search
 from .search import reindex as reindexing
-from .search.engine import MAX_K, MODES, IndexStatus, Mode, Query, ReindexReport, SearchHit, SearchResults
+from .search.engine import MAX_K, IndexStatus, Mode, Query, ReindexReport, SearchHit, SearchResults
 from .search.fts import raw_words
-from .search.query import check_bounds, keyword_part
+from .search.query import keyword_part
 from .search.settings import read_settings
 from .search.status import VectorSpace, index_status, vector_bytes, vector_space
 from .store.calls import run
@@ -98,7 +97,7 @@ async def _query_vector(emb: Embedder, query: str) -> bytes | None:
     return vector_to_blob(vec) if any(vec) else None
 
 
-class Database(DatabaseJobs, DatabaseLive, DatabaseStores):
+class Database(DatabaseJobs, DatabaseLive, DatabaseStores, MessageSearch):
     """Every session of one database file: list, show, export, import, migrate, maintain."""
 
     def __init__(self, conn: aiosqlite.Connection, path: str | Path) -> None:
@@ -118,62 +117,11 @@ class Database(DatabaseJobs, DatabaseLive, DatabaseStores):
 
     # -- searching -------------------------------------------------------------------------------
 
-    async def search(
-        self,
-        query: str,
-        *,
-        k: int = 10,
-        mode: Mode = "hybrid",
-        project: str | None = None,
-        session_id: str | None = None,
-        role: str | None = None,
-        since: datetime | None = None,
-        raw: bool = False,
-        embedder: Embedder | None = None,
-        model: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-    ) -> SearchResults:
-        """The ``k`` messages across every session that best match ``query``, best first.
-
-        ``mode``: ``keyword`` (FTS5 bm25 over the words; ``raw`` takes FTS5 query syntax),
-        ``semantic`` (nearest embeddings; needs the database's embedder, by default the one its
-        model name says), or ``hybrid`` (both, fused by reciprocal rank). Filters: ``project``
-        (of the session owning the message), ``session_id`` (that session's whole transcript,
-        inherited messages included), ``role``, ``since`` (message time), ``agent_id`` and
-        ``run_id`` (see :mod:`.search.runs`; ``clear_run``'s messages are never hits). A person's words never
-        raise a syntax error; a raw query FTS5 rejects raises SearchQueryError. Messages the
-        keyword index has not taken in yet (the database is read-only here, or another process
-        held the write lock) are counted in the result's ``unindexed``, with ``why``.
-
-        A ``raw`` expression is a filter in every mode: each hit satisfies it (its ``NOT``,
-        ``NEAR`` and column filters included), and the semantic ranking orders only the messages
-        it matches, by the meaning of the words it asks for (:func:`.fts.raw_words`: operators,
-        column names and what ``NOT`` excludes are not embedded). So ``raw`` semantic and hybrid
-        searches cannot see messages the keyword index has not taken in yet.
-
-        Messages with a cosine similarity of zero or less to the query are not semantic hits.
-        The embedder is ``embedder``, else the one named ``model`` (see :meth:`embedder`), else
-        the database's own. A hybrid search runs as a keyword search, saying why in the result's
-        ``fallback``, when no message is embedded yet, or when (no embedder or model given) the
-        database's model cannot be loaded here; a semantic one raises EmbedderUnavailableError.
-        A hybrid search whose words no message contains shows nothing (``withheld`` counts what
-        meaning alone found; see :mod:`.search.engine`); a semantic one counts the messages it
-        could not see in ``not_embedded``. A query past a limit of :mod:`.search.query` (length,
-        words, repeats of a word, prefixes) raises SearchQueryError, in every mode. An embedder
-        whose dimension is not positive raises EmbedderDimensionError; one returning anything but
-        one finite vector of its declared dimension raises EmbeddingMismatchError.
-        """
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
-            raise ValueError(f"k must be between 1 and {MAX_K}, not {k!r}")
-        role_code = None
-        if role is not None:
-            if role not in ROLE_CODES:
-                raise ValueError(f"role must be one of {', '.join(ROLE_CODES)}, not {role!r}")
-            role_code = ROLE_CODES[role]
-        check_bounds(query, raw)
+    async def _search(self, r: SearchRequest) -> SearchResults:
+        """Run a checked search (see :meth:`MessageSearch.search`): FTS5 bm25 for the words (``raw``
+        takes FTS5 query syntax), the embeddings' nearest, or both fused by reciprocal rank."""
+        query, mode, raw, embedder, model = r.query, r.mode, r.raw, r.embedder, r.model
+        role_code = None if r.role is None else ROLE_CODES[r.role]
         match, terms = keyword_part(query, mode, raw)  # with raw: a filter in every mode
         vector = None
         name = dimension = None
@@ -198,19 +146,19 @@ class Database(DatabaseJobs, DatabaseLive, DatabaseStores):
         q = Query(
             text=query,
             mode=mode,
-            k=k,
+            k=r.k,
             match=match,
             raw=raw,
             terms=terms,
             vector=vector,
             model=name,
             dimension=dimension,
-            project=project,
-            session_id=session_id,
+            project=r.project,
+            session_id=r.session_id,
             role=role_code,
-            since_ms=ms(since),
-            agent_id=agent_id,
-            run_id=run_id,
+            since_ms=r.since_ms,
+            agent_id=r.agent_id,
+            run_id=r.run_id,
         )
         results = await run(self._conn, search.search, q)
         results.fallback = fallback

@@ -1,0 +1,116 @@
+"""What every backend's ``search`` takes, checked once: the arguments of a search across every
+session, as one :class:`SearchRequest` handed to the backend's own engine."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import NamedTuple
+
+from ..embeddings import Embedder
+from ..transcript.times import epoch_ms
+from .query import MAX_K, MODES, Mode, check_bounds
+from .results import SearchResults
+
+__all__ = ["ROLES", "MessageSearch", "SearchRequest", "check_k"]
+
+#: The roles a search may keep.
+ROLES = ("user", "assistant", "system")
+
+
+def check_k(k: int) -> None:
+    """ValueError naming ``k`` unless it is a whole number of hits from 1 to :data:`MAX_K`."""
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+        raise ValueError(f"k must be between 1 and {MAX_K}, not {k!r}")
+
+
+class SearchRequest(NamedTuple):
+    """A search's arguments once checked (``since`` as epoch milliseconds)."""
+
+    query: str
+    k: int
+    mode: Mode
+    project: str | None
+    session_id: str | None
+    role: str | None
+    since_ms: int | None
+    raw: bool
+    embedder: Embedder | None
+    model: str | None
+    agent_id: str | None
+    run_id: str | None
+
+
+class MessageSearch:
+    """``search`` as every backend takes it; the backend runs the checked :class:`SearchRequest`."""
+
+    async def _search(self, r: SearchRequest) -> SearchResults:
+        raise NotImplementedError(f"{type(self).__name__} cannot search")
+
+    async def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        mode: Mode = "hybrid",
+        project: str | None = None,
+        session_id: str | None = None,
+        role: str | None = None,
+        since: datetime | None = None,
+        raw: bool = False,
+        embedder: Embedder | None = None,
+        model: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> SearchResults:
+        """The ``k`` messages across every session that best match ``query``, best first.
+
+        ``mode``: ``keyword`` (FTS5 bm25 over the words; ``raw`` takes FTS5 query syntax),
+        ``semantic`` (nearest embeddings; needs the database's embedder, by default the one its
+        model name says), or ``hybrid`` (both, fused by reciprocal rank). Filters: ``project``
+        (of the session owning the message), ``session_id`` (that session's whole transcript,
+        inherited messages included), ``role``, ``since`` (message time), ``agent_id`` and
+        ``run_id`` (see the backend's search; ``clear_run``'s messages are never hits). A person's words never
+        raise a syntax error; a raw query FTS5 rejects raises SearchQueryError. Messages the
+        keyword index has not taken in yet (the database is read-only here, or another process
+        held the write lock) are counted in the result's ``unindexed``, with ``why``.
+
+        A ``raw`` expression is a filter in every mode: each hit satisfies it (its ``NOT``,
+        ``NEAR`` and column filters included), and the semantic ranking orders only the messages
+        it matches, by the meaning of the words it asks for (the raw query's words: operators,
+        column names and what ``NOT`` excludes are not embedded). So ``raw`` semantic and hybrid
+        searches cannot see messages the keyword index has not taken in yet.
+
+        Messages with a cosine similarity of zero or less to the query are not semantic hits.
+        The embedder is ``embedder``, else the one named ``model`` (see :meth:`embedder`), else
+        the database's own. A hybrid search runs as a keyword search, saying why in the result's
+        ``fallback``, when no message is embedded yet, or when (no embedder or model given) the
+        database's model cannot be loaded here; a semantic one raises EmbedderUnavailableError.
+        A hybrid search whose words no message contains shows nothing (``withheld`` counts what
+        meaning alone found; see the backend's engine); a semantic one counts the messages it
+        could not see in ``not_embedded``. A query past a limit of :mod:`axio_context.search.query` (length,
+        words, repeats of a word, prefixes) raises SearchQueryError, in every mode. An embedder
+        whose dimension is not positive raises EmbedderDimensionError; one returning anything but
+        one finite vector of its declared dimension raises EmbeddingMismatchError.
+        """
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        check_k(k)
+        if role is not None and role not in ROLES:
+            raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
+        check_bounds(query, raw)
+        return await self._search(
+            SearchRequest(
+                query,
+                k,
+                mode,
+                project,
+                session_id,
+                role,
+                epoch_ms(since),
+                raw,
+                embedder,
+                model,
+                agent_id,
+                run_id,
+            )
+        )
