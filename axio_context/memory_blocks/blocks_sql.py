@@ -47,10 +47,10 @@ __all__ = [
     "write",
 ]
 
-_COLS: Final = (
-    "b.id, b.label, b.value, b.char_limit, b.description, b.read_only, b.version, b.agent_id,"
-    " b.updated_at, v.agent_id, v.run_id"
+_BLOCK_COLS: Final = (
+    "b.id, b.label, b.value, b.char_limit, b.description, b.read_only, b.version, b.agent_id, b.updated_at"
 )
+_COLS: Final = f"{_BLOCK_COLS}, v.agent_id, v.run_id"
 _FROM: Final = "memory_blocks b JOIN memory_block_versions v ON v.block_id = b.id AND v.version = b.version"
 _VERSION_COLS: Final = (
     "version, action, label, value, char_limit, description, read_only, created_at, agent_id, run_id"
@@ -127,16 +127,15 @@ def lookup(d: Dialect, agent_id: str, label: str, lock: bool = False) -> Plan[_F
     ``lock``: its row stays locked until the transaction ends (a writer's read)."""
     pick = "ORDER BY CASE WHEN b.agent_id = '' THEN 1 ELSE 0 END LIMIT 1"
     if lock and d.lock_rows:
-        # The block's row alone is locked first: a lock taken through the join would, after
-        # waiting for another writer, recheck the old version row against the new block row
-        # and find nothing (PostgreSQL's read-committed recheck).
-        block_id = yield Value(
-            f"SELECT b.id FROM memory_blocks b WHERE b.label = ? AND {_VISIBLE} {pick}{d.lock_rows}",
+        # The block's row alone is locked, without the join: a lock taken through the join
+        # would, after waiting for another writer, recheck the old version row against the new
+        # block row and find nothing (PostgreSQL's read-committed recheck). The locked row read
+        # is the newest one; who made it and in which run are left out (a writer needs neither).
+        row = yield Row(
+            f"SELECT {_BLOCK_COLS}, '', '' FROM memory_blocks b WHERE b.label = ? AND {_VISIBLE}"
+            f" {pick}{d.lock_rows}",
             (label, agent_id, agent_id),
         )
-        if block_id is None:
-            return None
-        row = yield Row(f"SELECT {_COLS} FROM {_FROM} WHERE b.id = ?", (block_id,))
     else:
         row = yield Row(
             f"SELECT {_COLS} FROM {_FROM} WHERE b.label = ? AND {_VISIBLE} {pick}",
@@ -293,10 +292,14 @@ def delete(d: Dialect, agent_id: str, label: str, expected: int | None) -> Plan[
         raise StaleVersionError(f"block {label!r} is at version {found.block.version}, not {expected}")
     if found.block.read_only:
         raise ReadOnlyBlockError(f"block {label!r} is read-only; it was not deleted")
+    gone = found.block
+    if d.lock_rows:  # the locked read left out the author and run: read them as they were
+        full = yield from lookup(d, agent_id, label)
+        gone = gone if full is None else full.block
     for table, column in (("memory_block_agents", "block_id"), ("memory_block_versions", "block_id")):
         yield Execute(f"DELETE FROM {table} WHERE {column} = ?", (found.id,))
     yield Execute("DELETE FROM memory_blocks WHERE id = ?", (found.id,))
-    return found.block
+    return gone
 
 
 def attach(d: Dialect, label: str, agent_id: str) -> Plan[Block]:

@@ -196,7 +196,7 @@ class MemoryBlockContract:
         with pytest.raises(BlockInputError):
             await blocks.search("  ")
         gone = await blocks.delete("human", agent_id="a")
-        assert gone.value == "Likes GREEN tea"
+        assert (gone.value, gone.updated_by, gone.version) == ("Likes GREEN tea", "a", 1)
         assert await blocks.find("human", agent_id="a") is None
         again = await blocks.create(MemoryBlock("human", "new"), agent_id="a")
         assert again.version == 1
