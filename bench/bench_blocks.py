@@ -1,7 +1,7 @@
 """Memory blocks (:mod:`axio_context.memory_blocks`): a block edit and a prompt window with 10
 blocks of 2,000 characters, against the raw statements, on a SQLite file and on PostgreSQL.
 
-Figures (medians of ``--ops`` calls, one after the other in one process):
+Figures (medians of ``--ops`` calls of each, the two of a pair taken in turn, in one process):
 
 - **edit**: ``BlockStore.replace`` (a write naming the version it read: read the block with its
   row locked, check the version, apply the edit, check limit and read-only, record the version,
@@ -41,13 +41,18 @@ BLOCKS = 10
 CHARS = 2_000
 
 
-async def _median_us(n: int, op: Callable[[int], Awaitable[Any]]) -> float:
-    samples = []
+async def _medians_us(
+    n: int, a: Callable[[int], Awaitable[Any]], b: Callable[[int], Awaitable[Any]]
+) -> tuple[float, float]:
+    """Medians of ``n`` calls of ``a`` and of ``b``, taken in turn (a, b, a, b...), so a change in
+    the machine's load falls on both alike."""
+    samples: tuple[list[float], list[float]] = ([], [])
     for i in range(n):
-        t = time.perf_counter()
-        await op(i)
-        samples.append(time.perf_counter() - t)
-    return statistics.median(samples) * 1e6
+        for op, out in ((a, samples[0]), (b, samples[1])):
+            t = time.perf_counter()
+            await op(i)
+            out.append(time.perf_counter() - t)
+    return statistics.median(samples[0]) * 1e6, statistics.median(samples[1]) * 1e6
 
 
 def _raw_edit(d: Dialect, label: str, old: str, new: str) -> Plan[None]:
@@ -107,14 +112,13 @@ async def _measure(name: str, runner: Runner, ops: int) -> dict[str, float]:
     async def plain_window(_: int) -> None:
         await without.get_prompt_window("s")
 
-    figures = {
-        "edit (replace)": await _median_us(ops, edit),
-        "edit, raw statements": await _median_us(ops, raw_edit),
-        "10 blocks read + rendered": await _median_us(ops, window),
-        "10 blocks, raw SELECT + f-string": await _median_us(ops, raw_window),
-        "get_prompt_window with blocks": await _median_us(ops, agent_window),
-        "get_prompt_window without": await _median_us(ops, plain_window),
-    }
+    figures: dict[str, float] = {}
+    for names, pair in (
+        (("edit (replace)", "edit, raw statements"), (edit, raw_edit)),
+        (("10 blocks read + rendered", "10 blocks, raw SELECT + f-string"), (window, raw_window)),
+        (("get_prompt_window with blocks", "get_prompt_window without"), (agent_window, plain_window)),
+    ):
+        figures.update(zip(names, await _medians_us(ops, *pair), strict=True))
     for what, us in figures.items():
         print(f"{name:10} {what:34} {us:9.1f} us")
     return figures
