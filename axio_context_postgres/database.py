@@ -9,7 +9,7 @@ the quarantine, importing an axio file) are not here: ``capabilities`` is empty,
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
@@ -21,8 +21,7 @@ from axio_context.catalog import CatalogCalls
 from axio_context.errors import SessionExistsError, SessionNotFoundError
 from axio_context.messages import SessionInfo
 from axio_context.naming import RANDOM_ID, SHORT_ID, project_forms, unique_prefix
-from axio_context.transcript import TranscriptWriter, writer_for
-from axio_context.transcript.reports import ExportSummary, ImportReport
+from axio_context.transcript.reports import ImportReport
 from axio_context.transcript.times import epoch_ms as ms
 from axio_context.views import SessionSort, SessionView, sort_column
 
@@ -41,9 +40,6 @@ if TYPE_CHECKING:
     from axio_context.pools.sql import PoolInfo, PoolView
 
 __all__ = ["PostgresDatabase", "open_browser", "open_database"]
-
-Sink = Callable[[bytes], object]
-Progress = Callable[[int, int], object]
 
 
 class PostgresDatabase(SearchCalls, CatalogCalls):
@@ -144,23 +140,6 @@ class PostgresDatabase(SearchCalls, CatalogCalls):
         """The id of ``agent_id``'s session in thread ``thread_id`` (SessionNotFoundError if none)."""
         async with self._tx(readonly=True) as conn:
             return await runs.agent_session(conn, agent_id, thread_id)
-
-    async def export(
-        self,
-        sink: Sink,
-        *,
-        format: str | TranscriptWriter = "json",
-        session_ids: Sequence[str] | None = None,
-        progress: Progress | None = None,
-        skip_damaged: bool = False,
-    ) -> ExportSummary:
-        """Write sessions (every one when ``session_ids`` is None) to ``sink`` in one snapshot,
-        byte for byte as the SQLite backend writes the same sessions."""
-        writer = writer_for(format) if isinstance(format, str) else format
-        ids = None if session_ids is None else list(session_ids)
-        async with self._tx(readonly=True) as conn:
-            n_sessions, n_messages = await sessions.export(conn, writer, ids, sink, progress)
-        return ExportSummary(sessions=n_sessions, messages=n_messages)
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -285,6 +264,9 @@ class PostgresDatabase(SearchCalls, CatalogCalls):
 
     def _catalog_runner(self) -> PostgresRunner:
         return PostgresRunner(self._pool, tree.WHERE)
+
+    def _export_source(self) -> sessions.PostgresExport:
+        return sessions.PostgresExport()
 
     async def list_pools(self, kind: str | None = None) -> list[PoolInfo]:
         """Every context queue and pool (or only ``kind``: 'queue' or 'pool'), by name."""

@@ -7,30 +7,27 @@ writers), so an export of a copied database is byte-identical to the source's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
+from axio_context.catalog.expiry_sql import live_session
 from axio_context.errors import AmbiguousSessionError, SessionNotFoundError, TranscriptError
+from axio_context.expiry import now_ms
 from axio_context.lineage import shared_rows
+from axio_context.sql import Native
 from axio_context.tokens import estimate_message_tokens, estimate_tokens
 from axio_context.transcript import (
     CheckpointRecord,
     MessageRecord,
     SessionHeader,
     SessionRecord,
-    TranscriptWriter,
     format_time,
     parse_time,
 )
-from axio_context.transcript.hidden import Renumbering, shared_visible
+from axio_context.transcript.hidden import shared_visible
+from axio_context.transcript.reports import DamagedRow
 
 from . import lineage, writes
-
-Sink = Callable[[bytes], object]
-Progress = Callable[[int, int], object]
-
-#: Messages read per batch during an export.
-BATCH: Final = 256
 
 FULL: Final = (
     "sid, seg, next_position, id, project, title, metadata, created_at, updated_at, parent_id,"
@@ -39,9 +36,13 @@ FULL: Final = (
     " (SELECT a.thread_id FROM agent_sessions a WHERE a.sid = sessions.sid) AS thread_id, " + lineage.HIDES
 )
 
+#: Expired sessions are never found here (bind now as $2, or $1): the core's one condition.
+_LIVE2: Final = live_session(param="$2")
+_LIVE1: Final = live_session(param="$1")
+
 
 async def full_row(conn: Any, session_id: str) -> Any:
-    r = await conn.fetchrow(f"SELECT {FULL} FROM sessions WHERE id = $1", session_id)
+    r = await conn.fetchrow(f"SELECT {FULL} FROM sessions WHERE id = $1 AND {_LIVE2}", session_id, now_ms())
     if r is None:
         raise SessionNotFoundError(f"no session {session_id!r}")
     return r
@@ -49,10 +50,14 @@ async def full_row(conn: Any, session_id: str) -> Any:
 
 async def resolve(conn: Any, prefix: str) -> str:
     """The id equal to ``prefix``, or the only one starting with it."""
-    if await conn.fetchval("SELECT 1 FROM sessions WHERE id = $1", prefix):
+    now = now_ms()
+    if await conn.fetchval(f"SELECT 1 FROM sessions WHERE id = $1 AND {_LIVE2}", prefix, now):
         return prefix
     rows = await conn.fetch(
-        "SELECT id FROM sessions WHERE starts_with(id, $1) ORDER BY created_at DESC, sid DESC LIMIT 6", prefix
+        f"SELECT id FROM sessions WHERE starts_with(id, $1) AND {_LIVE2}"
+        " ORDER BY created_at DESC, sid DESC LIMIT 6",
+        prefix,
+        now,
     )
     if not rows:
         raise SessionNotFoundError(f"no session {prefix!r}")
@@ -146,52 +151,53 @@ async def inherited(conn: Any, s: Any, exported: set[int] | None) -> int:
     return shared_visible(shared, await hidden(conn, s, shared), await hidden(conn, parent, shared))
 
 
-async def export(
-    conn: Any,
-    writer: TranscriptWriter,
-    session_ids: Sequence[str] | None,
-    sink: Sink,
-    progress: Progress | None,
-) -> tuple[int, int]:
-    """Write sessions (all when ``session_ids`` is None) oldest first, in the caller's snapshot;
-    returns (sessions, messages) as the SQLite export counts them."""
+async def _selected(conn: Any, session_ids: Sequence[str] | None) -> tuple[int, list[Any]]:
     if session_ids is None:
-        selected = list(await conn.fetch(f"SELECT {FULL} FROM sessions ORDER BY sid"))
-        exported: set[int] | None = None
+        rows = list(await conn.fetch(f"SELECT {FULL} FROM sessions WHERE {_LIVE1} ORDER BY sid", now_ms()))
     else:
         by_sid = {}
         for i in session_ids:
             r = await full_row(conn, i)
             by_sid[r["sid"]] = r
-        selected = [by_sid[k] for k in sorted(by_sid)]
-        exported = set()
-    total = sum(s["next_position"] for s in selected)
-    done = sessions = messages = 0
-    sink(writer.begin())
-    for s in selected:
-        shared = await inherited(conn, s, exported)
-        skip = 0 if writer.self_contained else shared
-        # clear_run's hidden messages are not written: numbered as if never there
-        numbering = Renumbering(await hidden(conn, s))
-        h = numbering.header(await header(conn, s, skip))
-        sink(writer.session(h))
-        done += skip
-        for lo in range(skip, s["next_position"], BATCH):
-            hi = min(lo + BATCH, s["next_position"])
-            sink(writer.messages(h, numbering.position(lo), await records(conn, s, lo, hi)))
-            own = max(lo, shared)
-            messages += max(0, hi - own) - sum(1 for p in numbering.hidden if own <= p < hi)
-            done += hi - lo
-            if progress is not None:
-                progress(done, total)
-        sink(writer.end_session(h))
-        sessions += 1
-        if exported is not None:
-            exported.add(s["sid"])
-    sink(writer.end())
-    if progress is not None:
-        progress(total, total)
-    return sessions, messages
+        rows = [by_sid[k] for k in sorted(by_sid)]
+    return sum(s["next_position"] for s in rows), rows
+
+
+async def _records(
+    conn: Any, s: Any, lo: int, hi: int, skipped: list[DamagedRow] | None
+) -> list[MessageRecord]:
+    return await records(conn, s, lo, hi)
+
+
+async def _hidden(conn: Any, s: Any) -> list[int]:
+    return await hidden(conn, s)
+
+
+class PostgresExport:
+    """An export's reads on PostgreSQL (:class:`~axio_context.transcript.exporting.ExportSource`),
+    each awaited in the export's one read-only snapshot. A message that does not decode raises
+    (``skip_damaged`` has nothing to skip: the server keeps no half-written rows)."""
+
+    def sid(self, s: Any) -> int:
+        return int(s["sid"])
+
+    def length(self, s: Any) -> int:
+        return int(s["next_position"])
+
+    def selected(self, session_ids: Sequence[str] | None) -> Native:
+        return Native(_selected, (session_ids,))
+
+    def inherited(self, s: Any, exported: set[int] | None) -> Native:
+        return Native(inherited, (s, exported))
+
+    def hidden(self, s: Any) -> Native:
+        return Native(_hidden, (s,))
+
+    def header(self, s: Any, inherited: int) -> Native:
+        return Native(header, (s, inherited))
+
+    def records(self, s: Any, lo: int, hi: int, skipped: list[DamagedRow] | None) -> Native:
+        return Native(_records, (s, lo, hi, skipped))
 
 
 async def insert_session(

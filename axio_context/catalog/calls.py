@@ -4,13 +4,16 @@ as methods of a database and of a session store."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TypedDict, Unpack
 
 from ..messages import SessionInfo
 from ..sql import Runner
+from ..transcript import FormatName, TranscriptWriter, exporting, writer_for
+from ..transcript.exporting import ExportSource, Progress, Sink
+from ..transcript.reports import ExportSummary
 from ..transcript.times import epoch_ms
 from ..views import SessionNode, SessionPage, SessionSort, SessionTreePage
 from . import browse_sql, tree_sql
@@ -62,7 +65,35 @@ class RunsPlans:
 
 
 class CatalogCalls(RunsPlans):
-    """A database's catalog calls; the backend's database says which runner reads."""
+    """A database's catalog calls; the backend's database says which runner reads and what its
+    export reads with."""
+
+    def _export_source(self) -> ExportSource:
+        raise NotImplementedError(f"{type(self).__name__} cannot export")
+
+    async def export(
+        self,
+        sink: Sink,
+        *,
+        format: FormatName | TranscriptWriter = "json",
+        session_ids: Sequence[str] | None = None,
+        progress: Progress | None = None,
+        skip_damaged: bool = False,
+    ) -> ExportSummary:
+        """Write sessions (every one when ``session_ids`` is None) to ``sink`` in one snapshot,
+        byte for byte alike from every backend (see :mod:`axio_context.transcript.exporting`).
+
+        Memory stays flat: sessions and messages are read in batches (``sink(chunk)`` and
+        ``progress(done, total)`` are called where the backend reads: on SQLite, the database's
+        worker thread). A message that does not decode raises CorruptDataError, or with
+        ``skip_damaged`` is left out (a placeholder stands in its place) and listed in the
+        summary's ``skipped``.
+        """
+        writer = writer_for(format) if isinstance(format, str) else format
+        ids = None if session_ids is None else list(session_ids)
+        return await self._catalog_runner().read(
+            exporting.export, self._export_source(), writer, ids, sink, progress, skip_damaged
+        )
 
     async def list_sessions(
         self,

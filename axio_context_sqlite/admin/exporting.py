@@ -11,19 +11,21 @@ reindex`` rebuilds them after an import.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from axio_context.errors import CorruptDataError
+from axio_context.sql import Native
 from axio_context.transcript import (
     MessageRecord,
-    TranscriptWriter,
     format_time,
 )
-from axio_context.transcript.hidden import Renumbering
+from axio_context.transcript.exporting import BATCH as BATCH  # re-exported
+from axio_context.transcript.exporting import Progress as Progress  # re-exported
+from axio_context.transcript.exporting import Sink as Sink  # re-exported
 from axio_context.transcript.reports import ExportSummary as ExportSummary  # re-exported
 
-from ..store import hiding, transactions
+from ..store import hiding
 from ..store.catalog import (
     FullRow,
     all_full_rows,
@@ -34,13 +36,6 @@ from ..store.catalog import (
     stored_role_and_time,
 )
 from ..store.checking import DamagedRow, placeholder
-
-Progress = Callable[[int, int], object]
-Sink = Callable[[bytes], object]
-
-#: Messages decoded and written per batch during export (bounds its memory; import has its own).
-BATCH: Final = 256
-
 
 # --- export --------------------------------------------------------------------------------------
 
@@ -68,64 +63,42 @@ def _readable(c: Any, s: FullRow, lo: int, hi: int, skipped: list[DamagedRow]) -
     return out
 
 
-def export(
-    c: Any,
-    writer: TranscriptWriter,
-    session_ids: Sequence[str] | None,
-    sink: Sink,
-    progress: Progress | None = None,
-    skip_damaged: bool = False,
-) -> ExportSummary:
-    """Write sessions (all of them when ``session_ids`` is None) to ``sink``, oldest first.
+def _selected(c: Any, session_ids: Sequence[str] | None) -> tuple[int, Iterable[FullRow]]:
+    if session_ids is None:
+        return all_full_rows(c)
+    rows = sorted({s.sid: s for s in (full_row(c, i) for i in session_ids)}.values(), key=lambda s: s.sid)
+    return sum(s.next_position for s in rows), rows
 
-    One read transaction covers the whole export, so it is one consistent snapshot; sessions
-    are read one at a time and messages :data:`BATCH` at a time, so memory stays flat.
 
-    A message that does not decode raises CorruptDataError naming it, unless ``skip_damaged``:
-    then the export goes on, a placeholder message saying what was left out and why stands at
-    its position (so positions, forks' ``inherited`` and checkpoints stay right and the file
-    imports), and the summary lists it in ``skipped``.
-    """
-    with transactions.read_tx(c):
-        selected: Iterable[FullRow]
-        exported: set[int] | None
-        if session_ids is None:
-            total, selected = all_full_rows(c)
-            exported = None
-        else:
-            rows = sorted(
-                {s.sid: s for s in (full_row(c, i) for i in session_ids)}.values(), key=lambda s: s.sid
-            )
-            total = sum(s.next_position for s in rows)
-            selected = rows
-            exported = set()
-        done = sessions = messages = 0
-        skipped: list[DamagedRow] = []
-        sink(writer.begin())
-        for s in selected:
-            # A self-contained format (markdown) repeats what a fork shares with its parent, but
-            # the summary counts each message once, as the lossless formats write it.
-            shared = inherited_from_parent(c, s, exported)
-            inherited = 0 if writer.self_contained else shared
-            # clear_run's hidden messages are not written: numbered as if never there
-            numbering = Renumbering(hiding.hidden_in(c, s.sid))
-            header = numbering.header(session_header(c, s, inherited))
-            sink(writer.session(header))
-            done += inherited
-            for lo in range(inherited, s.next_position, BATCH):
-                hi = min(lo + BATCH, s.next_position)
-                batch = _readable(c, s, lo, hi, skipped) if skip_damaged else records(c, s, lo, hi)
-                sink(writer.messages(header, numbering.position(lo), batch))
-                own = max(lo, shared)
-                messages += max(0, hi - own) - len(hiding.hidden_in(c, s.sid, own, hi))
-                done += hi - lo
-                if progress is not None:
-                    progress(done, total)
-            sink(writer.end_session(header))
-            sessions += 1
-            if exported is not None:
-                exported.add(s.sid)
-        sink(writer.end())
-        if progress is not None:
-            progress(total, total)
-    return ExportSummary(sessions=sessions, messages=messages - len(skipped), skipped=skipped)
+def _records(c: Any, s: FullRow, lo: int, hi: int, skipped: list[DamagedRow] | None) -> list[MessageRecord]:
+    return records(c, s, lo, hi) if skipped is None else _readable(c, s, lo, hi, skipped)
+
+
+def _hidden(c: Any, s: FullRow) -> list[int]:
+    return hiding.hidden_in(c, s.sid)
+
+
+class SQLiteExport:
+    """An export's reads on SQLite (:class:`~axio_context.transcript.exporting.ExportSource`),
+    each run on the connection's worker thread in the export's one read transaction."""
+
+    def sid(self, s: FullRow) -> int:
+        return s.sid
+
+    def length(self, s: FullRow) -> int:
+        return s.next_position
+
+    def selected(self, session_ids: Sequence[str] | None) -> Native:
+        return Native(_selected, (session_ids,))
+
+    def inherited(self, s: FullRow, exported: set[int] | None) -> Native:
+        return Native(inherited_from_parent, (s, exported))
+
+    def hidden(self, s: FullRow) -> Native:
+        return Native(_hidden, (s,))
+
+    def header(self, s: FullRow, inherited: int) -> Native:
+        return Native(session_header, (s, inherited))
+
+    def records(self, s: FullRow, lo: int, hi: int, skipped: list[DamagedRow] | None) -> Native:
+        return Native(_records, (s, lo, hi, skipped))

@@ -20,7 +20,6 @@ from axio_context.errors import (
     ReadOnlyDatabaseError,
 )
 from axio_context.messages import SessionInfo
-from axio_context.transcript import FormatName, TranscriptWriter, writer_for
 from axio_context.transcript.times import epoch_ms as ms
 from axio_context.views import SessionSort
 
@@ -31,9 +30,9 @@ from ..store.checking import CheckReport, DamagedRow, QuarantinedRow
 from ..store.recompressing import RecompressReport
 from ..store.upkeep import Stats, VacuumReport
 from ..store.wal import truncate_wal
-from . import axio_migration, exporting, files, importing
+from . import axio_migration, files, importing
 from .axio_migration import AxioImportReport
-from .exporting import ExportSummary, Progress, Sink
+from .exporting import Progress
 from .importing import ImportReport
 
 __all__ = ["DatabaseJobs", "ms"]
@@ -87,26 +86,6 @@ class DatabaseJobs:
     async def agent_session(self, agent_id: str, thread_id: str) -> str:
         """The id of ``agent_id``'s session in thread ``thread_id`` (SessionNotFoundError if none)."""
         return await run(self._conn, catalog.agent_session, agent_id, thread_id)
-
-    async def export(
-        self,
-        sink: Sink,
-        *,
-        format: FormatName | TranscriptWriter = "json",
-        session_ids: Sequence[str] | None = None,
-        progress: Progress | None = None,
-        skip_damaged: bool = False,
-    ) -> ExportSummary:
-        """Write sessions (every one when ``session_ids`` is None) to ``sink`` in one snapshot.
-
-        ``sink(chunk)`` and ``progress(done, total)`` are called on the database's worker thread;
-        memory stays flat because sessions and messages are read in batches. A message that does
-        not decode raises CorruptDataError, or with ``skip_damaged`` is left out (a placeholder
-        stands in its place) and listed in the summary's ``skipped``.
-        """
-        writer = writer_for(format) if isinstance(format, str) else format
-        ids = None if session_ids is None else list(session_ids)
-        return await run(self._conn, exporting.export, writer, ids, sink, progress, skip_damaged)
 
     async def stats(self) -> Stats:
         """Totals, per project, and size on disk."""

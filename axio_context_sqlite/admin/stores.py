@@ -19,6 +19,7 @@ from ..state import StoredState, load_stored
 from ..store.context_store import SQLiteContextStore
 from ..store.runner import SQLiteRunner
 from ..usage import SQLiteUsageRecorder
+from .exporting import SQLiteExport
 from .layers import SQLiteLayers
 
 if TYPE_CHECKING:
@@ -78,6 +79,9 @@ class DatabaseStores(CatalogCalls):
 
     def _catalog_runner(self) -> SQLiteRunner:
         return SQLiteRunner(self._conn)
+
+    def _export_source(self) -> SQLiteExport:
+        return SQLiteExport()
 
     async def load_stored(self, session_id: str) -> StoredState | None:
         """The agent state saved with a session, as stored (the ``state`` command's view)."""

@@ -1,0 +1,114 @@
+"""Exporting sessions through a :class:`TranscriptWriter`, written once for every backend.
+
+An export runs inside one read snapshot and hands the output to a ``sink`` batch by batch, so
+memory stays flat however large the database is. The loop is a plan (:mod:`axio_context.sql`)
+whose every read is the backend's own (:class:`ExportSource`: its rows, lineage and decoding
+differ), so the same sessions export byte for byte alike from SQLite and PostgreSQL.
+
+Exports carry no embeddings (the header's ``"embeddings": false`` says so): they come from the
+text and the database's recorded model, take more room than the text, and ``axio-context
+reindex`` rebuilds them after an import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Final, Protocol
+
+from ..sql import Dialect, Native, Plan
+from .hidden import Renumbering
+from .reports import DamagedRow, ExportSummary
+from .writers import TranscriptWriter
+
+__all__ = ["BATCH", "ExportSource", "Progress", "Sink", "export"]
+
+#: ``sink(chunk)``: where an export's bytes go.
+Sink = Callable[[bytes], object]
+#: ``progress(done, total)``.
+Progress = Callable[[int, int], object]
+
+#: Messages decoded and written per batch (bounds an export's memory).
+BATCH: Final = 256
+
+
+class ExportSource(Protocol):
+    """A backend's reads for an export, each a :class:`~axio_context.sql.Native` step run in the
+    export's snapshot. A session is the backend's own row; :meth:`sid` and :meth:`length` read it."""
+
+    def sid(self, s: Any) -> int:
+        """The session's internal number (sessions export in its order: a parent before its forks)."""
+        ...
+
+    def length(self, s: Any) -> int:
+        """How many positions the session's transcript has (hidden ones included)."""
+        ...
+
+    def selected(self, session_ids: Sequence[str] | None) -> Native:
+        """``(total positions, sessions oldest first)``: every session, or those named."""
+        ...
+
+    def inherited(self, s: Any, exported: set[int] | None) -> Native:
+        """How many leading positions ``s`` shares with a parent already exported (every parent
+        counts when ``exported`` is None: the whole database goes out)."""
+        ...
+
+    def hidden(self, s: Any) -> Native:
+        """The positions ``clear_run`` hid from ``s``, ascending."""
+        ...
+
+    def header(self, s: Any, inherited: int) -> Native:
+        """The session's :class:`SessionHeader`, ``inherited`` positions left to its parent."""
+        ...
+
+    def records(self, s: Any, lo: int, hi: int, skipped: list[DamagedRow] | None) -> Native:
+        """The message records at positions ``[lo, hi)``; with ``skipped``, a message that does
+        not decode becomes a placeholder and is listed there, else it raises CorruptDataError."""
+        ...
+
+
+def export(
+    d: Dialect,
+    src: ExportSource,
+    writer: TranscriptWriter,
+    session_ids: Sequence[str] | None,
+    sink: Sink,
+    progress: Progress | None = None,
+    skip_damaged: bool = False,
+) -> Plan[ExportSummary]:
+    """Write sessions (all of them when ``session_ids`` is None) to ``sink``, oldest first.
+
+    A self-contained format (markdown) repeats what a fork shares with its parent, but the
+    summary counts each message once, as the lossless formats write it. ``clear_run``'s hidden
+    messages are not written: the rest are numbered as if they had never been there.
+    """
+    total, selected = yield src.selected(session_ids)
+    exported: set[int] | None = None if session_ids is None else set()
+    done = sessions = messages = 0
+    skipped: list[DamagedRow] | None = [] if skip_damaged else None
+    sink(writer.begin())
+    for s in selected:
+        shared = yield src.inherited(s, exported)
+        inherited = 0 if writer.self_contained else shared
+        numbering = Renumbering((yield src.hidden(s)))
+        header = numbering.header((yield src.header(s, inherited)))
+        sink(writer.session(header))
+        done += inherited
+        length = src.length(s)
+        for lo in range(inherited, length, BATCH):
+            hi = min(lo + BATCH, length)
+            batch = yield src.records(s, lo, hi, skipped)
+            sink(writer.messages(header, numbering.position(lo), batch))
+            own = max(lo, shared)
+            messages += max(0, hi - own) - sum(1 for p in numbering.hidden if own <= p < hi)
+            done += hi - lo
+            if progress is not None:
+                progress(done, total)
+        sink(writer.end_session(header))
+        sessions += 1
+        if exported is not None:
+            exported.add(src.sid(s))
+    sink(writer.end())
+    if progress is not None:
+        progress(total, total)
+    lost = [] if skipped is None else skipped
+    return ExportSummary(sessions=sessions, messages=messages - len(lost), skipped=lost)
