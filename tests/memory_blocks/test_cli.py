@@ -124,3 +124,20 @@ def test_the_installed_command_reads_stdin(tmp_path: Path) -> None:
         check=True,
     )
     assert shown.stdout.endswith("\nline one\nline two\n")
+
+
+def test_update_delete_detach_and_lines(db: str) -> None:
+    invoke("--db", db, "blocks", "create", "team", "notes", "--description", "old")
+    invoke("--db", db, "blocks", "attach", "team", "a")
+    updated = invoke_json(
+        "--db", db, "blocks", "update", "team", "--description", "new", "--read-only", "--json"
+    )
+    assert (updated["description"], updated["read_only"], updated["version"]) == ("new", True, 2)
+    assert invoke("--db", db, "blocks", "delete", "team", ok=False).exit_code == 1  # read-only
+    invoke("--db", db, "blocks", "update", "team", "--writable")
+    lines = invoke("--db", db, "blocks", "--nl").stdout.splitlines()
+    assert [json.loads(line)["attached"] for line in lines] == [["a"]]
+    assert "detached team from a" in invoke("--db", db, "blocks", "detach", "team", "a").stdout
+    gone = invoke_json("--db", db, "blocks", "delete", "team", "--json")
+    assert gone["version"] == 3
+    assert invoke_json("--db", db, "blocks", "--all", "--json") == []
