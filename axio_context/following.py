@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import aclosing
 from typing import Final
 
 import msgspec
@@ -12,7 +13,7 @@ import msgspec
 from .errors import DatabaseLockedError
 from .transcript import MessageRecord
 
-__all__ = ["FollowUpdate", "follow_changes"]
+__all__ = ["FollowCalls", "FollowUpdate", "follow_changes"]
 
 
 class FollowUpdate(msgspec.Struct, frozen=True):
@@ -66,3 +67,43 @@ async def follow_changes(
 
 #: The version before the first check: equal to no version a backend gives.
 _NEVER: Final = object()
+
+
+class FollowCalls:
+    """``follow`` as every backend gives it: :func:`follow_changes` over the backend's own cheap
+    change probe (:meth:`_change_probe`) and its window of messages (:meth:`messages`)."""
+
+    def _change_probe(self, session_id: str) -> Callable[[], Awaitable[object]]:
+        raise NotImplementedError(f"{type(self).__name__} cannot follow a session")
+
+    async def messages(
+        self, session_id: str, start: int, end: int | None = None
+    ) -> tuple[int, list[MessageRecord]]:
+        """The session's message count and its messages at positions ``[start, end)``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot read a window of messages")
+
+    async def follow(
+        self,
+        session_id: str,
+        start: int,
+        *,
+        interval: float = 0.25,
+        on_locked: Callable[[DatabaseLockedError], object] | None = None,
+    ) -> AsyncGenerator[FollowUpdate, None]:
+        """Yield each batch of messages appended to a session from position ``start`` on, as
+        other connections commit them, until the caller stops iterating.
+
+        Every ``interval`` seconds one probe of the backend's change mark; the session is read
+        only when it changed. A locked database is passed to ``on_locked`` and tried again next
+        tick (without ``on_locked`` it raises); a deleted session raises SessionNotFoundError.
+        """
+        changes = follow_changes(
+            self._change_probe(session_id),
+            lambda first: self.messages(session_id, first),
+            start,
+            interval,
+            on_locked,
+        )
+        async with aclosing(changes):
+            async for update in changes:
+                yield update

@@ -18,15 +18,15 @@ counterpart of SQLite's ``data_version``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
-from contextlib import aclosing, asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, Literal, Protocol
 
 from axio_context.backends.protocol import OpenDatabase
 from axio_context.catalog import BrowseCalls
 from axio_context.catalog.browse_sql import page_limit
-from axio_context.errors import DatabaseLockedError, SessionNotFoundError
-from axio_context.following import FollowUpdate, follow_changes
+from axio_context.errors import SessionNotFoundError
+from axio_context.following import FollowCalls
 from axio_context.memory_blocks import BlockStore
 from axio_context.messages import SessionInfo
 from axio_context.search.results import SearchResults
@@ -60,7 +60,7 @@ class PooledDatabase(OpenDatabase, Protocol):
         ...
 
 
-class PostgresBrowser(BrowseCalls):
+class PostgresBrowser(BrowseCalls, FollowCalls):
     """A :class:`PostgresDatabase` as the browser sees it (:class:`Browsable`): its own reads
     for trees, windows and changes; everything else is the database's. Opened with
     ``db.browser()`` or :func:`axio_context_postgres.database.open_browser`."""
@@ -107,27 +107,9 @@ class PostgresBrowser(BrowseCalls):
             raise SessionNotFoundError(f"no session {session_id!r}")
         return int(r[0]), int(r[1]), int(r[2])
 
-    async def follow(
-        self,
-        session_id: str,
-        start: int,
-        *,
-        interval: float = 0.25,
-        on_locked: Callable[[DatabaseLockedError], object] | None = None,
-    ) -> AsyncGenerator[FollowUpdate, None]:
-        """Yield each batch of messages appended to a session from position ``start`` on, as
-        other connections commit them: one probe of the session's row a tick, the messages read
-        only when it changed. A deleted session raises SessionNotFoundError."""
-        changes = follow_changes(
-            lambda: self.session_version(session_id),
-            lambda first: self.messages(session_id, first),
-            start,
-            interval,
-            on_locked,
-        )
-        async with aclosing(changes):
-            async for update in changes:
-                yield update
+    def _change_probe(self, session_id: str) -> Callable[[], Awaitable[object]]:
+        # The session's row (segment, length, last write) changes exactly when it is written.
+        return lambda: self.session_version(session_id)
 
     # -- reads -------------------------------------------------------------------------------------
 

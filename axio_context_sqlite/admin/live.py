@@ -10,16 +10,14 @@ the one loop that follows a session over any of them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
-from contextlib import aclosing
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import aiosqlite
 
 from axio_context.backends.protocol import Browsable
 from axio_context.catalog import BrowseCalls
-from axio_context.errors import DatabaseLockedError
-from axio_context.following import FollowUpdate, follow_changes
+from axio_context.following import FollowCalls, FollowUpdate, follow_changes
 from axio_context.memory_blocks import BlockStore
 from axio_context.transcript import MessageRecord
 
@@ -31,7 +29,7 @@ from ..store.runner import SQLiteRunner
 __all__ = ["Browsable", "DatabaseLive", "FollowUpdate", "follow_changes"]
 
 
-class DatabaseLive(BrowseCalls):
+class DatabaseLive(BrowseCalls, FollowCalls):
     """Reads for a live browser over one connection (see :class:`.database.Database`)."""
 
     _conn: aiosqlite.Connection
@@ -57,24 +55,6 @@ class DatabaseLive(BrowseCalls):
         """The session's message count and its messages at positions ``[start, end)``."""
         return await run(self._conn, browsing.message_window, session_id, start, end)
 
-    async def follow(
-        self,
-        session_id: str,
-        start: int,
-        *,
-        interval: float = 0.25,
-        on_locked: Callable[[DatabaseLockedError], object] | None = None,
-    ) -> AsyncGenerator[FollowUpdate, None]:
-        """Yield each batch of messages appended to a session from position ``start`` on, as
-        other connections commit them, until the caller stops iterating.
-
-        Every ``interval`` seconds one ``data_version`` check; the session is read only when it
-        changed. A locked database is passed to ``on_locked`` and tried again next tick (without
-        ``on_locked`` it raises); a deleted session raises SessionNotFoundError.
-        """
-        changes = follow_changes(
-            self.data_version, lambda first: self.messages(session_id, first), start, interval, on_locked
-        )
-        async with aclosing(changes):
-            async for update in changes:
-                yield update
+    def _change_probe(self, session_id: str) -> Callable[[], Awaitable[object]]:
+        # SQLite's data_version changes when another connection commits to the file.
+        return self.data_version
