@@ -21,6 +21,7 @@ from axio_context.catalog import CatalogCalls
 from axio_context.errors import SessionExistsError, SessionNotFoundError
 from axio_context.messages import SessionInfo
 from axio_context.naming import RANDOM_ID, SHORT_ID, project_forms, unique_prefix
+from axio_context.transcript.exporting import ExportSource
 from axio_context.transcript.reports import ImportReport
 from axio_context.transcript.times import epoch_ms as ms
 from axio_context.views import SessionSort, SessionView, sort_column
@@ -265,8 +266,8 @@ class PostgresDatabase(SearchCalls, CatalogCalls):
     def _catalog_runner(self) -> PostgresRunner:
         return PostgresRunner(self._pool, tree.WHERE)
 
-    def _export_source(self) -> sessions.PostgresExport:
-        return sessions.PostgresExport()
+    def _export_source(self) -> ExportSource:
+        return sessions.POSTGRES_EXPORT
 
     async def list_pools(self, kind: str | None = None) -> list[PoolInfo]:
         """Every context queue and pool (or only ``kind``: 'queue' or 'pool'), by name."""

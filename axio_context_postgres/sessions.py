@@ -8,13 +8,13 @@ writers), so an export of a copied database is byte-identical to the source's.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from typing import Any, Final
 
 from axio_context.catalog.expiry_sql import live_session
 from axio_context.errors import AmbiguousSessionError, SessionNotFoundError, TranscriptError
 from axio_context.expiry import now_ms
 from axio_context.lineage import shared_rows
-from axio_context.sql import Native
 from axio_context.tokens import estimate_message_tokens, estimate_tokens
 from axio_context.transcript import (
     CheckpointRecord,
@@ -24,6 +24,7 @@ from axio_context.transcript import (
     format_time,
     parse_time,
 )
+from axio_context.transcript.exporting import ExportSource
 from axio_context.transcript.hidden import shared_visible
 from axio_context.transcript.reports import DamagedRow
 
@@ -173,31 +174,11 @@ async def _hidden(conn: Any, s: Any) -> list[int]:
     return await hidden(conn, s)
 
 
-class PostgresExport:
-    """An export's reads on PostgreSQL (:class:`~axio_context.transcript.exporting.ExportSource`),
-    each awaited in the export's one read-only snapshot. A message that does not decode raises
-    (``skip_damaged`` has nothing to skip: the server keeps no half-written rows)."""
-
-    def sid(self, s: Any) -> int:
-        return int(s["sid"])
-
-    def length(self, s: Any) -> int:
-        return int(s["next_position"])
-
-    def selected(self, session_ids: Sequence[str] | None) -> Native:
-        return Native(_selected, (session_ids,))
-
-    def inherited(self, s: Any, exported: set[int] | None) -> Native:
-        return Native(inherited, (s, exported))
-
-    def hidden(self, s: Any) -> Native:
-        return Native(_hidden, (s,))
-
-    def header(self, s: Any, inherited: int) -> Native:
-        return Native(header, (s, inherited))
-
-    def records(self, s: Any, lo: int, hi: int, skipped: list[DamagedRow] | None) -> Native:
-        return Native(_records, (s, lo, hi, skipped))
+#: An export's reads on PostgreSQL, each awaited in the export's one read-only snapshot. A
+#: message that does not decode raises (``skip_damaged`` has nothing to skip here).
+POSTGRES_EXPORT: Final = ExportSource(
+    _selected, inherited, _hidden, header, _records, itemgetter("sid"), itemgetter("next_position")
+)
 
 
 async def insert_session(

@@ -13,7 +13,7 @@ reindex`` rebuilds them after an import.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Final, NamedTuple
 
 from ..sql import Dialect, Native, Plan
 from .hidden import Renumbering
@@ -31,39 +31,28 @@ Progress = Callable[[int, int], object]
 BATCH: Final = 256
 
 
-class ExportSource(Protocol):
-    """A backend's reads for an export, each a :class:`~axio_context.sql.Native` step run in the
-    export's snapshot. A session is the backend's own row; :meth:`sid` and :meth:`length` read it."""
+class ExportSource(NamedTuple):
+    """A backend's reads for an export, each run in the export's snapshot with the transaction's
+    connection first (on SQLite's worker thread; awaited on PostgreSQL). A session is the
+    backend's own row, which :attr:`sid` and :attr:`length` read."""
 
-    def sid(self, s: Any) -> int:
-        """The session's internal number (sessions export in its order: a parent before its forks)."""
-        ...
-
-    def length(self, s: Any) -> int:
-        """How many positions the session's transcript has (hidden ones included)."""
-        ...
-
-    def selected(self, session_ids: Sequence[str] | None) -> Native:
-        """``(total positions, sessions oldest first)``: every session, or those named."""
-        ...
-
-    def inherited(self, s: Any, exported: set[int] | None) -> Native:
-        """How many leading positions ``s`` shares with a parent already exported (every parent
-        counts when ``exported`` is None: the whole database goes out)."""
-        ...
-
-    def hidden(self, s: Any) -> Native:
-        """The positions ``clear_run`` hid from ``s``, ascending."""
-        ...
-
-    def header(self, s: Any, inherited: int) -> Native:
-        """The session's :class:`SessionHeader`, ``inherited`` positions left to its parent."""
-        ...
-
-    def records(self, s: Any, lo: int, hi: int, skipped: list[DamagedRow] | None) -> Native:
-        """The message records at positions ``[lo, hi)``; with ``skipped``, a message that does
-        not decode becomes a placeholder and is listed there, else it raises CorruptDataError."""
-        ...
+    #: ``selected(conn, session_ids)``: ``(total positions, sessions oldest first)``, every
+    #: session or those named.
+    selected: Callable[..., Any]
+    #: ``inherited(conn, s, exported)``: how many leading positions ``s`` shares with a parent
+    #: already exported (every parent counts when ``exported`` is None).
+    inherited: Callable[..., Any]
+    #: ``hidden(conn, s)``: the positions ``clear_run`` hid from ``s``, ascending.
+    hidden: Callable[..., Any]
+    #: ``header(conn, s, inherited)``: the session's :class:`SessionHeader`.
+    header: Callable[..., Any]
+    #: ``records(conn, s, lo, hi, skipped)``: the records at ``[lo, hi)``; with a ``skipped``
+    #: list, a message that does not decode becomes a placeholder listed there.
+    records: Callable[..., Any]
+    #: The session's internal number (sessions export in its order: a parent before its forks).
+    sid: Callable[[Any], int]
+    #: How many positions the session's transcript has (hidden ones included).
+    length: Callable[[Any], int]
 
 
 def export(
@@ -81,22 +70,22 @@ def export(
     summary counts each message once, as the lossless formats write it. ``clear_run``'s hidden
     messages are not written: the rest are numbered as if they had never been there.
     """
-    total, selected = yield src.selected(session_ids)
+    total, selected = yield Native(src.selected, (session_ids,))
     exported: set[int] | None = None if session_ids is None else set()
     done = sessions = messages = 0
     skipped: list[DamagedRow] | None = [] if skip_damaged else None
     sink(writer.begin())
     for s in selected:
-        shared = yield src.inherited(s, exported)
+        shared = yield Native(src.inherited, (s, exported))
         inherited = 0 if writer.self_contained else shared
-        numbering = Renumbering((yield src.hidden(s)))
-        header = numbering.header((yield src.header(s, inherited)))
+        numbering = Renumbering((yield Native(src.hidden, (s,))))
+        header = numbering.header((yield Native(src.header, (s, inherited))))
         sink(writer.session(header))
         done += inherited
         length = src.length(s)
         for lo in range(inherited, length, BATCH):
             hi = min(lo + BATCH, length)
-            batch = yield src.records(s, lo, hi, skipped)
+            batch = yield Native(src.records, (s, lo, hi, skipped))
             sink(writer.messages(header, numbering.position(lo), batch))
             own = max(lo, shared)
             messages += max(0, hi - own) - sum(1 for p in numbering.hidden if own <= p < hi)

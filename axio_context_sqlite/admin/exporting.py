@@ -12,15 +12,16 @@ reindex`` rebuilds them after an import.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from operator import attrgetter
+from typing import Any, Final
 
 from axio_context.errors import CorruptDataError
-from axio_context.sql import Native
 from axio_context.transcript import (
     MessageRecord,
     format_time,
 )
 from axio_context.transcript.exporting import BATCH as BATCH  # re-exported
+from axio_context.transcript.exporting import ExportSource
 from axio_context.transcript.exporting import Progress as Progress  # re-exported
 from axio_context.transcript.exporting import Sink as Sink  # re-exported
 from axio_context.transcript.reports import ExportSummary as ExportSummary  # re-exported
@@ -78,27 +79,14 @@ def _hidden(c: Any, s: FullRow) -> list[int]:
     return hiding.hidden_in(c, s.sid)
 
 
-class SQLiteExport:
-    """An export's reads on SQLite (:class:`~axio_context.transcript.exporting.ExportSource`),
-    each run on the connection's worker thread in the export's one read transaction."""
-
-    def sid(self, s: FullRow) -> int:
-        return s.sid
-
-    def length(self, s: FullRow) -> int:
-        return s.next_position
-
-    def selected(self, session_ids: Sequence[str] | None) -> Native:
-        return Native(_selected, (session_ids,))
-
-    def inherited(self, s: FullRow, exported: set[int] | None) -> Native:
-        return Native(inherited_from_parent, (s, exported))
-
-    def hidden(self, s: FullRow) -> Native:
-        return Native(_hidden, (s,))
-
-    def header(self, s: FullRow, inherited: int) -> Native:
-        return Native(session_header, (s, inherited))
-
-    def records(self, s: FullRow, lo: int, hi: int, skipped: list[DamagedRow] | None) -> Native:
-        return Native(_records, (s, lo, hi, skipped))
+#: An export's reads on SQLite, each run on the connection's worker thread in the export's one
+#: read transaction.
+SQLITE_EXPORT: Final = ExportSource(
+    _selected,
+    inherited_from_parent,
+    _hidden,
+    session_header,
+    _records,
+    attrgetter("sid"),
+    attrgetter("next_position"),
+)

@@ -12,14 +12,16 @@ import aiosqlite
 from axio_context.backends.protocol import Capability
 from axio_context.catalog import CatalogCalls
 from axio_context.memory.stores_sql import SQLMemoryStores
+from axio_context.transcript.exporting import ExportSource
 
 from ..memory import MemoryStats, blobs, memory_stats, vectors
 from ..pools import PoolInfo, PoolView, list_pools, show_pool
 from ..state import StoredState, load_stored
 from ..store.context_store import SQLiteContextStore
 from ..store.runner import SQLiteRunner
+from ..store.sessions import delete_session
 from ..usage import SQLiteUsageRecorder
-from .exporting import SQLiteExport
+from .exporting import SQLITE_EXPORT
 from .layers import SQLiteLayers
 
 if TYPE_CHECKING:
@@ -35,7 +37,7 @@ class SQLiteMemoryStores(SQLMemoryStores):
     """The four memory stores on one connection (what ``axio-context memory ...`` calls)."""
 
     def __init__(self, conn: aiosqlite.Connection) -> None:
-        super().__init__(SQLiteRunner(conn), vectors.Statements, blobs.STATEMENTS)
+        super().__init__(SQLiteRunner(conn), vectors.Statements, blobs.STATEMENTS, delete_session)
 
 
 class DatabaseStores(CatalogCalls):
@@ -80,8 +82,8 @@ class DatabaseStores(CatalogCalls):
     def _catalog_runner(self) -> SQLiteRunner:
         return SQLiteRunner(self._conn)
 
-    def _export_source(self) -> SQLiteExport:
-        return SQLiteExport()
+    def _export_source(self) -> ExportSource:
+        return SQLITE_EXPORT
 
     async def load_stored(self, session_id: str) -> StoredState | None:
         """The agent state saved with a session, as stored (the ``state`` command's view)."""
