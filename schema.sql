@@ -696,3 +696,12 @@ CREATE TABLE memory_block_agents (
     PRIMARY KEY (block_id, agent_id)
 ) WITHOUT ROWID;
 CREATE INDEX memory_block_agents_by_agent ON memory_block_agents (agent_id, block_id);
+
+-- version: 18 session_expiry
+
+-- A time to live on sessions (axio_context/expiry.py, as on memory items in version 16): reads
+-- leave a session past `expires_at` out, a store that meets one deletes it, a sweep deletes them
+-- through the partial index.
+ALTER TABLE sessions ADD COLUMN ttl_ms INTEGER;
+ALTER TABLE sessions ADD COLUMN expires_at INTEGER;
+CREATE INDEX sessions_expiry ON sessions (expires_at) WHERE expires_at IS NOT NULL;

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["EXPIRY"]
+__all__ = ["EXPIRY", "SESSION_EXPIRY"]
 
 # A time to live on blob keys, task boards and vector documents (axio_context/expiry.py):
 # ``ttl_ms`` is the item's TTL (NULL: never expires), ``expires_at`` when it expires (ms since the
@@ -25,4 +25,11 @@ DO $$ BEGIN
             WHERE expires_at IS NOT NULL;
     END IF;
 END $$;
+"""
+
+# A time to live on sessions (SQLite's ``session_expiry`` step): reads leave a session past
+# ``expires_at`` out, a store that meets one deletes it, a sweep deletes them through the index.
+SESSION_EXPIRY: Final = """
+ALTER TABLE sessions ADD COLUMN ttl_ms bigint, ADD COLUMN expires_at bigint;
+CREATE INDEX sessions_expiry ON sessions (expires_at) WHERE expires_at IS NOT NULL;
 """

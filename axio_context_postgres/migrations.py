@@ -29,7 +29,7 @@ from typing import Final
 
 from .blocks_schema import MEMORY_BLOCKS
 from .conversation_schema import CONVERSATION_LOG
-from .expiry_schema import EXPIRY
+from .expiry_schema import EXPIRY, SESSION_EXPIRY
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
 
@@ -396,6 +396,7 @@ MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
     (8, _ACTIVITY_AND_VISIBLE_COUNTS),
     (9, EXPIRY),  # a time to live on memory items (see .expiry_schema)
     (10, MEMORY_BLOCKS),  # see .blocks_schema
+    (11, SESSION_EXPIRY),  # a time to live on sessions (see .expiry_schema)
 )
 
 #: The schema version this code writes.

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from axio_context.catalog.expiry_sql import live_session
 from axio_context.embeddings import (
     Embedder,
     check_embedder,
@@ -27,6 +28,7 @@ from axio_context.errors import (
     SearchQueryError,
     SessionNotFoundError,
 )
+from axio_context.expiry import now_ms
 from axio_context.messages import SessionInfo
 from axio_context.search.calls import MessageSearch, SearchRequest, check_k
 from axio_context.search.embedders import choose_embedder
@@ -81,18 +83,26 @@ class SearchCalls(MessageSearch):
     async def info(self, session_id: str) -> SessionInfo:
         """One session's listing entry."""
         async with self._tx(readonly=True) as conn:
-            r = await conn.fetchrow(f"SELECT {INFO_COLUMNS} FROM sessions WHERE id = $1", session_id)
+            r = await conn.fetchrow(
+                f"SELECT {INFO_COLUMNS} FROM sessions WHERE id = $1 AND {live_session(param='$2')}",
+                session_id,
+                now_ms(),
+            )
         if r is None:
             raise SessionNotFoundError(f"no session {session_id!r}")
         return info_of(r)
 
     async def _infos(self, session_ids: set[str]) -> dict[str, SessionInfo]:
-        """The listing entries of these sessions (those that exist), in one query."""
+        """The listing entries of these sessions (those that exist and have not expired: a hit
+        in an expired session is left out), in one query."""
         if not session_ids:
             return {}
         async with self._tx(readonly=True) as conn:
             rows = await conn.fetch(
-                f"SELECT {INFO_COLUMNS} FROM sessions WHERE id = ANY($1::text[])", sorted(session_ids)
+                f"SELECT {INFO_COLUMNS} FROM sessions"
+                f" WHERE id = ANY($1::text[]) AND {live_session(param='$2')}",
+                sorted(session_ids),
+                now_ms(),
             )
         return {info.session_id: info for info in map(info_of, rows)}
 

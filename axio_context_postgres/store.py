@@ -14,11 +14,14 @@ from typing import Any, Self, cast
 from uuid import uuid4
 
 from axio_context.catalog import StoreCalls
+from axio_context.catalog.expiry_sql import expired, purge_if_expired, refresh_session, session_ttl
+from axio_context.catalog.expiry_sql import touch as touch_session
 from axio_context.checkpoints import Checkpoint
 from axio_context.codec import check_message
 from axio_context.compaction.guarded import starts_with
 from axio_context.context import ContextStore, check_limit, tail_of_view
 from axio_context.errors import CheckpointError, DecodeError, SessionNotFoundError
+from axio_context.expiry import DEFAULT, TTLConfig, now_ms, resolve_ttl
 from axio_context.messages import Message, SessionInfo
 from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
 from axio_context.transcript import format_time
@@ -28,7 +31,7 @@ from axio_context.views import SessionPage
 from . import lineage, writes
 from .connection import Pool, translated
 from .info import INFO_COLUMNS, info_of
-from .runner import PostgresRunner
+from .runner import POSTGRES, PostgresRunner, drive
 
 __all__ = ["PostgresContextStore", "SessionPage"]
 
@@ -42,6 +45,9 @@ class PostgresContextStore(StoreCalls, ContextStore):
     """A session stored in PostgreSQL; implements the ContextStore and CheckpointStore contracts.
 
     ``project`` defaults to the resolved current directory, as in axio and the SQLite store.
+    ``ttl`` (seconds, or a :class:`~axio_context.expiry.TTLConfig`) makes the session expire that
+    long after its last write (or read, with ``refresh_on_read``), as openai-agents'
+    ``RedisSession(ttl=...)`` does; an expired session reads as absent and a write starts it afresh.
     """
 
     def __init__(
@@ -51,8 +57,11 @@ class PostgresContextStore(StoreCalls, ContextStore):
         project: str | None = None,
         *,
         token_counter: TokenCounter | None = None,
+        ttl: float | TTLConfig | None = None,
     ) -> None:
         self._identify(session_id, project)
+        self._ttl = session_ttl(ttl)
+        self._ttl_ms = resolve_ttl(DEFAULT, self._ttl)
         self._pool = pool
         self._counter: TokenCounter = token_counter or DefaultEstimator()
 
@@ -64,17 +73,40 @@ class PostgresContextStore(StoreCalls, ContextStore):
         """The pool this store uses (owned by the caller)."""
         return self._pool
 
+    @property
+    def ttl(self) -> TTLConfig:
+        """This store's expiry of its session (never, unless ``ttl=`` was given)."""
+        return self._ttl
+
+    async def _live(self, conn: Any, now: int) -> None:
+        """Delete this session first if it has expired (its forks keep their rows): a read then
+        finds nothing and a write starts it afresh (see :mod:`axio_context.catalog.expiry_sql`)."""
+        if await drive(conn, expired(POSTGRES, self._session_id, now)):
+            async with conn.transaction():
+                await drive(conn, purge_if_expired(POSTGRES, self._session_id, writes.delete_session, now))
+
     @asynccontextmanager
-    async def _tx(self, *, readonly: bool = False) -> AsyncIterator[Any]:
-        """One pooled connection in one transaction, the driver's errors made into ours."""
+    async def _tx(self, *, readonly: bool = False, touch: bool | None = None) -> AsyncIterator[Any]:
+        """One pooled connection in one transaction, the driver's errors made into ours, on the
+        session as if an expired one were absent; a write (``touch``, by default when not
+        ``readonly``) restarts the store's TTL, a read its own when the store refreshes."""
         where = f"session {self._session_id!r}"
+        now = now_ms()
+        write = not readonly if touch is None else touch
+        write = write and self._ttl_ms is not None
+        refresh = readonly and self._ttl.refresh_on_read
         async with translated(where), self._pool.acquire() as conn:
-            if readonly:
+            await self._live(conn, now)
+            if readonly and not refresh:
                 async with conn.transaction(isolation="repeatable_read", readonly=True):
                     yield conn
             else:
                 async with conn.transaction():
                     yield conn
+                    if write:
+                        await drive(conn, touch_session(POSTGRES, self._session_id, self._ttl_ms, now))
+                    elif refresh:
+                        await drive(conn, refresh_session(POSTGRES, self._session_id, now))
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -97,7 +129,13 @@ class PostgresContextStore(StoreCalls, ContextStore):
         from axio_context.messages import preview_for
 
         preview = preview_for(batch)
+        if self._ttl_ms is not None:  # the append and the TTL starting again, in one transaction
+            async with self._tx() as conn:
+                if not await writes.append_existing(conn, self._session_id, rows, preview):
+                    await writes.append_rows(conn, self._session_id, self._project, rows, preview)
+            return
         async with translated(f"session {self._session_id!r}"), self._pool.acquire() as conn:
+            await self._live(conn, now)
             # The usual case, an existing session: one statement, one round trip.
             if await writes.append_existing(conn, self._session_id, rows, preview):
                 return
@@ -117,14 +155,20 @@ class PostgresContextStore(StoreCalls, ContextStore):
     async def fork(self) -> PostgresContextStore:
         """A new session sharing this transcript, copy-on-write: O(1) in the history length."""
         new_id = uuid4().hex
-        async with self._tx() as conn:
+        async with self._tx(touch=False) as conn:
             await writes.fork(conn, self._session_id, self._project, new_id)
-        return PostgresContextStore(self._pool, new_id, self._project, token_counter=self._counter)
+            if self._ttl_ms is not None:  # the fork expires as its store's sessions do
+                await drive(conn, touch_session(POSTGRES, new_id, self._ttl_ms, now_ms()))
+        return PostgresContextStore(
+            self._pool, new_id, self._project, token_counter=self._counter, ttl=self._ttl
+        )
 
     async def delete_session(self, session_id: str | None = None) -> bool:
         """Delete a session (this one by default); False if it did not exist."""
-        async with self._tx() as conn:
-            return await writes.delete_session(conn, session_id or self._session_id)
+        if session_id not in (None, self._session_id):
+            return await PostgresContextStore(self._pool, session_id, self._project).delete_session()
+        async with self._tx(touch=False) as conn:
+            return await writes.delete_session(conn, self._session_id)
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -208,8 +252,8 @@ class PostgresContextStore(StoreCalls, ContextStore):
                 await conn.execute(sql, self._session_id, i, o, now)
 
     async def get_context_tokens(self) -> tuple[int, int]:
-        async with translated(f"session {self._session_id!r}"):
-            row = await self._pool.fetchrow(
+        async with self._tx(readonly=True) as conn:
+            row = await conn.fetchrow(
                 "SELECT input_tokens, output_tokens FROM sessions WHERE id = $1", self._session_id
             )
         return (0, 0) if row is None else (int(row[0]), int(row[1]))
@@ -298,10 +342,9 @@ class PostgresContextStore(StoreCalls, ContextStore):
 
     async def get_title(self) -> str | None:
         """The session's title, if one was set."""
-        async with translated(f"session {self._session_id!r}"):
+        async with self._tx(readonly=True) as conn:
             return cast(
-                str | None,
-                await self._pool.fetchval("SELECT title FROM sessions WHERE id = $1", self._session_id),
+                str | None, await conn.fetchval("SELECT title FROM sessions WHERE id = $1", self._session_id)
             )
 
     async def set_title(self, title: str | None) -> None:
@@ -314,8 +357,8 @@ class PostgresContextStore(StoreCalls, ContextStore):
         """The session's free-form metadata (an empty dict when none)."""
         from axio_context.session_metadata import decode_metadata
 
-        async with translated(f"session {self._session_id!r}"):
-            blob = await self._pool.fetchval("SELECT metadata FROM sessions WHERE id = $1", self._session_id)
+        async with self._tx(readonly=True) as conn:
+            blob = await conn.fetchval("SELECT metadata FROM sessions WHERE id = $1", self._session_id)
         return (
             {}
             if blob is None

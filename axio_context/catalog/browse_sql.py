@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..expiry import now_ms
 from ..messages import SessionInfo
 from ..sql import Dialect, Plan, Rows
 from ..views import MAX_DEPTH, MAX_PAGE, SessionSort, SessionTreePage, TreeRow, sort_column
+from .expiry_sql import live_session
 
 __all__ = ["page_limit", "session_tree"]
 
@@ -55,8 +57,9 @@ def session_tree(
     """
     limit = page_limit(limit)
     order = sort_column(sort)
-    where: list[str] = []
-    args: list[Any] = []
+    now = now_ms()  # expired sessions are left out (and a fork of one heads its own tree)
+    where: list[str] = [live_session("s")]
+    args: list[Any] = [now]
     if project is not None:
         where.append("s.project = ?")
         args.append(project)
@@ -70,9 +73,10 @@ def session_tree(
         args += [d.contains_arg(text)] * len(found)
     if not flat:
         where.append(
-            "NOT EXISTS (SELECT 1 FROM sessions p WHERE p.id = s.parent_id"
+            f"NOT EXISTS (SELECT 1 FROM sessions p WHERE p.id = s.parent_id AND {live_session('p')}"
             f"{' AND p.project = ?' if project is not None else ''})"
         )
+        args.append(now)
         if project is not None:
             args.append(project)
     if cursor is not None:
@@ -94,17 +98,19 @@ def session_tree(
     same = " AND s.project = ?" if project is not None else ""
     below = yield Rows(
         "WITH RECURSIVE tree(tid, tdepth) AS ("
-        f" SELECT s.id, 1 FROM sessions s WHERE {d.any_of('s.parent_id')}{same}"
+        f" SELECT s.id, 1 FROM sessions s WHERE {d.any_of('s.parent_id')} AND {live_session('s')}{same}"
         " UNION ALL SELECT s.id, t.tdepth + 1 FROM sessions s JOIN tree t ON s.parent_id = t.tid"
-        f" WHERE t.tdepth < ?{same})"
+        f" WHERE t.tdepth < ? AND {live_session('s')}{same})"
         # CROSS JOIN keeps the forks found first: SQLite 3.50 would otherwise scan every session
         # by the time index and probe the tree (a page then costs more with every session)
         f" SELECT {d.info_columns} FROM tree CROSS JOIN sessions s WHERE s.id = tree.tid"
         f" ORDER BY s.{order} DESC, s.sid DESC",
         [
             d.list_arg(i.session_id for i in infos),
+            now,
             *([project] if project is not None else []),
             MAX_DEPTH,
+            now,
             *([project] if project is not None else []),
         ],
     )

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from ..expiry import now_ms
 from ..sql import Dialect, Plan, Rows
 from ..views import SessionPage, SessionSort, sort_column
+from .expiry_sql import live_session
 
 __all__ = ["ALL", "list_page", "parse_cursor"]
 
@@ -41,8 +43,8 @@ def list_page(
     if limit is not None and limit < 1:
         raise ValueError("limit must be at least 1")
     order = sort_column(sort)
-    where: list[str] = []
-    args: list[Any] = []
+    where: list[str] = [live_session()]  # an expired session is never listed, swept or not
+    args: list[Any] = [now_ms()]
     if agent_id is not None:
         where.append("sid IN (SELECT sid FROM agent_sessions WHERE agent_id = ?)")
         args.append(agent_id)
@@ -64,8 +66,7 @@ def list_page(
         args += values
     # A page also reads the cursor's columns, after SessionInfo's.
     sql = f"SELECT {d.info_columns}{'' if limit is None else f', {order}, sid'} FROM sessions"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
+    sql += " WHERE " + " AND ".join(where)
     sql += f" ORDER BY {order} DESC, sid DESC"
     if limit is None:
         return SessionPage(sessions=d.infos((yield Rows(sql, args))), next_cursor=None)

@@ -11,14 +11,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
+from ..expiry import now_ms
 from ..sql import Dialect, Plan, Rows
 from ..views import SessionNode, SessionSort, sort_column
+from .expiry_sql import live_session
 
 __all__ = ["descendants", "session_tree"]
 
+#: A root: live, and its owner and parent are absent or expired (bind now three times).
 _ROOT: Final = (
-    "NOT EXISTS (SELECT 1 FROM sessions o WHERE o.id = s.owner_id)"
-    " AND NOT EXISTS (SELECT 1 FROM sessions p WHERE p.id = s.parent_id)"
+    f"{live_session('s')}"
+    f" AND NOT EXISTS (SELECT 1 FROM sessions o WHERE o.id = s.owner_id AND {live_session('o')})"
+    f" AND NOT EXISTS (SELECT 1 FROM sessions p WHERE p.id = s.parent_id AND {live_session('p')})"
 )
 
 
@@ -28,15 +32,17 @@ def _columns(d: Dialect) -> str:
 
 
 def _under(d: Dialect, ids: Sequence[str]) -> Rows:
-    """Rows of every session below ``ids`` (not ``ids`` themselves), oldest first. UNION (not
+    """Rows of every live session below ``ids`` (not ``ids`` themselves), oldest first (an
+    expired one is passed through, not shown: its forks head trees of their own). UNION (not
     UNION ALL) stops at a session already reached, so a cycle made by renames cannot loop."""
     listed = d.list_arg(ids)
     return Rows(
         f"WITH RECURSIVE d(id) AS ({d.each()}"
-        " UNION SELECT s.id FROM sessions s JOIN d ON s.owner_id = d.id OR s.parent_id = d.id)"
+        " UNION SELECT s.id FROM sessions s JOIN d ON s.owner_id = d.id OR s.parent_id = d.id"
+        f" WHERE {live_session('s')})"
         f" SELECT {_columns(d)} FROM sessions WHERE id IN (SELECT id FROM d)"
         f" AND NOT ({d.any_of('id')}) ORDER BY created_at, sid",
-        (listed, listed),
+        (listed, now_ms(), listed),
     )
 
 
@@ -46,7 +52,8 @@ def session_tree(
     """Root sessions newest first by ``sort`` (at most ``limit``; one project's when given), each
     with the subagent sessions and forks below it, at any depth."""
     order = sort_column(sort)
-    where, args = [_ROOT], list[Any]()
+    now = now_ms()
+    where, args = [_ROOT], list[Any]([now, now, now])
     if project is not None:
         where.append("project = ?")
         args.append(project)

@@ -31,23 +31,36 @@ class ExpiredCounts(msgspec.Struct, frozen=True):
     documents: int = 0
     blobs: int = 0
     task_lists: int = 0
+    sessions: int = 0
 
     @property
     def total(self) -> int:
         """All of them."""
-        return self.documents + self.blobs + self.task_lists
+        return self.documents + self.blobs + self.task_lists + self.sessions
 
     def parts(self) -> str:
         """``'blobs 2, task lists 1'``: the stores that hold any, for people."""
-        named = {"documents": self.documents, "blobs": self.blobs, "task lists": self.task_lists}
+        named = {
+            "documents": self.documents,
+            "blobs": self.blobs,
+            "task lists": self.task_lists,
+            "sessions": self.sessions,
+        }
         return ", ".join(f"{name} {n:,}" for name, n in named.items() if n) or "none"
 
 
 class StoreExpiry:
-    """The expiring stores of one database: its vector documents, blob keys and task boards."""
+    """The expiring stores of one database: its vector documents, blob keys, task boards and (when
+    given) its sessions."""
 
-    def __init__(self, documents: ExpiringStore, blobs: ExpiringStore, task_lists: ExpiringStore) -> None:
-        self._stores = (documents, blobs, task_lists)
+    def __init__(
+        self,
+        documents: ExpiringStore,
+        blobs: ExpiringStore,
+        task_lists: ExpiringStore,
+        sessions: ExpiringStore | None = None,
+    ) -> None:
+        self._stores = (documents, blobs, task_lists) + (() if sessions is None else (sessions,))
 
     async def count_expired(self) -> ExpiredCounts:
         """How many items have expired in each store (read through each one's expiry index)."""

@@ -4,7 +4,9 @@ and the browser call (:class:`axio_context.backends.MemoryStores`), whichever ba
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+from axio_context.catalog.expiry_sql import SessionExpiry
 from axio_context.expiry import NO_TTL, TTLConfig
 from axio_context.memory_blocks.store import BlockStore
 from axio_context.sql import Runner
@@ -20,12 +22,18 @@ __all__ = ["SQLMemoryStores"]
 
 class SQLMemoryStores:
     """Vectors, blobs, graph and tasks on ``runner``; the backend gives how it keeps vectors
-    (a fresh statements object per store) and blobs."""
+    (a fresh statements object per store) and blobs, and how it deletes a session (for the sweep
+    of expired sessions)."""
 
     def __init__(
-        self, runner: Runner, vectors: Callable[[], VectorStatements], blobs: BlobStatements
+        self,
+        runner: Runner,
+        vectors: Callable[[], VectorStatements],
+        blobs: BlobStatements,
+        delete_session: Callable[..., Any] | None = None,
     ) -> None:
         self._runner = runner
+        self._delete_session = delete_session
         self._vectors = vectors
         self._blobs = blobs
 
@@ -46,9 +54,10 @@ class SQLMemoryStores:
         return SQLTaskStore(self._runner, ttl=ttl)
 
     def expiry(self) -> StoreExpiry:
-        """The stores whose items may expire (vector documents, blobs, task boards), counted and
-        swept together."""
-        return StoreExpiry(self.vectors(), self.blobs(), self.tasks())
+        """The stores whose items may expire (vector documents, blobs, task boards, sessions),
+        counted and swept together."""
+        sessions = None if self._delete_session is None else SessionExpiry(self._runner, self._delete_session)
+        return StoreExpiry(self.vectors(), self.blobs(), self.tasks(), sessions)
 
     def blocks(self) -> BlockStore:
         """The memory blocks (:mod:`axio_context.memory_blocks`)."""

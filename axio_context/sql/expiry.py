@@ -18,10 +18,11 @@ __all__ = ["SWEEP_BATCH", "alive", "count_due", "due", "in_batches", "live", "re
 SWEEP_BATCH: Final = 1000
 
 
-def live(alias: str = "") -> str:
-    """A condition keeping the rows not yet expired (bind now, in milliseconds)."""
+def live(alias: str = "", param: str = "?") -> str:
+    """A condition keeping the rows not yet expired (bind now, in milliseconds, to ``param``:
+    ``?`` in a plan, a numbered one such as ``$2`` in a backend's own statement)."""
     col = f"{alias}.expires_at" if alias else "expires_at"
-    return f"({col} IS NULL OR {col} > ?)"
+    return f"({col} IS NULL OR {col} > {param})"
 
 
 def due(table: str, key: str) -> str:

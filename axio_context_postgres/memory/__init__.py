@@ -6,6 +6,7 @@ as the in-memory and SQLite stores.
 
 from axio_context.memory.stores_sql import SQLMemoryStores
 
+from .. import writes
 from ..connection import Pool
 from ..runner import PostgresRunner
 from . import blobs, vectors
@@ -32,4 +33,6 @@ class PostgresMemoryStores(SQLMemoryStores):
     PostgreSQL database (:meth:`~axio_context_postgres.database.PostgresDatabase.memory_stores`)."""
 
     def __init__(self, pool: Pool) -> None:
-        super().__init__(PostgresRunner(pool, WHERE), lambda: vectors.STATEMENTS, blobs.STATEMENTS)
+        super().__init__(
+            PostgresRunner(pool, WHERE), lambda: vectors.STATEMENTS, blobs.STATEMENTS, writes.delete_session
+        )

@@ -8,6 +8,8 @@ from typing import Any, Final
 
 import msgspec
 
+from axio_context.catalog.expiry_sql import live_session
+from axio_context.expiry import now_ms
 from axio_context.search.fusion import (
     COVERAGE_POWER,
     FUSION_K,
@@ -106,8 +108,8 @@ def build_hits(
         r[0]: r
         for r in c.execute(
             "SELECT sid, id, project, preview, title FROM sessions"
-            " WHERE sid IN (SELECT value FROM json_each(?))",
-            (ids_json({i >> keys.SHIFT for i in ids}),),
+            f" WHERE sid IN (SELECT value FROM json_each(?)) AND {live_session()}",
+            (ids_json({i >> keys.SHIFT for i in ids}), now_ms()),
         )
     }
     texts: dict[int, tuple[str, str]] = {}
@@ -126,7 +128,7 @@ def build_hits(
         row = rows.get(r.mid)
         owner = sessions.get(r.mid >> keys.SHIFT)
         if row is None or owner is None:
-            continue  # defensive: an index entry whose message is gone
+            continue  # an index entry whose message is gone, or a session that has expired
         snippet, spans = marked.get(r.mid) or snippets.excerpt(texts[r.mid])
         if scope is not None:
             session_id, project, preview, title = scope.session_id, scope.project, scope.preview, scope.title

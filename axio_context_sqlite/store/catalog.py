@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
+from axio_context.catalog.expiry_sql import live_session
 from axio_context.errors import (
     AmbiguousSessionError,
     SessionExistsError,
     SessionNotFoundError,
 )
+from axio_context.expiry import now_ms
 from axio_context.lineage import shared_rows
 from axio_context.transcript import (
     CheckpointRecord,
@@ -29,6 +31,9 @@ from axio_context.views import SessionSort, sort_column
 from axio_context.views import SessionView as SessionView  # re-exported
 
 from . import hiding, keys, reading, runs, session_rows, sessions, transactions
+
+#: Expired sessions are never found here (bind now): the core's one condition.
+_LIVE: Final = live_session()
 
 # --- resolving ids -------------------------------------------------------------------------------
 
@@ -44,18 +49,20 @@ def ids_with_prefix(c: Any, prefix: str, limit: int) -> list[str]:
     """Session ids starting with ``prefix`` (an index range scan), newest first."""
     if not prefix:
         rows = c.execute(
-            "SELECT id FROM sessions ORDER BY created_at DESC, sid DESC LIMIT ?", (limit,)
+            f"SELECT id FROM sessions WHERE {_LIVE} ORDER BY created_at DESC, sid DESC LIMIT ?",
+            (now_ms(), limit),
         ).fetchall()
         return [r[0] for r in rows]
     bounds = _prefix_range(prefix)
     if bounds is None:
         rows = c.execute(
-            "SELECT id FROM sessions WHERE substr(id, 1, length(?)) = ? ORDER BY id LIMIT ?",
-            (prefix, prefix, limit),
+            f"SELECT id FROM sessions WHERE substr(id, 1, length(?)) = ? AND {_LIVE} ORDER BY id LIMIT ?",
+            (prefix, prefix, now_ms(), limit),
         ).fetchall()
     else:
         rows = c.execute(
-            "SELECT id FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT ?", (*bounds, limit)
+            f"SELECT id FROM sessions WHERE id >= ? AND id < ? AND {_LIVE} ORDER BY id LIMIT ?",
+            (*bounds, now_ms(), limit),
         ).fetchall()
     return [r[0] for r in rows]
 
@@ -64,7 +71,7 @@ def resolve(c: Any, prefix: str) -> str:
     """The one session id equal to, or else starting with, ``prefix``."""
     if not prefix:
         raise SessionNotFoundError("a session id (or a prefix of one) must not be empty")
-    if c.execute("SELECT 1 FROM sessions WHERE id = ?", (prefix,)).fetchone():
+    if c.execute(f"SELECT 1 FROM sessions WHERE id = ? AND {_LIVE}", (prefix, now_ms())).fetchone():
         return prefix
     found = ids_with_prefix(c, prefix, 11)
     if not found:
@@ -83,7 +90,8 @@ def latest(c: Any, sort: SessionSort = "created") -> str:
     # A subagent's session (owner_id set) is part of its owner's: "the newest" is never one.
     order = sort_column(sort)
     r = c.execute(
-        f"SELECT id FROM sessions WHERE owner_id IS NULL ORDER BY {order} DESC, sid DESC LIMIT 1"
+        f"SELECT id FROM sessions WHERE owner_id IS NULL AND {_LIVE} ORDER BY {order} DESC, sid DESC LIMIT 1",
+        (now_ms(),),
     ).fetchone()
     if r is None:
         raise SessionNotFoundError("the database holds no sessions yet")
@@ -115,7 +123,9 @@ class FullRow(session_rows.SessionRow):
 
 
 def full_row(c: Any, session_id: str) -> FullRow:
-    r = c.execute(f"SELECT {FULL_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    r = c.execute(
+        f"SELECT {FULL_COLUMNS} FROM sessions WHERE id = ? AND {_LIVE}", (session_id, now_ms())
+    ).fetchone()
     if r is None:
         raise SessionNotFoundError(f"no session {session_id!r}")
     return FullRow(*r)
@@ -289,7 +299,8 @@ def stored_role_and_time(c: Any, s: FullRow, position: int) -> tuple[int | None,
 def all_full_rows(c: Any) -> tuple[int, Iterator[FullRow]]:
     """Every session, oldest first, and their messages in all (for an export's progress)."""
     total = int(c.execute("SELECT COALESCE(SUM(next_position), 0) FROM sessions").fetchone()[0])
-    return total, (FullRow(*r) for r in c.execute(f"SELECT {FULL_COLUMNS} FROM sessions ORDER BY sid"))
+    live = c.execute(f"SELECT {FULL_COLUMNS} FROM sessions WHERE {_LIVE} ORDER BY sid", (now_ms(),))
+    return total, (FullRow(*r) for r in live)
 
 
 def agent_session(c: Any, agent_id: str, thread_id: str) -> str:

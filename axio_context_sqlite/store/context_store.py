@@ -18,11 +18,13 @@ from uuid import uuid4
 import aiosqlite
 
 from axio_context.catalog import StoreCalls
+from axio_context.catalog.expiry_sql import session_ttl
 from axio_context.checkpoints import Checkpoint
 from axio_context.compaction.guarded import starts_with
 from axio_context.context import ContextStore, check_limit
 from axio_context.embeddings import Embedder, check_embedder
 from axio_context.errors import CheckpointError, EmbeddingMismatchError
+from axio_context.expiry import DEFAULT, TTLConfig, resolve_ttl
 from axio_context.messages import Message, SessionInfo
 from axio_context.tokens import DefaultEstimator, TokenCounter, estimate_tokens
 from axio_context.usage import MAX_TOKENS, token_count
@@ -30,6 +32,7 @@ from axio_context.usage import MAX_TOKENS, token_count
 from . import appending, checkpoints, listing, metadata_reads, reading, sessions
 from .calls import NOT_RUN, run, run_inline, run_short
 from .embedding import embed_batch
+from .expiring import live_call, set_ttl
 from .message_rows import EncodedMessage, encode_message
 from .runner import SQLiteRunner
 from .transactions import write_tx
@@ -84,7 +87,10 @@ class SQLiteContextStore(StoreCalls, ContextStore):
     every append also stores the messages' embeddings (one batch per ``append_many``) in the
     same transaction; without one, ``Database.reindex`` fills them in later. ``db_name`` is
     axio-context-sqlite 0.12's fourth parameter, accepted so its calls port unchanged; it has no
-    effect there either (that version stores it and never reads it).
+    effect there either (that version stores it and never reads it). ``ttl`` (seconds, or a
+    :class:`~axio_context.expiry.TTLConfig`) makes the session expire that long after its last
+    write (or read, with ``refresh_on_read``), as openai-agents' ``RedisSession(ttl=...)`` does;
+    an expired session reads as absent and a write starts it afresh.
     """
 
     def __init__(
@@ -96,8 +102,11 @@ class SQLiteContextStore(StoreCalls, ContextStore):
         *,
         token_counter: TokenCounter | None = None,
         embedder: Embedder | None = None,
+        ttl: float | TTLConfig | None = None,
     ) -> None:
         self._identify(session_id, project)
+        self._ttl = session_ttl(ttl)
+        self._ttl_ms = resolve_ttl(DEFAULT, self._ttl)
         self._conn = conn
         self._counter: TokenCounter = token_counter or DefaultEstimator()
         if embedder is not None:
@@ -114,8 +123,26 @@ class SQLiteContextStore(StoreCalls, ContextStore):
 
     def _child(self, session_id: str) -> SQLiteContextStore:
         return SQLiteContextStore(
-            self._conn, session_id, self._project, token_counter=self._counter, embedder=self._embedder
+            self._conn,
+            session_id,
+            self._project,
+            token_counter=self._counter,
+            embedder=self._embedder,
+            ttl=self._ttl,
         )
+
+    @property
+    def ttl(self) -> TTLConfig:
+        """This store's expiry of its session (never, unless ``ttl=`` was given)."""
+        return self._ttl
+
+    def _write(self, fn: Any) -> tuple[Any, ...]:
+        # live_call's leading arguments for a write: the TTL starts again
+        return (fn, self._ttl_ms, False, self._session_id)
+
+    def _read(self, fn: Any) -> tuple[Any, ...]:
+        # ... and for a read: the session's own TTL starts again only if the store refreshes
+        return (fn, None, self._ttl.refresh_on_read, self._session_id)
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -138,9 +165,15 @@ class SQLiteContextStore(StoreCalls, ContextStore):
         embed = self._embedder is not None
         encoded = [encode_message(m, text=embed, index=i) for i, m in enumerate(batch)]
         tokens = [self._counter.count(m) for m in batch]
-        batch_args = (self._session_id, self._project, encoded, tokens, appending.preview_for(batch))
+        batch_args = (
+            *self._write(appending.append),
+            self._project,
+            encoded,
+            tokens,
+            appending.preview_for(batch),
+        )
         if not embed and len(batch) <= INLINE_MESSAGES and _stored_bytes(encoded) <= INLINE_BYTES:
-            long_queue = run_inline(self._conn, appending.append, *batch_args, inline=True)
+            long_queue = run_inline(self._conn, live_call, *batch_args, inline=True)
             if long_queue is not NOT_RUN:
                 # Every 64th append (and every batch that left the queue long) folds it.
                 fold = appending.fold_due() or long_queue is True
@@ -165,28 +198,33 @@ class SQLiteContextStore(StoreCalls, ContextStore):
                     exc,
                     len(batch),
                 )
-        await run(self._conn, appending.append, *batch_args, embeddings)
+        await run(self._conn, live_call, *batch_args, embeddings)
 
     def _vec_codes(self) -> bool:
         return bool(getattr(self._conn, "vec_loaded", False))
 
     async def clear(self) -> None:
         """Delete this session's messages, checkpoints and token totals; forks keep theirs."""
-        await run(self._conn, sessions.clear, self._session_id)
+        await run(self._conn, live_call, *self._write(sessions.clear))
 
     async def pop(self) -> Message | None:
         """Remove and return the last message (a chat app's "retry"); ``None`` when empty."""
-        return await run(self._conn, sessions.pop, self._session_id)
+        return await run(self._conn, live_call, *self._write(sessions.pop))
 
     async def fork(self) -> SQLiteContextStore:
         """A new session sharing this transcript, copy-on-write: O(1) in the history length."""
         new_id = uuid4().hex
-        await run(self._conn, sessions.fork, self._session_id, self._project, new_id)
-        return self._child(new_id)
+        await run(self._conn, live_call, *self._read(sessions.fork), self._project, new_id)
+        child = self._child(new_id)
+        if self._ttl_ms is not None:  # the fork expires as its store's sessions do
+            await run(self._conn, set_ttl, new_id, self._ttl_ms)
+        return child
 
     async def delete_session(self, session_id: str | None = None) -> bool:
         """Delete a session (this one by default) and all only it uses; False if it did not exist."""
-        return await run(self._conn, sessions.delete_session, session_id or self._session_id)
+        return await run(
+            self._conn, live_call, sessions.delete_session, None, False, session_id or self._session_id
+        )
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -194,7 +232,7 @@ class SQLiteContextStore(StoreCalls, ContextStore):
         """The model's view: the latest checkpoint's summary, then the messages after it; with
         ``limit``, its last ``limit`` messages, reading only their rows."""
         n = None if limit is None else check_limit(limit)
-        return await run(self._conn, reading.get_view, self._session_id, n)
+        return await run(self._conn, live_call, *self._read(reading.get_view), n)
 
     async def get_tail(self, limit: int) -> list[Message]:
         return await self.get_history(limit=check_limit(limit))
@@ -203,26 +241,26 @@ class SQLiteContextStore(StoreCalls, ContextStore):
         """Per message of :meth:`get_history` (``limit`` alike), its metadata value ``name``,
         read without decoding the messages; a message with none comes back whole."""
         n = None if limit is None else check_limit(limit)
-        return await run(self._conn, metadata_reads.get_view_metadata, self._session_id, name, n)
+        return await run(self._conn, live_call, *self._read(metadata_reads.get_view_metadata), name, n)
 
     async def get_full_history(self) -> list[Message]:
         """Every message of the transcript, whatever compaction did to the view."""
-        return await run(self._conn, reading.get_full, self._session_id)
+        return await run(self._conn, live_call, *self._read(reading.get_full))
 
     # -- tokens ----------------------------------------------------------------------------------
 
     async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
         """Set the token totals (non-negative ints) in one statement."""
         pair = _token_pair(input_tokens, output_tokens, totals=True)
-        await run_short(self._conn, sessions.set_tokens, self._session_id, self._project, *pair)
+        await run_short(self._conn, live_call, *self._write(sessions.set_tokens), self._project, *pair)
 
     async def get_context_tokens(self) -> tuple[int, int]:
-        return await run_short(self._conn, sessions.get_tokens, self._session_id)
+        return await run_short(self._conn, live_call, *self._read(sessions.get_tokens))
 
     async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
         """Add ints to the totals in one statement (no read-modify-write race across processes)."""
         pair = _token_pair(input_tokens, output_tokens, totals=False)
-        await run_short(self._conn, sessions.add_tokens, self._session_id, self._project, *pair)
+        await run_short(self._conn, live_call, *self._write(sessions.add_tokens), self._project, *pair)
 
     # -- checkpoints -----------------------------------------------------------------------------
 
@@ -236,45 +274,46 @@ class SQLiteContextStore(StoreCalls, ContextStore):
         history was cleared or popped and rewritten meanwhile cannot hide the wrong messages.
         """
         summary_tokens = estimate_tokens(checkpoint.summary, self._counter)
-        args = (self._session_id, self._project, checkpoint, summary_tokens)
+        args = (self._project, checkpoint, summary_tokens)
         if if_view_starts_with is None:
-            return await run(self._conn, checkpoints.add_checkpoint, *args)
-        return await run(self._conn, _add_checkpoint_if_view, *args, list(if_view_starts_with))
+            return await run(self._conn, live_call, *self._write(checkpoints.add_checkpoint), *args)
+        prefix = list(if_view_starts_with)
+        return await run(self._conn, live_call, *self._write(_add_checkpoint_if_view), *args, prefix)
 
     async def list_checkpoints(self) -> list[Checkpoint]:
         """This session's checkpoints, oldest first (a fork's include those it inherited)."""
-        return await run(self._conn, checkpoints.list_checkpoints, self._session_id)
+        return await run(self._conn, live_call, *self._read(checkpoints.list_checkpoints))
 
     async def estimated_view_tokens(self) -> int:
         """Estimated tokens of ``get_history()`` from cached counts, without reading messages."""
-        return await run(self._conn, reading.view_tokens, self._session_id)
+        return await run(self._conn, live_call, *self._read(reading.view_tokens))
 
     # -- sessions --------------------------------------------------------------------------------
 
     async def info(self) -> SessionInfo:
         """This session's listing entry (raises SessionNotFoundError before its first write)."""
-        return await run(self._conn, listing.session_info, self._session_id)
+        return await run(self._conn, live_call, *self._read(listing.session_info))
 
     async def list_forks(self) -> list[SessionInfo]:
         """Sessions forked directly from this one, oldest first."""
-        return await run(self._conn, listing.list_forks, self._session_id)
+        return await run(self._conn, live_call, *self._read(listing.list_forks))
 
     async def get_title(self) -> str | None:
         """The session's title, if one was set."""
-        infos = await run(self._conn, listing.session_info_or_none, self._session_id)
+        infos = await run(self._conn, live_call, *self._read(listing.session_info_or_none))
         return None if infos is None else infos.title
 
     async def set_title(self, title: str | None) -> None:
         """Set (or with None, remove) the session's title."""
-        await run(self._conn, sessions.set_title, self._session_id, self._project, title)
+        await run(self._conn, live_call, *self._write(sessions.set_title), self._project, title)
 
     async def get_metadata(self) -> dict[str, Any]:
         """The session's free-form metadata (an empty dict when none)."""
-        return await run(self._conn, sessions.get_metadata, self._session_id)
+        return await run(self._conn, live_call, *self._read(sessions.get_metadata))
 
     async def set_metadata(self, metadata: dict[str, Any]) -> None:
         """Replace the session's metadata with a JSON-serialisable mapping."""
-        await run(self._conn, sessions.set_metadata, self._session_id, self._project, metadata)
+        await run(self._conn, live_call, *self._write(sessions.set_metadata), self._project, metadata)
 
     async def close(self) -> None:
         """No-op: the caller owns the connection, as in axio."""

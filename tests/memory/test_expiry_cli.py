@@ -62,7 +62,7 @@ def test_stats_dry_run_decline_and_prune(backend_db: Backend) -> None:  # noqa: 
     asyncio.run(fill(backend_db))
     db = backend_db.where
     stats = invoke_json("--db", db, "stats", "--json")
-    assert stats["expired"] == {"documents": 1, "blobs": 2, "task_lists": 1}
+    assert stats["expired"] == {"documents": 1, "blobs": 2, "task_lists": 1, "sessions": 0}
     assert (
         "expired    4 item(s) due for prune --expired (documents 1, blobs 2, task lists 1)"
         in invoke("--db", db, "stats").stdout
@@ -73,6 +73,7 @@ def test_stats_dry_run_decline_and_prune(backend_db: Backend) -> None:  # noqa: 
         "documents": 1,
         "blobs": 2,
         "task_lists": 1,
+        "sessions": 0,
     }
     declined = invoke("--db", db, "prune", "--expired", input="n\n")
     assert "nothing deleted" in declined.stderr
@@ -83,6 +84,7 @@ def test_stats_dry_run_decline_and_prune(backend_db: Backend) -> None:  # noqa: 
         "documents": 0,
         "blobs": 0,
         "task_lists": 0,
+        "sessions": 0,
     }
     assert invoke("--db", db, "prune", "--expired", "--yes").stderr.strip() == "nothing expired"
     assert asyncio.run(live_keys(backend_db)) == (["live"], ["going"], ["new"])
@@ -95,6 +97,7 @@ def test_prune_expired_json_and_bad_combinations(backend_db: Backend) -> None:  
         "documents": 1,
         "blobs": 2,
         "task_lists": 1,
+        "sessions": 0,
     }
     bad = invoke("--db", db, "prune", "--expired", "--keep", "3", ok=False)
     assert bad.exit_code == 2
@@ -112,7 +115,7 @@ def test_prune_expired_in_a_real_process(tmp_path: Path) -> None:
         timeout=120,
     )
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == {"documents": 1, "blobs": 2, "task_lists": 1}
+    assert json.loads(out.stdout) == {"documents": 1, "blobs": 2, "task_lists": 1, "sessions": 0}
     assert asyncio.run(live_keys(db)) == (["live"], ["going"], ["new"])
 
 
