@@ -1,26 +1,23 @@
 """openai-agents' ``AdvancedSQLiteSession`` API over axio-context: branches and usage per turn.
 
-A turn starts at each user message (an item whose ``role`` is ``"user"``), numbered from 1 on its
-branch. The session itself is the branch ``"main"``; any other branch is a session of its own,
-forked from the branch it started on at the position of a turn's user message (our fork: one
-row, nothing copied), so creating a branch costs the same at 10 items as at 100,000. Each
-branch's session keeps its turns' positions in its metadata (:data:`TURNS_KEY`, rebuilt once by
-reading the history when missing); the main session's metadata names its branches
-(:data:`BRANCHES_KEY`) and every name ever used (:data:`USED_KEY`). Usage per turn is the
-database's usage records (:mod:`axio_context.usage_limits`): one record per ``store_run_usage``,
-in the branch's session, its run id naming the turn; the newest record of a turn is its usage.
-
-Written once over the backend protocol: SQLite and PostgreSQL alike.
+A turn starts at each user message (``role`` ``"user"``), numbered from 1 on its branch. The
+session is the branch ``"main"``; another branch is a session forked from the branch it started
+on at a turn's user message (one row, nothing copied: the same cost at 10 items as at 100,000).
+Each branch's session keeps its turns' positions in its metadata (:data:`~.turns.TURNS_KEY`,
+rebuilt from the history when missing); the main one names its branches and every name used.
+Usage per turn is the database's usage records, one per ``store_run_usage`` in the branch's
+session, its run id naming the turn (the newest wins). Written once over the backend protocol.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+import time
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, cast
 from uuid import uuid4
 
+import agents._debug as _debug
 from agents.items import TResponseInputItem
 from agents.memory.session_settings import resolve_session_limit
 from agents.result import RunResult
@@ -32,30 +29,26 @@ from axio_context.errors import SessionNotFoundError
 from .items import item_of, message_of
 from .session import ADAPTER, AxioContextSession
 from .turns import (
+    BRANCHES_KEY,
+    MAIN,
     TURNS_KEY,
-    classify,
+    USED_KEY,
+    by_turns,
     is_user,
     length,
     ms,
     now,
     run_id,
     run_usage,
-    tool_name,
     tool_usage,
+    turn_preview,
     usage_row,
     user_turns,
 )
 
 __all__ = ["BRANCHES_KEY", "TURNS_KEY", "USED_KEY", "AxioAdvancedSession"]
 
-#: The main session's metadata key: ``{branch name: {"session": id, "created_at": ...}}``.
-BRANCHES_KEY: Final = "openai_agents_branches"
-#: The main session's metadata key: every branch name ever used (a deleted one stays taken).
-USED_KEY: Final = "openai_agents_branch_names"
-MAIN: Final = "main"
 
-
-#: openai-agents' own classification of items (type and tool name), borrowed as it is.
 class AxioAdvancedSession(AxioContextSession):
     """:class:`AxioContextSession` with ``AdvancedSQLiteSession``'s branches, turns and usage per
     turn (same method names, arguments and return shapes). Bad input (a turn that does not exist,
@@ -119,9 +112,15 @@ class AxioAdvancedSession(AxioContextSession):
         message, made current; its name (``branch_name``, else ``branch_from_turn_N_<time>``)."""
         if branch_name is not None and not branch_name.strip():
             raise ValueError("Branch name cannot be empty")
-        name = await self._mutate(self._branch_at, self._branch, turn_number, branch_name)
-        self._logger.debug("Created branch '%s' from turn %s", name, turn_number)
+        source = self._branch
+        name, content = await self._mutate(self._branch_at, source, turn_number, branch_name)
         self._branch = name
+        if content is None:
+            self._logger.debug("Created branch '%s' from turn %s in '%s'", name, turn_number, source)
+        else:  # the turn's text only where openai-agents would log it (and read only then)
+            self._logger.debug(
+                "Created branch '%s' from turn %s ('%s') in '%s'", name, turn_number, content, source
+            )
         return name
 
     async def create_branch_from_content(self, search_term: str, branch_name: str | None = None) -> str:
@@ -133,7 +132,7 @@ class AxioAdvancedSession(AxioContextSession):
 
     async def switch_to_branch(self, branch_id: str) -> None:
         """Make ``branch_id`` current (ValueError if it does not exist)."""
-        await self._call(self._branch_store, branch_id)
+        await self._call(self._branch_store, branch_id, True)
         old, self._branch = self._branch, branch_id
         self._logger.info("Switched from branch '%s' to '%s'", old, branch_id)
 
@@ -175,10 +174,7 @@ class AxioAdvancedSession(AxioContextSession):
         self, branch_id: str | None = None
     ) -> dict[int, list[dict[str, str | None]]]:
         """Each turn's items as ``{"type": ..., "tool_name": ...}``, by turn number."""
-        turns: dict[int, list[dict[str, str | None]]] = {}
-        for turn, item in await self._call(self._numbered, branch_id or self._branch):
-            turns.setdefault(turn, []).append({"type": classify(item), "tool_name": tool_name(item)})
-        return turns
+        return by_turns(await self._call(self._numbered, branch_id or self._branch))
 
     async def get_tool_usage(self, branch_id: str | None = None) -> list[tuple[str, int, int]]:
         """``(tool name, calls, turn)`` for each tool used in each turn, by turn."""
@@ -224,16 +220,20 @@ class AxioAdvancedSession(AxioContextSession):
         await self._owner_checked(writing=False)
         return await self._live().conn()
 
-    async def _branch_store(self, branch: str) -> ContextStore:
-        main = await self._owner_checked(writing=False)
+    async def _branch_store(self, branch: str, with_items: bool = False) -> ContextStore:
+        """The session of ``branch``; ValueError when there is none (``with_items``: or when it
+        is empty, as openai-agents sees a branch: by its items)."""
+        await self._owner_checked(writing=False)
         if branch == MAIN:
             return self._based()  # type: ignore[return-value]
         entry = (await self._based().get_metadata()).get(BRANCHES_KEY, {}).get(branch)
-        if entry is None:
+        store = None
+        if entry is not None:
+            conn = await self._handle()
+            store = backend_of(conn).context_store(conn, entry["session"], self._project)
+        if store is None or (with_items and await length(store) == 0):
             raise ValueError(f"Branch '{branch}' does not exist")
-        del main
-        conn = await self._handle()
-        return backend_of(conn).context_store(conn, entry["session"], self._project)
+        return store
 
     async def _turns(self, store: ContextStore) -> list[list[Any]]:
         """The branch's turns ``[position, created ms]``; built from its history when missing."""
@@ -247,8 +247,17 @@ class AxioAdvancedSession(AxioContextSession):
                 await store.set_metadata({**metadata, TURNS_KEY: turns})  # type: ignore[attr-defined]
         return cast(list[list[Any]], turns)
 
+    async def _reading(self, branch: str) -> ContextStore | None:
+        """The session of ``branch`` to read; None when there is none (a read gives nothing)."""
+        try:
+            return await self._branch_store(branch)
+        except ValueError:
+            return None
+
     async def _read(self, branch: str, limit: int | None) -> list[Any]:
-        store = await self._branch_store(branch)
+        store = await self._reading(branch)
+        if store is None:
+            return []
         history = await (store.get_history() if limit is None else store.get_tail(limit))
         return [item_of(m) for m in history]
 
@@ -287,7 +296,7 @@ class AxioAdvancedSession(AxioContextSession):
         if metadata:
             await main.set_metadata({**metadata, BRANCHES_KEY: {}, TURNS_KEY: []})  # type: ignore[attr-defined]
 
-    async def _branch_at(self, source: str, turn_number: int, name: str | None) -> str:
+    async def _branch_at(self, source: str, turn_number: int, name: str | None) -> tuple[str, Any]:
         store = await self._branch_store(source)
         turns = await self._turns(store)
         if not 1 <= turn_number <= len(turns):
@@ -296,7 +305,7 @@ class AxioAdvancedSession(AxioContextSession):
         metadata = await main.get_metadata()
         used = set(metadata.get(USED_KEY, [])) | set(metadata.get(BRANCHES_KEY, {})) | {MAIN}
         if name is None:
-            base = name = f"branch_from_turn_{turn_number}_{int(datetime.now(UTC).timestamp())}"
+            base = name = f"branch_from_turn_{turn_number}_{int(time.time())}"
             suffix = 1
             while name in used:
                 suffix += 1
@@ -317,10 +326,13 @@ class AxioAdvancedSession(AxioContextSession):
         await main.set_metadata(
             {**metadata, BRANCHES_KEY: branches, USED_KEY: sorted(used - {MAIN} | {name})}
         )
-        return name
+        content = None
+        if not _debug.DONT_LOG_MODEL_DATA and self._logger.isEnabledFor(logging.DEBUG):
+            content = await turn_preview(store, turns[turn_number - 1][0])
+        return name, content
 
     async def _delete(self, branch: str) -> None:
-        store = await self._branch_store(branch)  # ValueError when it does not exist
+        store = await self._branch_store(branch, True)  # ValueError when it does not exist
         main = self._based()
         metadata = await main.get_metadata()
         branches = {k: v for k, v in metadata.get(BRANCHES_KEY, {}).items() if k != branch}
@@ -355,7 +367,9 @@ class AxioAdvancedSession(AxioContextSession):
 
     async def _numbered(self, branch: str) -> list[tuple[int, Any]]:
         """Each item of the branch with its turn number (0 before the first user message)."""
-        store = await self._branch_store(branch)
+        store = await self._reading(branch)
+        if store is None:
+            return []
         out, turn = [], 0
         for message in await store.get_full_history():  # type: ignore[attr-defined]
             item = item_of(message)
@@ -364,7 +378,9 @@ class AxioAdvancedSession(AxioContextSession):
         return out
 
     async def _user_turns(self, branch: str, term: str | None) -> list[dict[str, Any]]:
-        store = await self._branch_store(branch)
+        store = await self._reading(branch)
+        if store is None:
+            return []
         turns = await self._turns(store)
         if not turns:
             return []
@@ -389,7 +405,9 @@ class AxioAdvancedSession(AxioContextSession):
             main = await self._branch_store(MAIN)
             names = [MAIN, *(await main.get_metadata()).get(BRANCHES_KEY, {})]  # type: ignore[attr-defined]
             return [row for name in names for row in await self._usage_rows(name)]
-        store = await self._branch_store(branch)
+        store = await self._reading(branch)
+        if store is None:
+            return []
         turns = await self._turns(store)
         number = {run_id(store, t): n for n, t in enumerate(turns, 1)}
         conn = await self._handle()

@@ -3,12 +3,13 @@ counts, the user turns of a history, openai-agents' usage as ours and back."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from datetime import UTC, datetime
 from typing import Any, Final, cast
 
-from agents.extensions.memory.advanced_sqlite_session import AdvancedSQLiteSession, _content_preview
+from agents.extensions.memory.advanced_sqlite_session import AdvancedSQLiteSession
 
 from axio_context.context import ContextStore
 from axio_context.errors import SessionNotFoundError
@@ -20,6 +21,11 @@ from .items import item_of
 #: A branch session's metadata key: its turns, ``[[position, created at (ms since the epoch)], ...]``
 #: (the pair names the turn: a turn popped and made again at the same position is another one).
 TURNS_KEY: Final = "openai_agents_turns"
+#: The main session's metadata key: ``{branch name: {"session": id, "created_at": ...}}``.
+BRANCHES_KEY: Final = "openai_agents_branches"
+#: The main session's metadata key: every branch name ever used (a deleted one stays taken).
+USED_KEY: Final = "openai_agents_branch_names"
+MAIN: Final = "main"
 
 _TOOL_CALLS: Final = frozenset(
     {
@@ -105,7 +111,7 @@ def user_turns(history: list[Message], turns: list[list[Any]], term: str | None)
             )
             if not any(isinstance(t, str) and pattern.search(t) for t in texts):
                 continue
-        preview = _content_preview(content, 100) if term is None else _content_preview(content)
+        preview = content_preview(content, 100) if term is None else content_preview(content)
         out.append(
             {
                 "turn": number,
@@ -154,3 +160,23 @@ def usage_row(turn: int, usage: RunUsage) -> dict[str, Any]:
         "input_tokens_details": details("input_tokens_details."),
         "output_tokens_details": details("output_tokens_details."),
     }
+
+
+def content_preview(content: Any, max_length: int | None = None) -> str:
+    """A user message's content as text (JSON for parts), cut at ``max_length``, as openai-agents."""
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    return text[:max_length] + "..." if max_length is not None and len(text) > max_length else text
+
+
+def by_turns(numbered: list[tuple[int, Any]]) -> dict[int, list[dict[str, str | None]]]:
+    """Numbered items grouped by turn as ``{"type": ..., "tool_name": ...}``."""
+    turns: dict[int, list[dict[str, str | None]]] = {}
+    for turn, item in numbered:
+        turns.setdefault(turn, []).append({"type": classify(item), "tool_name": tool_name(item)})
+    return turns
+
+
+async def turn_preview(store: ContextStore, position: int) -> Any:
+    """The content of the user message at ``position``, cut at 50 characters as openai-agents logs it."""
+    text = item_of((await store.get_tail(await length(store) - position))[0]).get("content", "")
+    return text[:50] + "..." if isinstance(text, str) and len(text) > 50 else text
