@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import aiosqlite
+import msgspec
 
 from axio_context.embeddings import (
     Embedder,
@@ -143,23 +144,9 @@ class Database(DatabaseJobs, DatabaseLive, DatabaseStores, MessageSearch):
                 f"raw query {query!r} has no word to search for by meaning (only operators or"
                 " excluded words); run it as a keyword search"
             )
-        q = Query(
-            text=query,
-            mode=mode,
-            k=r.k,
-            match=match,
-            raw=raw,
-            terms=terms,
-            vector=vector,
-            model=name,
-            dimension=dimension,
-            project=r.project,
-            session_id=r.session_id,
-            role=role_code,
-            since_ms=r.since_ms,
-            agent_id=r.agent_id,
-            run_id=r.run_id,
-        )
+        q = Query(query, mode, r.k, match, raw, terms, vector, name, dimension, r.project, r.session_id)
+        tags = {"agent_id": r.agent_id, "run_id": r.run_id}
+        q = msgspec.structs.replace(q, role=role_code, since_ms=r.since_ms, **tags)
         results = await run(self._conn, search.search, q)
         results.fallback = fallback
         return results
