@@ -40,8 +40,10 @@ from agents.memory.session import SessionABC
 from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 
 from axio_context.backends import backend_for, backend_of, connect, default_location
+from axio_context.catalog.expiry_sql import session_ttl
 from axio_context.context import ContextStore
 from axio_context.errors import DecodeError, StoreClosedError
+from axio_context.expiry import NO_TTL, TTLConfig
 from axio_context.messages import Message
 from axio_context.owners import claim
 
@@ -174,6 +176,10 @@ class AxioContextSession(SessionABC):
     ``synchronous`` (SQLite only): ``"NORMAL"`` (None, the default: a committed turn survives a
     crash of the process, a power loss may lose the last ones) or ``"FULL"`` (every commit
     synced to disk, as openai-agents' ``SQLiteSession`` by default); see docs/openai-agents.md.
+    ``ttl``: seconds after its last write that the session expires (or a
+    :class:`~axio_context.expiry.TTLConfig`, which may also refresh on read), as openai-agents'
+    ``RedisSession(ttl=...)``: an expired session reads as empty and the next write starts it
+    afresh (see docs/expiry.md).
 
     Items come back exactly as they were added (see :mod:`.items`); each is also stored as native
     blocks. A session id another adapter (or plain axio code) writes is a
@@ -191,8 +197,10 @@ class AxioContextSession(SessionABC):
         session_settings: SessionSettings | dict[str, Any] | None = None,
         wrap: Callable[[ContextStore], ContextStore] | None = None,
         synchronous: Synchronous | None = None,
+        ttl: float | TTLConfig | None = None,
     ) -> None:
         self.session_id = session_id
+        self._ttl = session_ttl(ttl)  # a bad TTL: one line now, not on first use
         self.session_settings = (
             SessionSettings() if session_settings is None else coerce_session_settings(session_settings)
         )
@@ -267,7 +275,8 @@ class AxioContextSession(SessionABC):
             assert self._hub is not None
             conn = await self._hub.conn()
             if self._store is None:  # checked again after the await: made once, even when raced
-                store = backend_of(conn).context_store(conn, self.session_id, self._project)
+                ttl = None if self._ttl is NO_TTL else self._ttl
+                store = backend_of(conn).context_store(conn, self.session_id, self._project, ttl=ttl)
                 # every backend's session store keeps metadata and pops (SQLite's, PostgreSQL's)
                 self._base = cast(BaseStore, store)
                 self._store = self._wrap(store) if self._wrap is not None else store
@@ -283,11 +292,13 @@ class AxioContextSession(SessionABC):
                 ADAPTER,
                 has_messages=bool(await base.get_history(limit=1)),
             )
+            # a session that expires is checked on every call: after expiry it starts afresh
+            keep = self._ttl is NO_TTL
             if wanted is None:
-                self._owned = True
+                self._owned = keep
             elif writing:
                 await base.set_metadata(wanted)
-                self._owned = True
+                self._owned = keep
         return store
 
     async def _get_items(self, limit: int | None) -> list[TResponseInputItem]:

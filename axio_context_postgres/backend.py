@@ -49,8 +49,10 @@ class PostgresBackend:
     def owns(self, handle: object) -> bool:
         return isinstance(handle, Pool)
 
-    def context_store(self, handle: Any, session_id: str, project: str | None = None) -> ContextStore:
-        return PostgresContextStore(handle, session_id, project)
+    def context_store(
+        self, handle: Any, session_id: str, project: str | None = None, *, ttl: Any = None
+    ) -> ContextStore:
+        return PostgresContextStore(handle, session_id, project, ttl=ttl)
 
     def usage_recorder(self, handle: Any) -> UsageRecorder:
         from .usage.recorder import PostgresUsageRecorder

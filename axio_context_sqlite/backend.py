@@ -63,8 +63,10 @@ class SQLiteBackend:
     def owns(self, handle: object) -> bool:
         return isinstance(handle, aiosqlite.Connection)
 
-    def context_store(self, handle: Any, session_id: str, project: str | None = None) -> ContextStore:
-        return SQLiteContextStore(handle, session_id, project=project)
+    def context_store(
+        self, handle: Any, session_id: str, project: str | None = None, *, ttl: Any = None
+    ) -> ContextStore:
+        return SQLiteContextStore(handle, session_id, project=project, ttl=ttl)
 
     def usage_recorder(self, handle: Any) -> UsageRecorder:
         from .usage.recorder import SQLiteUsageRecorder

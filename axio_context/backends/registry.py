@@ -100,8 +100,11 @@ class Backend(Protocol):
         """Whether ``handle`` is one of this backend's connections or pools."""
         ...
 
-    def context_store(self, handle: Any, session_id: str, project: str | None = None) -> ContextStore:
-        """One session on ``handle``."""
+    def context_store(
+        self, handle: Any, session_id: str, project: str | None = None, *, ttl: Any = None
+    ) -> ContextStore:
+        """One session on ``handle``; ``ttl``: its expiry (seconds or a
+        :class:`~axio_context.expiry.TTLConfig`; None: never)."""
         ...
 
     def conversation_log(

@@ -22,6 +22,7 @@ from ..sql.expiry import SWEEP_BATCH, count_due, in_batches, live, refresh, set_
 __all__ = [
     "SESSIONS",
     "SessionExpiry",
+    "due_sessions",
     "expired",
     "live_session",
     "purge_if_expired",
@@ -44,6 +45,12 @@ def live_session(alias: str = "", param: str = "?") -> str:
     ``param``; a backend's own numbered statement names its ``$n``): the one fragment every
     session read adds."""
     return live(alias, param)
+
+
+def due_sessions(column: str = "sid") -> str:
+    """A SELECT of ``column`` of the expired sessions (bind now), by the expiry index: for a
+    backend's own scan that leaves them out without changing its statement."""
+    return f"SELECT {column} FROM {SESSIONS} WHERE expires_at <= ?"
 
 
 def session_ttl(ttl: float | TTLConfig | None) -> TTLConfig:

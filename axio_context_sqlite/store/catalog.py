@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
-from axio_context.catalog.expiry_sql import live_session
+from axio_context.catalog.expiry_sql import due_sessions, live_session
 from axio_context.errors import (
     AmbiguousSessionError,
     SessionExistsError,
@@ -299,8 +299,11 @@ def stored_role_and_time(c: Any, s: FullRow, position: int) -> tuple[int | None,
 def all_full_rows(c: Any) -> tuple[int, Iterator[FullRow]]:
     """Every session, oldest first, and their messages in all (for an export's progress)."""
     total = int(c.execute("SELECT COALESCE(SUM(next_position), 0) FROM sessions").fetchone()[0])
-    live = c.execute(f"SELECT {FULL_COLUMNS} FROM sessions WHERE {_LIVE} ORDER BY sid", (now_ms(),))
-    return total, (FullRow(*r) for r in live)
+    # expired sessions are skipped by sid (a separate read: this scan stays lazy and its
+    # statement untouched, which the export's other reads on the connection must not reset)
+    gone = {sid for (sid,) in c.execute(due_sessions(), (now_ms(),))}
+    rows = c.execute(f"SELECT {FULL_COLUMNS} FROM sessions ORDER BY sid")
+    return total, (FullRow(*r) for r in rows if r[0] not in gone)
 
 
 def agent_session(c: Any, agent_id: str, thread_id: str) -> str:

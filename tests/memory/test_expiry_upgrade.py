@@ -90,6 +90,7 @@ async def test_a_database_from_before_expiry_upgrades_in_place(pg_server: Embedd
         assert sorted(r[0] for r in indexes) == [
             "memory_blob_keys_expiry",
             "memory_documents_expiry",
+            "sessions_expiry",
             "task_lists_expiry",
         ]
     finally:

@@ -5,6 +5,7 @@ a write starts it afresh; a fork keeps its rows; refresh on read; the sweep; bad
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 
 import pytest
@@ -68,6 +69,9 @@ async def test_an_expired_session_is_invisible_before_any_sweep(axio_backend: Ba
         assert {n.info.session_id for n in roots} == {"kept", fork.session_id}  # the fork heads its own
         page = await db.browser().session_tree(limit=10)
         assert {r.info.session_id for r in page.rows} == {"kept", fork.session_id}
+        exported: list[bytes] = []
+        await db.export(exported.append)
+        assert {s["id"] for s in json.loads(b"".join(exported))["sessions"]} == {"kept", fork.session_id}
 
     # a store reads it as absent (and deletes it: nothing is left for a sweep)
     assert await old.get_history() == []
