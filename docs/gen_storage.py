@@ -48,6 +48,8 @@ DESCRIPTIONS: dict[str, str] = {
     "and a partial index on it)",
     "memory_blocks": "memory blocks (`memory_blocks`), every version of each (`memory_block_versions`) "
     "and the agents a shared block is attached to (`memory_block_agents`)",
+    "session_expiry": "a time to live on sessions (`sessions.ttl_ms`, `expires_at` and a partial index "
+    "on it)",
 }
 
 
