@@ -12,16 +12,17 @@ write (:func:`touch`), and on a read when asked (:func:`refresh_session`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from ..expiry import NO_TTL, TTLConfig, check_ttl, now_ms
-from ..sql import Dialect, Native, Plan, Rows, Runner, Value
+from ..sql import Dialect, ExecuteMany, Native, Plan, Rows, Runner, Value
 from ..sql.expiry import SWEEP_BATCH, count_due, in_batches, live, refresh, set_ttl
 
 __all__ = [
     "SESSIONS",
     "SessionExpiry",
+    "SessionTTL",
     "due_sessions",
     "expired",
     "live_session",
@@ -112,3 +113,31 @@ class SessionExpiry:
     async def sweep_expired(self, *, batch: int = SWEEP_BATCH) -> int:
         """Delete every expired session, ``batch`` to a transaction; how many went."""
         return await in_batches(self._runner, sweep_sessions, self._delete, now_ms(), batch=batch)
+
+    async def ttls(self, session_ids: Sequence[str]) -> list[SessionTTL]:
+        """The TTL and expiry time of those of ``session_ids`` that are live and have one (what
+        ``copy`` carries across)."""
+        return await self._runner.read(_ttls, list(session_ids), now_ms())
+
+    async def restore(self, ttls: Sequence[SessionTTL]) -> None:
+        """Give sessions the TTLs and expiry times ``ttls`` name, as they were (one transaction)."""
+        if ttls:
+            await self._runner.write(_restore, list(ttls))
+
+
+#: A session's id, TTL and expiry time (milliseconds), as :meth:`SessionExpiry.ttls` reads them.
+SessionTTL = tuple[str, int, int]
+
+
+def _ttls(d: Dialect, session_ids: list[str], now: int) -> Plan[list[SessionTTL]]:
+    rows = yield Rows(
+        f"SELECT id, ttl_ms, expires_at FROM {SESSIONS} WHERE expires_at > ? AND {d.any_of('id')}",
+        (now, d.list_arg(session_ids)),
+    )
+    return [(str(r[0]), int(r[1]), int(r[2])) for r in rows]
+
+
+def _restore(d: Dialect, ttls: list[SessionTTL]) -> Plan[None]:
+    yield ExecuteMany(
+        f"UPDATE {SESSIONS} SET ttl_ms = ?, expires_at = ? WHERE id = ?", [(t, e, i) for i, t, e in ttls]
+    )

@@ -33,6 +33,14 @@ async def _sizes(db: Any) -> dict[str, int]:
     return {s.session_id: s.message_count for s in page.sessions}
 
 
+async def _carry_ttls(src: Any, dst: Any, session_ids: list[str]) -> None:
+    """Give the copied sessions that expire the TTL and expiry time they have in ``src`` (an
+    export carries none): a live session arrives with its expiry time, an expired one not at all."""
+    source, dest = src.memory_stores().expiry().sessions, dst.memory_stores().expiry().sessions
+    if source is not None and dest is not None and session_ids:
+        await dest.restore(await source.ttls(session_ids))
+
+
 async def copy_sessions(
     src: Any, dst: Any, progress: Callable[[int, int], object] | None = None, *, dry_run: bool = False
 ) -> CopyReport:
@@ -53,4 +61,5 @@ async def copy_sessions(
         report = await dst.import_file(name, format="jsonl")
     finally:
         os.unlink(name)
+    await _carry_ttls(src, dst, [s.id for s in report.sessions])
     return CopyReport(copied=len(report.sessions), already=already, messages=summary.messages)

@@ -8,6 +8,7 @@ from typing import Protocol
 
 import msgspec
 
+from ..catalog.expiry_sql import SessionExpiry
 from ..expiry import Sweeper
 
 __all__ = ["ExpiredCounts", "ExpiringStore", "StoreExpiry"]
@@ -58,9 +59,11 @@ class StoreExpiry:
         documents: ExpiringStore,
         blobs: ExpiringStore,
         task_lists: ExpiringStore,
-        sessions: ExpiringStore | None = None,
+        sessions: SessionExpiry | None = None,
     ) -> None:
         self._stores = (documents, blobs, task_lists) + (() if sessions is None else (sessions,))
+        #: The database's sessions (None: this database's sessions take no TTL).
+        self.sessions = sessions
 
     async def count_expired(self) -> ExpiredCounts:
         """How many items have expired in each store (read through each one's expiry index)."""

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 from axio_context import Message, TextBlock
+from axio_context.backends.registry import open_database
 from axio_context_postgres import PostgresContextStore
 from axio_context_sqlite import SQLiteContextStore
 from tests.support.backends import Backend, backend_db, backend_pg_url  # noqa: F401  (fixtures)
@@ -54,3 +56,36 @@ def test_expired_sessions_on_the_command_line(backend_db: Backend) -> None:  # n
     assert invoke("--db", db, "prune", "--expired", "--yes").stderr.strip() == "nothing expired"
     forked = invoke_json("--db", db, "show", fork, "--json")
     assert "the kiwi plan" in json.dumps(forked)  # the fork keeps the expired parent's rows
+
+
+async def _ttls(where: str, ids: list[str]) -> list[tuple[str, int, int]]:
+    async with open_database(where) as db:
+        sessions = db.memory_stores().expiry().sessions
+        assert sessions is not None
+        return await sessions.ttls(ids)
+
+
+def test_copy_carries_ttls_and_leaves_expired_sessions_behind(
+    backend_db: Backend,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    fork = asyncio.run(fill(backend_db))
+
+    async def lasting() -> None:
+        async with backend_db.open():
+            store: Any = (
+                SQLiteContextStore(backend_db.handle, "lasting", project="p", ttl=3600)
+                if backend_db.name == "sqlite"
+                else PostgresContextStore(backend_db.handle, "lasting", project="p", ttl=3600)
+            )
+            await store.append(Message(role="user", content=[TextBlock(text="a day's notes")]))
+
+    asyncio.run(lasting())
+    dest = str(tmp_path / "copy.db")
+    invoke("copy", backend_db.where, dest, "--json")
+    listed = invoke_json("--db", dest, "list-sessions", "--json")
+    assert {s["session_id"] for s in listed} == {"kept", fork, "lasting"}
+    ids = ["kept", fork, "lasting"]
+    source = asyncio.run(_ttls(backend_db.where, ids))
+    assert [t[0] for t in source] == ["lasting"]
+    assert asyncio.run(_ttls(dest, ids)) == source  # the same TTL and expiry time
