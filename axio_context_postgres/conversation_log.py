@@ -12,13 +12,14 @@ succeeds; the session it appends to is locked by the append itself, as every wri
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
 from uuid import uuid4
 
-from axio_context.conversation_log import Entry, RevisionConflictError
+from axio_context.conversation_log import RevisionConflictError
+from axio_context.conversation_log_sql import ConversationLogCalls
 from axio_context.messages import Message, preview_for
 from axio_context.owners import ADAPTER_KEY, claim
 from axio_context.session_metadata import decode_metadata, encode_metadata
@@ -26,16 +27,15 @@ from axio_context.tokens import DefaultEstimator, TokenCounter
 
 from . import lineage, writes
 from .connection import Pool, translated
+from .runner import PostgresRunner
 
 __all__ = ["PostgresConversationLog"]
 
-#: The first key of the advisory locks writers of one conversation take ("conv").
-_LOCK_SPACE: Final = 0x636F6E76
 _ENTRY: Final = "SELECT session_id, position FROM conversation_entries WHERE id = $1"
 _SESSION: Final = "SELECT sid, seg, next_position, metadata FROM sessions WHERE id = $1"
 
 
-class PostgresConversationLog:
+class PostgresConversationLog(ConversationLogCalls):
     """Records and entries of one framework's conversations in a PostgreSQL database: the
     methods of :class:`axio_context.conversation_log.ConversationLog`, on a pool
     the caller owns."""
@@ -63,100 +63,29 @@ class PostgresConversationLog:
                 async with conn.transaction():
                     yield conn
 
-    async def read_record(self, conversation_id: str) -> bytes | None:
-        """A conversation's stored record, or None."""
-        async with translated("PostgreSQL conversation log"):
-            blob = await self._pool.fetchval(
-                "SELECT record FROM conversation_records WHERE id = $1", conversation_id
-            )
-        return None if blob is None else bytes(blob)
+    def _log_runner(self) -> PostgresRunner:
+        return PostgresRunner(self._pool, "PostgreSQL conversation log")
 
-    async def read_records(self, scope: str | None = None, limit: int | None = None) -> list[bytes]:
-        """The stored records (of ``scope`` when given), most recently written first."""
-        async with translated("PostgreSQL conversation log"):
-            rows = await self._pool.fetch(
-                "SELECT record FROM conversation_records WHERE ($1::text IS NULL OR scope = $1)"
-                " ORDER BY updated_us DESC, id LIMIT $2",
-                scope,
-                limit,
-            )
-        return [bytes(r[0]) for r in rows]
-
-    async def write(
-        self,
-        conversation_id: str,
-        *,
-        record: bytes,
-        revision: str,
-        updated_us: int,
-        scope: str | None,
-        head_id: str | None,
-        expected_revision: str | None,
-        entries: Sequence[Entry] = (),
-    ) -> dict[str, tuple[str, int]]:
-        """Check the revision, append ``entries`` and store ``record`` in one transaction;
-        returns where each entry went: ``{entry id: (session id, position)}``.
-
-        :class:`RevisionConflictError` when the stored revision is not ``expected_revision``
-        (None: no record may exist), or when ``head_id`` names an entry the log does not have.
-        """
-        links = [(entry_id, parent_id) for entry_id, parent_id, _ in entries]
-        for i in range(1, len(links)):
-            if links[i][1] != links[i - 1][0]:
-                raise ValueError(f"entry {links[i][0]!r} does not follow the entry before it in the batch")
-        messages = [m for _, _, m in entries]
+    def _batch(self, messages: list[Message]) -> tuple[list[Any], Any]:
         now = writes.now_ms()
-        rows = [writes.encode(m, self._counter.count(m), now) for m in messages]
-        preview = preview_for(messages)
-        project = scope if scope is not None else self._project
-        async with self._tx() as conn:
-            await conn.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", _LOCK_SPACE, conversation_id)
-            stored = await conn.fetchval(
-                "SELECT revision FROM conversation_records WHERE id = $1", conversation_id
-            )
-            if stored != expected_revision:
-                raise RevisionConflictError(conversation_id)
-            placed: dict[str, tuple[str, int]] = {}
-            if links:
-                target = await self._line_for(conn, conversation_id, links[0][1], project)
-                first = await writes.append_rows(conn, target, project, rows, preview)
-                placed = {entry_id: (target, first + i) for i, (entry_id, _) in enumerate(links)}
-                await conn.executemany(
-                    "INSERT INTO conversation_entries (id, session_id, position) VALUES ($1, $2, $3)",
-                    [(entry_id, s, p) for entry_id, (s, p) in placed.items()],
-                )
-            head: tuple[str | None, int | None] = (None, None)
-            if head_id is not None:
-                where = placed.get(head_id) or await _entry(conn, head_id)
-                if where is None:  # released by a concurrent delete or rewrite
-                    raise RevisionConflictError(conversation_id)
-                head = where
-            await conn.execute(
-                "INSERT INTO conversation_records (id, scope, revision, updated_us, head_session,"
-                " head_position, record) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO UPDATE"
-                " SET scope = excluded.scope, revision = excluded.revision, updated_us = excluded.updated_us,"
-                " head_session = excluded.head_session, head_position = excluded.head_position,"
-                " record = excluded.record",
-                conversation_id,
-                scope,
-                revision,
-                updated_us,
-                *head,
-                record,
-            )
-        return placed
+        return [writes.encode(m, self._counter.count(m), now) for m in messages], preview_for(messages)
 
-    async def delete(self, conversation_id: str, expected_revision: str) -> None:
-        """Delete a conversation's record; its sessions (the transcript) stay.
-        :class:`RevisionConflictError` unless the stored revision is ``expected_revision``."""
-        async with translated("PostgreSQL conversation log"):
-            status = await self._pool.execute(
-                "DELETE FROM conversation_records WHERE id = $1 AND revision = $2",
-                conversation_id,
-                expected_revision,
-            )
-        if status.endswith(" 0"):
-            raise RevisionConflictError(conversation_id)
+    def _append(self) -> Callable[..., Awaitable[tuple[str, int]]]:
+        return self._append_entries
+
+    async def _append_entries(
+        self,
+        conn: Any,
+        conversation_id: str,
+        parent_id: str | None,
+        batch: tuple[list[Any], Any],
+        project: str,
+    ) -> tuple[str, int]:
+        """Append a save's messages to the session they continue (see :meth:`_line_for`), inside
+        the save's transaction; returns that session and the first new position."""
+        target = await self._line_for(conn, conversation_id, parent_id, project)
+        rows, preview = batch
+        return target, await writes.append_rows(conn, target, project, rows, preview)
 
     async def read_line(self, entry_id: str, limit: int | None = None) -> tuple[str | None, list[Message]]:
         """The messages from the first entry up to ``entry_id`` (its last ``limit`` when given),

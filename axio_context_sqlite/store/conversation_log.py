@@ -17,7 +17,8 @@ writes is refused, never mixed into.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 from uuid import uuid4
@@ -25,6 +26,7 @@ from uuid import uuid4
 import aiosqlite
 
 from axio_context.conversation_log import Entry, RevisionConflictError
+from axio_context.conversation_log_sql import ConversationLogCalls
 from axio_context.messages import Message
 from axio_context.owners import ADAPTER_KEY, claim
 from axio_context.tokens import DefaultEstimator, TokenCounter
@@ -34,13 +36,14 @@ from .calls import run
 from .keys import key, now_ms
 from .message_rows import encode_message
 from .reading import read_messages
+from .runner import SQLiteRunner
 from .session_rows import segments, session_row
 from .transactions import read_tx, write_tx
 
 __all__ = ["Entry", "RevisionConflictError", "SQLiteConversationLog"]
 
 
-class SQLiteConversationLog:
+class SQLiteConversationLog(ConversationLogCalls):
     """Records and entries of one framework's conversations in an axio-context database.
 
     ``adapter`` names the framework (the sessions it creates are marked with it); ``project``
@@ -61,57 +64,15 @@ class SQLiteConversationLog:
         self._project = project if project is not None else str(Path.cwd().resolve())
         self._counter: TokenCounter = token_counter or DefaultEstimator()
 
-    async def read_record(self, conversation_id: str) -> bytes | None:
-        """A conversation's stored record, or None."""
-        return await run(self._conn, _read_record, conversation_id)
+    def _log_runner(self) -> SQLiteRunner:
+        return SQLiteRunner(self._conn)
 
-    async def read_records(self, scope: str | None = None, limit: int | None = None) -> list[bytes]:
-        """The stored records (of ``scope`` when given), most recently written first."""
-        return await run(self._conn, _read_records, scope, limit)
-
-    async def write(
-        self,
-        conversation_id: str,
-        *,
-        record: bytes,
-        revision: str,
-        updated_us: int,
-        scope: str | None,
-        head_id: str | None,
-        expected_revision: str | None,
-        entries: Sequence[Entry] = (),
-    ) -> dict[str, tuple[str, int]]:
-        """Check the revision, append ``entries`` and store ``record`` in one transaction;
-        returns where each entry went: ``{entry id: (session id, position)}``.
-
-        :class:`RevisionConflictError` when the stored revision is not ``expected_revision``
-        (None: no record may exist), or when ``head_id`` names an entry the log does not have.
-        ``updated_us``: the record's time (microseconds since the epoch), which orders listings.
-        """
-        messages = [m for _, _, m in entries]
+    def _batch(self, messages: list[Message]) -> _Batch:
         encoded = [encode_message(m, index=i) for i, m in enumerate(messages)]
-        tokens = [self._counter.count(m) for m in messages]
-        links = [(entry_id, parent_id) for entry_id, parent_id, _ in entries]
-        for i in range(1, len(links)):
-            if links[i][1] != links[i - 1][0]:
-                raise ValueError(f"entry {links[i][0]!r} does not follow the entry before it in the batch")
-        batch = _Batch(links, encoded, tokens, appending.preview_for(messages))
-        project = scope if scope is not None else self._project
-        return await run(
-            self._conn,
-            _write,
-            conversation_id,
-            (record, revision, updated_us, scope, head_id, expected_revision),
-            batch,
-            project,
-            self._adapter,
-        )
+        return _Batch(encoded, [self._counter.count(m) for m in messages], appending.preview_for(messages))
 
-    async def delete(self, conversation_id: str, expected_revision: str) -> None:
-        """Delete a conversation's record; its sessions (the transcript) stay.
-        :class:`RevisionConflictError` unless the stored revision is ``expected_revision``."""
-        if not await run(self._conn, _delete, conversation_id, expected_revision):
-            raise RevisionConflictError(conversation_id)
+    def _append(self) -> Callable[..., tuple[str, int]]:
+        return partial(_append_entries, adapter=self._adapter)
 
     async def fork_at(self, session_id: str, position: int, new_id: str) -> None:
         """A new session ``new_id`` of this adapter inheriting the first ``position`` messages of
@@ -127,48 +88,17 @@ class SQLiteConversationLog:
 
 
 class _Batch:
-    """What :func:`_write` appends: entry links, encoded messages, token counts, preview."""
+    """What a save appends: encoded messages, token counts, preview."""
 
-    __slots__ = ("encoded", "links", "preview", "tokens")
+    __slots__ = ("encoded", "preview", "tokens")
 
-    def __init__(self, links: list[tuple[str, str | None]], encoded: Any, tokens: list[int], preview: Any):
-        self.links = links
+    def __init__(self, encoded: Any, tokens: list[int], preview: Any):
         self.encoded = encoded
         self.tokens = tokens
         self.preview = preview
 
 
-_RECORD: Final = "SELECT record FROM conversation_records WHERE id = ?"
-_REVISION: Final = "SELECT revision FROM conversation_records WHERE id = ?"
 _ENTRY: Final = "SELECT session_id, position FROM conversation_entries WHERE id = ?"
-
-
-def _read_record(c: Any, conversation_id: str) -> bytes | None:
-    r = c.execute(_RECORD, (conversation_id,)).fetchone()
-    return None if r is None else bytes(r[0])
-
-
-def _read_records(c: Any, scope: str | None, limit: int | None) -> list[bytes]:
-    lim = -1 if limit is None else limit
-    if scope is None:
-        rows = c.execute(
-            "SELECT record FROM conversation_records ORDER BY updated_us DESC, id LIMIT ?", (lim,)
-        ).fetchall()
-    else:
-        rows = c.execute(
-            "SELECT record FROM conversation_records WHERE scope = ? ORDER BY updated_us DESC, id LIMIT ?",
-            (scope, lim),
-        ).fetchall()
-    return [bytes(r[0]) for r in rows]
-
-
-def _delete(c: Any, conversation_id: str, expected_revision: str) -> bool:
-    with write_tx(c):
-        cur = c.execute(
-            "DELETE FROM conversation_records WHERE id = ? AND revision = ?",
-            (conversation_id, expected_revision),
-        )
-        return bool(cur.rowcount)
 
 
 def _read_line(c: Any, entry_id: str, limit: int | None) -> tuple[str | None, list[Message]]:
@@ -188,45 +118,16 @@ def _read_line(c: Any, entry_id: str, limit: int | None) -> tuple[str | None, li
         return None, got
 
 
-def _write(
-    c: Any,
-    conversation_id: str,
-    rec: tuple[bytes, str, int, str | None, str | None, str | None],
-    batch: _Batch,
-    project: str,
-    adapter: str,
-) -> dict[str, tuple[str, int]]:
-    record, revision, updated_us, scope, head_id, expected_revision = rec
-    with write_tx(c):
-        stored = c.execute(_REVISION, (conversation_id,)).fetchone()
-        if (None if stored is None else stored[0]) != expected_revision:
-            raise RevisionConflictError(conversation_id)
-        placed: dict[str, tuple[str, int]] = {}
-        if batch.links:
-            target = _line_for(c, conversation_id, batch.links[0][1], project, adapter)
-            row = session_row(c, target)
-            first = 0 if row is None else row.next_position
-            appending.append(c, target, project, batch.encoded, batch.tokens, batch.preview)
-            placed = {entry_id: (target, first + i) for i, (entry_id, _) in enumerate(batch.links)}
-            c.executemany(
-                "INSERT INTO conversation_entries (id, session_id, position) VALUES (?, ?, ?)",
-                [(entry_id, s, p) for entry_id, (s, p) in placed.items()],
-            )
-        head: tuple[str | None, int | None] = (None, None)
-        if head_id is not None:
-            where = placed.get(head_id) or _entry(c, head_id)
-            if where is None:  # released by a concurrent delete or rewrite
-                raise RevisionConflictError(conversation_id)
-            head = where
-        c.execute(
-            "INSERT INTO conversation_records (id, scope, revision, updated_us, head_session, head_position,"
-            " record) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET scope = excluded.scope,"
-            " revision = excluded.revision, updated_us = excluded.updated_us,"
-            " head_session = excluded.head_session, head_position = excluded.head_position,"
-            " record = excluded.record",
-            (conversation_id, scope, revision, updated_us, *head, record),
-        )
-    return placed
+def _append_entries(
+    c: Any, conversation_id: str, parent_id: str | None, batch: _Batch, project: str, *, adapter: str
+) -> tuple[str, int]:
+    """Append a save's messages to the session they continue (see :func:`_line_for`), inside
+    the save's transaction; returns that session and the first new position."""
+    target = _line_for(c, conversation_id, parent_id, project, adapter)
+    row = session_row(c, target)
+    first = 0 if row is None else row.next_position
+    appending.append(c, target, project, batch.encoded, batch.tokens, batch.preview)
+    return target, first
 
 
 def _entry(c: Any, entry_id: str) -> tuple[str, int] | None:
