@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ..errors import AxioContextError
+from .expiry_sql import carry_item_ttls
 from .layers import copy_layers
 from .rows import (
     BlobRow,
@@ -98,6 +99,11 @@ async def copy_all(
 
     sessions = await copy_sessions(src, dst, sessions_progress, dry_run=dry_run)
     layers = await copy_layers(src.layers(), dst.layers(), dry_run=dry_run, progress=progress)
+    if not dry_run:  # the layers' dumps hold no TTL: live items get theirs now
+        source = getattr(src.memory_stores(), "runner", None)  # an SQL backend's stores
+        dest = getattr(dst.memory_stores(), "runner", None)
+        if source is not None and dest is not None:
+            await carry_item_ttls(source, dest)
     embedded, why = (0, None) if dry_run else await embed_arrivals(src, dst, progress)
     return CopyAllReport(sessions=sessions, layers=layers, embedded=embedded, not_embedded=why)
 

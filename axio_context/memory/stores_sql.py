@@ -53,6 +53,11 @@ class SQLMemoryStores:
         """The task store (``ttl``: its boards' expiry)."""
         return SQLTaskStore(self._runner, ttl=ttl)
 
+    @property
+    def runner(self) -> Runner:
+        """The runner these stores share (what ``copy`` carries the items' TTLs with)."""
+        return self._runner
+
     def expiry(self) -> StoreExpiry:
         """The stores whose items may expire (vector documents, blobs, task boards, sessions),
         counted and swept together."""

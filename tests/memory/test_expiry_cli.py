@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from axio_context.copying.expiry_sql import ItemTTLs, item_ttls
 from axio_context.expiry import InvalidTTLError, Sweeper, TTLConfig, start_sweeper
 from axio_context.memory import Document
 from axio_context.memory.stores_sql import SQLMemoryStores
@@ -26,10 +27,10 @@ def stores_on(db: Backend) -> SQLMemoryStores:
     if db.name == "sqlite":
         from axio_context_sqlite.admin.stores import SQLiteMemoryStores
 
-        return SQLiteMemoryStores(db.handle)  # type: ignore[arg-type]
+        return SQLiteMemoryStores(db.handle)
     from axio_context_postgres.memory import PostgresMemoryStores
 
-    return PostgresMemoryStores(db.handle)  # type: ignore[arg-type]
+    return PostgresMemoryStores(db.handle)
 
 
 async def fill(db: Backend) -> None:
@@ -170,3 +171,25 @@ def test_copy_leaves_expired_items_behind(backend_db: Backend, tmp_path: Path) -
     )
     assert asyncio.run(live_keys(dest)) == (["live"], ["going"], ["new"])
     assert invoke_json("--db", dest.where, "stats", "--json")["expired"]["blobs"] == 0
+
+
+def test_copy_carries_live_items_ttls(backend_db: Backend, tmp_path: Path) -> None:  # noqa: F811
+    asyncio.run(fill(backend_db))  # its board "going" lives an hour
+
+    async def more() -> ItemTTLs:
+        async with backend_db.open():
+            stores = stores_on(backend_db)
+            await stores.blobs().upload("day", b"notes", ttl=3600)
+            await stores.vectors().add([Document("brief", "b", [1.0, 1.0])], collection="kb", ttl=3600)
+            return await item_ttls(stores.runner)
+
+    source = asyncio.run(more())
+    assert [len(source.layers[k]) for k in ("blobs", "task_lists", "documents")] == [1, 1, 1]
+    dest = Backend("sqlite", str(tmp_path / "copy.db"))
+    invoke("copy", backend_db.where, dest.where, "--json")
+
+    async def copied() -> ItemTTLs:
+        async with dest.open():
+            return await item_ttls(stores_on(dest).runner)
+
+    assert asyncio.run(copied()) == source  # the same TTLs and expiry times
