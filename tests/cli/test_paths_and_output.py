@@ -187,6 +187,7 @@ _NO_JSON = {"export", "browse", "mcp"}  # browse is a full-screen app, mcp speak
 #: Searches print one JSON object (hits, unindexed, why, ...); --nl streams the hits.
 _SEARCHES = {"search", "similar"}
 _LISTINGS = {
+    "blocks",
     "list-sessions",
     "prune",
     "rm",
