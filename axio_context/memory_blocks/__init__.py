@@ -1,7 +1,7 @@
 """Memory blocks: labelled, versioned text an agent keeps in its context window and edits itself
 (Letta's core memory), in the same database as its sessions.
 
-- :class:`MemoryBlock` is what you create; :class:`Block` a block as stored; :class:`BlockVersion`
+- :class:`MemoryBlock` is what you create; :class:`StoredBlock` a block as stored; :class:`BlockVersion`
   one entry of its history.
 - :class:`BlockStore` is every operation, written once over the backends' runners; open one with
   ``db.memory_stores().blocks()`` on any database the registry opens, or
@@ -24,7 +24,7 @@ from .errors import (
     ReadOnlyBlockError,
     StaleVersionError,
 )
-from .model import DEFAULT_LIMIT, MAX_LABEL, SHARED, Block, BlockVersion, MemoryBlock
+from .model import DEFAULT_LIMIT, MAX_LABEL, SHARED, BlockVersion, MemoryBlock, StoredBlock
 from .prompt import render_blocks, with_blocks
 from .store import BlockStore
 from .tools import memory_tools
@@ -33,7 +33,6 @@ __all__ = [
     "DEFAULT_LIMIT",
     "MAX_LABEL",
     "SHARED",
-    "Block",
     "BlockError",
     "BlockExistsError",
     "BlockInputError",
@@ -45,6 +44,7 @@ __all__ = [
     "NothingToUndoError",
     "ReadOnlyBlockError",
     "StaleVersionError",
+    "StoredBlock",
     "memory_tools",
     "render_blocks",
     "with_blocks",

@@ -31,7 +31,7 @@ from .errors import (
     ReadOnlyBlockError,
     StaleVersionError,
 )
-from .model import SHARED, Block, BlockVersion, check_value
+from .model import SHARED, BlockVersion, StoredBlock, check_value
 
 __all__ = [
     "Fields",
@@ -70,15 +70,15 @@ class Fields(NamedTuple):
 
 class _Found(NamedTuple):
     id: str
-    block: Block
+    block: StoredBlock
 
 
 def _now() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _block(row: Any, attached: tuple[str, ...] = ()) -> Block:
-    return Block(
+def _block(row: Any, attached: tuple[str, ...] = ()) -> StoredBlock:
+    return StoredBlock(
         label=str(row[1]),
         value=str(row[2]),
         limit=int(row[3]),
@@ -159,7 +159,7 @@ def _must(d: Dialect, agent_id: str, label: str) -> Plan[_Found]:
 def _record(
     d: Dialect,
     block_id: str,
-    old: Block | None,
+    old: StoredBlock | None,
     owner: str,
     action: str,
     f: Fields,
@@ -167,7 +167,7 @@ def _record(
     run_id: str,
     undo_to: int | None,
     redo_to: int | None,
-) -> Plan[Block]:
+) -> Plan[StoredBlock]:
     """Record the change to ``f`` as the block's next version (1 for a new block, whose row the
     caller inserts) and move the block to it; the block as it now is (not read back)."""
     now = _now()
@@ -191,7 +191,7 @@ def _record(
             " version = ?, updated_at = ? WHERE id = ?",
             (f.label, f.value, f.limit, f.description, int(f.read_only), version, now, block_id),
         )
-    return Block(
+    return StoredBlock(
         label=f.label,
         value=f.value,
         limit=f.limit,
@@ -221,7 +221,7 @@ def _clash(d: Dialect, owner: str, label: str, block_id: str = "") -> Plan[bool]
     return taken is not None
 
 
-def create(d: Dialect, owner: str, f: Fields, editor: str, run_id: str) -> Plan[Block]:
+def create(d: Dialect, owner: str, f: Fields, editor: str, run_id: str) -> Plan[StoredBlock]:
     """A new block owned by ``owner`` (``''``: shared), at version 1."""
     if (yield from _clash(d, owner, f.label)):
         raise BlockExistsError(f"a block {f.label!r} already exists for {owner or 'shared blocks'!r}")
@@ -234,11 +234,11 @@ def write(
     agent_id: str,
     label: str,
     action: str,
-    change: Callable[[Block], Fields],
+    change: Callable[[StoredBlock], Fields],
     expected: int | None,
     editor: str,
     run_id: str,
-) -> Plan[Block]:
+) -> Plan[StoredBlock]:
     """``change`` applied to the block ``label`` as ``agent_id`` sees it, as a new version."""
     found = yield from _must(d, agent_id, label)
     old = found.block
@@ -259,7 +259,7 @@ def write(
 
 def step_back(
     d: Dialect, agent_id: str, label: str, redo: bool, expected: int | None, editor: str, run_id: str
-) -> Plan[Block]:
+) -> Plan[StoredBlock]:
     """Undo (or redo) the block's last change, as a new version restoring the fields it had."""
     found = yield from _must(d, agent_id, label)
     old = found.block
@@ -285,7 +285,7 @@ def step_back(
     return (yield from _record(d, found.id, old, old.agent_id, action, f, editor, run_id, undo_to, redo_to))
 
 
-def delete(d: Dialect, agent_id: str, label: str, expected: int | None) -> Plan[Block]:
+def delete(d: Dialect, agent_id: str, label: str, expected: int | None) -> Plan[StoredBlock]:
     """Remove the block, its history and its attachments; the block as it was."""
     found = yield from _must(d, agent_id, label)
     if expected is not None and expected != found.block.version:
@@ -302,7 +302,7 @@ def delete(d: Dialect, agent_id: str, label: str, expected: int | None) -> Plan[
     return gone
 
 
-def attach(d: Dialect, label: str, agent_id: str) -> Plan[Block]:
+def attach(d: Dialect, label: str, agent_id: str) -> Plan[StoredBlock]:
     """Make the shared block ``label`` visible to ``agent_id``."""
     found = yield from _must(d, SHARED, label)
     if (yield from _clash(d, agent_id, label, found.id)):
@@ -326,7 +326,7 @@ def detach(d: Dialect, label: str, agent_id: str) -> Plan[bool]:
     return gone is not None
 
 
-def _listing(d: Dialect, where: str, args: tuple[Any, ...]) -> Plan[list[Block]]:
+def _listing(d: Dialect, where: str, args: tuple[Any, ...]) -> Plan[list[StoredBlock]]:
     rows = yield Rows(
         f"SELECT {_COLS} FROM {_FROM} WHERE {where}"
         f" ORDER BY CASE WHEN b.agent_id = '' THEN 1 ELSE 0 END, {d.by_code_point('b.label')},"
@@ -337,14 +337,14 @@ def _listing(d: Dialect, where: str, args: tuple[Any, ...]) -> Plan[list[Block]]
     return [_block(r, links.get(str(r[0]), ())) for r in rows]
 
 
-def blocks_of(d: Dialect, agent_id: str | None) -> Plan[list[Block]]:
+def blocks_of(d: Dialect, agent_id: str | None) -> Plan[list[StoredBlock]]:
     """The blocks ``agent_id`` sees, its own first, by label (None: every block)."""
     if agent_id is None:
         return (yield from _listing(d, "1 = 1", ()))
     return (yield from _listing(d, _VISIBLE, (agent_id, agent_id)))
 
 
-def search(d: Dialect, words: list[str], agent_id: str | None) -> Plan[list[Block]]:
+def search(d: Dialect, words: list[str], agent_id: str | None) -> Plan[list[StoredBlock]]:
     """The blocks whose label, description or value hold every word (case-insensitive)."""
     where = " AND ".join(
         "(LOWER(b.value) LIKE ? ESCAPE '\\' OR LOWER(b.label) LIKE ? ESCAPE '\\'"

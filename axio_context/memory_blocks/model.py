@@ -1,4 +1,4 @@
-"""What a memory block is: :class:`MemoryBlock` (what a caller creates), :class:`Block` (a block as
+"""What a memory block is: :class:`MemoryBlock` (what a caller creates), :class:`StoredBlock` (a block as
 stored, at its current version) and :class:`BlockVersion` (one entry of its history), and the
 checks every store applies before it writes."""
 
@@ -16,9 +16,9 @@ __all__ = [
     "DEFAULT_LIMIT",
     "MAX_LABEL",
     "SHARED",
-    "Block",
     "BlockVersion",
     "MemoryBlock",
+    "StoredBlock",
     "check_agent",
     "check_label",
     "check_limit",
@@ -45,7 +45,7 @@ class MemoryBlock:
     read_only: bool = field(default=False, kw_only=True)
 
 
-class Block(msgspec.Struct, frozen=True, omit_defaults=True):
+class StoredBlock(msgspec.Struct, frozen=True, omit_defaults=True):
     """A block as stored: its fields at its current ``version``, its owner (``agent_id``; ``""``:
     shared), the agents a shared block is attached to, and when and by whom it last changed."""
 

@@ -31,7 +31,7 @@ import msgspec
 
 from ..blocks import TextBlock
 from ..messages import Message
-from .model import Block
+from .model import StoredBlock
 
 __all__ = ["HEADER", "render_blocks", "with_blocks"]
 
@@ -39,7 +39,7 @@ __all__ = ["HEADER", "render_blocks", "with_blocks"]
 HEADER: Final = "The blocks below are your core memory. Edit them with the memory tools."
 
 
-def render_blocks(blocks: Sequence[Block]) -> str:
+def render_blocks(blocks: Sequence[StoredBlock]) -> str:
     """The blocks in the documented format; ``""`` when there are none."""
     if not blocks:
         return ""
@@ -57,7 +57,7 @@ def render_blocks(blocks: Sequence[Block]) -> str:
     return "\n".join(parts)
 
 
-def with_blocks(messages: list[Message], blocks: Sequence[Block]) -> list[Message]:
+def with_blocks(messages: list[Message], blocks: Sequence[StoredBlock]) -> list[Message]:
     """``messages`` with the rendered blocks at the end of the leading system message (one is
     put first when there is none); the same list when there are no blocks."""
     text = render_blocks(blocks)

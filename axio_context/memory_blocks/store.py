@@ -21,34 +21,45 @@ from axio_context.sql import Dialect, Plan, Runner
 from . import blocks_sql as plans
 from .editing import appended, diff_text, inserted, replaced
 from .errors import BlockInputError, BlockNotFoundError
-from .model import SHARED, Block, BlockVersion, MemoryBlock, check_agent, check_label, check_limit, check_text
+from .model import (
+    SHARED,
+    BlockVersion,
+    MemoryBlock,
+    StoredBlock,
+    check_agent,
+    check_label,
+    check_limit,
+    check_text,
+)
 from .model import check_value as _check_value
 from .transfer_sql import BlockRow, dump_blocks, load_block
 
 __all__ = ["BlockStore"]
 
 
-def _fields(b: Block) -> plans.Fields:
+def _fields(b: StoredBlock) -> plans.Fields:
     return plans.Fields(b.label, b.value, b.limit, b.description, b.read_only)
 
 
-def _set(value: str, b: Block) -> plans.Fields:
+def _set(value: str, b: StoredBlock) -> plans.Fields:
     return _fields(b)._replace(value=value)
 
 
-def _append(text: str, b: Block) -> plans.Fields:
+def _append(text: str, b: StoredBlock) -> plans.Fields:
     return _fields(b)._replace(value=appended(b.value, text))
 
 
-def _insert(text: str, line: int, b: Block) -> plans.Fields:
+def _insert(text: str, line: int, b: StoredBlock) -> plans.Fields:
     return _fields(b)._replace(value=inserted(b.label, b.value, text, line))
 
 
-def _replace(old: str, new: str, b: Block) -> plans.Fields:
+def _replace(old: str, new: str, b: StoredBlock) -> plans.Fields:
     return _fields(b)._replace(value=replaced(b.label, b.value, old, new))
 
 
-def _update(description: str | None, limit: int | None, read_only: bool | None, b: Block) -> plans.Fields:
+def _update(
+    description: str | None, limit: int | None, read_only: bool | None, b: StoredBlock
+) -> plans.Fields:
     f = _fields(b)
     return f._replace(
         description=f.description if description is None else description,
@@ -57,7 +68,7 @@ def _update(description: str | None, limit: int | None, read_only: bool | None, 
     )
 
 
-def _rename(label: str, b: Block) -> plans.Fields:
+def _rename(label: str, b: StoredBlock) -> plans.Fields:
     return _fields(b)._replace(label=label)
 
 
@@ -76,7 +87,7 @@ class BlockStore:
 
     async def create(
         self, block: MemoryBlock, *, agent_id: str = SHARED, by: str | None = None, run_id: str | None = None
-    ) -> Block:
+    ) -> StoredBlock:
         """Store a new block owned by ``agent_id`` (``""``: a shared block), at version 1."""
         if not isinstance(block, MemoryBlock):
             raise BlockInputError(f"create takes a MemoryBlock, got {type(block).__name__}")
@@ -88,19 +99,19 @@ class BlockStore:
         fields = plans.Fields(label, value, limit, description, bool(block.read_only))
         return await self._runner.write(plans.create, owner, fields, editor, run)
 
-    async def get(self, label: str, *, agent_id: str = SHARED) -> Block:
+    async def get(self, label: str, *, agent_id: str = SHARED) -> StoredBlock:
         """The block ``label`` as ``agent_id`` sees it (BlockNotFoundError when there is none)."""
         block = await self.find(label, agent_id=agent_id)
         if block is None:
             raise BlockNotFoundError.of(label, agent_id)
         return block
 
-    async def find(self, label: str, *, agent_id: str = SHARED) -> Block | None:
+    async def find(self, label: str, *, agent_id: str = SHARED) -> StoredBlock | None:
         """The block ``label`` as ``agent_id`` sees it, or None."""
         found = await self._runner.read(plans.lookup, check_agent(agent_id), check_label(label))
         return None if found is None else found.block
 
-    async def list_blocks(self, *, agent_id: str | None = SHARED) -> list[Block]:
+    async def list_blocks(self, *, agent_id: str | None = SHARED) -> list[StoredBlock]:
         """The blocks ``agent_id`` sees (its own first, then shared ones attached), by label;
         None: every block in the database."""
         return await self._runner.read(plans.blocks_of, None if agent_id is None else check_agent(agent_id))
@@ -109,12 +120,12 @@ class BlockStore:
         self,
         label: str,
         action: str,
-        change: Callable[[Block], plans.Fields],
+        change: Callable[[StoredBlock], plans.Fields],
         agent_id: str,
         expected_version: int | None,
         by: str | None,
         run_id: str | None,
-    ) -> Block:
+    ) -> StoredBlock:
         agent, editor, run = self._who(agent_id, by, run_id)
         if expected_version is not None and (
             isinstance(expected_version, bool) or not isinstance(expected_version, int)
@@ -133,7 +144,7 @@ class BlockStore:
         expected_version: int | None = None,
         by: str | None = None,
         run_id: str | None = None,
-    ) -> Block:
+    ) -> StoredBlock:
         """Replace the block's whole value (Letta's ``memory_rethink``)."""
         text = check_text(value, "a block value")
         return await self._write(label, "set", partial(_set, text), agent_id, expected_version, by, run_id)
@@ -147,7 +158,7 @@ class BlockStore:
         expected_version: int | None = None,
         by: str | None = None,
         run_id: str | None = None,
-    ) -> Block:
+    ) -> StoredBlock:
         """Add ``text`` on a new line at the end of the block."""
         text = check_text(text, "the text to append")
         return await self._write(
@@ -164,7 +175,7 @@ class BlockStore:
         expected_version: int | None = None,
         by: str | None = None,
         run_id: str | None = None,
-    ) -> Block:
+    ) -> StoredBlock:
         """Insert ``text`` after line ``line`` (0: at the top; -1: at the end; Letta's ``memory_insert``)."""
         text = check_text(text, "the text to insert")
         change = partial(_insert, text, line)
@@ -180,7 +191,7 @@ class BlockStore:
         expected_version: int | None = None,
         by: str | None = None,
         run_id: str | None = None,
-    ) -> Block:
+    ) -> StoredBlock:
         """Replace the one occurrence of ``old`` by ``new`` (Letta's ``memory_replace``: none, or
         several, is a :class:`~.errors.BlockInputError`)."""
         change = partial(_replace, check_text(old, "old text"), check_text(new, "new text"))
@@ -197,7 +208,7 @@ class BlockStore:
         expected_version: int | None = None,
         by: str | None = None,
         run_id: str | None = None,
-    ) -> Block:
+    ) -> StoredBlock:
         """Change the block's description, limit or read-only flag (allowed on a read-only block,
         so a person can lift the flag); a limit below the value's length is refused."""
         if description is not None:
@@ -218,7 +229,7 @@ class BlockStore:
         expected_version: int | None = None,
         by: str | None = None,
         run_id: str | None = None,
-    ) -> Block:
+    ) -> StoredBlock:
         """Give the block another label; its history goes with it."""
         change = partial(_rename, check_label(new_label))
         return await self._write(label, "rename", change, agent_id, expected_version, by, run_id)
@@ -231,7 +242,7 @@ class BlockStore:
         expected_version: int | None = None,
         by: str | None = None,
         run_id: str | None = None,
-    ) -> Block:
+    ) -> StoredBlock:
         """Restore the block's fields before its last change, as a new version (the value, the
         description, the limit and the flag; not the label)."""
         agent, editor, run = self._who(agent_id, by, run_id)
@@ -247,7 +258,7 @@ class BlockStore:
         expected_version: int | None = None,
         by: str | None = None,
         run_id: str | None = None,
-    ) -> Block:
+    ) -> StoredBlock:
         """Restore what the last undo took back, as a new version."""
         agent, editor, run = self._who(agent_id, by, run_id)
         return await self._runner.write(
@@ -256,13 +267,13 @@ class BlockStore:
 
     async def delete(
         self, label: str, *, agent_id: str = SHARED, expected_version: int | None = None
-    ) -> Block:
+    ) -> StoredBlock:
         """Remove the block with its history (refused on a read-only block); the block as it was."""
         return await self._runner.write(
             plans.delete, check_agent(agent_id), check_label(label), expected_version
         )
 
-    async def attach(self, label: str, agent_id: str) -> Block:
+    async def attach(self, label: str, agent_id: str) -> StoredBlock:
         """Show the shared block ``label`` to ``agent_id`` too (refused if it has that label)."""
         return await self._runner.write(plans.attach, check_label(label), check_agent(agent_id))
 
@@ -284,7 +295,7 @@ class BlockStore:
                 raise BlockInputError(f"block {label!r} has versions 1 to {last}, not {n}")
         return diff_text(label, versions[a].value, versions[b].value, a, b)
 
-    async def search(self, text: str, *, agent_id: str | None = None) -> list[Block]:
+    async def search(self, text: str, *, agent_id: str | None = None) -> list[StoredBlock]:
         """The blocks whose label, description or value hold every word of ``text`` (any case);
         ``agent_id``: only the blocks it sees."""
         words = check_text(text, "a search").split()

@@ -16,7 +16,7 @@ from typing import Final
 from axio_context.errors import AxioContextError
 
 from .errors import BlockNotFoundError
-from .model import DEFAULT_LIMIT, Block, MemoryBlock
+from .model import DEFAULT_LIMIT, MemoryBlock, StoredBlock
 from .store import BlockStore
 
 __all__ = ["MEMORY_COMMANDS", "memory_tools", "path_label"]
@@ -36,7 +36,7 @@ def path_label(path: str) -> str:
     return text
 
 
-def _done(block: Block, verb: str) -> str:
+def _done(block: StoredBlock, verb: str) -> str:
     return (
         f"Block {block.label!r} {verb}: now version {block.version}"
         f" ({len(block.value)} of {block.limit} characters)."

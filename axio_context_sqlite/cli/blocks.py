@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import click
 import msgspec
 
-from axio_context.memory_blocks import DEFAULT_LIMIT, Block, BlockStore, BlockVersion, MemoryBlock
+from axio_context.memory_blocks import DEFAULT_LIMIT, BlockStore, BlockVersion, MemoryBlock, StoredBlock
 from axio_context.memory_blocks.transfer_sql import BlockRow, block_key
 
 from .app import cli, read_db, with_db
@@ -61,11 +61,11 @@ def _text(value: str) -> str:
     return sys.stdin.read() if value == "-" else value
 
 
-def _row(b: Block) -> dict[str, Any]:
+def _row(b: StoredBlock) -> dict[str, Any]:
     return msgspec.to_builtins(b)  # type: ignore[no-any-return]
 
 
-def _summary(b: Block) -> dict[str, Any]:
+def _summary(b: StoredBlock) -> dict[str, Any]:
     return {
         "label": b.label,
         "owner": b.agent_id or "(shared)",
@@ -88,7 +88,7 @@ _COLUMNS = [
 ]
 
 
-def _shown(block: Block, as_json: bool, verb: str | None = None) -> None:
+def _shown(block: StoredBlock, as_json: bool, verb: str | None = None) -> None:
     if as_json:
         echo_json(_row(block))
         return
@@ -278,7 +278,7 @@ def blocks_history(ctx: click.Context, label: str, agent: str, as_json: bool, nl
 def _stepped(
     ctx: click.Context, label: str, agent: str, expect: int | None, as_json: bool, redo: bool
 ) -> None:
-    def call(s: BlockStore) -> Awaitable[Block]:
+    def call(s: BlockStore) -> Awaitable[StoredBlock]:
         step = s.redo if redo else s.undo
         return step(label, agent_id=agent, expected_version=expect)
 

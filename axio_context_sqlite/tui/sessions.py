@@ -16,7 +16,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
-from axio_context.memory_blocks import Block
+from axio_context.memory_blocks import StoredBlock
 
 from ..store.browsing import MAX_PAGE, TreeRow
 from .actions import SessionActions
@@ -41,7 +41,7 @@ def row_label(row: TreeRow, shown: str) -> str:
     return ("↳ " + shown) if row.info.parent_id else shown
 
 
-def blocks_text(agent: str, blocks: list[Block]) -> Text:
+def blocks_text(agent: str, blocks: list[StoredBlock]) -> Text:
     """An agent's memory blocks for the panel beside its sessions: each label with its version,
     size and flags, then the first lines of its value (stored text, shown as text, not markup)."""
     out = Text()
@@ -179,13 +179,13 @@ class SessionsScreen(SessionActions):
         finally:
             self._loading = False
 
-    async def _blocks(self, agent: str) -> list[Block] | None:
+    async def _blocks(self, agent: str) -> list[StoredBlock] | None:
         found = await self.browser.call(
             lambda db: db.memory_blocks().list_blocks(agent_id=agent), "read the agent's memory blocks"
         )
         return None if isinstance(found, Failed) else found
 
-    def _show_blocks(self, agent: str | None, blocks: list[Block] | None) -> None:
+    def _show_blocks(self, agent: str | None, blocks: list[StoredBlock] | None) -> None:
         """The panel beside the sessions: shown only while the list is filtered by an agent."""
         panel = self.query_one("#blocks", VerticalScroll)
         panel.display = agent is not None and blocks is not None
