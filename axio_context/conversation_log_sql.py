@@ -6,13 +6,17 @@ function run in the same transaction, so a save is one transaction on either bac
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Final, NamedTuple
+from pathlib import Path
+from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 from .conversation_log import Entry, RevisionConflictError
 from .messages import Message
 from .sql import Dialect, Execute, ExecuteMany, Native, Plan, Row, Rows, Runner, Value
+from .tokens import DefaultEstimator, TokenCounter
 
 __all__ = ["ConversationLogCalls", "Saved"]
+
+H = TypeVar("H")
 
 _REVISION: Final = "SELECT revision FROM conversation_records WHERE id = ?"
 _ENTRY: Final = "SELECT session_id, position FROM conversation_entries WHERE id = ?"
@@ -94,14 +98,29 @@ def _write(
     return placed
 
 
-class ConversationLogCalls:
-    """The record half of a conversation log, the same on every backend. The backend's log says
-    which runner it runs on, how it prepares a batch of messages (:meth:`_batch`) and how it
-    appends one to the right session (:meth:`_append`, run in the save's transaction, given
-    the connection, the conversation, the entry the batch follows, the batch and the project;
-    it returns ``(session id, first position)``)."""
+class ConversationLogCalls(Generic[H]):
+    """The record half of a conversation log, the same on every backend, on ``handle`` (the
+    backend's connection or pool, the caller's). ``adapter`` names the framework (the sessions
+    it creates are marked with it); ``project`` files those sessions when a write gives no scope
+    (None: the current directory, as the session stores do).
 
-    _project: str
+    The backend's log says which runner it runs on, how it prepares a batch of messages
+    (:meth:`_batch`) and how it appends one to the right session (:meth:`_append`, run in the
+    save's transaction, given the connection, the conversation, the entry the batch follows, the
+    batch and the project; it returns ``(session id, first position)``)."""
+
+    def __init__(
+        self,
+        handle: H,
+        *,
+        adapter: str,
+        project: str | None = None,
+        token_counter: TokenCounter | None = None,
+    ) -> None:
+        self._handle = handle
+        self._adapter = adapter
+        self._project = project if project is not None else str(Path.cwd().resolve())
+        self._counter: TokenCounter = token_counter or DefaultEstimator()
 
     def _log_runner(self) -> Runner:
         raise NotImplementedError

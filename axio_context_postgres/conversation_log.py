@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any, Final
 from uuid import uuid4
 
@@ -23,7 +22,6 @@ from axio_context.conversation_log_sql import ConversationLogCalls
 from axio_context.messages import Message, preview_for
 from axio_context.owners import ADAPTER_KEY, claim
 from axio_context.session_metadata import decode_metadata, encode_metadata
-from axio_context.tokens import DefaultEstimator, TokenCounter
 
 from . import lineage, writes
 from .connection import Pool, translated
@@ -35,23 +33,14 @@ _ENTRY: Final = "SELECT session_id, position FROM conversation_entries WHERE id 
 _SESSION: Final = "SELECT sid, seg, next_position, metadata FROM sessions WHERE id = $1"
 
 
-class PostgresConversationLog(ConversationLogCalls):
+class PostgresConversationLog(ConversationLogCalls[Pool]):
     """Records and entries of one framework's conversations in a PostgreSQL database: the
     methods of :class:`axio_context.conversation_log.ConversationLog`, on a pool
     the caller owns."""
 
-    def __init__(
-        self,
-        pool: Pool,
-        *,
-        adapter: str,
-        project: str | None = None,
-        token_counter: TokenCounter | None = None,
-    ) -> None:
-        self._pool = pool
-        self._adapter = adapter
-        self._project = project if project is not None else str(Path.cwd().resolve())
-        self._counter: TokenCounter = token_counter or DefaultEstimator()
+    @property
+    def _pool(self) -> Pool:
+        return self._handle
 
     @asynccontextmanager
     async def _tx(self, *, readonly: bool = False) -> AsyncIterator[Any]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 from typing import Any, Final
 from uuid import uuid4
 
@@ -29,7 +28,6 @@ from axio_context.conversation_log import Entry, RevisionConflictError
 from axio_context.conversation_log_sql import ConversationLogCalls
 from axio_context.messages import Message
 from axio_context.owners import ADAPTER_KEY, claim
-from axio_context.tokens import DefaultEstimator, TokenCounter
 
 from . import appending, sessions
 from .calls import run
@@ -43,26 +41,13 @@ from .transactions import read_tx, write_tx
 __all__ = ["Entry", "RevisionConflictError", "SQLiteConversationLog"]
 
 
-class SQLiteConversationLog(ConversationLogCalls):
-    """Records and entries of one framework's conversations in an axio-context database.
+class SQLiteConversationLog(ConversationLogCalls[aiosqlite.Connection]):
+    """Records and entries of one framework's conversations in an SQLite database, on the
+    caller's connection (see :class:`~axio_context.conversation_log_sql.ConversationLogCalls`)."""
 
-    ``adapter`` names the framework (the sessions it creates are marked with it); ``project``
-    files those sessions when a write gives no scope (None: the current directory, as
-    :class:`~axio_context_sqlite.SQLiteContextStore`).
-    """
-
-    def __init__(
-        self,
-        conn: aiosqlite.Connection,
-        *,
-        adapter: str,
-        project: str | None = None,
-        token_counter: TokenCounter | None = None,
-    ) -> None:
-        self._conn = conn
-        self._adapter = adapter
-        self._project = project if project is not None else str(Path.cwd().resolve())
-        self._counter: TokenCounter = token_counter or DefaultEstimator()
+    @property
+    def _conn(self) -> aiosqlite.Connection:
+        return self._handle
 
     def _log_runner(self) -> SQLiteRunner:
         return SQLiteRunner(self._conn)
