@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
+from axio_context.catalog.expiry_sql import live_session
 from axio_context.messages import preview_for
 
 from . import indexing
@@ -70,8 +71,9 @@ def append(
     with write_tx(c):
         r = c.execute(
             "UPDATE sessions SET next_position = next_position + ?, est_tokens = est_tokens + ?,"
-            " updated_at = ? WHERE id = ? RETURNING sid, next_position - ?, preview_pos, project",
-            (n, sum(tokens), now, session_id, n),
+            f" updated_at = ? WHERE id = ? AND {live_session()}"
+            " RETURNING sid, next_position - ?, preview_pos, project",
+            (n, sum(tokens), now, session_id, now, n),
         ).fetchone()
         if r is None:  # the session's first write: its preview goes in with the row
             text, pos = (None, None) if preview is None else (preview[1], preview[0])
@@ -170,7 +172,8 @@ def fold_if_long(c: Any) -> None:
 #: Per-connection objects (TEMP: not part of the database file's schema): appending one message
 #: is a single INSERT into this view, and the trigger creates the session row if needed, stores
 #: the message at the session's next position, queues it for the keyword index and bumps the
-#: session's counters (and sets the preview from the first user message), atomically.
+#: session's counters (and sets the preview from the first user message), atomically. A session
+#: that has expired is refused (nothing written): the caller's worker path deletes it first.
 _APPEND_VIEW: Final = """
 CREATE TEMP VIEW IF NOT EXISTS axio_append
     (session_id, project, role, flags, created_at, tokens, payload, preview)
@@ -178,6 +181,8 @@ CREATE TEMP VIEW IF NOT EXISTS axio_append
 """
 _APPEND_TRIGGER: Final = f"""
 CREATE TEMP TRIGGER IF NOT EXISTS axio_append_row INSTEAD OF INSERT ON axio_append BEGIN
+    SELECT RAISE(ABORT, 'axio: the session has expired') FROM sessions
+        WHERE id = NEW.session_id AND NOT {live_session(param="NEW.created_at")};
     INSERT INTO sessions (id, project, created_at, updated_at)
         VALUES (NEW.session_id, NEW.project, NEW.created_at, NEW.created_at)
         ON CONFLICT (id) DO NOTHING;

@@ -173,7 +173,13 @@ class SQLiteContextStore(StoreCalls, ContextStore):
             appending.preview_for(batch),
         )
         if not embed and len(batch) <= INLINE_MESSAGES and _stored_bytes(encoded) <= INLINE_BYTES:
-            long_queue = run_inline(self._conn, live_call, *batch_args, inline=True)
+            # No TTL to set: the append itself refuses an expired session (then the worker path
+            # below deletes it first), so the usual append stays one statement.
+            inline = batch_args[3:] if self._ttl_ms is None else None  # (session_id, ...)
+            if inline is not None:
+                long_queue = run_inline(self._conn, appending.append, *inline, inline=True)
+            else:
+                long_queue = run_inline(self._conn, live_call, *batch_args, inline=True)
             if long_queue is not NOT_RUN:
                 # Every 64th append (and every batch that left the queue long) folds it.
                 fold = appending.fold_due() or long_queue is True

@@ -119,6 +119,15 @@ async def test_a_write_to_an_expired_session_starts_it_afresh(axio_backend: Back
     async with open_database(b.where) as db:
         assert (await db.memory_stores().expiry().count_expired()).sessions == 0
         assert [i.session_id for i in (await db.list_sessions()).sessions] == ["s"]  # LONG again
+    # a store without a TTL (one plain message: the single-statement append) starts it afresh too
+    await _expire(b, "s")
+    plain = store_on(b, "s")
+    await plain.append(said("plain"))
+    await plain.append_many([said("two"), said("three")])
+    assert [m.content[0].text for m in await plain.get_history()] == ["plain", "two", "three"]  # type: ignore[union-attr]
+    await _expire(b, "s")
+    await plain.append_many([said("a"), said("batch")])  # the batch statements refuse it as well
+    assert [m.content[0].text for m in await plain.get_history()] == ["a", "batch"]  # type: ignore[union-attr]
 
 
 async def test_refresh_on_read_keeps_a_session(axio_backend: BackendUnderTest) -> None:
