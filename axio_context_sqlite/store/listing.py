@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
+from axio_context.catalog.expiry_sql import live_session
 from axio_context.errors import SessionNotFoundError
+from axio_context.expiry import now_ms
 from axio_context.messages import SessionInfo
 from axio_context.views import SessionPage
 
@@ -47,7 +49,9 @@ def session_info(c: Any, session_id: str) -> SessionInfo:
 def list_forks(c: Any, session_id: str) -> list[SessionInfo]:
     """The sessions forked from ``session_id``, oldest first."""
     rows = c.execute(
-        f"SELECT {INFO_COLUMNS} FROM sessions WHERE parent_id = ? ORDER BY created_at, sid", (session_id,)
+        f"SELECT {INFO_COLUMNS} FROM sessions WHERE parent_id = ? AND {live_session()}"
+        " ORDER BY created_at, sid",
+        (session_id, now_ms()),
     ).fetchall()
     return [info_from_row(r) for r in rows]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +18,7 @@ from axio_context.expiry import InvalidTTLError, TTLConfig
 from axio_context.messages import Message
 from axio_context.testing.backends import BackendUnderTest
 from axio_context_postgres import PostgresContextStore
-from axio_context_sqlite import SQLiteContextStore
+from axio_context_sqlite import SQLiteContextStore, connect
 
 #: Long enough to write and check a session before it expires, on a loaded machine.
 LONG = 3600.0
@@ -149,3 +150,15 @@ async def test_refresh_on_read_keeps_a_session(axio_backend: BackendUnderTest) -
 async def test_a_bad_ttl_is_refused(axio_backend: BackendUnderTest, bad: object) -> None:
     with pytest.raises(InvalidTTLError, match="ttl"):
         store_on(axio_backend, "x", ttl=bad)  # type: ignore[arg-type]
+
+
+async def test_an_expired_fork_is_not_among_its_parents_forks(tmp_path: Path) -> None:
+    # SQLite's store here; PostgreSQL's list_forks is its store's own statement (not yet filtered)
+    async with connect(tmp_path / "f.db") as conn:
+        parent = SQLiteContextStore(conn, "parent", project="p")
+        await parent.append(said("x"))
+        kept = await parent.fork()
+        going = await parent.fork()
+        await SQLiteContextStore(conn, going.session_id, project="p", ttl=0.01).set_title("going")
+        await asyncio.sleep(PAST)
+        assert [f.session_id for f in await parent.list_forks()] == [kept.session_id]
