@@ -1,0 +1,91 @@
+"""``pop`` of a plain last message (a chat app's retry of what it just appended) takes the short
+path: a handful of statements, counted here, not the general path's twenty; whatever else holds
+the position (a fork, a checkpoint, media, a folded keyword-index entry) takes the general path.
+Either way the file stays sound and reads the same."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from axio_context.blocks import TextBlock
+from axio_context.checkpoints import Checkpoint
+from axio_context.messages import Message
+from axio_context_sqlite import Connection, SQLiteContextStore
+from axio_context_sqlite.store import indexing
+from axio_context_sqlite.store.calls import run
+from axio_context_sqlite.store.transactions import write_tx
+from tests.support.sqlite_checks import check_storage, scalar, text_message, texts
+
+
+def _fold(c: Any) -> None:
+    with write_tx(c):
+        indexing.flush_pending(c)
+
+
+async def _counted_pop(conn: Connection, store: SQLiteContextStore) -> tuple[Message | None, int]:
+    """The popped message and how many statements its transaction ran (BEGIN to COMMIT)."""
+    raw: Any = conn._conn  # the driver's connection, traced while the worker is idle
+    seen: list[str] = []
+    raw.set_trace_callback(seen.append)
+    try:
+        popped = await store.pop()
+    finally:
+        raw.set_trace_callback(None)
+    # FTS5's own statements are left out (``--`` traces, its config read once per connection)
+    ran = [s for s in seen if not s.startswith("--") and "'main'." not in s]
+    begin = next(i for i, s in enumerate(ran) if s.startswith("BEGIN"))
+    return popped, len(ran) - begin
+
+
+async def test_a_plain_last_message_pops_in_a_few_statements(conn: Connection, db_path: Path) -> None:
+    store = SQLiteContextStore(conn, "s", project="p")
+    await store.append_many([text_message(f"m{i}", "user" if i % 2 == 0 else "assistant") for i in range(5)])
+    before = await store.estimated_view_tokens()
+    last = Message(role="assistant", content=[TextBlock(text="retry me")], id="msg-9")
+    await store.append(last)
+
+    popped, statements = await _counted_pop(conn, store)
+    assert popped == last  # the id kept beside the row comes back too
+    assert statements <= 8
+    assert texts(await store.get_history()) == [f"m{i}" for i in range(5)]
+    assert await store.estimated_view_tokens() == before
+    assert (await store.info()).message_count == 5
+    assert check_storage(db_path) == {"s": 5}
+    await store.append(text_message("again", "assistant"))
+    assert texts(await store.get_history())[-1] == "again"
+    assert check_storage(db_path) == {"s": 6}
+
+
+async def test_popping_the_preview_message_clears_the_preview(conn: Connection, db_path: Path) -> None:
+    store = SQLiteContextStore(conn, "s", project="p")
+    await store.append(text_message("the first question"))
+    popped, statements = await _counted_pop(conn, store)
+    assert popped is not None and texts([popped]) == ["the first question"]
+    assert statements <= 8
+    assert scalar(db_path, "SELECT preview FROM sessions WHERE id = 's'") is None
+    await store.append(text_message("another question"))
+    assert (await store.info()).preview == "another question"
+
+
+async def test_what_holds_the_last_position_takes_the_general_path(conn: Connection, db_path: Path) -> None:
+    store = SQLiteContextStore(conn, "s", project="p")
+    await store.append_many([text_message(f"m{i}") for i in range(4)])
+    # folded into the keyword index: removing it needs its text, so the general path
+    await run(conn, _fold)
+    popped, statements = await _counted_pop(conn, store)
+    assert popped is not None and texts([popped]) == ["m3"]
+    assert statements > 12
+    # a fork reading the last position keeps it
+    await store.append(text_message("shared"))
+    child = await store.fork()
+    popped, _ = await _counted_pop(conn, store)
+    assert popped is not None and texts([popped]) == ["shared"]
+    assert texts(await child.get_history()) == ["m0", "m1", "m2", "shared"]
+    # a checkpoint past the new end goes with the pop
+    await store.append(text_message("covered"))
+    await store.add_checkpoint(Checkpoint(position=4, summary=[text_message("summary")]))
+    popped, _ = await _counted_pop(conn, store)
+    assert popped is not None and texts([popped]) == ["covered"]
+    assert await store.list_checkpoints() == []
+    assert check_storage(db_path) == {"s": 3, child.session_id: 4}
