@@ -34,7 +34,7 @@ from .driver import MMAP_SIZE, Synchronous, driver_errors, warn_vec_once
 from .files import connect_raw, open_readonly, prepare_file, remove_side_files, side_files
 from .schema import apply_schema, check_owner, is_empty, mark, refuse_newer
 from .vec import load_sqlite_vec
-from .worker import Connection
+from .worker import PROGRESS_STEPS, Connection
 
 __all__ = ["Connection", "connect"]
 
@@ -92,14 +92,18 @@ def connect(
         raise ValueError("busy_timeout must be >= 0")
 
     async def open_() -> Connection:
-        secret = parse_key(key) if key is not None else await asyncio.to_thread(key_from_environment)
-        await asyncio.to_thread(prepare_file, path, readonly)
+        given = parse_key(key) if key is not None else None
         holder: dict[str, Any] = {}
         # Reading a WAL database makes its -wal and -shm, which a read-only connection cannot
         # remove when it closes: if there were none, none are left (see remove_side_files).
         tidy = readonly and not any(p.exists() for p in side_files(absolute))
 
         def connector() -> Any:
+            # On the worker thread: the key file, the folder and the file are read or made there
+            # too, not in two hops of their own to a thread pool (a cold open's milliseconds).
+            secret = given if key is not None else key_from_environment()
+            holder["secret"] = secret
+            prepare_file(path, readonly)
             # check_same_thread off: run_inline uses the connection on the event loop's thread
             # too, only while the worker is idle, so never from two threads at once.
             if readonly:
@@ -135,15 +139,18 @@ def connect(
                 apply_schema(raw, readonly=readonly, path=str(path))
                 install_temp_objects(raw)
                 packing.bind(raw)  # reads rows an earlier build compressed with a dictionary
+                # stops any statement of a job whose caller was cancelled (set here, not in a
+                # hop of its own after the open)
+                raw.set_progress_handler(holder["abandoned"], PROGRESS_STEPS)
             except BaseException:
                 raw.close()
                 raise
             return raw
 
         conn = Connection(connector)
+        holder["abandoned"] = conn.abandoned
         try:
             await conn
-            await conn.abort_statements_when_cancelled()
         except BaseException as exc:
             # aiosqlite stops the worker after a failed open but does not wait for it; a worker
             # finishing after the event loop closed would die with "Event loop is closed".
@@ -158,7 +165,7 @@ def connect(
         conn.path = str(path)
         conn.readonly = readonly
         if tidy:
-            conn.after_close = functools.partial(remove_side_files, absolute, secret)
+            conn.after_close = functools.partial(remove_side_files, absolute, holder.get("secret"))
         if not readonly and synchronous in ("OFF", "NORMAL"):
             # FULL and EXTRA sync the disk on every commit: never on the event loop's thread.
             conn.inline_timeout = busy_timeout

@@ -161,6 +161,12 @@ class Connection(aiosqlite.Connection):
             self._interrupt(future)
             raise
 
+    @property
+    def abandoned(self) -> Callable[[], int]:
+        """The progress handler that stops any statement of a job whose caller was cancelled
+        (set on the driver's connection as it opens, see :func:`.connection.connect`)."""
+        return self._finished.abandoned
+
     async def abort_statements_when_cancelled(self) -> None:
         """Install the progress handler that stops any statement of a job whose caller was
         cancelled (:meth:`_Finished.abandoned`)."""

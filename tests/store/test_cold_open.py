@@ -1,0 +1,34 @@
+"""A cold open costs one hop to the worker thread, the open itself: the key, the file and the
+cancelled-statement handler are done in it, not in hops of their own (issue 32, cold open)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from axio_context_sqlite import SQLiteContextStore, connect
+from tests.support.sqlite_checks import text_message, texts
+
+
+async def test_opening_hands_the_worker_no_job_beyond_the_open(db_path: Path) -> None:
+    async with connect(db_path) as conn:
+        assert conn.jobs == 0
+        store = SQLiteContextStore(conn, "s", project="p")
+        await store.append(text_message("hello"))
+    async with connect(db_path) as again:
+        assert again.jobs == 0
+        assert texts(await SQLiteContextStore(again, "s", project="p").get_history()) == ["hello"]
+
+
+async def test_a_missing_folder_is_made_and_a_readonly_open_of_nothing_refused(tmp_path: Path) -> None:
+    deep = tmp_path / "a" / "b" / "context.db"
+    async with connect(deep) as conn:
+        assert conn.jobs == 0
+    assert deep.exists()
+    missing = tmp_path / "none.db"
+    try:
+        await connect(missing, readonly=True)
+    except Exception as exc:
+        assert "no database at" in str(exc)
+    else:
+        raise AssertionError("a read-only open of a missing file must fail")
+    assert not missing.exists()
