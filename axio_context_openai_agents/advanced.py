@@ -30,6 +30,7 @@ from .items import item_of, message_of
 from .session import ADAPTER, AxioContextSession
 from .turns import (
     BRANCHES_KEY,
+    CURRENT,
     MAIN,
     TURNS_KEY,
     USED_KEY,
@@ -38,11 +39,15 @@ from .turns import (
     length,
     ms,
     now,
+    numbered,
+    pack,
     run_id,
     run_usage,
+    size,
     tool_usage,
     turn_preview,
-    usage_row,
+    unpack,
+    usage_rows,
     user_turns,
 )
 
@@ -67,10 +72,10 @@ class AxioAdvancedSession(AxioContextSession):
         super().__init__(session_id, db_path, **kwargs)
         self._branch = MAIN
         self._logger = logger if logger is not None else logging.getLogger(__name__)
+        self._sessions: dict[str, str | None] = {}  # branch name: its session id
 
     @property
-    def _current_branch_id(self) -> str:
-        """The current branch (openai-agents' attribute name, which its tests read)."""
+    def _current_branch_id(self) -> str:  # openai-agents' name for it, which its tests read
         return self._branch
 
     # -- the Session protocol, on the current branch -------------------------------------------
@@ -86,7 +91,7 @@ class AxioAdvancedSession(AxioContextSession):
         if n == 0:
             self._live()
             return []
-        return await self._call(self._read, branch, None if n is None or n < 0 else n)
+        return await self._call(self._read, branch_id or CURRENT, None if n is None or n < 0 else n)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append ``items`` to the current branch in one transaction (all or, with
@@ -94,26 +99,23 @@ class AxioAdvancedSession(AxioContextSession):
         self._live()
         messages = [message_of(item, i) for i, item in enumerate(items)]
         if messages:
-            await self._mutate(self._append, self._branch, messages, [is_user(i) for i in items])
+            await self._mutate(self._append, CURRENT, messages, [is_user(i) for i in items])
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the current branch's newest item (its turn too, if it started one)."""
-        return await self._mutate(self._pop_from, self._branch)
+        return await self._mutate(self._pop_from, CURRENT)
 
     async def clear_session(self) -> None:
         """Remove every item and every branch (their names stay used); back on ``"main"``."""
         await self._mutate(self._clear_all)
         self._branch = MAIN
 
-    # -- branches --------------------------------------------------------------------------------
-
     async def create_branch_from_turn(self, turn_number: int, branch_name: str | None = None) -> str:
         """A new branch holding the current branch's items before turn ``turn_number``'s user
         message, made current; its name (``branch_name``, else ``branch_from_turn_N_<time>``)."""
         if branch_name is not None and not branch_name.strip():
             raise ValueError("Branch name cannot be empty")
-        source = self._branch
-        name, content = await self._mutate(self._branch_at, source, turn_number, branch_name)
+        name, content, source = await self._mutate(self._branch_at, turn_number, branch_name)
         self._branch = name
         if content is None:
             self._logger.debug("Created branch '%s' from turn %s in '%s'", name, turn_number, source)
@@ -144,9 +146,8 @@ class AxioAdvancedSession(AxioContextSession):
         if branch_id == MAIN:
             raise ValueError("Cannot delete the 'main' branch")
         if branch_id == self._branch and not force:
-            raise ValueError(
-                f"Cannot delete current branch '{branch_id}'. Use force=True or switch branches first"
-            )
+            why = "Use force=True or switch branches first"
+            raise ValueError(f"Cannot delete current branch '{branch_id}'. {why}")
         await self._mutate(self._delete, branch_id)
         if branch_id == self._branch:
             self._branch = MAIN
@@ -157,30 +158,26 @@ class AxioAdvancedSession(AxioContextSession):
         ``is_current``, ``created_at``, oldest first."""
         return await self._call(self._list)
 
-    # -- turns -----------------------------------------------------------------------------------
-
     async def get_conversation_turns(self, branch_id: str | None = None) -> list[dict[str, Any]]:
         """The user turns: ``turn``, ``content`` (a preview), ``full_content``, ``timestamp``,
         ``can_branch``."""
-        return await self._call(self._user_turns, branch_id or self._branch, None)
+        return await self._call(self._user_turns, branch_id or CURRENT, None)
 
     async def find_turns_by_content(
         self, search_term: str, branch_id: str | None = None
     ) -> list[dict[str, Any]]:
         """The user turns whose text contains ``search_term`` (ASCII case ignored)."""
-        return await self._call(self._user_turns, branch_id or self._branch, search_term)
+        return await self._call(self._user_turns, branch_id or CURRENT, search_term)
 
     async def get_conversation_by_turns(
         self, branch_id: str | None = None
     ) -> dict[int, list[dict[str, str | None]]]:
         """Each turn's items as ``{"type": ..., "tool_name": ...}``, by turn number."""
-        return by_turns(await self._call(self._numbered, branch_id or self._branch))
+        return by_turns(await self._call(self._numbered, branch_id or CURRENT))
 
     async def get_tool_usage(self, branch_id: str | None = None) -> list[tuple[str, int, int]]:
         """``(tool name, calls, turn)`` for each tool used in each turn, by turn."""
-        return tool_usage(await self._call(self._numbered, branch_id or self._branch))
-
-    # -- usage -----------------------------------------------------------------------------------
+        return tool_usage(await self._call(self._numbered, branch_id or CURRENT))
 
     async def store_run_usage(self, result: RunResult) -> None:
         """Record ``result``'s usage as the current turn's (replacing what it had); a failure is
@@ -188,7 +185,7 @@ class AxioAdvancedSession(AxioContextSession):
         try:
             usage = result.context_wrapper.usage
             if usage is not None:
-                await self._mutate(self._record, self._branch, usage)
+                await self._mutate(self._record, CURRENT, usage)
         except Exception as exc:
             self._logger.error("Failed to store session usage: %s", exc)
 
@@ -206,7 +203,7 @@ class AxioAdvancedSession(AxioContextSession):
     ) -> list[dict[str, Any]] | dict[str, Any]:
         """The usage of each turn of the branch with one (``user_turn_number`` and the figures,
         with ``input_tokens_details`` / ``output_tokens_details``), or of one turn ({} if none)."""
-        rows = await self._call(self._usage_rows, branch_id or self._branch)
+        rows = await self._call(self._usage_rows, branch_id or CURRENT)
         if user_turn_number is None:
             return rows
         for row in rows:
@@ -220,84 +217,89 @@ class AxioAdvancedSession(AxioContextSession):
         await self._owner_checked(writing=False)
         return await self._live().conn()
 
-    async def _branch_store(self, branch: str, with_items: bool = False) -> ContextStore:
+    async def _branch_store(self, branch: str, with_items: bool = False, missing_ok: bool = False) -> Any:
         """The session of ``branch``; ValueError when there is none (``with_items``: or when it
         is empty, as openai-agents sees a branch: by its items)."""
         await self._owner_checked(writing=False)
+        current, branch = branch == CURRENT, self._branch if branch == CURRENT else branch
         if branch == MAIN:
-            return self._based()  # type: ignore[return-value]
-        entry = (await self._based().get_metadata()).get(BRANCHES_KEY, {}).get(branch)
-        store = None
-        if entry is not None:
-            conn = await self._handle()
-            store = backend_of(conn).context_store(conn, entry["session"], self._project)
-        if store is None or (with_items and await length(store) == 0):
+            return self._based()
+        sid = self._sessions.get(branch)
+        if sid is None:  # a name is never reused: its session, once found, stays its own
+            entry = (await self._based().get_metadata()).get(BRANCHES_KEY, {}).get(branch)
+            sid = self._sessions[branch] = None if entry is None else entry["session"]
+        conn = await self._handle()
+        store = None if sid is None else backend_of(conn).context_store(conn, sid, self._project)
+        n = await size(store) if store is not None and (current or with_items) else 0
+        if store is None or n is None:  # none, or deleted (or cleared) since it was found
+            self._sessions.pop(branch, None)
+            if current:  # by another session object: back on main
+                self._branch = MAIN
+                return self._based()
+            if missing_ok:
+                return None
+            raise ValueError(f"Branch '{branch}' does not exist")
+        if with_items and n == 0:
             raise ValueError(f"Branch '{branch}' does not exist")
         return store
 
     async def _turns(self, store: ContextStore) -> list[list[Any]]:
-        """The branch's turns ``[position, created ms]``; built from its history when missing."""
+        """The branch's turns ``[position, created ms]`` (from its history when missing)."""
         metadata = await store.get_metadata()  # type: ignore[attr-defined]
-        turns = metadata.get(TURNS_KEY)
+        turns = unpack(metadata.get(TURNS_KEY))
         if turns is None:
-            history = await store.get_full_history() if hasattr(store, "get_full_history") else []
-            made = ms()
+            history, made = await store.get_full_history(), ms()  # type: ignore[attr-defined]
             turns = [[p, made] for p, m in enumerate(history) if is_user(item_of(m))]
             if turns:
-                await store.set_metadata({**metadata, TURNS_KEY: turns})  # type: ignore[attr-defined]
-        return cast(list[list[Any]], turns)
-
-    async def _reading(self, branch: str) -> ContextStore | None:
-        """The session of ``branch`` to read; None when there is none (a read gives nothing)."""
-        try:
-            return await self._branch_store(branch)
-        except ValueError:
-            return None
+                await store.set_metadata({**metadata, TURNS_KEY: pack(turns)})  # type: ignore[attr-defined]
+        return turns
 
     async def _read(self, branch: str, limit: int | None) -> list[Any]:
-        store = await self._reading(branch)
+        store = await self._branch_store(branch, missing_ok=True)
         if store is None:
             return []
         history = await (store.get_history() if limit is None else store.get_tail(limit))
         return [item_of(m) for m in history]
 
     async def _append(self, branch: str, messages: list[Any], users: list[bool]) -> None:
-        if branch == MAIN:
-            await self._owner_checked(writing=True)
         store = await self._branch_store(branch)
+        if store is cast(Any, self._based()):
+            await self._owner_checked(writing=True)
         turns = await self._turns(store) if any(users) else None
         start = await length(store) if turns is not None else 0
         await store.append_many(messages)
         if turns is not None:
             made = ms()
-            turns.extend([start + i, made] for i, user in enumerate(users) if user)
-            metadata = await store.get_metadata()  # type: ignore[attr-defined]
-            await store.set_metadata({**metadata, TURNS_KEY: turns})  # type: ignore[attr-defined]
+            turns = [*turns, *([start + i, made] for i, user in enumerate(users) if user)]
+            metadata = await store.get_metadata()
+            await store.set_metadata({**metadata, TURNS_KEY: pack(turns)})
 
     async def _pop_from(self, branch: str) -> Any:
         store = await self._branch_store(branch)
-        popped = await store.pop()  # type: ignore[attr-defined]
+        popped = await store.pop()
         if popped is None:
             return None
         item = item_of(popped)
         if is_user(item):
-            metadata = await store.get_metadata()  # type: ignore[attr-defined]
+            metadata = await store.get_metadata()
             end = await length(store)
-            turns = [t for t in metadata.get(TURNS_KEY, []) if t[0] < end]
-            await store.set_metadata({**metadata, TURNS_KEY: turns})  # type: ignore[attr-defined]
+            turns = [t for t in unpack(metadata.get(TURNS_KEY)) or [] if t[0] < end]
+            await store.set_metadata({**metadata, TURNS_KEY: pack(turns)})
         return item
 
     async def _clear_all(self) -> None:
         main = await self._branch_store(MAIN)
-        metadata = await main.get_metadata()  # type: ignore[attr-defined]
+        metadata = await main.get_metadata()
         for entry in metadata.get(BRANCHES_KEY, {}).values():
-            await main.delete_session(entry["session"])  # type: ignore[attr-defined]
+            await main.delete_session(entry["session"])
         await main.clear()
+        self._sessions.clear()
         if metadata:
-            await main.set_metadata({**metadata, BRANCHES_KEY: {}, TURNS_KEY: []})  # type: ignore[attr-defined]
+            await main.set_metadata({**metadata, BRANCHES_KEY: {}, TURNS_KEY: pack([])})
 
-    async def _branch_at(self, source: str, turn_number: int, name: str | None) -> tuple[str, Any]:
-        store = await self._branch_store(source)
+    async def _branch_at(self, turn_number: int, name: str | None) -> tuple[str, Any, str]:
+        store = await self._branch_store(CURRENT)
+        source = self._branch
         turns = await self._turns(store)
         if not 1 <= turn_number <= len(turns):
             raise ValueError(f"Turn {turn_number} does not contain a user message in branch '{source}'")
@@ -320,7 +322,7 @@ class AxioAdvancedSession(AxioContextSession):
         await log.fork_at(store.session_id, turns[turn_number - 1][0], new_id)
         branch = backend_of(conn).context_store(conn, new_id, self._project)
         await branch.set_metadata(  # type: ignore[attr-defined]
-            {**await branch.get_metadata(), TURNS_KEY: turns[: turn_number - 1]}  # type: ignore[attr-defined]
+            {**await branch.get_metadata(), TURNS_KEY: pack(turns[: turn_number - 1])}  # type: ignore[attr-defined]
         )
         branches = {**metadata.get(BRANCHES_KEY, {}), name: {"session": new_id, "created_at": now()}}
         await main.set_metadata(
@@ -329,7 +331,7 @@ class AxioAdvancedSession(AxioContextSession):
         content = None
         if not _debug.DONT_LOG_MODEL_DATA and self._logger.isEnabledFor(logging.DEBUG):
             content = await turn_preview(store, turns[turn_number - 1][0])
-        return name, content
+        return name, content, source
 
     async def _delete(self, branch: str) -> None:
         store = await self._branch_store(branch, True)  # ValueError when it does not exist
@@ -337,23 +339,25 @@ class AxioAdvancedSession(AxioContextSession):
         metadata = await main.get_metadata()
         branches = {k: v for k, v in metadata.get(BRANCHES_KEY, {}).items() if k != branch}
         await main.set_metadata({**metadata, BRANCHES_KEY: branches})
-        await store.delete_session()  # type: ignore[attr-defined]
+        await store.delete_session()
+        self._sessions.pop(branch, None)
 
     async def _list(self) -> list[dict[str, Any]]:
+        await self._branch_store(CURRENT)  # on main if the current branch is gone
         main = await self._branch_store(MAIN)
         out = []
-        names = [MAIN, *(await main.get_metadata()).get(BRANCHES_KEY, {})]  # type: ignore[attr-defined]
+        names = [MAIN, *(await main.get_metadata()).get(BRANCHES_KEY, {})]
         for name in names:
             store = await self._branch_store(name)
             try:
-                info = await store.info()  # type: ignore[attr-defined]
+                info = await store.info()
             except SessionNotFoundError:
                 continue
             if info.message_count == 0:
                 continue
             created = str(info.created_at)[:19].replace("T", " ")
             if name != MAIN:
-                created = (await main.get_metadata())[BRANCHES_KEY][name]["created_at"]  # type: ignore[attr-defined]
+                created = (await main.get_metadata())[BRANCHES_KEY][name]["created_at"]
             out.append(
                 {
                     "branch_id": name,
@@ -367,54 +371,41 @@ class AxioAdvancedSession(AxioContextSession):
 
     async def _numbered(self, branch: str) -> list[tuple[int, Any]]:
         """Each item of the branch with its turn number (0 before the first user message)."""
-        store = await self._reading(branch)
-        if store is None:
-            return []
-        out, turn = [], 0
-        for message in await store.get_full_history():  # type: ignore[attr-defined]
-            item = item_of(message)
-            turn += is_user(item)
-            out.append((turn, item))
-        return out
+        store = await self._branch_store(branch, missing_ok=True)
+        return [] if store is None else numbered(await store.get_full_history())
 
     async def _user_turns(self, branch: str, term: str | None) -> list[dict[str, Any]]:
-        store = await self._reading(branch)
-        if store is None:
+        store = await self._branch_store(branch, missing_ok=True)
+        turns = [] if store is None else await self._turns(store)
+        if store is None or not turns:
             return []
-        turns = await self._turns(store)
-        if not turns:
-            return []
-        history = await store.get_full_history()  # type: ignore[attr-defined]
-        return user_turns(history, turns, term)
+        return user_turns(await store.get_full_history(), turns, term)
 
     async def _record(self, branch: str, usage: Any) -> None:
         store = await self._branch_store(branch)
         turns = await self._turns(store)
         if not turns:
             return  # no turn to give it to, as openai-agents
-        figures = run_usage(usage)
         conn = await self._handle()
-        recorder = backend_of(conn).usage_recorder(conn)
-        await recorder.record(
-            figures, session_id=store.session_id, agent=ADAPTER, run=run_id(store, turns[-1])
+        await (
+            backend_of(conn)
+            .usage_recorder(conn)
+            .record(
+                run_usage(usage), session_id=store.session_id, agent=ADAPTER, run=run_id(store, turns[-1])
+            )
         )
 
     async def _usage_rows(self, branch: str | None) -> list[dict[str, Any]]:
         """The newest usage of each turn of ``branch`` (None: of every branch), by turn."""
         if branch is None:
             main = await self._branch_store(MAIN)
-            names = [MAIN, *(await main.get_metadata()).get(BRANCHES_KEY, {})]  # type: ignore[attr-defined]
+            names = [MAIN, *(await main.get_metadata()).get(BRANCHES_KEY, {})]
             return [row for name in names for row in await self._usage_rows(name)]
-        store = await self._reading(branch)
+        store = await self._branch_store(branch, missing_ok=True)
         if store is None:
             return []
-        turns = await self._turns(store)
-        number = {run_id(store, t): n for n, t in enumerate(turns, 1)}
         conn = await self._handle()
-        recorder = backend_of(conn).usage_recorder(conn)
-        newest: dict[int, Any] = {}
-        for record in await recorder.records(session_id=store.session_id, limit=1_000_000):
-            n = number.get(record.run)
-            if n is not None and n not in newest:
-                newest[n] = record.usage
-        return [usage_row(n, newest[n]) for n in sorted(newest)]
+        records = (
+            await backend_of(conn).usage_recorder(conn).records(session_id=store.session_id, limit=10**6)
+        )
+        return usage_rows(store, await self._turns(store), records)

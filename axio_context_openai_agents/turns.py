@@ -3,9 +3,12 @@ counts, the user turns of a history, openai-agents' usage as ours and back."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+import sys
 import time
+from array import array
 from datetime import UTC, datetime
 from typing import Any, Final, cast
 
@@ -18,7 +21,8 @@ from axio_context.usage_limits import RunUsage
 
 from .items import item_of
 
-#: A branch session's metadata key: its turns, ``[[position, created at (ms since the epoch)], ...]``
+#: A branch session's metadata key: its turns ``[position, created at (ms since the epoch)]``, packed
+#: (:func:`pack`: one short string, so reading the session's metadata stays cheap at 25,000 turns)
 #: (the pair names the turn: a turn popped and made again at the same position is another one).
 TURNS_KEY: Final = "openai_agents_turns"
 #: The main session's metadata key: ``{branch name: {"session": id, "created_at": ...}}``.
@@ -26,6 +30,8 @@ BRANCHES_KEY: Final = "openai_agents_branches"
 #: The main session's metadata key: every branch name ever used (a deleted one stays taken).
 USED_KEY: Final = "openai_agents_branch_names"
 MAIN: Final = "main"
+#: The current branch, resolved where the call runs (never a branch's name: those are not blank).
+CURRENT: Final = ""
 
 _TOOL_CALLS: Final = frozenset(
     {
@@ -67,6 +73,14 @@ def ms() -> int:
 
 def stamp(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+async def size(store: ContextStore) -> int | None:
+    """The session's length; None when it does not exist."""
+    try:
+        return int((await store.info()).message_count)  # type: ignore[attr-defined]
+    except SessionNotFoundError:
+        return None
 
 
 async def length(store: ContextStore) -> int:
@@ -180,3 +194,49 @@ async def turn_preview(store: ContextStore, position: int) -> Any:
     """The content of the user message at ``position``, cut at 50 characters as openai-agents logs it."""
     text = item_of((await store.get_tail(await length(store) - position))[0]).get("content", "")
     return text[:50] + "..." if isinstance(text, str) and len(text) > 50 else text
+
+
+def usage_rows(store: ContextStore, turns: list[list[Any]], records: list[Any]) -> list[dict[str, Any]]:
+    """The newest usage record of each turn (records newest first), as openai-agents' rows."""
+    number = {run_id(store, t): n for n, t in enumerate(turns, 1)}
+    newest: dict[int, Any] = {}
+    for record in records:
+        n = number.get(record.run)
+        if n is not None and n not in newest:
+            newest[n] = record.usage
+    return [usage_row(n, newest[n]) for n in sorted(newest)]
+
+
+def numbered(history: list[Message]) -> list[tuple[int, Any]]:
+    """Each item of ``history`` with its turn number (0 before the first user message)."""
+    out, turn = [], 0
+    for message in history:
+        item = item_of(message)
+        turn += is_user(item)
+        out.append((turn, item))
+    return out
+
+
+def pack(turns: list[list[Any]]) -> str:
+    """Turns as text: base64 of the positions, ``|``, base64 of the times (little-endian int64)."""
+    parts = []
+    for column in (0, 1):
+        values = array("q", [t[column] for t in turns])
+        if sys.byteorder == "big":
+            values.byteswap()
+        parts.append(base64.b64encode(values.tobytes()).decode("ascii"))
+    return "|".join(parts)
+
+
+def unpack(value: Any) -> list[list[Any]] | None:
+    """The turns :func:`pack` wrote (None for none stored)."""
+    if not isinstance(value, str):
+        return None
+    columns = []
+    for part in value.split("|"):
+        values = array("q")
+        values.frombytes(base64.b64decode(part))
+        if sys.byteorder == "big":
+            values.byteswap()
+        columns.append(values)
+    return [[p, m] for p, m in zip(*columns, strict=True)]
