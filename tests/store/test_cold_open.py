@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from axio_context_sqlite import SQLiteContextStore, connect
+from axio_context_sqlite.errors import DatabaseNotFoundError
 from tests.support.sqlite_checks import text_message, texts
 
 
@@ -25,10 +28,6 @@ async def test_a_missing_folder_is_made_and_a_readonly_open_of_nothing_refused(t
         assert conn.jobs == 0
     assert deep.exists()
     missing = tmp_path / "none.db"
-    try:
+    with pytest.raises(DatabaseNotFoundError, match="no database at"):
         await connect(missing, readonly=True)
-    except Exception as exc:
-        assert "no database at" in str(exc)
-    else:
-        raise AssertionError("a read-only open of a missing file must fail")
     assert not missing.exists()
