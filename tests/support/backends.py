@@ -1,9 +1,11 @@
 """One database on either backend, for tests that must hold on both: a SQLite file in the test's
 ``tmp_path`` or a fresh PostgreSQL database on the session's real server (``pg_server``).
 
-``Backend.open()`` gives what the library takes (an aiosqlite connection or an asyncpg pool),
-``store()`` a session of it, ``recorder()`` a usage recorder on it, ``where`` the path or URL
-another process (or ``axio-context --db``) opens.
+Everything goes through the library's registry (:mod:`axio_context.backends.registry`), as the
+command line and the bridges do: ``Backend.open()`` gives what the backend's stores take (its
+connection or pool), ``store()`` a session of it, ``recorder()`` a usage recorder on it,
+``search()`` what ``axio-context search`` finds, ``where`` the path or URL another process (or
+``axio-context --db``) opens. Only the servers are this module's own.
 """
 
 from __future__ import annotations
@@ -18,20 +20,19 @@ from typing import Any
 import asyncpg
 import pytest
 
+from axio_context.backends import registry
+from axio_context.context import ContextStore
+from axio_context.search.results import SearchHit
 from axio_context.usage_limits import UsageRecorder
-from axio_context_postgres import Pool, PostgresContextStore
-from axio_context_postgres import connect as pg_connect
 from axio_context_postgres.embedded import EmbeddedServer
-from axio_context_sqlite import Connection, Database, SQLiteContextStore
-from axio_context_sqlite import connect as sqlite_connect
-from axio_context_sqlite.search.hits import SearchHit
 
 from .postgres import create_database, emptied, new_database
 
 NAMES = ("sqlite", "postgres")
 
-Handle = Connection | Pool
-Store = SQLiteContextStore | PostgresContextStore
+#: A backend's connection or pool (what its stores take).
+Handle = Any
+Store = ContextStore
 
 
 class Backend:
@@ -57,49 +58,28 @@ class Backend:
 
     @asynccontextmanager
     async def open(self) -> AsyncIterator[Handle]:
-        """The connection (SQLite) or pool (PostgreSQL) for the block; closed after it."""
+        """The backend's connection or pool for the block; closed after it."""
         outer = self._handle  # a nested open (a "restart") gives the outer one back after it
-        if self.name == "sqlite":
-            async with sqlite_connect(self.where) as conn:
-                self._handle = conn
-                try:
-                    yield conn
-                finally:
-                    self._handle = outer
-        else:
-            pool = await pg_connect(self.where, min_size=1, max_size=4)
-            self._handle = pool
-            try:
-                yield pool
-            finally:
-                self._handle = outer
-                await pool.close()
+        handle = await registry.connect(self.where)
+        self._handle = handle
+        try:
+            yield handle
+        finally:
+            self._handle = outer
+            await handle.close()
 
     def store(self, session_id: str, project: str | None = None) -> Store:
         """A session of the open database."""
-        handle = self.handle
-        if isinstance(handle, Connection):
-            return SQLiteContextStore(handle, session_id, project=project)
-        return PostgresContextStore(handle, session_id, project)
+        return registry.backend_of(self.handle).context_store(self.handle, session_id, project)
 
     def recorder(self, store: Store) -> UsageRecorder:
-        """A usage recorder on the database ``store`` is in."""
-        if isinstance(store, SQLiteContextStore):
-            from axio_context_sqlite.usage import SQLiteUsageRecorder
-
-            return SQLiteUsageRecorder.of(store)
-        from axio_context_postgres.usage import PostgresUsageRecorder
-
-        return PostgresUsageRecorder.of(store)
+        """A usage recorder on the open database (the one ``store`` is in)."""
+        return registry.backend_of(self.handle).usage_recorder(self.handle)
 
     async def search(self, query: str, **options: Any) -> list[SearchHit]:
-        """What ``axio-context search`` finds in the open database."""
-        handle = self.handle
-        if isinstance(handle, Connection):
-            return list(await Database(handle, ":memory:").search(query, **options))
-        from axio_context_postgres.database import PostgresDatabase
-
-        return list(await PostgresDatabase(handle, self.where).search(query, **options))
+        """What ``axio-context search`` finds in the database."""
+        async with registry.open_database(self.where, create=False) as db:
+            return list(await db.search(query, **options))
 
 
 # The fixtures a folder's conftest imports to run its tests on both backends.
