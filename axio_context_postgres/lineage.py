@@ -8,11 +8,13 @@ any range of a session however deep its forks go.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any, Final
 
 import msgspec
 
 from axio_context.codec import decode_message_msgpack, decode_messages_msgpack
+from axio_context.context import tail_of_view
 from axio_context.errors import CorruptDataError
 from axio_context.messages import Message
 
@@ -20,11 +22,13 @@ __all__ = [
     "HIDES",
     "READ",
     "TOKENS",
+    "VIEW",
     "MessageRow",
     "chain",
     "free_segment",
     "hidden_positions",
     "read_rows",
+    "read_view",
     "tokens_upto",
 ]
 
@@ -93,6 +97,38 @@ _SEGMENTS: Final = CHAIN + "SELECT seg, GREATEST(lo, 0), hi FROM chain WHERE lo 
 HIDES: Final = "EXISTS (SELECT 1 FROM hidden_messages h WHERE h.sid = sessions.sid) AS hides"
 
 
+#: A session's view in one statement, outside any transaction (one statement is its own
+#: snapshot). Its first row (``head`` not 0) is session $1's: ``head`` is 1, plus 2 when it has
+#: expired at $3 and 4 when ``clear_run`` hid rows from it (those two read the long way), then
+#: its latest checkpoint's position and summary; then a row (``head`` 0) per position after the
+#: checkpoint (the last $2 of them when $2 is not NULL), in no order: sorting them here would
+#: sort every payload (a disk sort at 10k rows), where the caller sorts just the keys. No rows:
+#: no session.
+VIEW: Final = """
+WITH RECURSIVE s AS (
+    SELECT sid, seg, next_position AS n, COALESCE(expires_at <= $3::bigint, false) AS gone,
+        hidden_count > 0 AS hides FROM sessions WHERE id = $1
+), cp AS (
+    SELECT position, summary FROM checkpoints WHERE sid = (SELECT sid FROM s) ORDER BY seq DESC LIMIT 1
+), r AS (
+    SELECT seg, n, GREATEST(COALESCE((SELECT position FROM cp), 0), n - COALESCE($2::integer, n)) AS lo
+    FROM s WHERE NOT gone AND NOT hides
+), chain(seg, base_seg, lo, hi) AS (
+    SELECT g.seg, g.base_seg, g.base_len, r.n FROM r JOIN segments g ON g.seg = r.seg
+    UNION ALL
+    SELECT g.seg, g.base_seg, g.base_len, LEAST(c.lo, c.hi) FROM chain c JOIN segments g ON g.seg = c.base_seg
+)
+SELECT 1 + 2 * gone::integer + 4 * hides::integer AS head, (SELECT position FROM cp), (SELECT summary FROM cp)
+FROM s
+UNION ALL
+SELECT 0, x.position, x.payload FROM r, chain c CROSS JOIN LATERAL (SELECT position, payload FROM messages
+    WHERE seg = c.seg AND position >= GREATEST(c.lo, r.lo) AND position < c.hi OFFSET 0) x
+"""
+
+
+_POSITION: Final = itemgetter(1)
+
+
 class MessageRow(msgspec.Struct, frozen=True):
     """One stored message: position, role, created time (ms), MessagePack payload, tokens."""
 
@@ -134,6 +170,31 @@ def decode(session_id: str, rows: Sequence[MessageRow]) -> list[Message]:
         except Exception as exc:
             raise CorruptDataError(f"message {r.position} of session {session_id!r}: {exc}") from None
     return out
+
+
+async def read_view(conn: Any, session_id: str, limit: int | None, now: int) -> list[Message] | None:
+    """The session's view (:data:`VIEW`: one statement, one round trip), its last ``limit``
+    messages with ``limit``; None when it must be read the long way: expired (to be purged),
+    with rows hidden by ``clear_run``, or a payload that does not decode (to be named)."""
+    rows = await conn.fetch(VIEW, session_id, limit, now)
+    if not rows:
+        return []
+    at = 0 if rows[0][0] else next(i for i, r in enumerate(rows) if r[0])
+    head, cp_position, cp_summary = rows.pop(at)
+    if head != 1:
+        return None
+    tail: list[Message] = []
+    if rows:
+        rows.sort(key=_POSITION)  # in position order already, but for forks' segments: linear
+        packed = b"\xdd" + len(rows).to_bytes(4, "big") + b"".join([r[2] for r in rows])
+        try:  # one MessagePack array: decoded where the bytes arrive, in one call
+            tail = decode_messages_msgpack(packed)
+        except Exception:
+            return None
+    if cp_position is None:
+        return tail
+    summary = decode_summary(session_id, cp_summary)
+    return [*summary, *tail] if limit is None else tail_of_view(summary, tail, limit)
 
 
 def decode_summary(session_id: str, blob: bytes) -> list[Message]:

@@ -13,7 +13,7 @@ import msgspec
 
 from axio_context.messages import SessionInfo
 from axio_context.sql import Dialect, Execute, ExecuteMany, Native, Plan, PlanFn, Row, Rows, Step, Value
-from axio_context.sql.plan import numbered, resume
+from axio_context.sql.plan import is_one_statement, numbered, resume
 
 from .connection import Pool, translated
 from .info import INFO_COLUMNS, RUN_SESSIONS, info_of
@@ -160,7 +160,11 @@ class PostgresRunner:
         return POSTGRES
 
     async def read(self, fn: PlanFn[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run the plan in one read-only snapshot."""
+        """Run the plan in one read-only snapshot (a one-statement plan outside any transaction:
+        its statement is its own snapshot, and BEGIN and COMMIT would be two more round trips)."""
+        if is_one_statement(fn):
+            async with translated(self.where), self.pool.acquire() as conn:
+                return await drive(conn, fn(POSTGRES, *args, **kwargs))
         async with (
             translated(self.where),
             self.pool.acquire() as conn,

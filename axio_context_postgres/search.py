@@ -27,6 +27,7 @@ import msgspec
 
 from axio_context.errors import EmbeddingMismatchError
 from axio_context.search.fusion import COUNT_CAP, FUSION_K, blend, fusion_weights, query_shares
+from axio_context.search.pruning import PRUNE_MIN_ROWS, common_cap, split_common
 from axio_context.search.query import match_terms
 from axio_context.search.ranking import Fused, reciprocal_rank_fusion
 
@@ -158,6 +159,65 @@ async def keyword(conn: Any, words: str, k: int, scope: Scope, any_of: list[str]
     else:
         args = [words, k]
         sql = _KEYWORD.replace("{parser}", "websearch_to_tsquery")
+    return list(await conn.fetch(sql.replace("{filters}", filters(args, scope)), *args))
+
+
+#: Stored messages (every session's own rows), as SQLite's N.
+_STORED: Final = (
+    "SELECT COALESCE(SUM(s.next_position - g.base_len), 0) FROM sessions s JOIN segments g ON g.seg = s.seg"
+)
+
+#: Each term of $1 (in order): its matching messages, counted up to $2.
+_COUNTS: Final = """
+SELECT ARRAY(SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM messages m
+                     WHERE m.tsv @@ phraseto_tsquery('simple', t.term) LIMIT $2) c)
+             FROM unnest($1::text[]) WITH ORDINALITY AS t (term, i) ORDER BY t.i)
+"""
+
+#: :data:`_KEYWORD` unranked, newest first: the messages holding only the common words.
+_RECENT: Final = (
+    _KEYWORD.replace("ts_rank_cd('{0.1, 0.2, 0.4, 1.0}', m.tsv, q) AS score", "0::real AS score")
+    .replace(
+        "ORDER BY score DESC, m.seg, m.position", "ORDER BY m.created_at DESC, m.seg DESC, m.position DESC"
+    )
+    .replace(
+        "ORDER BY h.score DESC, h.seg, h.position", "ORDER BY h.created_at DESC, h.seg DESC, h.position DESC"
+    )
+)
+
+
+async def candidates(conn: Any, words: str, k: int, scope: Scope, any_of: list[str]) -> list[Any]:
+    """Hybrid's keyword candidates (:func:`keyword` with ``any_of``), with the words found in most
+    messages of a large database left out of the ranking as on SQLite
+    (:mod:`axio_context.search.pruning`): ranked by the other words, then the messages holding
+    only the common ones, newest first (score 0)."""
+    if scope.raw is None and any_of:
+        stored = int(await conn.fetchval(_STORED))
+        if stored >= PRUNE_MIN_ROWS:
+            counts = await conn.fetchval(_COUNTS, any_of, common_cap(stored))
+            rare, common = split_common(any_of, [int(n) for n in counts], stored)
+            if common:
+                ranked = await keyword(conn, words, k, scope, rare) if rare else []
+                if len(ranked) < k:
+                    ranked += await _recent(conn, k - len(ranked), scope, common, rare)
+                return ranked
+    return await keyword(conn, words, k, scope, any_of)
+
+
+async def _recent(conn: Any, k: int, scope: Scope, common: list[str], rare: list[str]) -> list[Any]:
+    """The ``k`` newest messages holding any of ``common`` and none of ``rare``."""
+    query = f"({any_term(len(common))})"
+    if rare:
+        query += (
+            " && !!("
+            + " || ".join(
+                f"phraseto_tsquery('simple', ($1::text[])[{i}])"
+                for i in range(len(common) + 1, len(common) + len(rare) + 1)
+            )
+            + ")"
+        )
+    args: list[Any] = [[*common, *rare], k]
+    sql = _RECENT.replace("{parser}('simple', $1) q", f"(SELECT {query} AS q) AS anyq")
     return list(await conn.fetch(sql.replace("{filters}", filters(args, scope)), *args))
 
 

@@ -252,7 +252,11 @@ class SearchCalls(MessageSearch):
             if mode == "semantic" or words == []:
                 kw = []
             else:
-                kw = await pgsearch.keyword(conn, query, depth, scope, words)
+                kw = await (
+                    pgsearch.keyword(conn, query, depth, scope)
+                    if words is None
+                    else pgsearch.candidates(conn, query, depth, scope, words)
+                )
             sem: list[Any] = []
             if mode != "keyword":
                 ready = await pgsearch.vectors_ready(conn)

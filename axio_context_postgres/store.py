@@ -135,10 +135,10 @@ class PostgresContextStore(StoreCalls, ContextStore):
                     await writes.append_rows(conn, self._session_id, self._project, rows, preview)
             return
         async with translated(f"session {self._session_id!r}"), self._pool.acquire() as conn:
-            await self._live(conn, now)
-            # The usual case, an existing session: one statement, one round trip.
+            # The usual case, an existing live session: one statement, one round trip.
             if await writes.append_existing(conn, self._session_id, rows, preview):
                 return
+            await self._live(conn, now)  # new, or expired: purged first, then started afresh
             async with conn.transaction():
                 await writes.append_rows(conn, self._session_id, self._project, rows, preview)
 
@@ -201,6 +201,11 @@ class PostgresContextStore(StoreCalls, ContextStore):
         n = None if limit is None else check_limit(limit)
         if n == 0:
             return []
+        if not self._ttl.refresh_on_read:  # the usual case: one statement, no transaction
+            async with translated(f"session {self._session_id!r}"), self._pool.acquire() as conn:
+                view = await lineage.read_view(conn, self._session_id, n, now_ms())
+            if view is not None:
+                return view
         async with self._tx(readonly=True) as conn:
             return await self._view(conn, n)
 

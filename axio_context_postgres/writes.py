@@ -14,6 +14,7 @@ from typing import Any, Final
 
 import msgspec
 
+from axio_context.catalog.expiry_sql import live_session
 from axio_context.checkpoints import Checkpoint
 from axio_context.checkpoints_sql import insert_checkpoint
 from axio_context.codec import encode_message_msgpack
@@ -112,9 +113,14 @@ WHERE id = $1 RETURNING seg, next_position - $2
 """
 
 
+#: :data:`_BUMP` of a live session only (an expired one updates nothing: its caller purges it
+#: first, see :mod:`axio_context.catalog.expiry_sql`), so the append needs no expiry lookup.
 _APPEND_ONE_STATEMENT: Final = (
     "WITH s AS ("
-    + _BUMP.strip().replace("RETURNING seg, next_position - $2", "RETURNING seg, next_position - $2 AS first")
+    + _BUMP.strip().replace(
+        "WHERE id = $1 RETURNING seg, next_position - $2",
+        f"WHERE id = $1 AND {live_session(param='$4')} RETURNING seg, next_position - $2 AS first",
+    )
     + """)
 INSERT INTO messages (seg, position, role, created_at, tokens, payload, body, tool)
 SELECT s.seg, s.first + n - 1, r, c, t, p, b, o
@@ -129,7 +135,7 @@ async def append_existing(
 ) -> bool:
     """Append to an existing session in one statement (one round trip, atomic on its own: the
     ``UPDATE`` of the session row hands out the positions and the ``INSERT`` uses them);
-    False, having written nothing, when the session does not exist yet."""
+    False, having written nothing, when the session does not exist yet or has expired."""
     status = await conn.execute(
         _APPEND_ONE_STATEMENT,
         session_id,

@@ -8,6 +8,7 @@ from typing import Any, Final
 
 from ..expiry import now_ms
 from ..sql import Dialect, Plan, Rows
+from ..sql.plan import one_statement
 from ..views import SessionPage, SessionSort, sort_column
 from .expiry_sql import live_session
 
@@ -26,6 +27,7 @@ def parse_cursor(cursor: str) -> tuple[int, int]:
         raise ValueError(f"not a session-listing cursor: {cursor!r}") from None
 
 
+@one_statement  # each way below yields one Rows
 def list_page(
     d: Dialect,
     project: Any = ALL,

@@ -26,7 +26,9 @@ __all__ = [
     "Value",
     "decode_object",
     "encode_json",
+    "is_one_statement",
     "numbered",
+    "one_statement",
     "resume",
 ]
 
@@ -84,6 +86,22 @@ Step: TypeAlias = Rows | Row | Value | Execute | ExecuteMany | Native
 Plan: TypeAlias = Generator[Step, Any, T]
 #: What a runner carries out: called with the runner's dialect and the caller's arguments.
 PlanFn: TypeAlias = Callable[Concatenate["Dialect", P], Plan[T]]
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def one_statement(fn: F) -> F:
+    """Mark ``fn`` as a plan that yields exactly one statement, read or written alone: a runner
+    may run it outside a transaction (one statement is its own snapshot and atomic), which saves
+    PostgreSQL the BEGIN and COMMIT round trips."""
+    fn.__dict__["one_statement"] = True
+    return fn
+
+
+def is_one_statement(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` was marked by :func:`one_statement`."""
+    return bool(getattr(fn, "__dict__", {}).get("one_statement"))
 
 
 def resume(plan: Plan[Any], result: Any = None, error: Exception | None = None) -> tuple[bool, Any]:

@@ -8,6 +8,7 @@ import heapq
 from typing import Any, Final
 
 from axio_context.search.fusion import COUNT_CAP, query_shares
+from axio_context.search.pruning import PRUNE_MIN_ROWS, common_cap, split_common
 
 from ..store.keys import key
 from .fts import BM25_WEIGHTS, fts_errors
@@ -15,9 +16,6 @@ from .query import Query
 from .scope import Scope, ids_json, message_filters
 
 __all__ = ["COUNT_CAP", "PRUNE_MIN_ROWS", "keyword_ranking", "query_shares", "term_coverage"]
-
-#: keyword ranking (see :func:`keyword_ranking`).
-PRUNE_MIN_ROWS: Final = 20_000
 
 
 def _fts(c: Any, q: Query, scope: Scope | None, expr: str, limit: int) -> list[tuple[int, float]]:
@@ -156,15 +154,16 @@ def keyword_ranking(c: Any, q: Query, scope: Scope | None, depth: int) -> list[t
     stored = int(c.execute("SELECT COALESCE(SUM(next_position - base_len), 0) FROM sessions").fetchone()[0])
     if stored < PRUNE_MIN_ROWS:
         return _fts(c, q, scope, q.match, depth)
-    half = stored // 2
-    rare: list[str] = []
-    common: list[str] = []
-    for term in q.terms:
-        hits = c.execute(
-            "SELECT COUNT(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)",
-            (term, half + 1),
-        ).fetchone()[0]
-        (common if hits > half else rare).append(term)
+    counts = [
+        int(
+            c.execute(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)",
+                (term, common_cap(stored)),
+            ).fetchone()[0]
+        )
+        for term in q.terms
+    ]
+    rare, common = split_common(q.terms, counts, stored)  # the rule both backends apply
     if not common:
         return _fts(c, q, scope, q.match, depth)
     ranked = _fts(c, q, scope, " OR ".join(rare), depth) if rare else []

@@ -42,6 +42,8 @@ async def test_tail_reads_use_an_index_range_per_segment(pool: Pool) -> None:
         (lineage.READ, (f_seg, n, n - 20, n)),  # the fork's own rows
         (lineage.READ, (f_seg, n, 290, n)),  # and the parent's
         (lineage.TOKENS, (f_seg, n)),
+        (lineage.VIEW, (fork.session_id, 20, 0)),  # the store's one-statement view
+        (lineage.VIEW, (fork.session_id, 35, 0)),
     ):
         plan = await _plan(pool, sql, *args)
         assert "Seq Scan on messages" not in plan, plan
