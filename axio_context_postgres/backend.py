@@ -9,10 +9,8 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
 from axio_context.backends import OpenDatabase, Where
-from axio_context.context import ContextStore
-from axio_context.conversation_log import ConversationLog
+from axio_context.backends.base import BackendBase
 from axio_context.errors import DatabaseOpenError
-from axio_context.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from axio_context.testing.backends import ContractFactories
@@ -26,10 +24,13 @@ from .store import PostgresContextStore
 __all__ = ["BACKEND", "PostgresBackend"]
 
 
-class PostgresBackend:
+class PostgresBackend(BackendBase):
     """Opens PostgreSQL databases by URL."""
 
     name = "postgresql"
+    handle_type = Pool
+    store_class = PostgresContextStore
+    log_class = PostgresConversationLog
 
     def open_database(
         self,
@@ -46,23 +47,10 @@ class PostgresBackend:
     async def connect(self, where: Where) -> Pool:
         return await connect(os.fspath(where), min_size=1, max_size=4)
 
-    def owns(self, handle: object) -> bool:
-        return isinstance(handle, Pool)
-
-    def context_store(
-        self, handle: Any, session_id: str, project: str | None = None, *, ttl: Any = None
-    ) -> ContextStore:
-        return PostgresContextStore(handle, session_id, project, ttl=ttl)
-
-    def usage_recorder(self, handle: Any) -> UsageRecorder:
+    def _recorder_class(self) -> type[UsageRecorder]:
         from .usage.recorder import PostgresUsageRecorder
 
-        return PostgresUsageRecorder(handle)
-
-    def conversation_log(
-        self, handle: Any, *, adapter: str, project: str | None, token_counter: TokenCounter | None
-    ) -> ConversationLog:
-        return PostgresConversationLog(handle, adapter=adapter, project=project, token_counter=token_counter)
+        return PostgresUsageRecorder
 
     async def describe(self, where: Where) -> dict[str, object]:
         return await describe(os.fspath(where))

@@ -11,9 +11,7 @@ from typing import TYPE_CHECKING, Any
 import aiosqlite
 
 from axio_context.backends import AxioImport, DamageChecking, FileUpkeep, OpenDatabase, Where
-from axio_context.context import ContextStore
-from axio_context.conversation_log import ConversationLog
-from axio_context.tokens import TokenCounter
+from axio_context.backends.base import BackendBase
 
 if TYPE_CHECKING:
     from axio_context.testing.backends import ContractFactories
@@ -29,10 +27,13 @@ from .store.driver import Synchronous
 __all__ = ["BACKEND", "SQLiteBackend"]
 
 
-class SQLiteBackend:
+class SQLiteBackend(BackendBase):
     """Opens SQLite database files."""
 
     name = "sqlite"
+    handle_type = aiosqlite.Connection
+    store_class = SQLiteContextStore
+    log_class = SQLiteConversationLog
     #: It opens encrypted files given a key (SQLCipher, docs/encryption.md).
     encrypts = True
 
@@ -60,23 +61,10 @@ class SQLiteBackend:
             return await connect(Path(where), key=key)
         return await connect(Path(where), synchronous=synchronous, key=key)
 
-    def owns(self, handle: object) -> bool:
-        return isinstance(handle, aiosqlite.Connection)
-
-    def context_store(
-        self, handle: Any, session_id: str, project: str | None = None, *, ttl: Any = None
-    ) -> ContextStore:
-        return SQLiteContextStore(handle, session_id, project=project, ttl=ttl)
-
-    def usage_recorder(self, handle: Any) -> UsageRecorder:
+    def _recorder_class(self) -> type[UsageRecorder]:
         from .usage.recorder import SQLiteUsageRecorder
 
-        return SQLiteUsageRecorder(handle)
-
-    def conversation_log(
-        self, handle: Any, *, adapter: str, project: str | None, token_counter: TokenCounter | None
-    ) -> ConversationLog:
-        return SQLiteConversationLog(handle, adapter=adapter, project=project, token_counter=token_counter)
+        return SQLiteUsageRecorder
 
     async def describe(self, where: Where) -> dict[str, object]:
         return {"database": str(where), "backend": self.name}
