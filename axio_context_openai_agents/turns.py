@@ -9,6 +9,7 @@ import re
 import sys
 import time
 from array import array
+from bisect import bisect_left
 from datetime import UTC, datetime
 from typing import Any, Final, cast
 
@@ -198,12 +199,13 @@ async def turn_preview(store: ContextStore, position: int) -> Any:
 
 def usage_rows(store: ContextStore, turns: list[list[Any]], records: list[Any]) -> list[dict[str, Any]]:
     """The newest usage record of each turn (records newest first), as openai-agents' rows."""
-    number = {run_id(store, t): n for n, t in enumerate(turns, 1)}
+    positions, prefix = [t[0] for t in turns], run_id(store, [0, 0])[:-3]
     newest: dict[int, Any] = {}
-    for record in records:
-        n = number.get(record.run)
-        if n is not None and n not in newest:
-            newest[n] = record.usage
+    for record in records:  # a turn's run id names its position and time: found by bisection
+        pos, _, made = record.run.removeprefix(prefix).partition(".")
+        i = bisect_left(positions, int(pos)) if pos.isdigit() and made.isdigit() else len(turns)
+        if i < len(turns) and turns[i] == [int(pos), int(made)] and i + 1 not in newest:
+            newest[i + 1] = record.usage
     return [usage_row(n, newest[n]) for n in sorted(newest)]
 
 
