@@ -89,3 +89,13 @@ async def test_what_holds_the_last_position_takes_the_general_path(conn: Connect
     assert popped is not None and texts([popped]) == ["covered"]
     assert await store.list_checkpoints() == []
     assert check_storage(db_path) == {"s": 3, child.session_id: 4}
+
+
+async def test_a_pop_runs_on_the_event_loops_thread_when_the_worker_is_idle(conn: Connection) -> None:
+    store = SQLiteContextStore(conn, "s", project="p")
+    await store.append_many([text_message(f"m{i}") for i in range(20)])  # a turn: inline too
+    jobs = conn.jobs
+    popped = await store.pop()
+    assert popped is not None and texts([popped]) == ["m19"]
+    assert conn.jobs == jobs  # no hop to the worker thread
+    assert len(await store.get_history()) == 19
