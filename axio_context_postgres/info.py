@@ -6,14 +6,26 @@ from __future__ import annotations
 from typing import Any, Final
 
 from axio_context.messages import SessionInfo
-from axio_context.transcript import format_time
 
-__all__ = ["INFO_COLUMNS", "RUN_SESSIONS", "info_of"]
+__all__ = ["INFO_COLUMNS", "RUN_SESSIONS", "info_of", "iso_time"]
 
-#: The columns of a SessionInfo, in its field order, then the listing cursor's.
+
+def iso_time(column: str) -> str:
+    """The text :func:`~axio_context.transcript.format_time` writes for ``column`` (epoch
+    milliseconds), made by the server: exact (whole seconds, then the milliseconds, each an
+    integer times an interval) and without the session's time zone. A listing formats two times
+    a session; in Python that was half a page of 50's time."""
+    return (
+        f"to_char(timestamp '1970-01-01' + ({column} / 1000) * interval '1 second'"
+        f" + ({column} % 1000) * interval '1 millisecond', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"+00:00\"')"
+    )
+
+
+#: The columns of a SessionInfo, in its field order (the times as text), then the sid.
 INFO_COLUMNS: Final = (
-    "id, next_position - hidden_count, COALESCE(NULLIF(preview, ''), '(empty)'), created_at, input_tokens,"
-    " output_tokens, project, updated_at, parent_id, fork_position, title, sid"
+    "id, next_position - hidden_count, COALESCE(NULLIF(preview, ''), '(empty)'),"
+    f" {iso_time('created_at')}, input_tokens, output_tokens, project, {iso_time('updated_at')},"
+    " parent_id, fork_position, title, sid"
 )
 
 
@@ -23,11 +35,11 @@ def info_of(r: Any) -> SessionInfo:
         session_id=r[0],
         message_count=r[1],
         preview=r[2],
-        created_at=format_time(r[3]),
+        created_at=r[3],
         input_tokens=r[4],
         output_tokens=r[5],
         project=r[6],
-        updated_at=format_time(r[7]),
+        updated_at=r[7],
         parent_id=r[8],
         fork_position=r[9],
         title=r[10],

@@ -74,3 +74,20 @@ async def test_a_damaged_row_is_still_named(pool: Pool) -> None:
     with pytest.raises(CorruptDataError, match="message 1 of session 'rt-bad'"):
         await store.get_history()
     assert _texts(await store.get_history(limit=1)) == ["m2"]
+
+
+async def test_the_server_writes_times_as_format_time_does(pool: Pool) -> None:
+    import random
+
+    from axio_context.transcript import format_time
+    from axio_context_postgres.info import iso_time
+
+    first, last = -62_135_596_800_000, 253_402_300_799_999  # years 1 and 9999
+    rng = random.Random(32)
+    values = [first, last, -1, 0, 1, 999, -999, -1000, 86_399_999, 1_795_000_000_123]
+    values += [rng.randint(first, last) for _ in range(2000)]
+    got = await pool.fetchval(
+        f"SELECT array_agg({iso_time('t')} ORDER BY i) FROM unnest($1::bigint[]) WITH ORDINALITY AS u(t, i)",
+        values,
+    )
+    assert got == [format_time(v) for v in values]
