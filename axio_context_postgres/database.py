@@ -11,19 +11,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 from uuid import uuid4
 
 from axio_context.backends.protocol import Capability, StoredStateView
 from axio_context.catalog import CatalogCalls
+from axio_context.catalog.calls import PruneRule
 from axio_context.errors import SessionExistsError, SessionNotFoundError
 from axio_context.messages import SessionInfo
 from axio_context.naming import RANDOM_ID, SHORT_ID, project_forms, unique_prefix
 from axio_context.transcript.exporting import ExportSource
 from axio_context.transcript.reports import ImportReport
-from axio_context.transcript.times import epoch_ms as ms
 from axio_context.views import SessionSort, SessionView, sort_column
 
 from . import importing, pools, runs, sessions, state, tree, upkeep, writes
@@ -221,24 +220,9 @@ class PostgresDatabase(SearchCalls, CatalogCalls):
         async with self._tx(readonly=True) as conn:
             return await upkeep.stats(conn)
 
-    async def prune(
-        self,
-        *,
-        before: datetime | None = None,
-        keep: int | None = None,
-        project: str | None = None,
-        dry_run: bool = False,
-        only: Sequence[str] | None = None,
-    ) -> list[SessionInfo]:
-        """Delete whole sessions last updated before ``before`` and/or beyond the ``keep`` most
-        recently updated (within ``project`` if given), then the segments nothing reaches and
-        the rows of cleared runs nothing reads; returns the sessions (only lists with ``dry_run``).
-
-        ``only``: of these ids alone (what a dry run listed and a person confirmed); the
-        criteria are checked again as they are deleted, so one appended to meanwhile is kept.
-        """
-        async with self._tx(readonly=dry_run) as conn:
-            report = await upkeep.prune(conn, ms(before), keep, project, dry_run, only)
+    async def _prune(self, rule: PruneRule) -> list[SessionInfo]:
+        async with self._tx(readonly=rule.dry_run) as conn:
+            report = await upkeep.prune(conn, *rule)
         return report.sessions
 
     async def purge_hidden(self) -> int:

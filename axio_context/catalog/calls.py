@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TypedDict, Unpack
+from typing import NamedTuple, TypedDict, Unpack
 
 from ..messages import SessionInfo
 from ..sql import Runner
@@ -22,6 +22,7 @@ from .listing_sql import ALL, list_page
 __all__ = [
     "BrowseCalls",
     "CatalogCalls",
+    "PruneRule",
     "RunsPlans",
     "StoreCalls",
     "TreeOptions",
@@ -57,6 +58,17 @@ async def descendants(runner: Runner, session_ids: Iterable[str]) -> list[str]:
     return await runner.read(tree_sql.descendants, list(session_ids))
 
 
+class PruneRule(NamedTuple):
+    """What a prune deletes: sessions last updated before ``before_ms`` and/or beyond the
+    ``keep`` newest (of ``project``, or all), of ``only`` these ids when given."""
+
+    before_ms: int | None
+    keep: int | None
+    project: str | None
+    dry_run: bool
+    only: list[str] | None
+
+
 class RunsPlans:
     """Something whose catalog plans run on one backend's runner (which it says)."""
 
@@ -79,6 +91,7 @@ class CatalogCalls(RunsPlans):
         session_ids: Sequence[str] | None = None,
         progress: Progress | None = None,
         skip_damaged: bool = False,
+        blocks: bool | None = None,
     ) -> ExportSummary:
         """Write sessions (every one when ``session_ids`` is None) to ``sink`` in one snapshot,
         byte for byte alike from every backend (see :mod:`axio_context.transcript.exporting`).
@@ -87,12 +100,14 @@ class CatalogCalls(RunsPlans):
         ``progress(done, total)`` are called where the backend reads: on SQLite, the database's
         worker thread). A message that does not decode raises CorruptDataError, or with
         ``skip_damaged`` is left out (a placeholder stands in its place) and listed in the
-        summary's ``skipped``.
+        summary's ``skipped``. ``blocks``: also every memory block with its whole history
+        (default: when exporting every session, not for chosen ones).
         """
         writer = writer_for(format) if isinstance(format, str) else format
         ids = None if session_ids is None else list(session_ids)
+        with_blocks = ids is None if blocks is None else blocks
         return await self._catalog_runner().read(
-            exporting.export, self._export_source(), writer, ids, sink, progress, skip_damaged
+            exporting.export, self._export_source(), writer, ids, sink, progress, skip_damaged, with_blocks
         )
 
     async def list_sessions(
@@ -119,6 +134,29 @@ class CatalogCalls(RunsPlans):
             run_id=run_id,
             sort=sort,
         )
+
+    async def _prune(self, rule: PruneRule) -> list[SessionInfo]:
+        raise NotImplementedError(f"{type(self).__name__} cannot prune")
+
+    async def prune(
+        self,
+        *,
+        before: datetime | None = None,
+        keep: int | None = None,
+        project: str | None = None,
+        dry_run: bool = False,
+        only: Sequence[str] | None = None,
+    ) -> list[SessionInfo]:
+        """Delete whole sessions last updated before ``before`` and/or beyond the ``keep`` most
+        recently updated (within ``project`` if given), with what nothing reads any more (the
+        backend's own: a fork's unshared rows, cleared runs' rows); returns the sessions (only
+        lists them with ``dry_run``).
+
+        ``only``: of these ids alone, e.g. what a dry run listed and a person confirmed; the
+        criteria are checked again as they are deleted, so one appended to meanwhile is kept.
+        """
+        listed = None if only is None else list(only)
+        return await self._prune(PruneRule(epoch_ms(before), keep, project, dry_run, listed))
 
     async def lineage_tree(
         self, project: str | None = None, **options: Unpack[TreeOptions]

@@ -9,13 +9,13 @@ the synchronous functions of the other admin modules run. :class:`DatabaseJobs` 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Literal
 from uuid import uuid4
 
 import aiosqlite
 
+from axio_context.catalog.calls import PruneRule
 from axio_context.errors import (
     ReadOnlyDatabaseError,
 )
@@ -128,22 +128,8 @@ class DatabaseJobs:
         """Set, or with None clear, a session's title."""
         await run(self._conn, catalog.set_title, session_id, title)
 
-    async def prune(
-        self,
-        *,
-        before: datetime | None = None,
-        keep: int | None = None,
-        project: str | None = None,
-        dry_run: bool = False,
-        only: Sequence[str] | None = None,
-    ) -> list[SessionInfo]:
-        """Delete whole sessions last updated before ``before`` and/or beyond the ``keep`` most
-        recently updated (within ``project`` if given); returns them (only lists with ``dry_run``).
-
-        ``only``: of these ids alone, e.g. what a dry run listed and a person confirmed; the
-        criteria are checked again as they are deleted, so one appended to meanwhile is kept.
-        """
-        return await run(self._conn, upkeep.prune, ms(before), keep, project, dry_run, only=only)
+    async def _prune(self, rule: PruneRule) -> list[SessionInfo]:
+        return await run(self._conn, upkeep.prune, *rule[:4], only=rule.only)
 
     async def recompress(self, progress: Progress | None = None) -> RecompressReport:
         """Rewrite the payloads earlier builds compressed with a dictionary (or zlib) as plain
