@@ -200,15 +200,23 @@ class Connection(aiosqlite.Connection):
             self._running = False
             self._connection = None
             return
-        loop = asyncio.get_running_loop()
         try:
             await super().close()
         finally:
             if self._thread.is_alive():
-                await loop.run_in_executor(None, self._thread.join, 10.0)
+                await _off_loop(self._thread.join, 10.0)
         if self.after_close is not None:
             tidy, self.after_close = self.after_close, None
-            await loop.run_in_executor(None, tidy)
+            await _off_loop(tidy)
+
+
+async def _off_loop(fn: Callable[..., object], *args: Any) -> None:
+    """Run ``fn`` on a pool thread; at interpreter exit (an atexit close: no new thread pool can
+    start then) on this thread, as nothing else runs any more."""
+    try:
+        await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+    except RuntimeError:  # "can't register atexit after shutdown"
+        fn(*args)
 
 
 def call_in_job(

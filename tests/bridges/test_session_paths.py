@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +47,9 @@ async def test_each_call_is_one_hop_to_the_connections_worker(tmp_path: Path) ->
         for name, call in calls.items():
             before = conn.jobs
             await call()
-            assert conn.jobs - before == 1, name
+            # at most one: a short one (a turn's append, a pop, a 10-item read) runs on the
+            # event loop's thread while the worker is idle (NORMAL), with no hop at all
+            assert conn.jobs - before <= 1, name
     finally:
         session.close()
 
@@ -135,3 +139,20 @@ async def test_view_metadata_matches_the_view(tmp_path: Path) -> None:
         await conn.commit()
         assert len(await store.get_history()) == 12
         await check()
+
+
+def test_a_session_left_open_exits_quietly(tmp_path: Path) -> None:
+    """openai-agents' examples never close a session: the exit hook closes it, with no traceback
+    (a thread pool cannot start at interpreter exit; the worker is joined on the exit thread)."""
+    script = tmp_path / "left_open.py"
+    script.write_text(
+        "import asyncio\n"
+        "from axio_context_openai_agents import AxioContextSession\n"
+        "async def main():\n"
+        f"    s = AxioContextSession('x', {str(tmp_path / 'open.db')!r})\n"
+        "    await s.add_items([{'role': 'user', 'content': 'hi'}])\n"
+        "    print(len(await s.get_items()))\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "1\n", "")
