@@ -13,10 +13,14 @@ from typing import Any, Literal, Protocol
 from uuid import uuid4
 
 from axio_context.errors import SessionExistsError
-from axio_context.transcript import iter_jsonl, read_json, sniff_format
+from axio_context.memory_blocks.errors import BlockExistsError
+from axio_context.memory_blocks.transfer_sql import BlockRow, block_key, clashing_blocks, load_blocks
+from axio_context.transcript import SessionRecord, iter_transfer, read_transfer, sniff_format
+from axio_context.transcript.block_records import refuse_clashes
 from axio_context.transcript.reports import ImportedSession, ImportReport
 
 from . import sessions, writes
+from .runner import POSTGRES, drive
 
 __all__ = ["Transactions", "import_file"]
 
@@ -49,10 +53,18 @@ async def import_file(
     if not data.strip():
         return ImportReport(format="jsonl", sessions=[])
     fmt = format or sniff_format(data[: 1 << 16])
-    records = read_json(data) if fmt == "json" else list(iter_jsonl(data.splitlines(keepends=True)))
+    if fmt == "json":
+        records, blocks = read_transfer(data)
+    else:
+        items = list(iter_transfer(data.splitlines(keepends=True)))
+        records = [r for r in items if isinstance(r, SessionRecord)]
+        blocks = [r for r in items if isinstance(r, BlockRow)]
     ids = [r.id for r in records]
     async with tx(readonly=True) as conn:
         existing = {r[0] for r in await conn.fetch("SELECT id FROM sessions WHERE id = ANY($1::text[])", ids)}
+        clashes = await drive(conn, clashing_blocks(POSTGRES, blocks)) if blocks else []
+    if not (replace or skip_existing):
+        refuse_clashes(clashes, source)
     if existing and not (replace or new_ids or skip_existing):
         shown = ", ".join(sorted(existing)[:5]) + (", ..." if len(existing) > 5 else "")
         raise SessionExistsError(
@@ -60,6 +72,15 @@ async def import_file(
             "use --replace to overwrite them or --new-ids to import copies"
         )
     mapping = {i: uuid4().hex for i in ids} if new_ids else {i: i for i in ids}
+    loaded: list[str] = []
+    if blocks:
+        async with tx() as conn:
+            done = await drive(conn, load_blocks(POSTGRES, blocks, replace))
+            if not (skip_existing or all(done)):  # raising rolls the transaction back
+                raise BlockExistsError(
+                    f"memory blocks of {source} appeared in the database during the import"
+                )
+        loaded = [block_key(b) for b, d in zip(blocks, done, strict=True) if d]
     report: list[ImportedSession] = []
     for rec in records:
         new_id = mapping[rec.id]
@@ -71,4 +92,4 @@ async def import_file(
             owner = mapping.get(rec.owner_id, rec.owner_id) if rec.owner_id is not None else None
             written = await sessions.insert_session(conn, rec, new_id, parent, owner)
         report.append(ImportedSession(rec.id, new_id, written, replaced))
-    return ImportReport(format=fmt, sessions=report)
+    return ImportReport(format=fmt, sessions=report, blocks=loaded)

@@ -218,8 +218,7 @@ class Browsable(Protocol):
 
 @runtime_checkable
 class OpenDatabase(Protocol):
-    """One open database, whatever its backend: every call the command line, ``copy`` and the
-    bridges make. Each method is one library call; see the SQLite ``Database`` for details."""
+    """One open database, whatever its backend: each call the command line, ``copy`` or a bridge makes."""
 
     @property
     def path(self) -> str | Path:
@@ -268,6 +267,7 @@ class OpenDatabase(Protocol):
         session_ids: Sequence[str] | None = None,
         progress: Progress | None = None,
         skip_damaged: bool = False,
+        blocks: bool | None = None,
     ) -> ExportSummary: ...
     async def stats(self) -> DatabaseStats: ...
     async def lineage_tree(

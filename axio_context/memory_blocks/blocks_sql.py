@@ -22,7 +22,7 @@ from typing import Any, Final, NamedTuple
 from uuid import uuid4
 
 from axio_context.sql import Dialect, Execute, Plan, Row, Rows, Value
-from axio_context.transcript import format_time
+from axio_context.transcript.times import format_time
 
 from .errors import (
     BlockExistsError,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from axio_context.agents.variables import current_run_id
-from axio_context.sql import Dialect, Plan, Runner
+from axio_context.sql import Runner
 
 from . import blocks_sql as plans
 from .editing import appended, diff_text, inserted, replaced
@@ -32,7 +32,7 @@ from .model import (
     check_text,
 )
 from .model import check_value as _check_value
-from .transfer_sql import BlockRow, dump_blocks, load_block
+from .transfer_sql import BlockRow, dump_blocks, load_blocks
 
 __all__ = ["BlockStore"]
 
@@ -311,11 +311,4 @@ class BlockStore:
     async def load(self, rows: Sequence[BlockRow], *, replace: bool = False) -> list[bool]:
         """Write dumped blocks back as they were, in one transaction; for each, whether it was
         written (a block with its id, or owner and label, is kept unless ``replace``)."""
-        return await self._runner.write(_load_all, list(rows), replace)
-
-
-def _load_all(d: Dialect, rows: list[BlockRow], replace: bool) -> Plan[list[bool]]:
-    done = []
-    for row in rows:
-        done.append((yield from load_block(d, row, replace)))
-    return done
+        return await self._runner.write(load_blocks, list(rows), replace)

@@ -10,7 +10,15 @@ import msgspec
 
 from axio_context.sql import Dialect, Execute, ExecuteMany, Plan, Rows, Value
 
-__all__ = ["BlockRow", "BlockVersionRow", "block_key", "dump_blocks", "load_block"]
+__all__ = [
+    "BlockRow",
+    "BlockVersionRow",
+    "block_key",
+    "clashing_blocks",
+    "dump_blocks",
+    "load_block",
+    "load_blocks",
+]
 
 
 class BlockVersionRow(msgspec.Struct, frozen=True):
@@ -142,3 +150,20 @@ def load_block(d: Dialect, row: BlockRow, replace: bool = False) -> Plan[bool]:
             [(row.id, a) for a in row.agents],
         )
     return True
+
+
+def clashing_blocks(d: Dialect, rows: list[BlockRow]) -> Plan[list[str]]:
+    """The :func:`block_key` of each of ``rows`` that a block here has the id, or the owner and
+    label, of (what an import refuses unless it replaces)."""
+    here = yield Rows("SELECT id, agent_id, label FROM memory_blocks")
+    ids = {str(r[0]) for r in here}
+    keys = {(str(r[1]), str(r[2])) for r in here}
+    return [block_key(r) for r in rows if r.id in ids or (r.agent_id, r.label) in keys]
+
+
+def load_blocks(d: Dialect, rows: list[BlockRow], replace: bool = False) -> Plan[list[bool]]:
+    """:func:`load_block` for each of ``rows``, in the caller's transaction."""
+    done = []
+    for row in rows:
+        done.append((yield from load_block(d, row, replace)))
+    return done

@@ -8,6 +8,9 @@ importer recomputes them.
 
 - ``json``: one document ``{"format": "axio-context", "version": 1, "embeddings": false,
   "sessions": [...]}``, one session per line inside the array, its messages last.
+- Version 2 adds memory blocks (:mod:`.block_records`): a ``"blocks"`` array after
+  ``"sessions"``, or ``block`` lines after the sessions in ``jsonl``. Only an export that holds
+  blocks says version 2; readers read both versions.
 - ``jsonl``: one JSON object per line, tagged by ``kind``: a ``session`` line (the session's
   fields, plus ``format`` and ``version`` so files can be concatenated), then one ``message``
   line per message (``session``, ``position``, ``role``, ``content``, ``created_at``). A reader
@@ -39,7 +42,7 @@ file is).
 from __future__ import annotations
 
 from .markdown import contained, left_open, message_range, render_blocks, render_header
-from .readers import iter_jsonl, read_json
+from .readers import iter_jsonl, iter_transfer, read_json, read_transfer
 from .records import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -69,9 +72,11 @@ __all__ = [
     "TranscriptWriter",
     "format_time",
     "iter_jsonl",
+    "iter_transfer",
     "message_range",
     "parse_time",
     "read_json",
+    "read_transfer",
     "render_blocks",
     "render_header",
     "sniff_format",

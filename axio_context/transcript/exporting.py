@@ -8,6 +8,10 @@ differ), so the same sessions export byte for byte alike from SQLite and Postgre
 Exports carry no embeddings (the header's ``"embeddings": false`` says so): they come from the
 text and the database's recorded model, take more room than the text, and ``axio-context
 reindex`` rebuilds them after an import.
+
+With ``blocks``, every memory block follows the sessions, read in the same snapshot through the
+blocks store's own dump plan (:func:`axio_context.memory_blocks.transfer_sql.dump_blocks`), and
+the file says format version 2 (:mod:`.block_records`).
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Final, NamedTuple
 
+from ..memory_blocks.transfer_sql import dump_blocks
 from ..sql import Dialect, Native, Plan
 from .hidden import Renumbering
+from .records import BLOCKS_VERSION
 from .reports import DamagedRow, ExportSummary
 from .writers import TranscriptWriter
 
@@ -63,13 +69,18 @@ def export(
     sink: Sink,
     progress: Progress | None = None,
     skip_damaged: bool = False,
+    blocks: bool = False,
 ) -> Plan[ExportSummary]:
     """Write sessions (all of them when ``session_ids`` is None) to ``sink``, oldest first.
 
     A self-contained format (markdown) repeats what a fork shares with its parent, but the
     summary counts each message once, as the lossless formats write it. ``clear_run``'s hidden
-    messages are not written: the rest are numbered as if they had never been there.
+    messages are not written: the rest are numbered as if they had never been there. With
+    ``blocks``, every memory block follows the sessions (read first, in the same snapshot).
     """
+    rows = (yield from dump_blocks(d)) if blocks else []
+    if rows:  # without blocks, the file is the version 1 file it always was
+        writer.version = BLOCKS_VERSION
     total, selected = yield Native(src.selected, (session_ids,))
     exported: set[int] | None = None if session_ids is None else set()
     done = sessions = messages = 0
@@ -96,8 +107,10 @@ def export(
         sessions += 1
         if exported is not None:
             exported.add(src.sid(s))
+    if rows:
+        sink(writer.blocks(rows))
     sink(writer.end())
     if progress is not None:
         progress(total, total)
     lost = [] if skipped is None else skipped
-    return ExportSummary(sessions=sessions, messages=messages - len(lost), skipped=lost)
+    return ExportSummary(sessions=sessions, messages=messages - len(lost), skipped=lost, blocks=len(rows))

@@ -23,9 +23,19 @@ from ..codec import (
     encode_json,
     format_json,
 )
+from ..memory_blocks.transfer_sql import BlockRow
 from .records import SessionHeader
+from .times import format_time
 
-__all__ = ["contained", "left_open", "message_range", "render_blocks", "render_header", "short_time"]
+__all__ = [
+    "contained",
+    "left_open",
+    "message_range",
+    "render_blocks",
+    "render_header",
+    "render_memory_blocks",
+    "short_time",
+]
 
 # --- Markdown rendering --------------------------------------------------------------------------
 
@@ -66,6 +76,25 @@ def render_header(header: SessionHeader, hidden: int = 0) -> str:
         lines.append(f"- metadata: {_code(encode_json(header.metadata).decode())}")
     lines.append("")
     return "\n".join(lines)
+
+
+def render_memory_blocks(rows: Iterable[BlockRow]) -> str:
+    """The memory blocks section of a Markdown export: per block its owner, label, version and
+    current value (its history stays in the lossless formats)."""
+    out = ["# Memory blocks\n"]
+    for r in rows:
+        owner = f"agent {_code(r.agent_id)}" if r.agent_id else "shared"
+        out.append(f"\n## {_code(r.label)} ({owner})\n\n")
+        facts = f"version {r.version} of {len(r.versions)}, {len(r.value):,} / {r.char_limit:,} characters"
+        out.append(f"- {facts}, updated {short_time(format_time(r.updated_at))}\n")
+        if r.read_only:
+            out.append("- read-only\n")
+        if r.description:
+            out.append(f"- description: {_code(r.description)}\n")
+        if r.agents:
+            out.append(f"- attached to: {', '.join(_code(a) for a in r.agents)}\n")
+        out.append(f"\n{_fence(r.value)}\n")
+    return "".join(out)
 
 
 _LINE_BREAK: Final = re.compile(r"\r\n|\r|\n")

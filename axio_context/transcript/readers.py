@@ -20,7 +20,10 @@ from ..codec import (
 from ..codec.checks import check_content_depth
 from ..errors import DecodeError, TranscriptError
 from ..lineage import cycle_through, describe
+from ..memory_blocks.records import BlockRecordChecker
+from ..memory_blocks.transfer_sql import BlockRow
 from ..messages import SURROGATE, Role
+from .block_records import BlockIn, BlockLineIn, Transfer, checked_block, checked_blocks
 from .records import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -33,7 +36,7 @@ from .records import (
 from .sniffing import BOM, sniff_format
 from .times import parse_time
 
-__all__ = ["iter_jsonl", "read_json", "sniff_format"]
+__all__ = ["iter_jsonl", "iter_transfer", "read_json", "read_transfer", "sniff_format"]
 
 #: The largest integer a database column holds (SQLite's INTEGER is 64-bit).
 _INT_MAX: Final = (1 << 63) - 1
@@ -77,6 +80,7 @@ class _DocumentIn(msgspec.Struct):
     format: str
     version: int
     sessions: list[_SessionIn]
+    blocks: list[BlockIn] = msgspec.field(default_factory=list)
 
 
 class _SessionLineIn(_HeaderIn, frozen=True, kw_only=True, tag_field="kind", tag="session"):
@@ -97,7 +101,7 @@ class _MessageLineIn(msgspec.Struct, kw_only=True, tag_field="kind", tag="messag
 
 _json_doc: Final = msgspec.json.Decoder(_DocumentIn)
 _json_env: Final = msgspec.json.Decoder(_Envelope)
-_jsonl_line: Final = msgspec.json.Decoder(_SessionLineIn | _MessageLineIn)
+_jsonl_line: Final = msgspec.json.Decoder(_SessionLineIn | _MessageLineIn | BlockLineIn)
 
 
 def _at(message: str, where: str) -> str:
@@ -273,9 +277,14 @@ class _Checker:
 
 
 def read_json(data: bytes) -> list[SessionRecord]:
-    """Parse and validate a ``json`` export; raises :class:`TranscriptError` naming the field
-    (or the line and column where the bytes stop being UTF-8). A leading byte order mark is
-    skipped."""
+    """Parse and validate a ``json`` export's sessions; raises :class:`TranscriptError` naming
+    the field (or the line and column where the bytes stop being UTF-8). A leading byte order
+    mark is skipped."""
+    return read_transfer(data).sessions
+
+
+def read_transfer(data: bytes) -> Transfer:
+    """:func:`read_json` with the export's memory blocks (version 2), each checked."""
     data = data.removeprefix(BOM)
     try:
         return _read_json(data)
@@ -283,7 +292,7 @@ def read_json(data: bytes) -> list[SessionRecord]:
         raise TranscriptError(_not_utf8(data, exc)) from None
 
 
-def _read_json(data: bytes) -> list[SessionRecord]:
+def _read_json(data: bytes) -> Transfer:
     try:
         env = decode_json_exact(_json_env, data)
     except msgspec.DecodeError as exc:
@@ -310,7 +319,7 @@ def _read_json(data: bytes) -> list[SessionRecord]:
             )
         messages = [_message(m, f"{where}.messages[{j}]") for j, m in enumerate(s.messages)]
         out.append(SessionRecord(**_fields(header), messages=messages))
-    return out
+    return Transfer(out, checked_blocks(doc.blocks, "$.blocks"))
 
 
 def _fields(header: SessionHeader) -> dict[str, Any]:
@@ -318,12 +327,23 @@ def _fields(header: SessionHeader) -> dict[str, Any]:
 
 
 def iter_jsonl(lines: Iterable[bytes]) -> Iterator[SessionRecord]:
-    """Parse and validate a ``jsonl`` export, yielding each session once its last line is read.
+    """Parse and validate a ``jsonl`` export, yielding each session once its last line is read
+    (its memory blocks are checked, not yielded: :func:`iter_transfer` yields them too)."""
+    for item in iter_transfer(lines):
+        if isinstance(item, SessionRecord):
+            yield item
+
+
+def iter_transfer(lines: Iterable[bytes]) -> Iterator[SessionRecord | BlockRow]:
+    """Parse and validate a ``jsonl`` export, yielding each session once its last line is read,
+    and each memory block (version 2) as its line is read.
 
     Raises :class:`TranscriptError` naming the line number and field. Blank lines are skipped,
     and a byte order mark at the start of the first line.
     """
     checker = _Checker()
+    blocks = BlockRecordChecker()
+    seen_blocks = False
     header: SessionHeader | None = None
     header_line = 0
     messages: list[MessageRecord] = []
@@ -364,6 +384,17 @@ def iter_jsonl(lines: Iterable[bytes]) -> Iterator[SessionRecord]:
             header_line = number
             messages = []
             continue
+        if isinstance(item, BlockLineIn):
+            if header is not None:
+                yield finish()
+                header = None
+            try:
+                _check_format(item.format, item.version)
+                yield checked_block(blocks, item.block, "$.block")
+            except TranscriptError as exc:
+                raise TranscriptError(f"line {number}: {exc}") from None
+            seen_blocks = True
+            continue
         if header is None:
             raise TranscriptError(f"line {number}: a message line before any session line")
         if item.session != header.id:
@@ -381,6 +412,7 @@ def iter_jsonl(lines: Iterable[bytes]) -> Iterator[SessionRecord]:
             raise TranscriptError(f"line {number}: {exc}") from None
         except UnicodeDecodeError as exc:
             raise TranscriptError(f"line {number}: {_not_utf8(line, exc, one_line=True)}") from None
-    if header is None:
+    if header is None and not seen_blocks:
         raise TranscriptError(f"line {number + 1}: no session line in the file")
-    yield finish()
+    if header is not None:
+        yield finish()

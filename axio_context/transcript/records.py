@@ -13,9 +13,11 @@ from ..blocks import (
 from ..messages import Message, Role
 
 __all__ = [
+    "BLOCKS_VERSION",
     "FORMATS",
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "SESSIONS_VERSION",
     "CheckpointRecord",
     "FormatName",
     "HeaderFields",
@@ -26,8 +28,14 @@ __all__ = [
 
 #: The ``format`` field of every lossless export.
 FORMAT_NAME: Final = "axio-context"
-#: Bumped when a reader of the previous version could not read the new files.
-FORMAT_VERSION: Final = 1
+#: The newest version this code reads. Bumped when a reader of the previous version could not
+#: read the new files; every older version stays readable.
+FORMAT_VERSION: Final = 2
+#: What an export of sessions alone says (version 1 readers read it, byte for byte as before).
+SESSIONS_VERSION: Final = 1
+#: What an export carrying memory blocks says: a version 1 reader would drop (json) or trip over
+#: (jsonl) its block records, so it refuses the file by its version instead.
+BLOCKS_VERSION: Final = 2
 
 FormatName = Literal["json", "jsonl", "markdown"]
 FORMATS: Final[tuple[FormatName, ...]] = ("json", "jsonl", "markdown")

@@ -25,11 +25,12 @@ class ExportSummary(msgspec.Struct, frozen=True):
     """How much an export wrote: ``messages`` counts each stored message once (a fork's messages
     shared with its parent exported too are not counted again, even where markdown repeats
     them); ``skipped``: the messages left out because they do not decode (each has a
-    placeholder in the export instead)."""
+    placeholder in the export instead); ``blocks``: the memory blocks written."""
 
     sessions: int
     messages: int
     skipped: list[DamagedRow] = msgspec.field(default_factory=list)
+    blocks: int = 0
 
 
 class ImportedSession(msgspec.Struct, frozen=True):
@@ -42,7 +43,9 @@ class ImportedSession(msgspec.Struct, frozen=True):
 
 
 class ImportReport(msgspec.Struct, frozen=True):
-    """What an import wrote, in file order."""
+    """What an import wrote, in file order: sessions, and the memory blocks (by owner/label)
+    a version 2 export carried."""
 
     format: str
     sessions: list[ImportedSession]
+    blocks: list[str] = msgspec.field(default_factory=list)

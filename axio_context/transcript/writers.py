@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar
 
 import msgspec
 
@@ -16,9 +16,11 @@ from ..codec import (
     contents_have_nonfinite,
     encode_json,
 )
+from ..memory_blocks.transfer_sql import BlockRow
 from ..messages import Role
-from .markdown import render_blocks, render_header, short_time
-from .records import FORMAT_NAME, FORMAT_VERSION, FORMATS, MessageRecord, SessionHeader
+from .block_records import BlockLine
+from .markdown import render_blocks, render_header, render_memory_blocks, short_time
+from .records import BLOCKS_VERSION, FORMAT_NAME, FORMATS, SESSIONS_VERSION, MessageRecord, SessionHeader
 
 __all__ = ["JsonWriter", "JsonlWriter", "MarkdownWriter", "TranscriptWriter", "writer_for"]
 
@@ -36,12 +38,16 @@ class TranscriptWriter:
     """Turns sessions into bytes, chunk by chunk; an exporter calls these methods in order.
 
     ``begin``, then per session ``session`` / ``messages`` (any number of batches) /
-    ``end_session``, then ``end``. A ``self_contained`` format gets every session's whole
-    transcript (``inherited`` is 0); the lossless ones get only a fork's own messages.
+    ``end_session``, then (an export with memory blocks) ``blocks``, then ``end``. A
+    ``self_contained`` format gets every session's whole transcript (``inherited`` is 0); the
+    lossless ones get only a fork's own messages. An exporter that will write blocks sets
+    ``version`` to :data:`BLOCKS_VERSION` before ``begin``.
     """
 
     name: ClassVar[str]
     self_contained: ClassVar[bool] = False
+    #: The format version the file says (version 1 readers read an export of sessions alone).
+    version: int = SESSIONS_VERSION
 
     def begin(self) -> bytes:
         """Bytes before the first session."""
@@ -59,6 +65,10 @@ class TranscriptWriter:
         """Bytes that close a session."""
         return b""
 
+    def blocks(self, rows: Sequence[BlockRow]) -> bytes:
+        """Memory blocks, after the last session."""
+        return b""
+
     def end(self) -> bytes:
         """Bytes after the last session."""
         return b""
@@ -72,9 +82,10 @@ class JsonWriter(TranscriptWriter):
     def __init__(self) -> None:
         self._sessions = 0
         self._in_session = 0
+        self._blocks = False
 
     def begin(self) -> bytes:
-        head = encode_json({"format": FORMAT_NAME, "version": FORMAT_VERSION, "embeddings": False})
+        head = encode_json({"format": FORMAT_NAME, "version": self.version, "embeddings": False})
         return head[:-1] + b',"sessions":['
 
     def session(self, header: SessionHeader) -> bytes:
@@ -95,7 +106,14 @@ class JsonWriter(TranscriptWriter):
     def end_session(self, header: SessionHeader) -> bytes:
         return b"]}"
 
+    def blocks(self, rows: Sequence[BlockRow]) -> bytes:
+        self._blocks = True
+        body = b",\n".join(encode_json(r) for r in rows)
+        return (b"\n]" if self._sessions else b"]") + b',"blocks":[' + (b"\n" + body + b"\n" if rows else b"")
+
     def end(self) -> bytes:
+        if self._blocks:
+            return b"]}\n"
         return b"\n]}\n" if self._sessions else b"]}\n"
 
 
@@ -116,11 +134,15 @@ class JsonlWriter(TranscriptWriter):
     """The ``jsonl`` stream: a session line, then one line per message."""
 
     name = "jsonl"
-    _PREFIX: Final = encode_json({"kind": "session", "format": FORMAT_NAME, "version": FORMAT_VERSION})[:-1]
 
     def session(self, header: SessionHeader) -> bytes:
         # ``embeddings`` last: the line's first keys say what it is (see :func:`sniff_format`)
-        return self._PREFIX + b"," + encode_json(header, exact=True)[1:-1] + b',"embeddings":false}\n'
+        prefix = encode_json({"kind": "session", "format": FORMAT_NAME, "version": self.version})[:-1]
+        return prefix + b"," + encode_json(header, exact=True)[1:-1] + b',"embeddings":false}\n'
+
+    def blocks(self, rows: Sequence[BlockRow]) -> bytes:
+        lines = (encode_json(BlockLine(format=FORMAT_NAME, version=BLOCKS_VERSION, block=r)) for r in rows)
+        return b"".join(line + b"\n" for line in lines)
 
     def messages(self, header: SessionHeader, first: int, records: Sequence[MessageRecord]) -> bytes:
         exact = _nonfinite(records)
@@ -166,6 +188,10 @@ class MarkdownWriter(TranscriptWriter):
             out.append("\n")
         # Text with lone surrogates (undecodable bytes) shows them as \udcXX escapes.
         return "".join(out).encode("utf-8", "backslashreplace")
+
+    def blocks(self, rows: Sequence[BlockRow]) -> bytes:
+        sep = "\n---\n\n" if self._sessions else ""
+        return (sep + render_memory_blocks(rows)).encode("utf-8", "backslashreplace")
 
 
 def writer_for(name: str) -> TranscriptWriter:

@@ -18,18 +18,23 @@ from axio_context.errors import (
     SessionExistsError,
     TranscriptError,
 )
+from axio_context.memory_blocks.errors import BlockExistsError
+from axio_context.memory_blocks.transfer_sql import BlockRow, block_key, clashing_blocks, load_blocks
 from axio_context.transcript import (
     MessageRecord,
     iter_jsonl,
+    iter_transfer,
     parse_time,
-    read_json,
+    read_transfer,
     sniff_format,
 )
+from axio_context.transcript.block_records import refuse_clashes
 from axio_context.transcript.reports import ImportedSession as ImportedSession  # re-exported
 from axio_context.transcript.reports import ImportReport as ImportReport  # re-exported
 
 from ..store import session_rows, sessions, transactions
 from ..store.inserting import Stamped, insert_session, set_aside
+from ..store.runner import SQLITE, drive
 
 # --- import --------------------------------------------------------------------------------------
 
@@ -89,7 +94,9 @@ def import_file(
     written. An empty input (or blank lines only) is a ``jsonl`` export of no sessions, as
     ``export -f jsonl`` writes one; with ``fmt="json"`` it is refused. Existing ids are refused
     (nothing is written) unless ``replace`` (the file's version wins) or ``new_ids`` (every
-    imported session gets a fresh id; lineage inside the file follows).
+    imported session gets a fresh id; lineage inside the file follows). The memory blocks a
+    version 2 export carries are written first, in one transaction; one already here (by id,
+    or owner and label) is refused unless ``replace``.
     """
     with _input(path) as f:
         return _import(c, f, "standard input" if path == STDIN else str(path), fmt, replace, new_ids)
@@ -107,9 +114,16 @@ def _import(
     if fmt is None:
         fmt = sniff_format(f.read(1 << 16))
         f.seek(0)
-    loaded = read_json(f.read()) if fmt == "json" else None
+    transfer = read_transfer(f.read()) if fmt == "json" else None
+    loaded = None if transfer is None else transfer.sessions
     # pass 1: validate everything (a jsonl input is parsed session by session, and again to write)
-    ids: list[str] = [r.id for r in (loaded if loaded is not None else iter_jsonl(f))]
+    ids: list[str] = []
+    blocks: list[BlockRow] = [] if transfer is None else transfer.blocks
+    for item in loaded if loaded is not None else iter_transfer(f):
+        if isinstance(item, BlockRow):
+            blocks.append(item)
+        else:
+            ids.append(item.id)
     if loaded is None and _version(f) != before:
         raise TranscriptError(f"{source} changed while it was being read; nothing was imported")
     if not new_ids and not replace:
@@ -120,7 +134,15 @@ def _import(
                 f"{len(clash)} session(s) in {source} already exist ({shown}); "
                 "use --replace to overwrite them or --new-ids to import copies"
             )
+    if blocks and not replace:
+        refuse_clashes(drive(c, clashing_blocks(SQLITE, blocks)), source)
     mapping = {i: uuid4().hex for i in ids} if new_ids else {i: i for i in ids}
+    if blocks:
+        with transactions.write_tx(c):
+            if not all(drive(c, load_blocks(SQLITE, blocks, replace))):  # raising rolls it back
+                raise BlockExistsError(
+                    f"memory blocks of {source} appeared in the database during the import"
+                )
     report: list[ImportedSession] = []
     written: set[str] = set()
     f.seek(0)
@@ -139,4 +161,4 @@ def _import(
         if aside is not None:
             sessions.delete_session(c, aside)
         report.append(ImportedSession(rec.id, new_id, len(rec.messages), aside is not None))
-    return ImportReport(format=fmt, sessions=report)
+    return ImportReport(format=fmt, sessions=report, blocks=[block_key(b) for b in blocks])

@@ -40,6 +40,12 @@ from .output import Progress, ShownStream, echo_json, say, visible
     is_flag=True,
     help="Also the sessions under them: subagent sessions and forks, at any depth.",
 )
+@click.option(
+    "--blocks/--no-blocks",
+    "blocks",
+    default=None,
+    help="Also every memory block with its whole history (default: with --all only).",
+)
 @agent_options("sessions")
 @click.pass_context
 def export(
@@ -50,10 +56,12 @@ def export(
     output: str | None,
     strict: bool,
     children: bool,
+    blocks: bool | None,
     agent_id: str | None,
     run_id: str | None,
 ) -> None:
-    """Export sessions (default: the last active) as json, jsonl or markdown."""
+    """Export sessions (default: the last active) as json, jsonl or markdown; with --all (or
+    --blocks) the memory blocks too."""
     if all_ and sessions:
         raise click.UsageError("give SESSION arguments or --all, not both")
     tagged = agent_id is not None or run_id is not None
@@ -79,7 +87,12 @@ def export(
             below = await db.descendants(ids)
             ids = list(dict.fromkeys(ids + below))
         result = await db.export(
-            out.write, format=format_, session_ids=ids, progress=progress, skip_damaged=not strict
+            out.write,
+            format=format_,
+            session_ids=ids,
+            progress=progress,
+            skip_damaged=not strict,
+            blocks=all_ if blocks is None else blocks,
         )
         out.flush()
         return result
@@ -95,7 +108,8 @@ def export(
     finally:
         progress.close()
     _report_skipped(summary.skipped)
-    skipped = f", {len(summary.skipped)} left out (damaged)" if summary.skipped else ""
+    skipped = f", {summary.blocks} memory block(s)" if summary.blocks else ""
+    skipped += f", {len(summary.skipped)} left out (damaged)" if summary.skipped else ""
     say(
         f"exported {summary.sessions} session(s), {summary.messages} message(s){skipped} to {output}",
         err=True,
@@ -119,14 +133,15 @@ def _report_skipped(skipped: Sequence[DamagedRow]) -> None:
 @cli.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.option("-f", "--format", "fmt", type=click.Choice(["json", "jsonl"]), help="Default: detected.")
-@click.option("--replace", is_flag=True, help="Overwrite sessions whose id already exists.")
+@click.option("--replace", is_flag=True, help="Overwrite sessions (and memory blocks) already here.")
 @click.option("--new-ids", is_flag=True, help="Give every imported session a new id (import copies).")
 @output_options(listing=False)
 @click.pass_context
 def import_(
     ctx: click.Context, file: str, fmt: str | None, replace: bool, new_ids: bool, as_json: bool
 ) -> None:
-    """Import a json/jsonl export (- reads stdin); validates all of it before writing anything."""
+    """Import a json/jsonl export (- reads stdin) with any memory blocks it holds; validates all
+    of it before writing anything."""
     if replace and new_ids:
         raise click.UsageError("--replace and --new-ids cannot be used together")
     # "-" is stdin; a file named "-" is ./- (which Path would shorten to "-" again)
@@ -143,6 +158,7 @@ def import_(
     messages = sum(s.messages for s in report.sessions)
     replaced = sum(s.replaced for s in report.sessions)
     extra = f", {replaced} replaced" if replaced else ""
+    extra += f", {len(report.blocks)} memory block(s)" if report.blocks else ""
     shown = "standard input" if source == STDIN else file
     say(f"imported {len(report.sessions)} session(s), {messages} message(s){extra} from {shown}")
 

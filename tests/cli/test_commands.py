@@ -451,7 +451,7 @@ def _break_json(doc: dict[str, Any], where: str) -> bytes:
             lambda d: d["sessions"][0]["messages"][0].__setitem__("created_at", "yesterday"),
             "$.sessions[0].messages[0].created_at: 'yesterday' is not an ISO-8601 time",
         ),
-        (lambda d: d.__setitem__("version", 9), "export format version 9 is newer than the 1"),
+        (lambda d: d.__setitem__("version", 9), "export format version 9 is newer than the 2"),
         (lambda d: d["sessions"][1].__setitem__("id", "s1"), "$.sessions[1].id: session 's1' appears twice"),
         (
             lambda d: d["sessions"][1].update(inherited=1, parent_id="elsewhere"),
