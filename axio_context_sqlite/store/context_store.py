@@ -250,7 +250,10 @@ class SQLiteContextStore(StoreCalls, ContextStore):
         """Per message of :meth:`get_history` (``limit`` alike), its metadata value ``name``,
         read without decoding the messages; a message with none comes back whole."""
         n = None if limit is None else check_limit(limit)
-        return await run(self._conn, live_call, *self._read(metadata_reads.get_view_metadata), name, n)
+        args = (*self._read(metadata_reads.get_view_metadata), name, n)
+        if n is not None and n <= INLINE_MESSAGES:  # a few rows: no hop when the worker is idle
+            return await run_short(self._conn, live_call, *args)
+        return await run(self._conn, live_call, *args)
 
     async def get_full_history(self) -> list[Message]:
         """Every message of the transcript, whatever compaction did to the view."""
@@ -317,8 +320,9 @@ class SQLiteContextStore(StoreCalls, ContextStore):
         await run(self._conn, live_call, *self._write(sessions.set_title), self._project, title)
 
     async def get_metadata(self) -> dict[str, Any]:
-        """The session's free-form metadata (an empty dict when none)."""
-        return await run(self._conn, live_call, *self._read(sessions.get_metadata))
+        """The session's free-form metadata (an empty dict when none); one indexed read, on the
+        event loop's thread when the worker is idle."""
+        return await run_short(self._conn, live_call, *self._read(sessions.get_metadata))
 
     async def set_metadata(self, metadata: dict[str, Any]) -> None:
         """Replace the session's metadata with a JSON-serialisable mapping."""
