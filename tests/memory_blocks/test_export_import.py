@@ -144,6 +144,11 @@ _SESSION = {
         ({"label": ""}, "$.blocks[0]: a block label must not be empty"),
         ({"char_limit": "ten"}, "$.blocks[0].char_limit"),
         ({"version": 7}, "$.blocks[0].version: 7 is not one of its versions"),
+        (
+            {"versions": [{**_BLOCK["versions"][0], "undo_to": 5}]},  # type: ignore[index]
+            "$.blocks[0].versions[0].undo_to: 5 is not one of the block's versions",
+        ),
+        ({"versions": [{**_BLOCK["versions"][0], "mood": 1}]}, "mood"),  # type: ignore[index]
     ],
 )
 @pytest.mark.parametrize("fmt", ["json", "jsonl"])
@@ -237,3 +242,14 @@ def test_what_is_exported_imports_back_equal(
             assert await dst.memory_stores().blocks().dump() == await store.dump()
 
     asyncio.run(run())
+
+
+def test_the_same_block_twice_is_refused(axio_database_location: str, tmp_path: Path) -> None:
+    path = tmp_path / "twice.json"
+    twin = {**_BLOCK, "id": "b2"}
+    path.write_text(
+        json.dumps({"format": "axio-context", "version": 2, "sessions": [], "blocks": [_BLOCK, twin]})
+    )
+    result = invoke("--db", axio_database_location, "import", path, ok=False)
+    assert result.stderr == "Error: $.blocks[1].label: a/notes appears twice\n"
+    assert asyncio.run(_dump(axio_database_location)) == []
