@@ -12,7 +12,7 @@ import aiosqlite
 
 from axio_context.messages import SessionInfo
 from axio_context.sql import Dialect, Execute, ExecuteMany, Native, Plan, PlanFn, Row, Rows, Step, Value
-from axio_context.sql.plan import resume
+from axio_context.sql.plan import is_one_statement, resume
 
 from .calls import run
 from .listing import INFO_COLUMNS, INFO_FIELDS, info_from_row
@@ -83,6 +83,8 @@ def drive(c: Any, plan: Plan[T]) -> T:
 
 
 def _in(c: Any, tx: Callable[[Any], Any], fn: Callable[..., Plan[T]], args: Any, kwargs: Any) -> T:
+    if tx is read_tx and is_one_statement(fn):  # one SELECT is its own snapshot: no BEGIN/COMMIT
+        return drive(c, fn(SQLITE, *args, **kwargs))
     with tx(c):
         return drive(c, fn(SQLITE, *args, **kwargs))
 
