@@ -16,6 +16,7 @@ from ..messages import SessionInfo
 from ..sql import Dialect, Plan, Rows
 from ..views import MAX_DEPTH, MAX_PAGE, SessionSort, SessionTreePage, TreeRow, sort_column
 from .expiry_sql import live_session
+from .listing_sql import parse_cursor
 
 __all__ = ["page_limit", "session_tree"]
 
@@ -28,14 +29,6 @@ def page_limit(limit: int) -> int:
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_PAGE:
         raise ValueError(f"limit must be between 1 and {MAX_PAGE}, not {limit!r}")
     return limit
-
-
-def _cursor(cursor: str) -> tuple[int, int]:
-    try:
-        created, sid = cursor.split(".")
-        return int(created), int(sid)
-    except ValueError:
-        raise ValueError(f"not a session-tree cursor: {cursor!r}") from None
 
 
 def session_tree(
@@ -80,7 +73,7 @@ def session_tree(
         if project is not None:
             args.append(project)
     if cursor is not None:
-        clause, values = d.before_key(f"s.{order}", *_cursor(cursor))
+        clause, values = d.before_key(f"s.{order}", *parse_cursor(cursor, "session-tree"))
         where.append(clause)
         args += values
     heads = yield Rows(

@@ -18,13 +18,14 @@ __all__ = ["ALL", "list_page", "parse_cursor"]
 ALL: Final = object()
 
 
-def parse_cursor(cursor: str) -> tuple[int, int]:
-    """The ``(time, sid)`` a listing cursor holds; ValueError naming it when it is not one."""
+def parse_cursor(cursor: str, kind: str = "session-listing") -> tuple[int, int]:
+    """The ``(time, sid)`` a page's cursor holds (``time.sid``, as listings and the browser's tree
+    pages write it); ValueError naming it, as a ``kind`` cursor, when it is not one."""
     try:
         created, sid = cursor.split(".")
         return int(created), int(sid)
     except ValueError:
-        raise ValueError(f"not a session-listing cursor: {cursor!r}") from None
+        raise ValueError(f"not a {kind} cursor: {cursor!r}") from None
 
 
 @one_statement  # each way below yields one Rows
