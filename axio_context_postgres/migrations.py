@@ -207,25 +207,9 @@ CREATE TRIGGER sessions_fork_marks AFTER INSERT ON sessions
     FOR EACH ROW WHEN (NEW.parent_id IS NOT NULL) EXECUTE FUNCTION axio_fork_marks();
 """
 
-# Persisted usage (axio_context.usage_limits on PostgreSQL: see .usage). ``usage_records`` is the
-# ledger, one row per recorded request (clearing or deleting a session leaves it); ``position`` is
-# the position of the message recorded with it. ``cost`` is an exact numeric (NULL: unknown),
-# ``details`` MessagePack of {details, extra} (NULL: none). ``usage_runs`` gives each run id its
-# one session (its primary key is what makes two writers claiming one run queue, not race).
-# ``usage_rollups`` keeps running totals per (dimension, key, UTC day) and per (dimension, key)
-# for all time (day -1), in the transaction of each row, so totals and aggregates read one index
-# range, never the rows behind them: a scope's by its key (the primary key), a dimension's
-# groups by day (``usage_rollups_by_day``).
-_USAGE_RECORDS: Final = """
-CREATE TABLE usage_records (
-    id bigserial PRIMARY KEY,
-    at bigint NOT NULL,
-    session text NOT NULL,
-    agent text NOT NULL DEFAULT '',
-    run text NOT NULL DEFAULT '',
-    model text NOT NULL DEFAULT '',
-    project text,
-    position integer,
+#: The counters a usage record carries and a rollup sums, column for column (the same list in both
+#: tables, written once).
+_USAGE_COUNTERS: Final = """\
     requests bigint NOT NULL DEFAULT 0,
     tool_calls bigint NOT NULL DEFAULT 0,
     input_tokens bigint NOT NULL DEFAULT 0,
@@ -240,7 +224,28 @@ CREATE TABLE usage_records (
     output_audio_tokens bigint NOT NULL DEFAULT 0,
     audio_seconds double precision NOT NULL DEFAULT 0,
     cost numeric,
-    details bytea
+    details bytea"""
+
+# Persisted usage (axio_context.usage_limits on PostgreSQL: see .usage). ``usage_records`` is the
+# ledger, one row per recorded request (clearing or deleting a session leaves it); ``position`` is
+# the position of the message recorded with it. ``cost`` is an exact numeric (NULL: unknown),
+# ``details`` MessagePack of {details, extra} (NULL: none). ``usage_runs`` gives each run id its
+# one session (its primary key is what makes two writers claiming one run queue, not race).
+# ``usage_rollups`` keeps running totals per (dimension, key, UTC day) and per (dimension, key)
+# for all time (day -1), in the transaction of each row, so totals and aggregates read one index
+# range, never the rows behind them: a scope's by its key (the primary key), a dimension's
+# groups by day (``usage_rollups_by_day``).
+_USAGE_RECORDS: Final = f"""
+CREATE TABLE usage_records (
+    id bigserial PRIMARY KEY,
+    at bigint NOT NULL,
+    session text NOT NULL,
+    agent text NOT NULL DEFAULT '',
+    run text NOT NULL DEFAULT '',
+    model text NOT NULL DEFAULT '',
+    project text,
+    position integer,
+{_USAGE_COUNTERS}
 );
 CREATE INDEX usage_records_by_session ON usage_records (session, at DESC, id DESC);
 CREATE INDEX usage_records_by_run ON usage_records (run, at DESC, id DESC);
@@ -253,21 +258,7 @@ CREATE TABLE usage_rollups (
     dim text NOT NULL,
     key text NOT NULL,
     day integer NOT NULL,
-    requests bigint NOT NULL DEFAULT 0,
-    tool_calls bigint NOT NULL DEFAULT 0,
-    input_tokens bigint NOT NULL DEFAULT 0,
-    cache_write_tokens bigint NOT NULL DEFAULT 0,
-    cache_write_1h_tokens bigint NOT NULL DEFAULT 0,
-    cache_read_tokens bigint NOT NULL DEFAULT 0,
-    output_tokens bigint NOT NULL DEFAULT 0,
-    unmeasured_requests bigint NOT NULL DEFAULT 0,
-    output_reasoning_tokens bigint NOT NULL DEFAULT 0,
-    input_audio_tokens bigint NOT NULL DEFAULT 0,
-    cache_audio_read_tokens bigint NOT NULL DEFAULT 0,
-    output_audio_tokens bigint NOT NULL DEFAULT 0,
-    audio_seconds double precision NOT NULL DEFAULT 0,
-    cost numeric,
-    details bytea,
+{_USAGE_COUNTERS},
     first_at bigint NOT NULL,
     last_at bigint NOT NULL,
     PRIMARY KEY (dim, key, day)
