@@ -85,6 +85,16 @@ class BlockStore:
         run = (current_run_id.get() or "") if run_id is None else check_agent(run_id, "run_id")
         return agent, editor, run
 
+    @staticmethod
+    def _expected(expected_version: int | None) -> int | None:
+        """The version a write names, checked (``True`` equals 1 and ``3.0`` equals 3 in Python:
+        compared as they came, they would let a write through)."""
+        if expected_version is not None and (
+            isinstance(expected_version, bool) or not isinstance(expected_version, int)
+        ):
+            raise BlockInputError(f"expected_version must be a whole number, got {expected_version!r}")
+        return expected_version
+
     async def create(
         self, block: MemoryBlock, *, agent_id: str = SHARED, by: str | None = None, run_id: str | None = None
     ) -> StoredBlock:
@@ -127,12 +137,9 @@ class BlockStore:
         run_id: str | None,
     ) -> StoredBlock:
         agent, editor, run = self._who(agent_id, by, run_id)
-        if expected_version is not None and (
-            isinstance(expected_version, bool) or not isinstance(expected_version, int)
-        ):
-            raise BlockInputError(f"expected_version must be a whole number, got {expected_version!r}")
+        expected = self._expected(expected_version)
         return await self._runner.write(
-            plans.write, agent, check_label(label), action, change, expected_version, editor, run
+            plans.write, agent, check_label(label), action, change, expected, editor, run
         )
 
     async def set(
@@ -247,7 +254,7 @@ class BlockStore:
         description, the limit and the flag; not the label)."""
         agent, editor, run = self._who(agent_id, by, run_id)
         return await self._runner.write(
-            plans.step_back, agent, check_label(label), False, expected_version, editor, run
+            plans.step_back, agent, check_label(label), False, self._expected(expected_version), editor, run
         )
 
     async def redo(
@@ -262,7 +269,7 @@ class BlockStore:
         """Restore what the last undo took back, as a new version."""
         agent, editor, run = self._who(agent_id, by, run_id)
         return await self._runner.write(
-            plans.step_back, agent, check_label(label), True, expected_version, editor, run
+            plans.step_back, agent, check_label(label), True, self._expected(expected_version), editor, run
         )
 
     async def delete(
@@ -270,7 +277,7 @@ class BlockStore:
     ) -> StoredBlock:
         """Remove the block with its history (refused on a read-only block); the block as it was."""
         return await self._runner.write(
-            plans.delete, check_agent(agent_id), check_label(label), expected_version
+            plans.delete, check_agent(agent_id), check_label(label), self._expected(expected_version)
         )
 
     async def attach(self, label: str, agent_id: str) -> StoredBlock:
