@@ -284,15 +284,21 @@ def pop(c: Any, session_id: str) -> Message | None:
             base_len = last
         c.execute("DELETE FROM checkpoints WHERE sid = ? AND position > ?", (row.sid, last))
         hiding.forget_marks(c, row.sid, last)
-        c.execute(
-            "UPDATE sessions SET next_position = ?, base_len = ?,"
-            " base_sid = CASE WHEN ? > 0 THEN base_sid END,"
-            " est_tokens = est_tokens - ?, updated_at = ?,"
-            " preview = CASE WHEN preview_pos >= ? THEN NULL ELSE preview END,"
-            " preview_pos = CASE WHEN preview_pos >= ? THEN NULL ELSE preview_pos END WHERE sid = ?",
-            (last, base_len, base_len, spent, now_ms(), last, last, row.sid),
-        )
+        _shorten(c, row.sid, last, base_len, spent)
     return message
+
+
+def _shorten(c: Any, sid: int, last: int, base_len: int, spent: int) -> None:
+    """The session row after a pop of position ``last`` (``spent`` tokens): ``last`` messages,
+    ``base_len`` of them inherited, its preview dropped when it came from the popped message."""
+    c.execute(
+        "UPDATE sessions SET next_position = ?, base_len = ?,"
+        " base_sid = CASE WHEN ? > 0 THEN base_sid END,"
+        " est_tokens = est_tokens - ?, updated_at = ?,"
+        " preview = CASE WHEN preview_pos >= ? THEN NULL ELSE preview END,"
+        " preview_pos = CASE WHEN preview_pos >= ? THEN NULL ELSE preview_pos END WHERE sid = ?",
+        (last, base_len, base_len, spent, now_ms(), last, last, sid),
+    )
 
 
 #: Whether anything beyond the row itself holds the last position ``:p`` (key ``:k``) of session
@@ -328,13 +334,7 @@ def _pop_plain(c: Any, session_id: str, row: SessionRow, last: int) -> Message |
     if extra is not None:
         message = with_extras(message, extra[0])
     c.execute("DELETE FROM fts_pending WHERE id = ?", (mid,))
-    c.execute(
-        "UPDATE sessions SET next_position = ?, est_tokens = est_tokens - ?, updated_at = ?,"
-        " base_sid = CASE WHEN base_len > 0 THEN base_sid END,"
-        " preview = CASE WHEN preview_pos >= ? THEN NULL ELSE preview END,"
-        " preview_pos = CASE WHEN preview_pos >= ? THEN NULL ELSE preview_pos END WHERE sid = ?",
-        (last, int(spent), now_ms(), last, last, row.sid),
-    )
+    _shorten(c, row.sid, last, row.base_len, int(spent))
     return message
 
 
