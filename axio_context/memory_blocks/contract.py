@@ -137,7 +137,8 @@ class MemoryBlockContract:
         assert len(await blocks.history("h")) == 2
 
     async def test_an_expected_version_that_is_no_whole_number_is_refused(self, blocks: BlockStore) -> None:
-        """``True`` equals 1 in Python: every write refuses it (and a text) rather than compare it."""
+        """``True`` equals 1 and ``3.0`` equals 3 in Python: every write refuses them (and a text)
+        rather than compare them with the block's version."""
         await blocks.create(MemoryBlock("h", "v1"))
         await blocks.set("h", "v2")
         await blocks.undo("h")  # version 3; its redo would take it back to v2
@@ -145,7 +146,7 @@ class MemoryBlockContract:
             for write in (blocks.set, blocks.undo, blocks.redo, blocks.delete):
                 args = ("h", "mine") if write == blocks.set else ("h",)
                 with pytest.raises(BlockInputError, match="expected_version must be a whole number"):
-                    await write(*args, expected_version=bad)  # type: ignore[operator]
+                    await write(*args, expected_version=bad)  # type: ignore[arg-type]
         assert len(await blocks.history("h")) == 3
 
     async def test_bad_labels_and_unknown_labels(self, blocks: BlockStore) -> None:
