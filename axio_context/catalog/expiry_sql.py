@@ -49,8 +49,9 @@ def live_session(alias: str = "", param: str = "?") -> str:
 
 
 def due_sessions(column: str = "sid") -> str:
-    """A SELECT of ``column`` of the expired sessions (bind now), by the expiry index: for a
-    backend's own scan that leaves them out without changing its statement."""
+    """A SELECT of ``column`` of the expired sessions (bind now), by the expiry index: the one
+    statement of what is due (a lookup, a sweep, and a backend's own scan that leaves them out
+    without changing its statement all start from it)."""
     return f"SELECT {column} FROM {SESSIONS} WHERE expires_at <= ?"
 
 
@@ -66,7 +67,7 @@ def session_ttl(ttl: float | TTLConfig | None) -> TTLConfig:
 
 def expired(d: Dialect, session_id: str, now: int) -> Plan[bool]:
     """Whether the session ``session_id`` exists and has expired (one indexed lookup)."""
-    due = yield Value(f"SELECT 1 FROM {SESSIONS} WHERE id = ? AND expires_at <= ?", (session_id, now))
+    due = yield Value(f"{due_sessions('1')} AND id = ?", (now, session_id))
     return due is not None
 
 
@@ -92,7 +93,7 @@ def refresh_session(d: Dialect, session_id: str, now: int) -> Plan[None]:
 
 def sweep_sessions(d: Dialect, delete: Delete, now: int, batch: int) -> Plan[int]:
     """Delete at most ``batch`` expired sessions (each by ``delete``); how many went."""
-    rows = yield Rows(f"SELECT id FROM {SESSIONS} WHERE expires_at <= ? LIMIT ?", (now, batch))
+    rows = yield Rows(f"{due_sessions('id')} LIMIT ?", (now, batch))
     for (session_id,) in rows:
         yield Native(delete, (session_id,))
     return len(rows)
