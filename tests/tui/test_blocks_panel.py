@@ -10,11 +10,12 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Input, Static
 
 from axio_context.backends.registry import open_database
-from axio_context.memory_blocks import MemoryBlock
+from axio_context.memory_blocks import MemoryBlock, StoredBlock
 from axio_context.testing import text
 from axio_context_sqlite.tui import BrowserApp
 from axio_context_sqlite.tui.sessions import blocks_text
 from tests.support.backends import Backend
+from tests.support.hostile import FORBIDDEN, HOSTILE, MARKUP
 
 SIZE = (160, 50)
 
@@ -60,3 +61,24 @@ async def test_an_agents_blocks_show_beside_its_sessions(backend_db: Backend) ->
 
 def test_the_panel_text_is_text() -> None:
     assert blocks_text("nobody", []).plain == "memory blocks of nobody\n(none)"
+
+
+def test_hostile_block_text_reaches_the_panel_as_harmless_text() -> None:
+    """A label, value and agent holding terminal escapes, C1 and bidi controls and Rich markup:
+    the panel's text holds none of those characters, keeps the markup literal, and links nothing."""
+    block = StoredBlock(
+        label=f"l-{HOSTILE}",
+        value=f"{HOSTILE}\nsecond {MARKUP}",
+        limit=5000,
+        description=HOSTILE,
+        read_only=False,
+        version=1,
+        agent_id=f"a-{HOSTILE}",
+        updated_at="2026-01-01T00:00:00Z",
+    )
+    panel = blocks_text(f"a-{HOSTILE}", [block])
+    found = sorted({f"U+{ord(c):04X}" for c in FORBIDDEN.findall(panel.plain)})
+    assert not found, f"the panel holds {found}"
+    assert "second [/][link=https://attacker.invalid/x]" in panel.plain  # literal, cut to the line
+    assert not [s for s in panel.spans if "link" in str(s.style)]
+    assert "\\x1b" in panel.plain  # the escape shown as its escape, not dropped unseen
