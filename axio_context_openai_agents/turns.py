@@ -85,10 +85,8 @@ async def size(store: ContextStore) -> int | None:
 
 
 async def length(store: ContextStore) -> int:
-    try:
-        return int((await store.info()).message_count)  # type: ignore[attr-defined]
-    except SessionNotFoundError:
-        return 0
+    """The session's length; 0 when it does not exist."""
+    return await size(store) or 0
 
 
 def tool_usage(numbered: list[tuple[int, Any]]) -> list[tuple[str, int, int]]:
