@@ -13,6 +13,7 @@ import msgspec
 
 from axio_context.expiry import expires_at
 from axio_context.sql import Dialect, Execute, Plan, Rows, Value
+from axio_context.sql.expiry import count_due, live
 
 from .vectors import CollectionInfo, Document, SearchResult
 
@@ -133,7 +134,7 @@ def refresh_docs(d: Dialect, name: str, ids: list[str], now: int) -> Plan[None]:
     if cid is not None and ids:
         yield Execute(
             f"UPDATE {DOCS} SET expires_at = ? + ttl_ms WHERE collection = ? AND ttl_ms IS NOT NULL"
-            f" AND (expires_at IS NULL OR expires_at > ?) AND {d.any_of('id')}",
+            f" AND {live()} AND {d.any_of('id')}",
             (now, cid, now, d.list_arg(ids)),
         )
 
@@ -142,7 +143,7 @@ def count(d: Dialect, now: int) -> Plan[int]:
     """How many documents have expired (none before the first collection made the table)."""
     if (yield Value("SELECT 1 FROM memory_collections LIMIT 1")) is None:
         return 0
-    return int((yield Value(f"SELECT count(*) FROM {DOCS} WHERE expires_at <= ?", (now,))) or 0)
+    return (yield from count_due(d, DOCS, now))
 
 
 def sweep(
