@@ -21,7 +21,7 @@ def _whole(value: int | None, what: str, low: int = 0) -> None:
         raise BlockInputError(f"{what}: {value} is outside {low}..{_INT_MAX}")
 
 
-def _fits(label: str, value: str, limit: int, what: str) -> None:
+def _fits(value: str, limit: int, what: str) -> None:
     check_text(value, f"{what}.value")
     if len(value) > limit:
         raise BlockInputError(f"{what}.value: {len(value)} characters, over the block's limit of {limit}")
@@ -51,7 +51,7 @@ class BlockRecordChecker:
         check_agent(row.agent_id, f"{where}.agent_id")
         check_label(row.label)
         check_limit(row.char_limit)
-        _fits(row.label, row.value, row.char_limit, where)
+        _fits(row.value, row.char_limit, where)
         check_text(row.description, f"{where}.description")
         for name in ("version", "created_at", "updated_at"):
             _whole(getattr(row, name), f"{where}.{name}", low=1 if name == "version" else 0)
@@ -70,7 +70,7 @@ class BlockRecordChecker:
                 raise BlockInputError(f"{at}.action: must not be empty")
             check_label(v.label)
             check_limit(v.char_limit)
-            _fits(v.label, v.value, v.char_limit, at)
+            _fits(v.value, v.char_limit, at)
             check_text(v.description, f"{at}.description")
             check_agent(v.agent_id, f"{at}.agent_id")
             check_text(v.run_id, f"{at}.run_id")
