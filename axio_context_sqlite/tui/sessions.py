@@ -55,10 +55,11 @@ def blocks_text(agent: str, blocks: list[StoredBlock]) -> Text:
         out.append("\n\n")
         out.append_text(as_text(one_line(b.label, 40), "bold"))
         out.append(f"  v{b.version}  {len(b.value)}/{b.limit}" + (f"  ({flags})" if flags else ""), "dim")
-        for line in b.value.splitlines()[:BLOCK_LINES]:
+        lines = b.value.splitlines()
+        for line in lines[:BLOCK_LINES]:
             out.append("\n")
             out.append_text(as_text(one_line(line, 60)))
-        if len(b.value.splitlines()) > BLOCK_LINES:
+        if len(lines) > BLOCK_LINES:
             out.append("\n…", "dim")
     return out
 
