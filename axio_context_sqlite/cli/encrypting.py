@@ -4,6 +4,8 @@ the environment, never from the command line, and are never printed."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
 
 from axio_context.encryption import ENV_KEY, ENV_KEY_FILE, key_from_environment, read_key_file
@@ -32,7 +34,17 @@ def _key(settings: Settings, what: str) -> bytes:
     return key
 
 
-def _done(settings: Settings, verb: str, as_json: bool) -> None:
+#: The (old, new) keys of a conversion, made from the current key.
+Keys = Callable[[bytes], tuple[bytes | None, bytes | None]]
+
+
+def _convert(ctx: click.Context, what: str, verb: str, as_json: bool, keys: Keys) -> None:
+    """Convert the file in place from and to the keys ``keys`` makes of the current key (read
+    inside the one-line errors, so a bad new key file is one line too), then say ``verb``."""
+    settings = _file_of(ctx)
+    key = _key(settings, what)
+    with one_line_errors():
+        convert_file(settings.path, *keys(key))
     if as_json:
         echo_json({"database": settings.shown, "done": verb})
     else:
@@ -47,11 +59,7 @@ def encrypt(ctx: click.Context, as_json: bool) -> None:
 
     A new encrypted file is written beside it, synced and renamed over it: a crash leaves the
     old file as it was. Close other programs using the database first."""
-    settings = _file_of(ctx)
-    key = _key(settings, "encrypt")
-    with one_line_errors():
-        convert_file(settings.path, None, key)
-    _done(settings, "encrypted", as_json)
+    _convert(ctx, "encrypt", "encrypted", as_json, lambda key: (None, key))
 
 
 @cli.command()
@@ -60,11 +68,7 @@ def encrypt(ctx: click.Context, as_json: bool) -> None:
 def decrypt(ctx: click.Context, as_json: bool) -> None:
     """Decrypt the database file in place (its key: --key-file, or $AXIO_CONTEXT_KEY), atomically
     as ``encrypt`` does: afterwards it is a plain SQLite file anyone who can read it can read."""
-    settings = _file_of(ctx)
-    key = _key(settings, "decrypt")
-    with one_line_errors():
-        convert_file(settings.path, key, None)
-    _done(settings, "decrypted", as_json)
+    _convert(ctx, "decrypt", "decrypted", as_json, lambda key: (key, None))
 
 
 @cli.command()
@@ -79,8 +83,4 @@ def decrypt(ctx: click.Context, as_json: bool) -> None:
 def rekey(ctx: click.Context, new_key_file: str, as_json: bool) -> None:
     """Change the key of an encrypted database file (the current one: --key-file, or
     $AXIO_CONTEXT_KEY), atomically: a crash leaves it readable under the old key or the new one."""
-    settings = _file_of(ctx)
-    key = _key(settings, "rekey")
-    with one_line_errors():
-        convert_file(settings.path, key, read_key_file(new_key_file))
-    _done(settings, "rekeyed", as_json)
+    _convert(ctx, "rekey", "rekeyed", as_json, lambda key: (key, read_key_file(new_key_file)))
