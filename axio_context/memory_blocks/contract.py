@@ -5,6 +5,7 @@ and PostgreSQL through the registry)."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from axio_context.agents.variables import current_run_id
@@ -148,6 +149,21 @@ class MemoryBlockContract:
                 with pytest.raises(BlockInputError, match="expected_version must be a whole number"):
                     await write(*args, expected_version=bad)  # type: ignore[arg-type]
         assert len(await blocks.history("h")) == 3
+
+    async def test_load_refuses_a_record_the_store_could_not_have_written(self, blocks: BlockStore) -> None:
+        """``load`` (what ``blocks import`` calls) holds a dumped record to the import's checks:
+        a value over its limit, or the same block twice, writes nothing."""
+        await blocks.create(MemoryBlock("h", "hello", limit=10))
+        [row] = await blocks.dump()
+        await blocks.delete("h")
+        for bad, named in (
+            ([msgspec.structs.replace(row, value="x" * 11)], "over the block's limit"),
+            ([row, msgspec.structs.replace(row, label="other")], "appears twice"),
+        ):
+            with pytest.raises(BlockInputError, match=named):
+                await blocks.load(bad)
+            assert await blocks.list_blocks(agent_id=None) == []
+        assert await blocks.load([row]) == [True]
 
     async def test_bad_labels_and_unknown_labels(self, blocks: BlockStore) -> None:
         for label in ("", "   ", "x" * (MAX_LABEL + 1), " padded", "a\nb"):

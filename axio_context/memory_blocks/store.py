@@ -32,6 +32,7 @@ from .model import (
     check_text,
 )
 from .model import check_value as _check_value
+from .records import BlockRecordChecker
 from .transfer_sql import BlockRow, dump_blocks, load_blocks
 
 __all__ = ["BlockStore"]
@@ -317,5 +318,9 @@ class BlockStore:
 
     async def load(self, rows: Sequence[BlockRow], *, replace: bool = False) -> list[bool]:
         """Write dumped blocks back as they were, in one transaction; for each, whether it was
-        written (a block with its id, or owner and label, is kept unless ``replace``)."""
-        return await self._runner.write(load_blocks, list(rows), replace)
+        written (a block with its id, or owner and label, is kept unless ``replace``). The rows
+        are untrusted (a file): each is held to what the store allows first, and none twice
+        (:class:`~.records.BlockRecordChecker`; BlockInputError naming ``$[i]`` and the field)."""
+        checker = BlockRecordChecker()
+        checked = [checker.check(row, f"$[{i}]") for i, row in enumerate(rows)]
+        return await self._runner.write(load_blocks, checked, replace)
