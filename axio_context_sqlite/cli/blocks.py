@@ -42,18 +42,19 @@ _expect = click.option(
 _json = click.option("--json", "as_json", is_flag=True, help="Output a JSON object.")
 
 
-def _read(ctx: click.Context, call: Callable[[BlockStore], Awaitable[T]]) -> T:
+def _on_blocks(call: Callable[[BlockStore], Awaitable[T]]) -> Callable[[OpenDatabase], Awaitable[T]]:
     async def go(db: OpenDatabase) -> T:
         return await call(db.memory_stores().blocks())
 
-    return read_db(ctx, go)
+    return go
+
+
+def _read(ctx: click.Context, call: Callable[[BlockStore], Awaitable[T]]) -> T:
+    return read_db(ctx, _on_blocks(call))
 
 
 def _write(ctx: click.Context, call: Callable[[BlockStore], Awaitable[T]]) -> T:
-    async def go(db: OpenDatabase) -> T:
-        return await call(db.memory_stores().blocks())
-
-    return with_db(ctx, True, go)
+    return with_db(ctx, True, _on_blocks(call))
 
 
 def _text(value: str) -> str:
