@@ -166,7 +166,10 @@ class SessionsScreen(SessionActions):
             version = await self.browser.call(lambda db: db.data_version(), "check for changes")
             shown = await self._shown(page.rows)
             self.version = None if isinstance(version, Failed) else version
-            table = self.query_one(DataTable)
+            tables = self.query(DataTable)
+            if not tables:  # the screen was taken down (the app quitting) while this read
+                return
+            table = tables.first()
             current = self.wanted or self.current_session()
             self.wanted = None
             agent = self._agent()
