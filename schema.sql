@@ -705,3 +705,23 @@ CREATE INDEX memory_block_agents_by_agent ON memory_block_agents (agent_id, bloc
 ALTER TABLE sessions ADD COLUMN ttl_ms INTEGER;
 ALTER TABLE sessions ADD COLUMN expires_at INTEGER;
 CREATE INDEX sessions_expiry ON sessions (expires_at) WHERE expires_at IS NOT NULL;
+
+-- version: 19 message_turns
+
+-- The user turns of a transcript (openai-agents' AxioAdvancedSession: branch from a turn, usage
+-- per turn), one row per user message, written in the append's transaction. Keyed as the message
+-- rows are: `seg` is the session whose rows hold the message (sessions.sid; a fork inherits its
+-- parent's rows below its base_len, so it sees their turns too, nothing copied), `position` the
+-- message's. `turn` is its number (1-based) in every transcript that sees it (they share the
+-- prefix before it); `created_at` ms; `content` the message's content as JSON text (preview and
+-- search). Rows go with their messages (pop, clear, delete; copied to a fork when its parent's
+-- rows go).
+CREATE TABLE message_turns (
+    seg         INTEGER NOT NULL,
+    position    INTEGER NOT NULL,
+    turn        INTEGER NOT NULL,
+    created_at  INTEGER NOT NULL,
+    content     TEXT NOT NULL,
+    PRIMARY KEY (seg, position)
+) WITHOUT ROWID;
+CREATE INDEX message_turns_by_number ON message_turns (seg, turn);

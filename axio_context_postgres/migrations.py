@@ -30,6 +30,7 @@ from typing import Final
 from .blocks_schema import MEMORY_BLOCKS
 from .conversation_schema import CONVERSATION_LOG
 from .expiry_schema import EXPIRY, SESSION_EXPIRY
+from .turns_schema import MESSAGE_TURNS
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
 
@@ -388,6 +389,7 @@ MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
     (9, EXPIRY),  # a time to live on memory items (see .expiry_schema)
     (10, MEMORY_BLOCKS),  # see .blocks_schema
     (11, SESSION_EXPIRY),  # a time to live on sessions (see .expiry_schema)
+    (12, MESSAGE_TURNS),  # a transcript's user turns (see .turns_schema)
 )
 
 #: The schema version this code writes.
