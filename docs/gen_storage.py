@@ -50,6 +50,9 @@ DESCRIPTIONS: dict[str, str] = {
     "and the agents a shared block is attached to (`memory_block_agents`)",
     "session_expiry": "a time to live on sessions (`sessions.ttl_ms`, `expires_at` and a partial index "
     "on it)",
+    "message_turns": "a transcript's user turns (`message_turns`: number, position, time and content of "
+    "each user message, keyed as its message row, so a fork sees its parent's), for openai-agents' "
+    "advanced session",
 }
 
 
