@@ -725,3 +725,13 @@ CREATE TABLE message_turns (
     PRIMARY KEY (seg, position)
 ) WITHOUT ROWID;
 CREATE INDEX message_turns_by_number ON message_turns (seg, turn);
+
+-- version: 20 pool_item_expiry
+
+-- A time to live on context pool items (axio_context/pools/sql/expiry.py): an entry may carry
+-- `ttl_ms` and `expires_at` (ms since the epoch). A read treats a key whose latest entry has
+-- expired as removed at that instant, for every branch that sees the entry; a sweep turns expired
+-- entries into removals (or deletes them with nothing left to hide) through the partial index.
+ALTER TABLE context_pool_entries ADD COLUMN ttl_ms INTEGER;
+ALTER TABLE context_pool_entries ADD COLUMN expires_at INTEGER;
+CREATE INDEX context_pool_entries_expiry ON context_pool_entries (expires_at) WHERE expires_at IS NOT NULL;

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["EXPIRY", "SESSION_EXPIRY"]
+__all__ = ["EXPIRY", "POOL_ITEM_EXPIRY", "SESSION_EXPIRY"]
 
 # A time to live on blob keys, task boards and vector documents (axio_context/expiry.py):
 # ``ttl_ms`` is the item's TTL (NULL: never expires), ``expires_at`` when it expires (ms since the
@@ -32,4 +32,12 @@ END $$;
 SESSION_EXPIRY: Final = """
 ALTER TABLE sessions ADD COLUMN ttl_ms bigint, ADD COLUMN expires_at bigint;
 CREATE INDEX sessions_expiry ON sessions (expires_at) WHERE expires_at IS NOT NULL;
+"""
+
+# A time to live on context pool items (SQLite's ``pool_item_expiry`` step; see
+# :mod:`axio_context.pools.sql.expiry`): a read treats a key whose latest entry has expired as
+# removed; a sweep turns expired entries into removals through the partial index.
+POOL_ITEM_EXPIRY: Final = """
+ALTER TABLE context_pool_entries ADD COLUMN ttl_ms bigint, ADD COLUMN expires_at bigint;
+CREATE INDEX context_pool_entries_expiry ON context_pool_entries (expires_at) WHERE expires_at IS NOT NULL;
 """

@@ -29,7 +29,7 @@ from typing import Final
 
 from .blocks_schema import MEMORY_BLOCKS
 from .conversation_schema import CONVERSATION_LOG
-from .expiry_schema import EXPIRY, SESSION_EXPIRY
+from .expiry_schema import EXPIRY, POOL_ITEM_EXPIRY, SESSION_EXPIRY
 from .turns_schema import MESSAGE_TURNS
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
@@ -390,6 +390,7 @@ MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
     (10, MEMORY_BLOCKS),  # see .blocks_schema
     (11, SESSION_EXPIRY),  # a time to live on sessions (see .expiry_schema)
     (12, MESSAGE_TURNS),  # a transcript's user turns (see .turns_schema)
+    (13, POOL_ITEM_EXPIRY),  # a time to live on context pool items (see .expiry_schema)
 )
 
 #: The schema version this code writes.

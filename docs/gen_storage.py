@@ -53,6 +53,8 @@ DESCRIPTIONS: dict[str, str] = {
     "message_turns": "a transcript's user turns (`message_turns`: number, position, time and content of "
     "each user message, keyed as its message row, so a fork sees its parent's), for openai-agents' "
     "advanced session",
+    "pool_item_expiry": "a time to live on context pool items (`context_pool_entries.ttl_ms`, `expires_at` "
+    "and a partial index on it)",
 }
 
 
