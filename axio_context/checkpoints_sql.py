@@ -23,7 +23,7 @@ def insert_checkpoint(
             sid,
             seq,
             cp.position,
-            encode_messages_msgpack(cp.summary),
+            d.sealed(encode_messages_msgpack(cp.summary)),
             cp.tokens_before,
             cp.tokens_after,
             cp.summarizer,

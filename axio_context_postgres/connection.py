@@ -10,14 +10,16 @@ dropped mid-transaction (the server rolls it back, so nothing is half-written).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 import asyncpg
 
+from axio_context.encryption import key_from_environment
 from axio_context.errors import AxioContextError, DatabaseError, DatabaseNotFoundError
 from axio_context.locations import shown_location
+from axio_context.sealing import PayloadCipher
 
 from .errors import (
     AuthenticationError,
@@ -27,6 +29,7 @@ from .errors import (
     TextNotStorableError,
 )
 from .schema import migrate
+from .sealed import SealingConnection, check_key
 
 __all__ = ["Pool", "connect", "is_postgres_url", "redacted", "translated"]
 
@@ -114,6 +117,16 @@ async def _setup(conn: Any) -> None:
         await register_vector(conn)
 
 
+def _setup_sealing(cipher: PayloadCipher | None) -> Callable[[Any], Awaitable[None]]:
+    """The pool's ``init``: pgvector's codec, and the key every connection seals with."""
+
+    async def setup(conn: Any) -> None:
+        conn._axio_cipher = cipher
+        await _setup(conn)
+
+    return setup
+
+
 async def _no_reset(conn: Any) -> None:
     """Release a connection as it is (see :func:`connect`)."""
 
@@ -133,26 +146,44 @@ async def _try_create_vector(conn: Any) -> None:
 
 
 async def connect(
-    url: str, *, min_size: int = 1, max_size: int = 10, connect_timeout: float = 10.0
+    url: str,
+    *,
+    min_size: int = 1,
+    max_size: int = 10,
+    connect_timeout: float = 10.0,
+    key: bytes | str | None = None,
 ) -> asyncpg.Pool:
     """Open a pool on ``url`` (creating or upgrading the schema); the caller closes it.
 
+    ``key``: the key its data is sealed under (:mod:`.sealed`; None: ``$AXIO_CONTEXT_KEY`` or
+    its file, if set); an empty database opened with a key is encrypted from then on.
     Raises PostgresURLError, ServerUnavailableError, AuthenticationError, DatabaseNotFoundError
-    or SchemaVersionError, each naming the database (its password hidden).
+    or SchemaVersionError, each naming the database (its password hidden), and KeyRequiredError,
+    WrongKeyError or NotEncryptedError when the key and the database do not match.
     """
     check_url(url)
     where = f"PostgreSQL at {redacted(url)}"
+    if key is None:
+        key = key_from_environment()
+    cipher = None if key is None else PayloadCipher(key)
     async with translated(where):
         first = await asyncpg.connect(url, timeout=connect_timeout)
         try:
             await _try_create_vector(first)
             await migrate(first)
+            await check_key(first, cipher, where)
         finally:
             await first.close()
         # No reset: the store keeps no session state on a connection (SET LOCAL only), so the
         # round trip asyncpg spends resetting each released connection buys nothing.
         pool = await asyncpg.create_pool(
-            url, min_size=min_size, max_size=max_size, init=_setup, timeout=connect_timeout, reset=_no_reset
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            init=_setup_sealing(cipher),
+            timeout=connect_timeout,
+            reset=_no_reset,
+            connection_class=SealingConnection,
         )
         assert pool is not None
         return pool

@@ -19,6 +19,7 @@ from axio_context.backends.protocol import Capability, StoredStateView
 from axio_context.catalog import CatalogCalls
 from axio_context.catalog.calls import PruneRule
 from axio_context.errors import SessionExistsError, SessionNotFoundError
+from axio_context.memory_blocks import BlockStore
 from axio_context.messages import SessionInfo
 from axio_context.naming import RANDOM_ID, SHORT_ID, project_forms, unique_prefix
 from axio_context.transcript.exporting import ExportSource
@@ -205,6 +206,10 @@ class PostgresDatabase(SearchCalls, CatalogCalls):
         """The memory stores (vectors, blobs, graph, tasks) in this database, on its pool."""
         return PostgresMemoryStores(self._pool)
 
+    def _blocks(self) -> BlockStore:
+        """The memory blocks ``search`` takes in (see :meth:`MessageSearch.search`)."""
+        return self.memory_stores().blocks()
+
     async def memory_stats(self) -> None:
         """Not measured on PostgreSQL (``stats`` shows each table's size instead)."""
         return None
@@ -283,9 +288,12 @@ _INSTEAD: Final = {
 
 
 @asynccontextmanager
-async def open_database(url: str, **_: Any) -> AsyncIterator[PostgresDatabase]:
-    """Open a PostgreSQL database (creating or upgrading the schema) for an ``async with`` block."""
-    pool = await connect(url, min_size=1, max_size=4)
+async def open_database(
+    url: str, key: bytes | str | None = None, **_: Any
+) -> AsyncIterator[PostgresDatabase]:
+    """Open a PostgreSQL database (creating or upgrading the schema) for an ``async with`` block;
+    ``key``: the key its data is sealed under (None: the environment's, if any)."""
+    pool = await connect(url, min_size=1, max_size=4, key=key)
     try:
         yield PostgresDatabase(pool, url)
     finally:

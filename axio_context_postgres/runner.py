@@ -17,6 +17,7 @@ from axio_context.sql.plan import is_one_statement, numbered, resume
 
 from .connection import Pool, translated
 from .info import INFO_COLUMNS, RUN_SESSIONS, info_of
+from .sealed import Index, Sealed
 
 __all__ = ["POSTGRES", "PostgresDialect", "PostgresRunner", "drive"]
 
@@ -69,11 +70,17 @@ class PostgresDialect(Dialect):
     def json_param(self) -> str:
         return "?::jsonb"
 
-    def json_arg(self, value: Any) -> str:
+    def json_arg(self, value: Any) -> Any:
         # jsonb keeps numbers as numeric: 5.879965698487907e16 comes back as 58799656984879070,
         # an int. A float written positionally with a fractional part keeps its scale, so it
-        # comes back as the same float.
-        return _NUMBERS.encode(_positional(value)).decode()
+        # comes back as the same float. Sealed under the pool's key, if any (see .sealed).
+        return Sealed(_NUMBERS.encode(_positional(value)).decode(), json=True)
+
+    def sealed(self, value: Any) -> Any:
+        return Sealed(value)
+
+    def index_text(self, value: Any) -> Any:
+        return Index(value)
 
     def json_text(self, column: str) -> str:
         return f"{column}::text"

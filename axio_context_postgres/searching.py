@@ -42,6 +42,7 @@ from . import search as pgsearch
 from .connection import Pool, has_vector, translated
 from .info import INFO_COLUMNS, info_of
 from .rawquery import raw_tsquery
+from .sealed import cipher_of
 from .status import PostgresIndexStatus
 
 __all__ = ["SearchCalls"]
@@ -49,6 +50,11 @@ __all__ = ["SearchCalls"]
 #: Messages to embed from which reindex rebuilds the HNSW index rather than insert into it.
 BULK_BUILD = 2000
 
+_SEALED_KEYWORD = (
+    "keyword search does not run on an encrypted PostgreSQL database (its text is sealed, so no"
+    " word is indexed): search by meaning (--mode semantic, after `axio-context reindex`)"
+)
+_SEALED_HYBRID = "the database is encrypted, so no word is indexed: this was a search by meaning"
 _NO_VECTORS = "no message is embedded yet, so this was a keyword search; `axio-context reindex` embeds them"
 
 
@@ -181,7 +187,7 @@ class SearchCalls(MessageSearch):
         while True:
             async with self._tx() as conn:
                 rows = await conn.fetch(
-                    "SELECT m.seg, m.position, m.body || ' ' || m.tool FROM messages m"
+                    "SELECT m.seg, m.position, m.body || ' ' || m.tool, m.payload FROM messages m"
                     " LEFT JOIN embeddings e ON e.seg = m.seg AND e.position = m.position"
                     " WHERE e.seg IS NULL AND (m.seg, m.position) > ($2::bigint, $3::integer)"
                     " ORDER BY m.seg, m.position LIMIT $1",
@@ -191,7 +197,7 @@ class SearchCalls(MessageSearch):
                 if not rows:
                     break
                 after = (rows[-1][0], rows[-1][1])
-                vectors = await embedder.embed([r[2] for r in rows])
+                vectors = await embedder.embed([_text_of(conn, r) for r in rows])
                 keep = [
                     (r[0], r[1], np.asarray(v, dtype=np.float32))
                     for r, v in zip(rows, vectors, strict=True)
@@ -243,6 +249,11 @@ class SearchCalls(MessageSearch):
         emb: Embedder | None = None
         qvec: Any = None
         async with self._tx(readonly=True) as conn:
+            if cipher_of(conn) is not None:  # no words are indexed: only meaning is searched
+                if mode == "keyword":
+                    raise SearchQueryError(_SEALED_KEYWORD)
+                fallback = _SEALED_HYBRID if mode == "hybrid" else None
+                mode = "semantic"
             segments = None if session_id is None else await self._segments(conn, session_id)
             scope = pgsearch.Scope(
                 project, role, r.since_ms, segments, tsquery, agent_id=r.agent_id, run_id=r.run_id
@@ -263,7 +274,7 @@ class SearchCalls(MessageSearch):
                 if not ready and mode == "semantic":
                     await pgsearch.require_vector(conn)
                     raise EmbedderUnavailableError("no message is embedded yet; `reindex` embeds them")
-                emb, fallback = (embedder, None) if ready else (None, _NO_VECTORS)
+                emb, fallback = (embedder, fallback) if ready else (None, _NO_VECTORS)
                 if ready and emb is None:
                     try:
                         emb = await self.embedder(model)
@@ -373,3 +384,15 @@ class SearchCalls(MessageSearch):
             sem = await pgsearch.semantic(conn, found, k, scope)
             uncounted = await pgsearch.not_embedded(conn)
         return await self._hits("semantic", k, [], sem, None, None, uncounted)
+
+
+def _text_of(conn: Any, row: Any) -> str:
+    """What a message row's embedding is made of: its search text, or under a key (where no
+    search text is stored) the same text taken from its opened payload."""
+    if cipher_of(conn) is None:
+        return str(row[2])
+    from axio_context.codec import decode_message_msgpack
+    from axio_context.messages import text_columns
+
+    body, tool = text_columns(decode_message_msgpack(row[3]))
+    return f"{body} {tool}"

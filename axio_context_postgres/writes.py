@@ -25,6 +25,7 @@ from axio_context.transcript import format_time
 
 from . import lineage
 from .runner import POSTGRES, drive
+from .sealed import index_text, sealed
 
 __all__ = ["Encoded", "append_rows", "encode", "ensure_session", "now_ms"]
 
@@ -81,9 +82,9 @@ async def insert_rows(conn: Any, seg: int, first: int, rows: Sequence[Encoded]) 
         [r.role for r in rows],
         [r.created_at for r in rows],
         [r.tokens for r in rows],
-        [r.payload for r in rows],
-        [r.body for r in rows],
-        [r.tool for r in rows],
+        sealed([r.payload for r in rows]),
+        index_text([r.body for r in rows]),
+        index_text([r.tool for r in rows]),
     )
 
 
@@ -143,13 +144,13 @@ async def append_existing(
         sum(r.tokens for r in rows),
         now_ms(),
         None if preview is None else preview[0],
-        None if preview is None else preview[1],
+        None if preview is None else sealed(preview[1]),
         [r.role for r in rows],
         [r.created_at for r in rows],
         [r.tokens for r in rows],
-        [r.payload for r in rows],
-        [r.body for r in rows],
-        [r.tool for r in rows],
+        sealed([r.payload for r in rows]),
+        index_text([r.body for r in rows]),
+        index_text([r.tool for r in rows]),
     )
     return not status.endswith(" 0")
 
@@ -167,7 +168,7 @@ async def append_rows(
         sum(r.tokens for r in rows),
         now_ms(),
         None if preview is None else preview[0],
-        None if preview is None else preview[1],
+        None if preview is None else sealed(preview[1]),
     )
     row = await conn.fetchrow(_BUMP, *args)
     if row is None:

@@ -176,20 +176,39 @@ def _record(
         yield Execute(
             "INSERT INTO memory_blocks (id, agent_id, label, value, char_limit, description, read_only,"
             " version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
-            (block_id, owner, f.label, f.value, f.limit, f.description, int(f.read_only), now, now),
+            (
+                block_id,
+                owner,
+                f.label,
+                d.sealed(f.value),
+                f.limit,
+                d.sealed(f.description),
+                int(f.read_only),
+                now,
+                now,
+            ),
         )
     yield Execute(
         "INSERT INTO memory_block_versions (block_id, version, action, label, value, char_limit,"
         " description, read_only, undo_to, redo_to, agent_id, run_id, created_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (block_id, version, action, f.label, f.value, f.limit, f.description, int(f.read_only),
-         undo_to, redo_to, editor, run_id, now),
+        (block_id, version, action, f.label, d.sealed(f.value), f.limit, d.sealed(f.description),
+         int(f.read_only), undo_to, redo_to, editor, run_id, now),
     )  # fmt: skip
     if old is not None:
         yield Execute(
             "UPDATE memory_blocks SET label = ?, value = ?, char_limit = ?, description = ?, read_only = ?,"
             " version = ?, updated_at = ? WHERE id = ?",
-            (f.label, f.value, f.limit, f.description, int(f.read_only), version, now, block_id),
+            (
+                f.label,
+                d.sealed(f.value),
+                f.limit,
+                d.sealed(f.description),
+                int(f.read_only),
+                version,
+                now,
+                block_id,
+            ),
         )
     return StoredBlock(
         label=f.label,

@@ -131,16 +131,17 @@ def load_block(d: Dialect, row: BlockRow, replace: bool = False) -> Plan[bool]:
         yield Execute("DELETE FROM memory_blocks WHERE id = ?", (there,))
     yield Execute(
         f"INSERT INTO memory_blocks ({_BLOCK}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (row.id, row.agent_id, row.label, row.value, row.char_limit, row.description, int(row.read_only),
-         row.version, row.created_at, row.updated_at),
+        (row.id, row.agent_id, row.label, d.sealed(row.value), row.char_limit, d.sealed(row.description),
+         int(row.read_only), row.version, row.created_at, row.updated_at),
     )  # fmt: skip
     if row.versions:
         yield ExecuteMany(
             f"INSERT INTO memory_block_versions (block_id, {_VERSION})"
             f" VALUES ({', '.join('?' * 13)})",
             [
-                (row.id, v.version, v.action, v.label, v.value, v.char_limit, v.description, int(v.read_only),
-                 v.undo_to, v.redo_to, v.agent_id, v.run_id, v.created_at)
+                (row.id, v.version, v.action, v.label, d.sealed(v.value), v.char_limit,
+                 d.sealed(v.description), int(v.read_only), v.undo_to, v.redo_to, v.agent_id, v.run_id,
+                 v.created_at)
                 for v in row.versions
             ],
         )  # fmt: skip

@@ -179,6 +179,16 @@ class Dialect:
         as text or as JSONB."""
         return f"json({column})"
 
+    def sealed(self, value: Any) -> Any:
+        """``value`` (bytes or text a user wrote) as the argument of its column: a backend that
+        encrypts on the client marks it to be sealed (PostgreSQL; SQLite encrypts the whole file)."""
+        return value
+
+    def index_text(self, value: Any) -> Any:
+        """``value`` (search text of a user's words) as an argument: a backend that encrypts on
+        the client marks it to be left out under a key (no index of plaintext)."""
+        return value
+
     def any_of(self, column: str, kind: str = "text") -> str:
         """``column`` is one of a list parameter's values (bind :meth:`list_arg`)."""
         return f"{column} IN (SELECT value FROM json_each(?))"

@@ -236,7 +236,7 @@ def _save(
         "INSERT INTO session_states (sid, type, state, subagents, saved_at) VALUES (?, ?, ?, ?, ?)"
         " ON CONFLICT (sid) DO UPDATE SET type = excluded.type, state = excluded.state,"
         " subagents = excluded.subagents, saved_at = excluded.saved_at",
-        (sid, type_name, _JSON.encode(fields).decode(), _JSON.encode(listed).decode(), now),
+        (sid, type_name, d.sealed(_JSON.encode(fields).decode()), _JSON.encode(listed).decode(), now),
     )
 
 

@@ -74,7 +74,8 @@ class _Statements:
         if inserted:
             for seq, piece in enumerate(pieces()):
                 yield Execute(
-                    "INSERT INTO memory_blob_pieces (hash, seq, data) VALUES (?, ?, ?)", (digest, seq, piece)
+                    "INSERT INTO memory_blob_pieces (hash, seq, data) VALUES (?, ?, ?)",
+                    (digest, seq, d.sealed(piece)),
                 )
         yield Execute(
             "INSERT INTO memory_blob_keys (key, hash, content_type, created_at) VALUES (?, ?, ?, ?)"

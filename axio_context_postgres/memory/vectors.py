@@ -127,7 +127,7 @@ class _Statements:
         yield ExecuteMany(
             "INSERT INTO memory_documents (collection, id, content, metadata, embedding, updated_at)"
             f" VALUES (?, ?, ?, ?::jsonb, ?::real[]::vector, ?) ON CONFLICT (collection, id) {conflict}",
-            [(cid, i, content, d.json_arg(meta), list(vec), now) for i, content, vec, meta in docs],
+            [(cid, i, d.sealed(content), d.json_arg(meta), list(vec), now) for i, content, vec, meta in docs],
         )
 
     def get(self, d: Dialect, name: str, ids: list[str]) -> Plan[list[Document]]:

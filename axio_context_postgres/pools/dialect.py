@@ -14,6 +14,8 @@ from axio_context.pools.sql import PoolSQL
 from axio_context.pools.sql.rows import Packed
 from axio_context.sql import Dialect, Execute, Plan, Rows, Value
 
+from ..runner import POSTGRES
+
 __all__ = ["POSTGRES_POOLS", "PostgresPoolSQL", "tsquery_text"]
 
 _WORD: Final = re.compile(r"[^\W_]+")
@@ -53,8 +55,12 @@ class PostgresPoolSQL(PoolSQL):
     vector_placeholder = "?::real[]"
 
     def insert_entries(self, d: Dialect, owner: int, items: list[Packed]) -> Plan[list[int]]:
-        columns = [[item[n] for item in items] for n in range(4)]
-        return [int(r[0]) for r in (yield Rows(_INSERT_MANY, (owner, *columns)))]
+        keys, *payloads = ([item[n] for item in items] for n in range(4))
+        # description, content and extra are what a user wrote: sealed under a key (see ..sealed)
+        return [int(r[0]) for r in (yield Rows(_INSERT_MANY, (owner, keys, *map(d.sealed, payloads))))]
+
+    def sealed(self, value: Any) -> Any:
+        return POSTGRES.sealed(value)
 
     def vector_param(self, blob: bytes) -> Any:
         return array("f", blob).tolist()

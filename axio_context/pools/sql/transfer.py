@@ -118,9 +118,9 @@ def load_family(d: Dialect, p: PoolSQL, family: Sequence[PoolRow]) -> Plan[None]
                     e.key,
                     e.ord + offset,
                     e.removed,
-                    e.description,
-                    e.content,
-                    e.extra,
+                    d.sealed(e.description),
+                    d.sealed(e.content),
+                    d.sealed(e.extra),
                 )
                 for e in c.entries
             ],

@@ -1,0 +1,123 @@
+"""Sealing single values with AES-256-GCM, for a backend that encrypts on the client (PostgreSQL:
+see docs/encryption.md). The server then holds only a *sealed* value in place of what a user wrote.
+
+A sealed value says what it is by its first bytes, so it goes in the column the plain value went
+in and the schema need not change:
+
+- bytes (a ``bytea`` payload): :data:`BYTES_MARK`, then a 12-byte random nonce, then the ciphertext
+  and its 16-byte tag;
+- text (a ``text`` column): :data:`TEXT_MARK`, then the base64 of nonce and ciphertext;
+- JSON (a ``jsonb`` column): a JSON string holding the text form of the JSON text's seal.
+
+The associated data names the kind (bytes, text or JSON), so a value cannot be opened as another
+kind. Two subkeys are derived from the key with HMAC-SHA256: one seals, one makes the *check
+value* a database records to tell a wrong key from the right one without storing the key.
+``cryptography`` (the ``encryption`` extra) is imported only when a cipher is made.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+from typing import Any, Final
+
+from .encryption import KEY_BYTES, EncryptionUnavailableError, parse_key
+from .errors import AxioContextError
+
+__all__ = [
+    "BYTES_MARK",
+    "JSON_MARK",
+    "TEXT_MARK",
+    "PayloadCipher",
+    "UnsealError",
+    "is_sealed",
+]
+
+#: How a sealed ``bytea`` value starts.
+BYTES_MARK: Final = b"\x00\xffaxs1\xff\x00"
+#: How a sealed ``text`` value starts.
+TEXT_MARK: Final = "axsealed1:"
+#: How a sealed ``jsonb`` value's text starts (a JSON string).
+JSON_MARK: Final = '"' + TEXT_MARK
+
+_NONCE: Final = 12
+_AAD_BYTES: Final = b"axio-context sealed bytes 1"
+_AAD_TEXT: Final = b"axio-context sealed text 1"
+_AAD_JSON: Final = b"axio-context sealed json 1"
+
+
+class UnsealError(AxioContextError):
+    """A stored value does not open under the key: altered, or sealed under another key."""
+
+
+def is_sealed(value: object) -> bool:
+    """Whether ``value`` (as read from a column) is a sealed value of any kind."""
+    if isinstance(value, str):
+        return value.startswith(TEXT_MARK) or value.startswith(JSON_MARK)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value[: len(BYTES_MARK)]) == BYTES_MARK
+    return False
+
+
+def _subkey(key: bytes, purpose: bytes) -> bytes:
+    return hmac.new(key, b"axio-context " + purpose, hashlib.sha256).digest()
+
+
+class PayloadCipher:
+    """Seals and opens values under one 32-byte key (see the module docstring)."""
+
+    __slots__ = ("_aead", "_invalid", "check_value")
+
+    def __init__(self, key: bytes | str) -> None:
+        raw = parse_key(key)
+        try:
+            from cryptography.exceptions import InvalidTag
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+        except ImportError:
+            raise EncryptionUnavailableError(
+                "a key was given but `cryptography` is not installed: pip install 'axio-context[encryption]'"
+            ) from None
+        assert len(raw) == KEY_BYTES
+        self._aead = AESGCM(_subkey(raw, b"payload key 1"))
+        self._invalid: type[Exception] = InvalidTag
+        #: Hex text a database records to tell this key from another (reveals nothing of it).
+        self.check_value: str = _subkey(raw, b"key check 1").hex()
+
+    def _seal(self, data: bytes, aad: bytes) -> bytes:
+        nonce = os.urandom(_NONCE)
+        return nonce + self._aead.encrypt(nonce, data, aad)
+
+    def _open(self, blob: bytes, aad: bytes) -> bytes:
+        try:
+            return self._aead.decrypt(blob[:_NONCE], blob[_NONCE:], aad)
+        except (self._invalid, ValueError):
+            raise UnsealError(
+                "a stored value does not decrypt under the key: it was altered, or sealed under another key"
+            ) from None
+
+    def seal_bytes(self, data: bytes) -> bytes:
+        """``data`` sealed (starts with :data:`BYTES_MARK`)."""
+        return BYTES_MARK + self._seal(bytes(data), _AAD_BYTES)
+
+    def seal_text(self, text: str) -> str:
+        """``text`` sealed (starts with :data:`TEXT_MARK`)."""
+        return TEXT_MARK + base64.b64encode(self._seal(text.encode(), _AAD_TEXT)).decode("ascii")
+
+    def seal_json(self, text: str) -> str:
+        """The JSON text ``text`` sealed, as the JSON text of a string (starts with :data:`JSON_MARK`)."""
+        return JSON_MARK + base64.b64encode(self._seal(text.encode(), _AAD_JSON)).decode("ascii") + '"'
+
+    def open(self, value: Any) -> Any:
+        """A value read back: a sealed one opened (to the bytes, text or JSON text sealed),
+        anything else as it is."""
+        if isinstance(value, str):
+            if value.startswith(TEXT_MARK):
+                return self._open(base64.b64decode(value[len(TEXT_MARK) :]), _AAD_TEXT).decode()
+            if value.startswith(JSON_MARK):
+                return self._open(base64.b64decode(value[len(JSON_MARK) : -1]), _AAD_JSON).decode()
+            return value
+        if isinstance(value, bytes) and value[: len(BYTES_MARK)] == BYTES_MARK:
+            return self._open(value[len(BYTES_MARK) :], _AAD_BYTES)
+        return value

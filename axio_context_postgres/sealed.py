@@ -1,0 +1,239 @@
+"""Client-side encryption on PostgreSQL, in one place: the pool's connections.
+
+Every statement of this backend, a plan's or a native one, runs on a :class:`SealingConnection`.
+A statement marks what a user wrote with :func:`sealed` (or the dialect's ``sealed``/``json_arg``),
+and search text with :func:`index_text`. With a key, the connection seals the marked arguments
+(AES-256-GCM, :class:`axio_context.sealing.PayloadCipher`), sends empty search text (so no
+``tsvector`` ever holds a user's words), and opens every sealed value in the rows it reads back:
+no layer reads or writes ciphertext itself. Without a key it passes the values as they are.
+
+A database is marked encrypted by a row in ``axio_settings`` holding the key's check value;
+:func:`check_key` compares it on open and names what is wrong in one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, Final
+
+import asyncpg
+
+from axio_context.encryption import KeyRequiredError, NotEncryptedError, WrongKeyError
+from axio_context.sealing import PayloadCipher, is_sealed
+
+__all__ = [
+    "CHECK_SETTING",
+    "Index",
+    "Sealed",
+    "SealingConnection",
+    "check_key",
+    "cipher_of",
+    "index_text",
+    "sealed",
+]
+
+#: The ``axio_settings`` key whose value is the key's check value (present: the data is sealed).
+CHECK_SETTING: Final = "encryption_key_check"
+
+
+class Sealed:
+    """An argument a user wrote: sealed under the key, if any (a list: each item; ``json``: the
+    argument is JSON text for a ``jsonb`` parameter)."""
+
+    __slots__ = ("json", "value")
+
+    def __init__(self, value: Any, json: bool = False) -> None:
+        self.value = value
+        self.json = json
+
+
+class Index:
+    """Search text of a user's words (a list: each item): sent as it is, or empty under a key."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def sealed(value: Any, json: bool = False) -> Sealed:
+    """Mark ``value`` (bytes, text, JSON text, or a list of them) as what a user wrote."""
+    return Sealed(value, json)
+
+
+def index_text(value: Any) -> Index:
+    """Mark ``value`` (text, or a list of texts) as search text of a user's words."""
+    return Index(value)
+
+
+def _seal_one(cipher: PayloadCipher, value: Any, json: bool) -> Any:
+    if value is None:
+        return None
+    if json:
+        return cipher.seal_json(value)
+    if isinstance(value, str):
+        return cipher.seal_text(value)
+    return cipher.seal_bytes(value)
+
+
+def _sealed_arg(cipher: PayloadCipher | None, arg: Any) -> Any:
+    if isinstance(arg, Sealed):
+        if cipher is None:
+            return arg.value
+        if isinstance(arg.value, list | tuple):
+            return [_seal_one(cipher, v, arg.json) for v in arg.value]
+        return _seal_one(cipher, arg.value, arg.json)
+    if isinstance(arg, Index):
+        if cipher is None:
+            return arg.value
+        return ["" for _ in arg.value] if isinstance(arg.value, list | tuple) else ""
+    return arg
+
+
+def _args(cipher: PayloadCipher | None, args: Sequence[Any]) -> Sequence[Any]:
+    for a in args:
+        if isinstance(a, Sealed | Index):
+            return [_sealed_arg(cipher, x) for x in args]
+    return args
+
+
+class OpenedRecord(tuple[Any, ...]):
+    """A row read back with its sealed values opened: indexed by position or by name, like
+    asyncpg's ``Record``."""
+
+    __slots__ = ()
+    _names: dict[str, int]
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._names[key])
+        return tuple.__getitem__(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value of the column ``key``, or ``default``."""
+        at = self._names.get(key)
+        return default if at is None else tuple.__getitem__(self, at)
+
+    def keys(self) -> Iterator[str]:
+        """The column names."""
+        return iter(self._names)
+
+    def values(self) -> Iterator[Any]:
+        """The values."""
+        return iter(self)
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        """(name, value) pairs."""
+        return zip(self._names, self, strict=True)
+
+
+def _opened(cipher: PayloadCipher, row: Any) -> Any:
+    if row is None:
+        return None
+    for v in row.values():
+        if is_sealed(v):
+            break
+    else:
+        return row
+    names = tuple(row.keys())
+    kind = _KINDS.get(names)
+    if kind is None:
+        at = {k: i for i, k in enumerate(names)}
+        kind = _KINDS[names] = type("OpenedRow", (OpenedRecord,), {"__slots__": (), "_names": at})
+    return kind([cipher.open(v) for v in row.values()])
+
+
+#: The row class of each column list read (a handful: one per statement's columns).
+_KINDS: dict[tuple[str, ...], type[OpenedRecord]] = {}
+
+
+class SealingConnection(asyncpg.Connection):  # type: ignore[misc]
+    """asyncpg's connection, sealing the marked arguments and opening sealed values read back
+    under the key the pool gave it (none: values pass as they are)."""
+
+    _axio_cipher: PayloadCipher | None = None
+
+    async def execute(self, query: str, *args: Any, timeout: float | None = None) -> str:  # noqa: ASYNC109 (asyncpg's signature)
+        return await super().execute(query, *_args(self._axio_cipher, args), timeout=timeout)  # type: ignore[no-any-return]
+
+    async def executemany(self, command: str, args: Any, *, timeout: float | None = None) -> Any:  # noqa: ASYNC109 (asyncpg's signature)
+        cipher = self._axio_cipher
+        return await super().executemany(command, [_args(cipher, a) for a in args], timeout=timeout)
+
+    async def fetch(
+        self,
+        query: str,
+        *args: Any,
+        timeout: float | None = None,  # noqa: ASYNC109 (asyncpg's signature)
+        record_class: Any = None,
+    ) -> list[Any]:
+        cipher = self._axio_cipher
+        rows = await super().fetch(query, *_args(cipher, args), timeout=timeout, record_class=record_class)
+        if cipher is None:
+            return rows  # type: ignore[no-any-return]
+        return [_opened(cipher, r) for r in rows]
+
+    async def fetchrow(
+        self,
+        query: str,
+        *args: Any,
+        timeout: float | None = None,  # noqa: ASYNC109 (asyncpg's signature)
+        record_class: Any = None,
+    ) -> Any:
+        cipher = self._axio_cipher
+        row = await super().fetchrow(query, *_args(cipher, args), timeout=timeout, record_class=record_class)
+        return row if cipher is None else _opened(cipher, row)
+
+    async def fetchval(self, query: str, *args: Any, column: int = 0, timeout: float | None = None) -> Any:  # noqa: ASYNC109 (asyncpg's signature)
+        cipher = self._axio_cipher
+        value = await super().fetchval(query, *_args(cipher, args), column=column, timeout=timeout)
+        return value if cipher is None else cipher.open(value)
+
+
+def cipher_of(conn: Any) -> PayloadCipher | None:
+    """The cipher a connection (or a pool's proxy of one) seals with; None: not encrypted."""
+    inner = getattr(conn, "_con", conn)  # a pool's PoolConnectionProxy
+    return getattr(inner, "_axio_cipher", None)
+
+
+async def _has_user_rows(conn: Any) -> bool:
+    tables = await conn.fetch(
+        "SELECT quote_ident(table_name) FROM information_schema.tables"
+        " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
+        " AND table_name NOT IN ('axio_settings', 'axio_schema')"
+    )
+    for (name,) in tables:
+        if await conn.fetchval(f"SELECT EXISTS (SELECT 1 FROM {name})"):
+            return True
+    return False
+
+
+async def check_key(conn: Any, cipher: PayloadCipher | None, where: str) -> None:
+    """Hold the database's mark against the key given (one line each: encrypted and no key,
+    another key, a plain database with a key); an empty database opened with a key is marked
+    encrypted under it."""
+    stored = await conn.fetchval("SELECT value FROM axio_settings WHERE key = $1", CHECK_SETTING)
+    if stored is None:
+        if cipher is None:
+            return
+        async with conn.transaction():
+            await conn.execute("LOCK TABLE axio_settings IN EXCLUSIVE MODE")
+            stored = await conn.fetchval("SELECT value FROM axio_settings WHERE key = $1", CHECK_SETTING)
+            if stored is None:
+                if await _has_user_rows(conn):
+                    raise NotEncryptedError(
+                        f"{where} is not encrypted but a key was given"
+                        " (`axio-context encrypt` encrypts it; or open it without a key)"
+                    )
+                await conn.execute(
+                    "INSERT INTO axio_settings (key, value) VALUES ($1, $2)",
+                    CHECK_SETTING,
+                    cipher.check_value,
+                )
+                return
+    if cipher is None:
+        raise KeyRequiredError(
+            f"{where} is encrypted: give its key (--key-file, or $AXIO_CONTEXT_KEY / $AXIO_CONTEXT_KEY_FILE)"
+        )
+    if stored != cipher.check_value:
+        raise WrongKeyError(f"the key does not open {where}: it is encrypted under another key")

@@ -1,0 +1,225 @@
+"""Client-side encryption on PostgreSQL: with a key, what a user wrote reaches the server sealed
+(AES-256-GCM), reads back whole through every layer, and every key that does not fit the
+database is its own one-line error; rekey, encrypt and decrypt convert in one transaction."""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+
+from axio_context import Message, TextBlock
+from axio_context.backends import open_database
+from axio_context.encryption import EncryptionKeyError, KeyRequiredError, NotEncryptedError, WrongKeyError
+from axio_context.errors import SearchQueryError
+from axio_context.memory.graph import Entity
+from axio_context.memory.vectors import Document
+from axio_context.memory_blocks import MemoryBlock
+from axio_context.pools import ContextItem
+from axio_context.state import ResumableState
+from axio_context_postgres import connect
+from axio_context_postgres.embedded import EmbeddedServer
+from axio_context_postgres.pools import PostgresContextPool, PostgresContextQueue
+from axio_context_postgres.rekeying import AlreadyEncryptedError, convert_keys
+from axio_context_postgres.state import load_state, save_state
+from axio_context_postgres.store import PostgresContextStore
+from tests.support.postgres import new_database
+
+KEY = bytes(range(32))
+OTHER = bytes(range(1, 33))
+PLANTED = "PLANTEDzebra"
+
+
+@pytest.fixture
+def url(pg_server: EmbeddedServer) -> str:
+    return new_database(pg_server, "axio_sealed")
+
+
+@pytest.fixture
+def plain_url(pg_server: EmbeddedServer) -> str:
+    return new_database(pg_server, "axio_plain")
+
+
+def _text(role: str, words: str) -> Message:
+    return Message(role=role, content=[TextBlock(text=words)])  # type: ignore[arg-type]
+
+
+async def _plant(url: str, key: bytes | None) -> None:
+    """Write the planted word into every layer's payload (never into an id, key or label)."""
+    async with open_database(url, key=key) as db:
+        store = db.store("s1", project="/p")
+        await store.append(_text("user", f"{PLANTED} message about the lighthouse"))
+        await store.append(_text("assistant", f"{PLANTED} reply"))
+        pool = db.pool  # type: ignore[attr-defined]
+        assert isinstance(store, PostgresContextStore)
+        await save_state(store, ResumableState(user_prompts=[f"{PLANTED} prompt"]))
+        queue = await PostgresContextQueue.open(pool, "q", 10)
+        await queue.append(ContextItem(content=f"{PLANTED} queued", description=f"{PLANTED} described"))
+        ranked = await PostgresContextPool.open(pool, "p", 10)
+        await ranked.add(
+            ContextItem(content={"t": PLANTED}, description="about k", id="k1", extra={"x": PLANTED})
+        )
+        stores = db.memory_stores()
+        await stores.vectors().add(
+            [
+                Document(
+                    id="d1",
+                    content=f"{PLANTED} doc",
+                    embedding=[0.5, 0.25, 0.125, 1.0],
+                    metadata={"m": PLANTED},
+                )
+            ]
+        )
+        await stores.blobs().upload("b1", f"{PLANTED} blob bytes".encode())
+        await stores.blocks().create(
+            MemoryBlock("persona", f"{PLANTED} block value", description=f"{PLANTED} d")
+        )
+        await stores.graph().add_entities([Entity("e1", "Thing", {"p": PLANTED})])
+
+
+async def _dump(url: str) -> dict[str, str]:
+    """Every user table's rows as text, read with raw asyncpg (no key, no opening)."""
+    conn = await asyncpg.connect(url)
+    try:
+        tables = await conn.fetch(
+            "SELECT quote_ident(table_name) FROM information_schema.tables"
+            " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
+        )
+        out = {}
+        for (name,) in tables:
+            rows = await conn.fetch(f"SELECT t::text FROM {name} t")
+            out[name] = "\n".join(r[0] for r in rows)
+            # bytea shows as hex in the row text: look for the word's hex too
+            out[name] += "\n" + "\n".join(
+                bytes(v).decode("latin-1")
+                for r in await conn.fetch(f"SELECT * FROM {name}")
+                for v in r.values()
+                if isinstance(v, bytes)
+            )
+        return out
+    finally:
+        await conn.close()
+
+
+async def _read_back(url: str, key: bytes | None) -> None:
+    async with open_database(url, key=key) as db:
+        store = db.store("s1", project="/p")
+        history = await store.get_history()
+        assert [m.content[0].text for m in history] == [  # type: ignore[union-attr]
+            f"{PLANTED} message about the lighthouse",
+            f"{PLANTED} reply",
+        ]
+        assert isinstance(store, PostgresContextStore)
+        state = await load_state(store)
+        assert state is not None and state.user_prompts == [f"{PLANTED} prompt"]
+        pool = db.pool  # type: ignore[attr-defined]
+        queue = await PostgresContextQueue.open(pool, "q", create=False)
+        items = queue.items
+        assert [(i.content, i.description) for i in items] == [(f"{PLANTED} queued", f"{PLANTED} described")]
+        ranked = await PostgresContextPool.open(pool, "p", create=False)
+        got = ranked.get("k1")
+        assert got.content == {"t": PLANTED} and got.extra == {"x": PLANTED}
+        stores = db.memory_stores()
+        (doc,) = await stores.vectors().get(["d1"])
+        assert (doc.content, doc.metadata) == (f"{PLANTED} doc", {"m": PLANTED})
+        data, _ = await stores.blobs().download("b1")
+        assert data == f"{PLANTED} blob bytes".encode()
+        block = await stores.blocks().get("persona")
+        assert (block.value, block.description) == (f"{PLANTED} block value", f"{PLANTED} d")
+        entity = await stores.graph().get_entity("e1")
+        assert entity is not None and entity.properties == {"p": PLANTED}
+        info = await db.info("s1")
+        assert PLANTED in (info.preview or "")
+
+
+async def test_nothing_planted_reaches_the_server_in_plaintext(url: str, plain_url: str) -> None:
+    await _plant(plain_url, None)
+    plain = await _dump(plain_url)
+    assert any(PLANTED in text for text in plain.values())  # the control: a plain database shows it
+    await _plant(url, KEY)
+    for table, text in (await _dump(url)).items():
+        assert PLANTED not in text and "lighthouse" not in text, table
+    await _read_back(url, KEY)
+
+
+async def test_keyword_search_is_one_line_and_meaning_is_searched(url: str) -> None:
+    await _plant(url, KEY)
+    async with open_database(url, key=KEY) as db:
+        with pytest.raises(SearchQueryError, match="keyword search does not run on an encrypted"):
+            await db.search("lighthouse", mode="keyword")
+        words = _Words()
+        report = await db.reindex(words)  # type: ignore[arg-type]
+        assert report.embedded == 2  # the text comes from the opened payloads
+        hits = await db.search("lighthouse", mode="semantic", embedder=words)  # type: ignore[arg-type]
+        assert [h.position for h in hits.hits] == [0]
+        hybrid = await db.search("lighthouse", embedder=words)  # type: ignore[arg-type]
+        assert hybrid.fallback is not None and "encrypted" in hybrid.fallback
+
+
+class _Words:
+    """A tiny embedder: one dimension per word of a fixed list (deterministic, offline)."""
+
+    model = "test-words"
+    dimension = 4
+    _words = ("lighthouse", "reply", "zebra", "message")
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[float(w in t.lower()) for w in self._words] for t in texts]
+
+
+async def test_every_key_that_does_not_fit_is_one_line(url: str, plain_url: str) -> None:
+    await _plant(url, KEY)
+    plain = plain_url
+    await _plant(plain, None)
+    cases: list[tuple[str, bytes | str | None, type[Exception], str]] = [
+        (url, None, KeyRequiredError, "is encrypted: give its key"),
+        (url, OTHER, WrongKeyError, "the key does not open"),
+        (plain, KEY, NotEncryptedError, "is not encrypted but a key was given"),
+        (url, b"short", EncryptionKeyError, "must be 32 bytes, not 5"),
+    ]
+    for where, key, error, words in cases:
+        with pytest.raises(error) as caught:
+            async with open_database(where, key=key):
+                pass
+        message = str(caught.value)
+        assert words in message and "\n" not in message
+        assert KEY.hex() not in message and OTHER.hex() not in message
+
+
+async def test_the_environment_key_opens_it(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    await _plant(url, KEY)
+    monkeypatch.setenv("AXIO_CONTEXT_KEY", KEY.hex())
+    pool = await connect(url)
+    try:
+        history = await PostgresContextStore(pool, "s1", "/p").get_history()
+        assert len(history) == 2
+    finally:
+        await pool.close()
+
+
+async def test_rekey_encrypt_and_decrypt_convert_every_payload(url: str) -> None:
+    await _plant(url, KEY)
+    await convert_keys(url, KEY, OTHER)
+    with pytest.raises(WrongKeyError):
+        async with open_database(url, key=KEY):
+            pass
+    await _read_back(url, OTHER)
+    for table, text in (await _dump(url)).items():
+        assert PLANTED not in text, table
+    await convert_keys(url, OTHER, None)  # decrypt
+    await _read_back(url, None)
+    assert any(PLANTED in text for text in (await _dump(url)).values())
+    async with open_database(url) as db:  # the keyword index is back
+        assert len((await db.search("lighthouse", mode="keyword")).hits) == 1
+    await convert_keys(url, None, KEY)  # encrypt
+    for table, text in (await _dump(url)).items():
+        assert PLANTED not in text and "lighthouse" not in text, table
+    await _read_back(url, KEY)
+
+
+async def test_a_conversion_that_fails_changes_nothing(url: str) -> None:
+    await _plant(url, KEY)
+    with pytest.raises(WrongKeyError):
+        await convert_keys(url, OTHER, KEY)
+    with pytest.raises(AlreadyEncryptedError):
+        await convert_keys(url, None, OTHER)
+    await _read_back(url, KEY)
