@@ -31,9 +31,9 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Generator
 from pathlib import Path
-from typing import Any, Final, Literal, Protocol, TypeVar, cast
+from typing import Any, Final, Generic, Literal, Protocol, TypeVar, cast
 
 from agents.items import TResponseInputItem
 from agents.memory.session import SessionABC
@@ -357,12 +357,21 @@ class AxioContextSession(SessionABC):
 
     async def _mutate(self, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
         """Like :meth:`_call`, but the write goes on when the caller is cancelled, and the
-        cancellation is raised once it is done (its outcome known, never half-known)."""
+        cancellation is raised once it is done (its outcome known, never half-known).
+
+        Direct calls run here until they first wait: a write that runs inline on this thread
+        (SQLite at NORMAL with the worker idle: the usual turn, the usual pop) ends without a task
+        and the loop turns one costs; only one that waits goes on in a task, shielded."""
         hub = self._live()
         future: asyncio.Future[T]
         await self._opened(hub)
         if self._direct(hub):
-            future = asyncio.ensure_future(fn(*args))
+            coro = fn(*args)
+            try:
+                waiting = coro.send(None)  # cannot be cancelled before it first waits
+            except StopIteration as done:
+                return cast(T, done.value)
+            future = asyncio.ensure_future(_Resumed(coro, waiting).run())
         else:
             future = asyncio.wrap_future(hub.submit(fn(*args)))
         try:
@@ -370,3 +379,34 @@ class AxioContextSession(SessionABC):
         except asyncio.CancelledError:
             await asyncio.wait({future})
             raise
+
+
+class _Resumed(Generic[T]):
+    """The rest of a coroutine run by hand (``send(None)``) up to its first wait, as an awaitable
+    a task can run: what it waits on goes to the task and the outcome back, as ``await`` would
+    pass them."""
+
+    __slots__ = ("_coro", "_waiting")
+
+    def __init__(self, coro: Coroutine[Any, Any, T], waiting: Any) -> None:
+        self._coro = coro
+        self._waiting = waiting
+
+    def __await__(self) -> Generator[Any, Any, T]:
+        waiting = self._waiting
+        while True:
+            try:
+                sent = yield waiting
+            except BaseException as exc:  # a cancellation (or error) the task throws in
+                try:
+                    waiting = self._coro.throw(exc)
+                except StopIteration as done:
+                    return cast(T, done.value)
+                continue
+            try:
+                waiting = self._coro.send(sent)
+            except StopIteration as done:
+                return cast(T, done.value)
+
+    async def run(self) -> T:
+        return await self

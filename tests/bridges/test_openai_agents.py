@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import threading
 from typing import Any
@@ -275,8 +276,10 @@ async def test_cancelled_pop_keeps_its_outcome(backend_db: Backend) -> None:
     task = asyncio.create_task(session.pop_item())
     await asyncio.sleep(0)  # submitted to the session's loop
     task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    # SQLite's inline pop is done before the cancel, no longer the caller's to stop; one that
+    # waits (test_agents_inline_writes) is done, then the cancellation raised
+    with contextlib.suppress(asyncio.CancelledError):
+        assert await task == {"role": "user", "content": "b"}
     assert await session.get_items() == [{"role": "user", "content": "a"}]  # popped, not lost halfway
     session.close()
 
