@@ -19,7 +19,6 @@ from axio_context.backends.protocol import Capability, StoredStateView
 from axio_context.catalog import CatalogCalls
 from axio_context.catalog.calls import PruneRule
 from axio_context.errors import SessionExistsError, SessionNotFoundError
-from axio_context.memory_blocks import BlockStore
 from axio_context.messages import SessionInfo
 from axio_context.naming import RANDOM_ID, SHORT_ID, project_forms, unique_prefix
 from axio_context.transcript.exporting import ExportSource
@@ -205,10 +204,6 @@ class PostgresDatabase(SearchCalls, CatalogCalls):
     def memory_stores(self) -> PostgresMemoryStores:
         """The memory stores (vectors, blobs, graph, tasks) in this database, on its pool."""
         return PostgresMemoryStores(self._pool)
-
-    def _blocks(self) -> BlockStore:
-        """The memory blocks ``search`` takes in (see :meth:`MessageSearch.search`)."""
-        return self.memory_stores().blocks()
 
     async def memory_stats(self) -> None:
         """Not measured on PostgreSQL (``stats`` shows each table's size instead)."""

@@ -44,10 +44,12 @@ and for `search` and `similar`, below) or `--nl` (one object per line) for progr
 ## The JSON of `search` and `similar`
 
 `--json` prints one object: the hits, and what the search could not see or chose not to show
-(the table output prints the same notes to stderr). `--nl` prints the hits alone, one a line.
+(the table output prints the same notes to stderr). `--nl` prints the hits alone, one a line,
+then the block hits.
 
 | key | what |
 |---|---|
+| `blocks` | `search`: memory blocks found by their words, best first (keys below); `similar`: none |
 | `hits` | the hits, best first (their keys below) |
 | `unindexed` | messages not yet in the keyword index (a read-only file, a writer's lock): meaning only |
 | `why` | why they were not indexed, or `null` |
@@ -68,6 +70,19 @@ A hit:
 | `keyword_rank`, `semantic_rank` | the hit's 1-based rank in each ranking, `null` where it was not in it |
 | `preview`, `project`, `title` | the session's preview, project and title |
 | `created_at` | when the message was stored (ISO 8601, UTC) |
+| `kind` | `message` |
+
+A block hit (`search` only: see [search](search.md#memory-blocks-in-a-search)):
+
+| key | what |
+|---|---|
+| `kind` | `block` |
+| `label`, `agent_id` | the block: its label and owner (`""`: a shared block) |
+| `attached` | the agents a shared block is shown to |
+| `version`, `updated_at` | its current version and when it was made (ISO 8601, UTC) |
+| `description` | the block's description |
+| `snippet`, `highlights` | its value around the match, the matched words' ranges in it |
+| `score` | what the block hits are ordered by, higher first |
 """
 
 

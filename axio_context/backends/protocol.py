@@ -323,6 +323,7 @@ class OpenDatabase(Protocol):
         model: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        blocks: bool | None = None,
     ) -> SearchResults: ...
     async def similar(self, session_id: str, position: int, k: int = 10) -> SearchResults: ...
     async def index_status(self) -> IndexState: ...
@@ -367,8 +368,7 @@ class OpenDatabase(Protocol):
 
 
 class FileUpkeep(Protocol):
-    """Looking after a database file (:data:`Capability.VACUUM`, ``RECOMPRESS``, ``CHECKPOINT``,
-    ``BACKUP``)."""
+    """Looking after a file (:data:`Capability.VACUUM`, ``RECOMPRESS``, ``CHECKPOINT``, ``BACKUP``)."""
 
     async def vacuum(self, *, full: bool = False) -> Any: ...
     async def recompress(self, progress: Progress | None = None) -> Any: ...

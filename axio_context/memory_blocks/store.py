@@ -13,10 +13,12 @@ recorded as made by, unless ``by`` names another. ``run_id`` defaults to the cur
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from functools import partial
 
 from axio_context.agents.variables import current_run_id
 from axio_context.sql import Runner
+from axio_context.transcript.times import epoch_ms, parse_time
 
 from . import blocks_sql as plans
 from .editing import appended, diff_text, inserted, replaced
@@ -303,14 +305,18 @@ class BlockStore:
                 raise BlockInputError(f"block {label!r} has versions 1 to {last}, not {n}")
         return diff_text(label, versions[a].value, versions[b].value, a, b)
 
-    async def search(self, text: str, *, agent_id: str | None = None) -> list[StoredBlock]:
+    async def search(
+        self, text: str, *, agent_id: str | None = None, since: datetime | None = None
+    ) -> list[StoredBlock]:
         """The blocks whose label, description or value hold every word of ``text`` (any case);
-        ``agent_id``: only the blocks it sees."""
+        ``agent_id``: only the blocks it sees; ``since``: only those changed since."""
         words = check_text(text, "a search").split()
         if not words:
             raise BlockInputError("a block search needs at least one word")
         agent = None if agent_id is None else check_agent(agent_id)
-        return await self._runner.read(plans.search, words, agent)
+        found = await self._runner.read(plans.search, words, agent)
+        after = epoch_ms(since)
+        return found if after is None else [b for b in found if parse_time(b.updated_at) >= after]
 
     async def dump(self) -> list[BlockRow]:
         """Every block with its whole history and attachments (what ``blocks export`` writes)."""

@@ -4,17 +4,32 @@ session, as one :class:`SearchRequest` handed to the backend's own engine."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from ..embeddings import Embedder
+from ..memory_blocks.searching import BlockSearcher, find_blocks
 from ..transcript.times import epoch_ms
 from .query import MAX_K, MODES, Mode, check_bounds
 from .results import SearchResults
 
-__all__ = ["ROLES", "MessageSearch", "SearchRequest", "check_k"]
+__all__ = [
+    "ROLES",
+    "HasBlocks",
+    "MessageSearch",
+    "SearchRequest",
+    "check_k",
+    "searches_blocks",
+    "why_no_blocks",
+]
 
 #: The roles a search may keep.
 ROLES = ("user", "assistant", "system")
+
+
+class HasBlocks(Protocol):
+    """What ``search`` needs of a database's memory stores: its memory blocks."""
+
+    def blocks(self) -> BlockSearcher: ...
 
 
 def check_k(k: int) -> None:
@@ -40,11 +55,54 @@ class SearchRequest(NamedTuple):
     run_id: str | None
 
 
+def why_no_blocks(
+    mode: Mode,
+    raw: bool,
+    project: str | None,
+    session_id: str | None,
+    role: str | None,
+    run_id: str | None,
+) -> str | None:
+    """Why a search cannot take memory blocks in (semantic mode, a raw query, a filter only
+    messages have: project, session, role, run), in words for people; None when it can."""
+    if mode == "semantic":
+        return "memory blocks have no embeddings: search them in keyword or hybrid mode"
+    if raw:
+        return "a raw query is FTS5 syntax, which memory blocks do not take"
+    for name, value in (("project", project), ("session", session_id), ("role", role), ("run", run_id)):
+        if value is not None:
+            return f"a {name} filter is for messages only; memory blocks have none"
+    return None
+
+
+def searches_blocks(
+    blocks: bool | None,
+    mode: Mode,
+    raw: bool,
+    project: str | None,
+    session_id: str | None,
+    role: str | None,
+    run_id: str | None,
+) -> bool:
+    """Whether a search takes memory blocks in: ``blocks=None`` does unless :func:`why_no_blocks`
+    says why not; ``blocks=True`` then is a ValueError saying it."""
+    if blocks is False:
+        return False
+    why = why_no_blocks(mode, raw, project, session_id, role, run_id)
+    if why is not None and blocks:
+        raise ValueError(f"blocks=True: {why}")
+    return why is None
+
+
 class MessageSearch:
-    """``search`` as every backend takes it; the backend runs the checked :class:`SearchRequest`."""
+    """``search`` as every backend takes it; the backend runs the checked :class:`SearchRequest`,
+    and its ``memory_stores().blocks()`` gives the memory blocks a search takes in."""
 
     async def _search(self, r: SearchRequest) -> SearchResults:
         raise NotImplementedError(f"{type(self).__name__} cannot search")
+
+    def memory_stores(self) -> HasBlocks:
+        raise NotImplementedError(f"{type(self).__name__} has no memory stores")
 
     async def search(
         self,
@@ -61,8 +119,10 @@ class MessageSearch:
         model: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        blocks: bool | None = None,
     ) -> SearchResults:
-        """The ``k`` messages across every session that best match ``query``, best first.
+        """The ``k`` messages across every session that best match ``query``, best first, and
+        beside them (in the result's ``blocks``) the ``k`` memory blocks that best match its words.
 
         ``mode``: ``keyword`` (FTS5 bm25 over the words; ``raw`` takes FTS5 query syntax),
         ``semantic`` (nearest embeddings; needs the database's embedder, by default the one its
@@ -91,6 +151,13 @@ class MessageSearch:
         words, repeats of a word, prefixes) raises SearchQueryError, in every mode. An embedder
         whose dimension is not positive raises EmbedderDimensionError; one returning anything but
         one finite vector of its declared dimension raises EmbeddingMismatchError.
+
+        Memory blocks (see :mod:`axio_context.memory_blocks.searching`) are matched by their
+        current value's, label's and description's words, in keyword and hybrid modes; with
+        ``agent_id``, only the blocks that agent sees; with ``since``, only those changed since.
+        ``blocks``: None searches them unless the search is semantic or raw or has a filter
+        only messages have (``project``, ``session_id``, ``role``, ``run_id``); False never;
+        True always, and such a search is then a ValueError.
         """
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -98,7 +165,8 @@ class MessageSearch:
         if role is not None and role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
         check_bounds(query, raw)
-        return await self._search(
+        with_blocks = searches_blocks(blocks, mode, raw, project, session_id, role, run_id)
+        results = await self._search(
             SearchRequest(
                 query,
                 k,
@@ -114,3 +182,8 @@ class MessageSearch:
                 run_id,
             )
         )
+        if with_blocks:
+            results.blocks = await find_blocks(
+                self.memory_stores().blocks(), query, k=k, agent_id=agent_id, since=since
+            )
+        return results

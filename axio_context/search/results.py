@@ -8,7 +8,17 @@ from typing import overload
 
 import msgspec
 
-__all__ = ["ReindexReport", "SearchHit", "SearchResults"]
+__all__ = ["BlockHit", "ReindexReport", "SearchHit", "SearchResults"]
+
+
+def _marked(snippet: str, highlights: list[tuple[int, int]], before: str, after: str) -> str:
+    out: list[str] = []
+    last = 0
+    for start, end in highlights:
+        out += [snippet[last:start], before, snippet[start:end], after]
+        last = end
+    out.append(snippet[last:])
+    return "".join(out)
 
 
 class SearchHit(msgspec.Struct, frozen=True):
@@ -20,6 +30,7 @@ class SearchHit(msgspec.Struct, frozen=True):
     mode, the fused RRF score in hybrid mode. ``keyword_rank`` / ``semantic_rank`` are the hit's
     1-based place in each ranking (None where it was not in it). ``preview``, ``title`` and
     ``project`` are the session's; ``created_at`` is the message's time (ISO 8601, UTC).
+    ``kind`` is always ``"message"`` (a memory block found is a :class:`BlockHit`).
     """
 
     session_id: str
@@ -34,16 +45,34 @@ class SearchHit(msgspec.Struct, frozen=True):
     project: str | None
     created_at: str
     title: str | None = None
+    kind: str = "message"
 
     def marked(self, before: str = "[", after: str = "]") -> str:
         """The snippet with every highlighted range wrapped in ``before`` ... ``after``."""
-        out: list[str] = []
-        last = 0
-        for start, end in self.highlights:
-            out += [self.snippet[last:start], before, self.snippet[start:end], after]
-            last = end
-        out.append(self.snippet[last:])
-        return "".join(out)
+        return _marked(self.snippet, self.highlights, before, after)
+
+
+class BlockHit(msgspec.Struct, frozen=True, kw_only=True):
+    """One memory block found by its words, at its current version: its ``label``, its owner
+    (``agent_id``; ``""``: a shared block, shown to the agents in ``attached``), a ``snippet`` of
+    its value with ``highlights`` as in :class:`SearchHit`, and a ``score`` (higher is better: how
+    often the words occur, a word in the label or the description counting more). ``kind`` is
+    always ``"block"``."""
+
+    label: str
+    agent_id: str
+    snippet: str
+    highlights: list[tuple[int, int]]
+    score: float
+    version: int
+    updated_at: str
+    description: str = ""
+    attached: tuple[str, ...] = ()
+    kind: str = "block"
+
+    def marked(self, before: str = "[", after: str = "]") -> str:
+        """The snippet with every highlighted range wrapped in ``before`` ... ``after``."""
+        return _marked(self.snippet, self.highlights, before, after)
 
 
 class SearchResults(msgspec.Struct, kw_only=True):
@@ -57,10 +86,15 @@ class SearchResults(msgspec.Struct, kw_only=True):
     messages found by meaning alone and not shown, because no message contains the query's words
     (see :mod:`.engine`). :meth:`notes` says all of it in sentences for people.
 
-    It reads like the list of its hits (``len``, iteration, indexing, ``== []``).
+    ``blocks``: the memory blocks whose current value, label or description holds every word
+    of the query (keyword and hybrid modes; blocks have no embeddings), best first, beside the
+    messages rather than ranked among them.
+
+    It reads like the list of its message hits (``len``, iteration, indexing, ``== []``).
     """
 
     hits: list[SearchHit] = msgspec.field(default_factory=list)
+    blocks: list[BlockHit] = msgspec.field(default_factory=list)
     unindexed: int = 0
     why: str | None = None
     not_embedded: int = 0

@@ -124,7 +124,7 @@ def output_options(
                 "--json",
                 "as_json",
                 is_flag=True,
-                help="Output one JSON object: hits, unindexed, why, not_embedded, fallback, "
+                help="Output one JSON object: hits, blocks, unindexed, why, not_embedded, fallback, "
                 "withheld, notes (see docs/cli.md).",
             )(fn)
         fn = click.option("--nl", is_flag=True, help="Output one JSON object per line.")(fn)

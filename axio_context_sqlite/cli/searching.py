@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import importlib.util
-import os
-import shutil
-import sys
-from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
 import click
-import msgspec
 
 from axio_context.embeddings import BUNDLED_MINILM
 from axio_context.onnx_minilm import ONNX_MINILM
+from axio_context.search.calls import why_no_blocks
 from axio_context.search.embedders import HASHING_MODEL
 
-from ..search.engine import MAX_K, MODES, IndexStatus, ReindexReport, SearchHit, SearchResults
+from ..search.engine import MAX_K, MODES, IndexStatus, ReindexReport, SearchResults
 from .agent_filters import agent_options, tag_filters
 from .app import cli, read_db, settings_of, with_db
 from .backends import OpenDatabase
@@ -33,57 +29,8 @@ from .options import (
     session_argument,
     stored_project,
 )
-from .output import Column, StageProgress, echo_json, emit, local_time, say, shown_ids, visible
-
-
-def _color() -> bool:
-    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-
-
-def _snippet_cell(hit: SearchHit, width: int, color: bool) -> str:
-    """The snippet cut to ``width`` characters, matches in bold (on a terminal) or ``**``."""
-    text, spans = hit.snippet, hit.highlights
-    if len(text) > width:
-        text = text[: width - 1] + "…"
-        spans = [(a, min(b, width - 1)) for a, b in spans if a < width - 1]
-    out: list[str] = []
-    last = 0
-    for a, b in spans:
-        word = visible(text[a:b])
-        out.append(visible(text[last:a]))
-        out.append(click.style(word, bold=True, fg="yellow") if color else f"**{word}**")
-        last = b
-    out.append(visible(text[last:]))
-    return "".join(out).replace("\n", " ").replace("\t", " ")
-
-
-def _hit_dict(hit: SearchHit) -> dict[str, Any]:
-    return {f: getattr(hit, f) for f in SearchHit.__struct_fields__}
-
-
-SEARCH_COLUMNS = [
-    Column("session", "SESSION"),
-    Column("position", "POS", right=True),
-    Column("role", "ROLE"),
-    Column("when", "WHEN"),
-    Column("snippet", "SNIPPET", visible=True),
-]
-
-
-def _hit_rows(hits: Sequence[SearchHit], shown: dict[str, str]) -> list[dict[str, Any]]:
-    color = _color()
-    used = max([len(v) for v in shown.values()] or [7]) + 6 + 10 + 16 + 4 * 2
-    width = max(40, shutil.get_terminal_size((120, 24)).columns - used) if sys.stdout.isatty() else 100
-    return [
-        {
-            "session": shown[h.session_id],
-            "position": str(h.position),
-            "role": h.role,
-            "when": local_time(h.created_at),
-            "snippet": _snippet_cell(h, width, color),
-        }
-        for h in hits
-    ]
+from .output import StageProgress, echo_json, say, shown_ids, visible
+from .search_hits import emit_results
 
 
 class QueryCommand(click.Command):
@@ -151,6 +98,14 @@ class QueryCommand(click.Command):
     help="Embedder for semantic/hybrid: hashing, minilm, minilm-onnx, or a model directory "
     "(default: the one the database was embedded with).",
 )
+@click.option(
+    "--blocks/--no-blocks",
+    "blocks",
+    default=None,
+    help="Also search memory blocks (their current values, by their words), listed after the "
+    "messages [default: yes, except in semantic mode, with --raw, or with a --project, --session, "
+    "--role or --run filter].",
+)
 @agent_options("messages")
 @output_options(results=True)
 @click.pass_context
@@ -168,10 +123,16 @@ def search_(
     model: str | None,
     agent_id: str | None,
     run_id: str | None,
+    blocks: bool | None,
     as_json: bool,
     nl: bool,
 ) -> None:
-    """Search every session's messages for QUERY (words; quotes keep a phrase).
+    """Search every session's messages, and the memory blocks, for QUERY (words; quotes keep a
+    phrase).
+
+    Memory blocks are found by their words (every word anywhere in a block's current value,
+    label or description, in any case) in keyword and hybrid modes, and listed after the
+    messages; with --agent, only the blocks that agent sees.
 
     A word starting with - is part of QUERY unless it is one of the options below, written
     apart or, for -k, -p and -s, with the value attached (-k5, -pmyproj, -sab12): so
@@ -183,6 +144,10 @@ def search_(
     scope = chosen_project(project, here)
     text = " ".join(query)
     _check_model(model)
+    if blocks:
+        why = why_no_blocks(cast(Any, mode), raw, scope, session, role, run_id)
+        if why is not None:
+            raise click.BadParameter(why, param_hint="'--blocks'")
 
     async def go(db: OpenDatabase) -> tuple[SearchResults, dict[str, str]]:
         session_id = await db.resolve(session) if session is not None else None
@@ -196,6 +161,7 @@ def search_(
             since=since,
             raw=raw,
             model=model,
+            blocks=blocks,
             **tag_filters(db, agent_id, run_id),
         )
         shown = {} if as_json or nl else await shown_ids(db, [h.session_id for h in hits])
@@ -204,7 +170,7 @@ def search_(
     found = with_db(ctx, False, go, absent=lambda: None)
     if found is None:  # a fresh machine: no database yet
         nothing = visible(f"no sessions yet (database: {settings_of(ctx).shown})")
-        _emit_results(SearchResults(), {}, as_json, nl, nothing)
+        emit_results(SearchResults(), {}, as_json, nl, nothing)
         return
     hits, shown = found
     dashed = [w for w in text.split() if len(w) > 1 and w.startswith("-")]
@@ -213,21 +179,7 @@ def search_(
             f"note: {dashed[0]} searches for the word itself; --raw 'parser NOT pizza' leaves a word out",
             err=True,
         )
-    _emit_results(hits, shown, as_json, nl, "no matches")
-
-
-def _emit_results(results: SearchResults, shown: dict[str, str], as_json: bool, nl: bool, empty: str) -> None:
-    """Notes to stderr; ``--json``: the results with their notes as one object; else the hits."""
-    for note in results.notes():
-        say(f"note: {note}", err=True)
-    if as_json:
-        echo_json({**msgspec.to_builtins(results), "notes": results.notes()})
-        return
-    if not results and not nl:
-        click.echo(empty, err=True)
-        return
-    rows = [_hit_dict(h) for h in results]
-    emit(rows, SEARCH_COLUMNS, False, nl, lambda: _hit_rows(results.hits, shown))
+    emit_results(hits, shown, as_json, nl, "no matches")
 
 
 # A negative POSITION ("-1") is an argument, not an unknown option.
@@ -252,7 +204,7 @@ def similar(ctx: click.Context, session: str, position: int, limit: int, as_json
         return hits, {} if as_json or nl else await shown_ids(db, [h.session_id for h in hits])
 
     hits, shown = read_db(ctx, go)
-    _emit_results(hits, shown, as_json, nl, "no other embedded message")
+    emit_results(hits, shown, as_json, nl, "no other embedded message")
 
 
 #: The short model names ``--model`` takes.

@@ -1,5 +1,6 @@
-"""Search as you type across every session (keyword search, the FTS5 index); Enter on a hit opens
-its session at that message."""
+"""Search as you type across every session (keyword search, the FTS5 index) and the memory blocks
+(listed after the messages, ``block`` in the role column); Enter on a message hit opens its
+session at that message."""
 
 from __future__ import annotations
 
@@ -108,9 +109,22 @@ class SearchScreen(SessionActions):
                 highlighted(hit.snippet, hit.highlights, 100),
                 key=str(n),
             )
+        for n, block in enumerate(results.blocks):
+            table.add_row(
+                as_text(f"{block.label} ({block.agent_id or 'shared'})"),
+                f"v{block.version}",
+                "block",
+                highlighted(block.snippet, block.highlights, 100),
+                key=f"b{n}",
+            )
         unindexed = f" ({results.unindexed} messages not indexed yet)" if results.unindexed else ""
+        blocks = f" and {len(results.blocks)} memory blocks" if results.blocks else ""
         found.update(
-            as_text(f"{len(results.hits)} hits for {query!r}{unindexed}" if results.hits else "no match")
+            as_text(
+                f"{len(results.hits)} hits{blocks} for {query!r}{unindexed}"
+                if results.hits or results.blocks
+                else "no match"
+            )
         )
 
     def action_to_hits(self) -> None:
@@ -122,8 +136,8 @@ class SearchScreen(SessionActions):
         from .transcript import TranscriptScreen
 
         event.stop()
-        if self.results is None or event.row_key.value is None:
-            return
+        if self.results is None or event.row_key.value is None or event.row_key.value.startswith("b"):
+            return  # a memory block: no session to open
         hit = self.results.hits[int(event.row_key.value)]
         self.app.push_screen(TranscriptScreen(hit.session_id, full=self.browser.full, jump=hit.position))
 
@@ -132,7 +146,7 @@ class SearchScreen(SessionActions):
         if self.results is None or not table.row_count:
             return None
         key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        return None if key is None else self.results.hits[int(key)].session_id
+        return None if key is None or key.startswith("b") else self.results.hits[int(key)].session_id
 
     async def session_changed(self, old: str, new: str | None) -> None:
         if self.query_text:

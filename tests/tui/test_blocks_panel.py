@@ -82,3 +82,29 @@ def test_hostile_block_text_reaches_the_panel_as_harmless_text() -> None:
     assert "second [/][link=https://attacker.invalid/x]" in panel.plain  # literal, cut to the line
     assert not [s for s in panel.spans if "link" in str(s.style)]
     assert "\\x1b" in panel.plain  # the escape shown as its escape, not dropped unseen
+
+
+async def test_the_search_screen_lists_block_hits_after_the_messages(backend_db: Backend) -> None:
+    from axio_context_sqlite.tui.search import SearchScreen
+
+    async with backend_db.open():
+        await backend_db.store("chat", project="p").append(text("user", "zebra stripes"))
+    async with open_database(backend_db.where) as db:
+        await db.memory_stores().blocks().create(MemoryBlock("pets", "a [bold]zebra[/bold]"), agent_id="z")
+    app = _app(backend_db.where)
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(pilot, lambda: app.screen.query_one("#sessions", DataTable).row_count == 1, "one row")
+        await pilot.press("slash")
+        assert isinstance(app.screen, SearchScreen)
+        await pilot.press(*"zebra")
+        hits = app.screen.query_one("#hits", DataTable)
+        await _until(pilot, lambda: hits.row_count == 2, "a message hit and a block hit")
+        found = str(app.screen.query_one("#found", Static).render())
+        assert "1 hits and 1 memory blocks for 'zebra'" in found
+        row = [str(c) for c in hits.get_row("b0")]
+        assert row[:3] == ["pets (z)", "v1", "block"] and "[bold]zebra[/bold]" in row[3]
+        hits.focus()
+        hits.move_cursor(row=1)
+        await pilot.press("enter")  # a block has no session to open: the screen stays
+        await pilot.pause(0.05)
+        assert isinstance(app.screen, SearchScreen) and app.screen.current_session() is None
