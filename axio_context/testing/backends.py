@@ -26,7 +26,7 @@ import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import pytest_asyncio
@@ -36,6 +36,7 @@ from ..memory.testing import BlobStoreContract, GraphStoreContract, TaskStoreCon
 from ..memory.testing.expiry import ExpiringFactory, ExpiryContract
 from ..memory.testing.factory import MemoryFactory
 from ..pools.testing import ContextPoolContract, ContextQueueContract
+from ..pools.testing.expiry import ExpiringPoolFactory, PoolExpiryContract
 from ..pools.testing.factory import PoolFactory
 from ..pools.testing.stored import StoredItemsContract
 from ..pools.testing.writers import SharedWritersContract
@@ -55,6 +56,7 @@ __all__ = [
     "ContractFactories",
     "ExpiryOnEveryBackend",
     "GraphStoreOnEveryBackend",
+    "PoolExpiryOnEveryBackend",
     "SharedWritersOnEveryBackend",
     "StoredItemsOnEveryBackend",
     "StoredStateOnEveryBackend",
@@ -221,3 +223,11 @@ class StoredItemsOnEveryBackend(_Pools, StoredItemsContract):
 
 class SharedWritersOnEveryBackend(_Pools, SharedWritersContract):
     """The stale-writer suite (several handles on one pool) on every backend."""
+
+
+class PoolExpiryOnEveryBackend(PoolExpiryContract):
+    """The pool expiry suite (a TTL on pool items) on every backend."""
+
+    @pytest.fixture
+    def pools(self, axio_backend: BackendUnderTest) -> ExpiringPoolFactory:
+        return cast(ExpiringPoolFactory, axio_backend.factories.pools)

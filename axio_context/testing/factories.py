@@ -212,6 +212,9 @@ class _Pools:
     ) -> Any:
         return await self.f.kit.pool.open(self.f.conn, self.f.name(), limit, tags, embedder=embedder)
 
+    async def expiring_pool(self, ttl: TTLConfig, limit: int | None = None) -> Any:
+        return await self.f.kit.pool.open(self.f.conn, self.f.name(), limit, ttl=ttl)
+
     async def branch(self, owner: Any, *args: Any, **kwargs: Any) -> Any:
         return await owner.branch(*args, **kwargs)
 

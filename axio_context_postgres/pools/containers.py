@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final, Generic, TypeVar, cast
 
 from axio_context.embeddings import Embedder
+from axio_context.expiry import NO_TTL, TTLConfig
 from axio_context.pools.sql import PoolInfo, PoolView, SQLContextPool, SQLContextQueue
 from axio_context.pools.sql import listing as shared
 
@@ -74,12 +75,22 @@ class PostgresContextPool(SQLContextPool[T], Generic[T]):
         embedder: Embedder | None = None,
         content_type: Any = Any,
         create: bool = True,
+        ttl: TTLConfig = NO_TTL,
     ) -> PostgresContextPool[Any]:
         """The pool ``name`` in the database of ``pool``, created with ``limit`` and ``tags``
         when missing. With an ``embedder``, each description is embedded as it is added and
-        :meth:`select` ranks by meaning as well as by words."""
+        :meth:`select` ranks by meaning as well as by words. ``ttl``: the pool's expiry (a
+        default TTL for items added without one, and whether ``select`` refreshes them)."""
         return await cls._open(
-            PostgresRunner(pool, WHERE), POSTGRES_POOLS, name, limit, tags, embedder, content_type, create
+            PostgresRunner(pool, WHERE),
+            POSTGRES_POOLS,
+            name,
+            limit,
+            tags,
+            embedder,
+            content_type,
+            create,
+            ttl,
         )
 
     @classmethod
@@ -91,11 +102,12 @@ class PostgresContextPool(SQLContextPool[T], Generic[T]):
         *,
         embedder: Embedder | None = None,
         content_type: Any = Any,
+        ttl: TTLConfig = NO_TTL,
     ) -> PostgresContextPool[Any]:
         """Store :meth:`to_dict`'s output as a new pool ``name`` in one transaction, without
         hooks or eviction; hooks resolved by name (UnregisteredHookError); unknown keys kept."""
         return await cls._from_dict(
-            PostgresRunner(pool, WHERE), POSTGRES_POOLS, name, data, embedder, content_type
+            PostgresRunner(pool, WHERE), POSTGRES_POOLS, name, data, embedder, content_type, ttl
         )
 
     @property

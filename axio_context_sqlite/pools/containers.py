@@ -11,6 +11,7 @@ from typing import Any, Generic, TypeVar, cast
 import aiosqlite
 
 from axio_context.embeddings import Embedder
+from axio_context.expiry import NO_TTL, TTLConfig
 from axio_context.pools.sql import PoolInfo, PoolView, SQLContextPool, SQLContextQueue
 from axio_context.pools.sql import listing as shared
 
@@ -70,12 +71,14 @@ class SQLiteContextPool(SQLContextPool[T], Generic[T]):
         embedder: Embedder | None = None,
         content_type: Any = Any,
         create: bool = True,
+        ttl: TTLConfig = NO_TTL,
     ) -> SQLiteContextPool[Any]:
         """The pool ``name`` in the database of ``conn``, created with ``limit`` and ``tags``
         when missing. With an ``embedder``, each description is embedded as it is added and
-        :meth:`select` ranks by meaning as well as by words."""
+        :meth:`select` ranks by meaning as well as by words. ``ttl``: the pool's expiry (a
+        default TTL for items added without one, and whether ``select`` refreshes them)."""
         return await cls._open(
-            SQLiteRunner(conn), SQLITE_POOLS, name, limit, tags, embedder, content_type, create
+            SQLiteRunner(conn), SQLITE_POOLS, name, limit, tags, embedder, content_type, create, ttl
         )
 
     @classmethod
@@ -87,10 +90,11 @@ class SQLiteContextPool(SQLContextPool[T], Generic[T]):
         *,
         embedder: Embedder | None = None,
         content_type: Any = Any,
+        ttl: TTLConfig = NO_TTL,
     ) -> SQLiteContextPool[Any]:
         """Store :meth:`to_dict`'s output as a new pool ``name`` in one transaction, without
         hooks or eviction; hooks resolved by name (UnregisteredHookError); unknown keys kept."""
-        return await cls._from_dict(SQLiteRunner(conn), SQLITE_POOLS, name, data, embedder, content_type)
+        return await cls._from_dict(SQLiteRunner(conn), SQLITE_POOLS, name, data, embedder, content_type, ttl)
 
     @property
     def connection(self) -> aiosqlite.Connection:

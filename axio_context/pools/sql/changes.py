@@ -36,7 +36,7 @@ Fresh = list[Change] | State
 Seen = tuple[int, int | None, int]
 
 _SINCE: Final = (
-    "SELECT seq, key, ord, removed, description, content, extra FROM context_pool_entries"
+    "SELECT seq, key, ord, removed, description, content, extra, expires_at FROM context_pool_entries"
     " WHERE owner = ? AND seq > ? ORDER BY seq DESC"
 )
 
@@ -52,7 +52,7 @@ def since(h: Header, seen: Seen) -> Plan[list[Change] | None]:
         rows = yield Rows(_SINCE + " LIMIT ?", (h.id, mark, h.lim))
     else:
         rows = yield Rows(_SINCE, (h.id, mark))
-    return [Change(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6]) for r in reversed(rows)]
+    return [Change(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6], r[7]) for r in reversed(rows)]
 
 
 def apply_to_queue(
@@ -65,12 +65,14 @@ def apply_to_queue(
 def apply_to_pool(
     items: dict[str, ContextItem[T]],
     seqs: dict[str, int],
+    expires: dict[str, int],
     mark: int,
     changes: list[Change],
     item: Callable[[Entry], ContextItem[T]],
 ) -> None:
     """Apply the other writers' adds, replacements and removals to a pool's copy (which
-    reflects every entry up to seq ``mark``), in order.
+    reflects every entry up to seq ``mark``; ``expires``: when its keys that have a TTL
+    expire), in order.
 
     The pool's order is ``ord``, the seq of a key's first entry since it was last added: an
     ``ord`` up to ``mark`` is the copy's own key replaced in place; a later one a key added
@@ -80,6 +82,7 @@ def apply_to_pool(
     new: dict[str, Change] = {}
     for c in changes:
         key = str(c.key)
+        expires.pop(key, None)
         if c.removed:
             items.pop(key, None)
             seqs.pop(key, None)
@@ -91,6 +94,8 @@ def apply_to_pool(
             items.pop(key, None)
             seqs.pop(key, None)
             new[key] = c  # its latest entry; the ord is its incarnation's
+        if not c.removed and c.expires_at is not None:
+            expires[key] = int(c.expires_at)
     for key, c in sorted(new.items(), key=lambda kv: kv[1].ord):
         items[key] = item(c.entry())
         seqs[key] = c.seq

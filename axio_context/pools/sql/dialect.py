@@ -17,12 +17,14 @@ from .rows import Packed
 __all__ = ["PoolSQL", "insert_entry"]
 
 
-def insert_entry(new_seq: str) -> str:
+def insert_entry(new_seq: str, *, expiring: bool = False) -> str:
     """The insert of one entry at a new log position (``new_seq``); a new key's ``ord`` is its
-    seq. Binds (owner, key, ord or None, description, content, extra); returns the seq."""
+    seq. Binds (owner, key, ord or None, description, content, extra), and ``expiring`` its
+    ttl_ms and expires_at; returns the seq."""
+    more, marks = (", ttl_ms, expires_at", ", ?, ?") if expiring else ("", "")
     return (
-        "INSERT INTO context_pool_entries (seq, owner, key, ord, description, content, extra)"
-        f" SELECT s, ?, ?, COALESCE(?, s), ?, ?, ? FROM (SELECT {new_seq} AS s) n RETURNING seq"
+        f"INSERT INTO context_pool_entries (seq, owner, key, ord, description, content, extra{more})"
+        f" SELECT s, ?, ?, COALESCE(?, s), ?, ?, ?{marks} FROM (SELECT {new_seq} AS s) n RETURNING seq"
     )
 
 
@@ -48,6 +50,11 @@ class PoolSQL:
             # Every row fetched: SQLite moves sqlite_sequence on only when the statement ends.
             seqs.append(int((yield Rows(sql, (owner, key, None, desc, content, extra)))[0][0]))
         return seqs
+
+    def sealed(self, value: Any) -> Any:
+        """An entry's description, content or extra as its argument (a backend that encrypts on
+        the client marks it to be sealed, as :meth:`~axio_context.sql.Dialect.sealed` does)."""
+        return value
 
     def vector_param(self, blob: bytes) -> Any:
         """A float32 embedding as the backend stores it."""

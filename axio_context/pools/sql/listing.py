@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from axio_context.expiry import now_ms
 from axio_context.sql import Dialect, Plan, Runner
 from axio_context.transcript import format_time
 
@@ -71,12 +72,13 @@ def _list(d: Dialect, p: PoolSQL, kind: str | None) -> Plan[list[PoolInfo]]:
     return [_info(h, parent) for h, parent in (yield from plans.listing(d, p, kind))]
 
 
-def _show(d: Dialect, p: PoolSQL, name: str, limit: int | None) -> Plan[PoolView | None]:
+def _show(d: Dialect, p: PoolSQL, name: str, limit: int | None, now: int) -> Plan[PoolView | None]:
     state = yield from plans.load(d, p, name)
     if state is None:
         return None
-    h = state.header
-    entries = state.entries if limit is None else state.entries[:limit]
+    live = [e for e in state.entries if e.alive(now)]  # an expired item is never shown
+    h = state.header._replace(size=len(live)) if len(live) != len(state.entries) else state.header
+    entries = live if limit is None else live[:limit]
     return PoolView(
         info=_info(h, (yield from plans.parent_name(d, p, h.parent))),
         items=[
@@ -98,7 +100,7 @@ async def list_pools(runner: Runner, sql: PoolSQL, kind: str | None = None) -> l
 
 async def show_pool(runner: Runner, sql: PoolSQL, name: str, *, limit: int | None = None) -> PoolView:
     """The queue or pool ``name`` with its first ``limit`` items (all when None)."""
-    found = await runner.read(_show, sql, name, limit)
+    found = await runner.read(_show, sql, name, limit, now_ms())
     if found is None:
         raise PoolNotFoundError(f"no queue or pool named {name!r}")
     return found

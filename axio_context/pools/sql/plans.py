@@ -22,6 +22,7 @@ from axio_context.sql import Dialect, Execute, Plan, Row, Rows, Value
 
 from ..errors import PoolExistsError, PoolNotFoundError
 from . import changes
+from .chain import CHAIN, FORKED, VISIBLE, latest_row, live_size
 from .changes import Fresh, Seen
 from .dialect import PoolSQL, insert_entry
 from .rows import HEADER, Entry, Header, Packed, State, encode_json
@@ -41,47 +42,26 @@ __all__ = [
     "version",
 ]
 
-# The container and its ancestors, each with the last seq it shows there (NULL: all). A link's
-# cut is the smallest fork_seq below it (branches of a branch are younger, so that is the
-# nearest one's; the CASE keeps it right for copied families too).
-_CHAIN: Final = (
-    "WITH RECURSIVE chain (owner, up, up_cut, cut) AS ("
-    " SELECT id, parent, fork_seq, CAST(NULL AS BIGINT) FROM context_pools WHERE id = ?"
-    " UNION ALL SELECT p.id, p.parent,"
-    " CASE WHEN c.up_cut < p.fork_seq THEN c.up_cut ELSE p.fork_seq END, c.up_cut"
-    " FROM chain c JOIN context_pools p ON p.id = c.up) "
-)
-# CROSS JOIN: SQLite then walks the chain first and each owner's entries by index (a plain join
-# let it scan every entry after base_seq: 500 us instead of 20 for one key of 2,000).
-_VISIBLE: Final = (
-    " FROM chain c CROSS JOIN context_pool_entries e"
-    " WHERE e.owner = c.owner AND e.seq > ? AND (c.cut IS NULL OR e.seq <= c.cut)"
-)
 _QUEUE: Final = (
-    _CHAIN
+    CHAIN
     + "SELECT e.seq, e.key, e.ord, e.description, e.content, e.extra"
-    + _VISIBLE
+    + VISIBLE
     + " ORDER BY e.seq DESC LIMIT ?"
 )
-# The oldest visible key of a pool (its latest entry per key, by ord).
+# The oldest visible key of a pool (its latest entry per key, by ord) not expired (bind now).
 _OLDEST: Final = (
-    _CHAIN + "SELECT key FROM (SELECT e.key, e.ord, e.removed,"
-    " ROW_NUMBER() OVER (PARTITION BY e.key ORDER BY e.seq DESC) AS n" + _VISIBLE + ") latest"
-    " WHERE n = 1 AND NOT removed ORDER BY ord LIMIT 1"
+    CHAIN + "SELECT key FROM (SELECT e.key, e.ord, e.removed, e.expires_at,"
+    " ROW_NUMBER() OVER (PARTITION BY e.key ORDER BY e.seq DESC) AS n" + VISIBLE + ") latest"
+    " WHERE n = 1 AND NOT removed AND (expires_at IS NULL OR expires_at > ?) ORDER BY ord LIMIT 1"
 )
 # Every visible entry of a pool in log order: the latest per key is kept in Python (faster than
 # the window above on SQLite: 9 ms against 16 for 2,000 items).
 _POOL: Final = (
-    _CHAIN
-    + "SELECT e.seq, e.key, e.ord, e.removed, e.description, e.content, e.extra"
-    + _VISIBLE
+    CHAIN
+    + "SELECT e.seq, e.key, e.ord, e.removed, e.description, e.content, e.extra, e.expires_at"
+    + VISIBLE
     + " ORDER BY e.seq"
 )
-_LATEST: Final = (
-    _CHAIN + "SELECT e.seq, e.ord, e.removed" + _VISIBLE + " AND e.key = ? ORDER BY e.seq DESC LIMIT 1"
-)
-#: Entries at or before this are seen by a branch of the container (bound once more): kept.
-_FORKED: Final = "COALESCE((SELECT MAX(fork_seq) FROM context_pools WHERE parent = ?), -1)"
 #: ``p.``-prefixed header columns, for joins.
 _PREFIXED: Final = ", ".join("p." + column for column in HEADER.split(", "))
 
@@ -100,27 +80,31 @@ def _lock(d: Dialect, cid: int) -> Plan[Header]:
 
 def chain_owners(cid: int) -> Plan[list[int]]:
     """The container and its ancestors: every owner whose entries it may show."""
-    return [int(r[0]) for r in (yield Rows(_CHAIN + "SELECT owner FROM chain", (cid,)))]
+    return [int(r[0]) for r in (yield Rows(CHAIN + "SELECT owner FROM chain", (cid,)))]
 
 
 def entries(d: Dialect, h: Header) -> Plan[list[Entry]]:
-    """What the container shows: a queue oldest first, a pool by ``ord``."""
+    """What the container shows: a queue oldest first, a pool by ``ord`` (with its expired
+    items not yet swept: :meth:`Entry.alive` tells them apart)."""
     if h.kind == "queue":
         rows = yield Rows(_QUEUE, (h.id, h.base_seq, h.lim))
         return [Entry(*r) for r in reversed(rows)]
     live: dict[str, Entry] = {}
-    for seq, key, ord_, removed, desc, content, extra in (yield Rows(_POOL, (h.id, h.base_seq))):
+    for seq, key, ord_, removed, desc, content, extra, exp in (yield Rows(_POOL, (h.id, h.base_seq))):
         if removed:
             live.pop(key, None)
         else:
-            live[key] = Entry(seq, key, ord_, desc, content, extra)
+            live[key] = Entry(seq, key, ord_, desc, content, extra, None if exp is None else int(exp))
     return sorted(live.values(), key=lambda e: e.ord)
 
 
-def _latest(h: Header, key: str) -> Plan[tuple[int, int] | None]:
-    """(seq, ord) of the key's latest visible entry, or None when it is absent or removed."""
-    row = yield Row(_LATEST, (h.id, h.base_seq, key))
-    return None if row is None or row[2] else (int(row[0]), int(row[1]))
+def _latest(h: Header, key: str, now: int) -> Plan[tuple[int, int] | None]:
+    """(seq, ord) of the key's latest visible entry, or None when it is absent, removed or
+    expired at ``now`` (an expired latest entry removes its key: what it replaced stays hidden)."""
+    row = yield from latest_row(h, key)
+    if row is None or row[2] or (row[3] is not None and row[3] <= now):
+        return None
+    return row[0], row[1]
 
 
 def _bump(cid: int, size: int) -> Plan[Header]:
@@ -132,9 +116,15 @@ def _bump(cid: int, size: int) -> Plan[Header]:
     return Header(*row)
 
 
-def _insert(p: PoolSQL, cid: int, key: str | None, ord_: int | None, item: Packed) -> Plan[int]:
-    _, desc, content, extra = item
-    return int((yield Rows(insert_entry(p.new_seq), (cid, key, ord_, desc, content, extra)))[0][0])
+def _insert(
+    p: PoolSQL, cid: int, key: str | None, ord_: int | None, item: Packed, ttl: tuple[int, int] | None = None
+) -> Plan[int]:
+    """A new entry (``ttl``: its TTL and expiry time in ms; None: it never expires)."""
+    desc, content, extra = (p.sealed(v) for v in item[1:])  # what a user wrote (see PoolSQL.sealed)
+    if ttl is None:
+        return int((yield Rows(insert_entry(p.new_seq), (cid, key, ord_, desc, content, extra)))[0][0])
+    args = (cid, key, ord_, desc, content, extra, *ttl)
+    return int((yield Rows(insert_entry(p.new_seq, expiring=True), args))[0][0])
 
 
 def load(d: Dialect, p: PoolSQL, name: str) -> Plan[State | None]:
@@ -213,7 +203,7 @@ def queue_append(
     assert h.lim is not None
     # Own entries older than the newest `lim` are out of the window for good.
     yield Execute(
-        f"DELETE FROM context_pool_entries WHERE owner = ? AND seq > {_FORKED} AND seq < (SELECT seq"
+        f"DELETE FROM context_pool_entries WHERE owner = ? AND seq > {FORKED} AND seq < (SELECT seq"
         " FROM context_pool_entries WHERE owner = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
         (cid, cid, cid, h.lim - 1),
     )
@@ -227,7 +217,7 @@ def clear(d: Dialect, p: PoolSQL, cid: int) -> Plan[Header]:
     """Hide every entry (``base_seq`` moves past them) and delete the ones no branch sees."""
     yield from _lock(d, cid)
     yield Execute(f"UPDATE context_pools SET base_seq = {p.log_top} WHERE id = ?", (cid,))
-    yield Execute(f"DELETE FROM context_pool_entries WHERE owner = ? AND seq > {_FORKED}", (cid, cid))
+    yield Execute(f"DELETE FROM context_pool_entries WHERE owner = ? AND seq > {FORKED}", (cid, cid))
     return (yield from _bump(cid, 0))
 
 
@@ -235,7 +225,7 @@ def _drop_key(p: PoolSQL, h: Header, key: str, ord_: int) -> Plan[None]:
     """Hide ``key``: delete its own older entries no branch sees, and write a removal entry
     unless nothing of the key is left to hide (a root container's common case)."""
     yield Execute(
-        f"DELETE FROM context_pool_entries WHERE owner = ? AND key = ? AND seq > {_FORKED}", (h.id, key, h.id)
+        f"DELETE FROM context_pool_entries WHERE owner = ? AND key = ? AND seq > {FORKED}", (h.id, key, h.id)
     )
     if h.parent is None:
         left = yield Value(
@@ -258,29 +248,38 @@ def pool_add(
     item: Packed,
     oldest: str | None,
     vector: tuple[str, bytes] | None,
+    ttl_ms: int | None = None,
+    now: int = 0,
 ) -> Plan[tuple[Header, Fresh | None, str | None, int, int]]:
-    """Add or replace the item's key, evicting the oldest key of a full pool first (``oldest``
-    is the caller's view, asked again when its copy is stale). Returns (the new header, what
-    other writers changed when the copy was stale, the evicted key, the new entry's seq and
-    ord: the seq when the key is new)."""
+    """Add or replace the item's key (with a TTL of ``ttl_ms`` from ``now`` when given),
+    evicting the oldest key of a full pool first (``oldest`` is the caller's view, asked again
+    when its copy is stale). Returns (the new header, what other writers changed when the copy
+    was stale, the evicted key, the new entry's seq and ord: the seq when the key is new or
+    its latest entry has expired)."""
     key = item[0]
     assert key is not None
     h = yield from _lock(d, cid)
     stale = h.version != seen[0]
     fresh: Fresh | None = (yield from changes.since(h, seen)) if stale else None
-    found = yield from _latest(h, key)
+    row = yield from latest_row(h, key)
+    counted = row is not None and not row[2]  # in ``size``, expired or not
+    found = row[:2] if counted and row is not None and (row[3] is None or row[3] > now) else None
     size, evicted = h.size, None
     full = found is None and h.lim is not None and size >= h.lim
+    if full:
+        assert h.lim is not None
+        full = (yield from live_size(h, now)) >= h.lim
     if full and stale:  # the caller's oldest may be gone: ask the pool
-        oldest = yield Value(_OLDEST, (h.id, h.base_seq))
+        oldest = yield Value(_OLDEST, (h.id, h.base_seq, now))
     if full and oldest is not None:
-        old = yield from _latest(h, oldest)
+        old = yield from _latest(h, oldest, now)
         if old is not None:
             yield from _drop_key(p, h, oldest, old[1])
             size, evicted = size - 1, oldest
-    seq = yield from _insert(p, cid, key, None if found is None else found[1], item)
+    ttl = None if ttl_ms is None else (ttl_ms, now + ttl_ms)
+    seq = yield from _insert(p, cid, key, None if found is None else found[1], item, ttl)
     yield Execute(
-        f"DELETE FROM context_pool_entries WHERE owner = ? AND key = ? AND seq > {_FORKED} AND seq < ?",
+        f"DELETE FROM context_pool_entries WHERE owner = ? AND key = ? AND seq > {FORKED} AND seq < ?",
         (cid, key, cid, seq),
     )
     if vector is not None:
@@ -288,16 +287,16 @@ def pool_add(
             f"INSERT INTO context_pool_vectors (seq, model, embedding) VALUES (?, ?, {p.vector_placeholder})",
             (seq, vector[0], p.vector_param(vector[1])),
         )
-    bumped = yield from _bump(cid, size + (found is None))
+    bumped = yield from _bump(cid, size + (not counted))
     if stale and fresh is None:
         fresh = State(bumped, (yield from entries(d, bumped)))
     return bumped, fresh, evicted, seq, seq if found is None else found[1]
 
 
-def pool_remove(d: Dialect, p: PoolSQL, cid: int, key: str) -> Plan[Header | None]:
-    """Remove ``key``; None when it is not there."""
+def pool_remove(d: Dialect, p: PoolSQL, cid: int, key: str, now: int = 0) -> Plan[Header | None]:
+    """Remove ``key``; None when it is not there (or has expired at ``now``)."""
     h = yield from _lock(d, cid)
-    found = yield from _latest(h, key)
+    found = yield from _latest(h, key, now)
     if found is None:
         return None
     yield from _drop_key(p, h, key, found[1])
@@ -328,15 +327,25 @@ def branch(
     hooks: dict[str, list[str]] | None,
     seen: int,
     drop: list[str],
+    now: int = 0,
 ) -> Plan[tuple[Header, list[Entry] | None]]:
     """A new container seeing this one's entries so far: one row, no entry copied (a pool
     branched with a smaller limit also writes one removal entry per item it drops: ``drop``,
-    asked again when the caller's ``seen`` version is stale). Returns the new header, and the
-    child's entries only when the caller's view was stale."""
+    the oldest items live at ``now``, asked again when the caller's ``seen`` version is stale).
+    Returns the new header, and the child's entries only when the caller's view was stale."""
     parent = yield from _lock(d, cid)  # the parent changes after the branch's cut, never across it
+    if parent.kind != "pool" or lim is None:
+        drop = []
+    elif parent.version != seen:  # the caller's view of what to drop is stale: ask the pool
+        shown = [e for e in (yield from entries(d, parent)) if e.alive(now)] if parent.size > lim else []
+        drop = [str(e.key) for e in shown[: max(0, len(shown) - lim)]]
     if name is None:
         name = yield from _free_name(parent.name)
-    now = _now()
+    made = _now()
+    if parent.kind == "queue":
+        size = parent.size if lim is None else min(parent.size, lim)
+    else:
+        size = parent.size - len(drop)
     row = yield Row(
         "INSERT INTO context_pools (name, kind, parent, fork_seq, base_seq, lim, tags, hooks, extra, size,"
         f" created_at, updated_at) VALUES (?, ?, ?, {p.log_top}, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -350,19 +359,16 @@ def branch(
             parent.tags,
             parent.hooks if hooks is None else encode_json(hooks),
             parent.extra,
-            parent.size if lim is None else min(parent.size, lim),
-            now,
-            now,
+            size,
+            made,
+            made,
         ),
     )
     if row is None:
         raise PoolExistsError(f"a queue or pool named {name!r} already exists")
     h = Header(*row)
-    if parent.kind == "pool" and lim is not None and parent.size > lim:
-        if parent.version != seen:
-            drop = [str(e.key) for e in (yield from entries(d, h))[: parent.size - lim]]
-        for key in drop:
-            yield from _drop_key(p, h, key, 0)
+    for key in drop:
+        yield from _drop_key(p, h, key, 0)
     return h, (None if parent.version == seen else (yield from entries(d, h)))
 
 

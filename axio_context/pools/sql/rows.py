@@ -58,8 +58,9 @@ class Header(NamedTuple):
 
 
 class Entry(NamedTuple):
-    """One visible item: its log position, key, insertion order, description, packed content
-    and packed extra keys (None: none)."""
+    """One visible item: its log position, key, insertion order, description, packed content,
+    packed extra keys (None: none) and when it expires (ms since the epoch; None: never). A
+    pool's state holds expired items not yet swept too: a reader leaves them out by time."""
 
     seq: int
     key: str | None
@@ -67,6 +68,11 @@ class Entry(NamedTuple):
     description: str | None
     content: bytes
     extra: bytes | None
+    expires_at: int | None = None
+
+    def alive(self, now: int) -> bool:
+        """Whether the item has not expired at ``now``."""
+        return self.expires_at is None or self.expires_at > now
 
 
 class Change(NamedTuple):
@@ -79,9 +85,11 @@ class Change(NamedTuple):
     description: str | None
     content: bytes
     extra: bytes | None
+    expires_at: int | None = None
 
     def entry(self) -> Entry:
-        return Entry(self.seq, self.key, self.ord, self.description, bytes(self.content), self.extra)
+        exp = None if self.expires_at is None else int(self.expires_at)
+        return Entry(self.seq, self.key, self.ord, self.description, bytes(self.content), self.extra, exp)
 
 
 #: An item ready to store: (id, description, packed content, packed extra keys or None).

@@ -21,6 +21,7 @@ from typing import Any, Self
 
 import msgspec
 
+from axio_context.expiry import now_ms
 from axio_context.sql import Runner
 
 from ..errors import ContextPoolError, PoolConfigError, PoolKindError, PoolNotFoundError
@@ -173,6 +174,7 @@ class Stored:
                 pending.hooks,
                 pending.version,
                 pending.drop,
+                now_ms(),
             )
             self._pending = None
             parent._branches.discard(self)
