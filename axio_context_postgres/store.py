@@ -14,7 +14,13 @@ from typing import Any, Self, cast
 from uuid import uuid4
 
 from axio_context.catalog import StoreCalls
-from axio_context.catalog.expiry_sql import expired, purge_if_expired, refresh_session, session_ttl
+from axio_context.catalog.expiry_sql import (
+    expired,
+    live_session,
+    purge_if_expired,
+    refresh_session,
+    session_ttl,
+)
 from axio_context.catalog.expiry_sql import touch as touch_session
 from axio_context.checkpoints import Checkpoint
 from axio_context.codec import check_message
@@ -341,7 +347,10 @@ class PostgresContextStore(StoreCalls, ContextStore):
         """Sessions forked directly from this one, oldest first."""
         async with self._tx(readonly=True) as conn:
             rows = await conn.fetch(
-                f"SELECT {INFO_COLUMNS} FROM sessions WHERE parent_id = $1 ORDER BY sid", self._session_id
+                f"SELECT {INFO_COLUMNS} FROM sessions WHERE parent_id = $1 AND {live_session(param='$2')}"
+                " ORDER BY sid",
+                self._session_id,
+                now_ms(),
             )
         return [info_of(r) for r in rows]
 

@@ -152,13 +152,12 @@ async def test_a_bad_ttl_is_refused(axio_backend: BackendUnderTest, bad: object)
         store_on(axio_backend, "x", ttl=bad)  # type: ignore[arg-type]
 
 
-async def test_an_expired_fork_is_not_among_its_parents_forks(tmp_path: Path) -> None:
-    # SQLite's store here; PostgreSQL's list_forks is its store's own statement (not yet filtered)
-    async with connect(tmp_path / "f.db") as conn:
-        parent = SQLiteContextStore(conn, "parent", project="p")
-        await parent.append(said("x"))
-        kept = await parent.fork()
-        going = await parent.fork()
-        await SQLiteContextStore(conn, going.session_id, project="p", ttl=0.01).set_title("going")
-        await asyncio.sleep(PAST)
-        assert [f.session_id for f in await parent.list_forks()] == [kept.session_id]
+async def test_an_expired_fork_is_not_among_its_parents_forks(axio_backend: BackendUnderTest) -> None:
+    b = axio_backend
+    parent = store_on(b, "parent")
+    await parent.append(said("x"))
+    kept = await parent.fork()
+    going = await parent.fork()
+    await store_on(b, going.session_id, ttl=0.01).set_title("going")
+    await asyncio.sleep(PAST)
+    assert [f.session_id for f in await parent.list_forks()] == [kept.session_id]
