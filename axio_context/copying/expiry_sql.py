@@ -11,7 +11,7 @@ from typing import Any, Final
 import msgspec
 
 from ..expiry import now_ms
-from ..sql import Dialect, ExecuteMany, Plan, Rows, Runner
+from ..sql import Dialect, ExecuteMany, Plan, Rows, Runner, Value
 
 __all__ = ["ItemTTLs", "carry_item_ttls", "item_ttls", "restore_item_ttls"]
 
@@ -42,6 +42,8 @@ class ItemTTLs(msgspec.Struct, frozen=True):
 
 
 def _read(d: Dialect, layer: str, now: int) -> Plan[list[tuple[Any, ...]]]:
+    if layer == "documents" and (yield Value("SELECT 1 FROM memory_collections LIMIT 1")) is None:
+        return []  # no collection yet: PostgreSQL has not made the documents' table
     return [tuple(r) for r in (yield Rows(_ITEMS[layer][0], (now,)))]
 
 
@@ -51,16 +53,10 @@ def _restore(d: Dialect, layer: str, rows: list[tuple[Any, ...]]) -> Plan[None]:
 
 
 async def item_ttls(runner: Runner) -> ItemTTLs:
-    """Every live memory item with a TTL, by layer. A layer whose table this database has not
-    made yet (PostgreSQL makes the documents' table with the first vector store) has none."""
+    """Every live memory item with a TTL, by layer. A database with no vector collection has no
+    documents (PostgreSQL makes their table with the first one): any other failure is raised."""
     now = now_ms()
-    layers: dict[str, list[tuple[Any, ...]]] = {}
-    for layer in _ITEMS:
-        try:
-            layers[layer] = await runner.read(_read, layer, now)
-        except Exception:  # no such table here: nothing of that layer expires
-            layers[layer] = []
-    return ItemTTLs(layers)
+    return ItemTTLs({layer: await runner.read(_read, layer, now) for layer in _ITEMS})
 
 
 async def restore_item_ttls(runner: Runner, ttls: ItemTTLs) -> None:

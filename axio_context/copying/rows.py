@@ -132,7 +132,8 @@ class TaskListRow(msgspec.Struct, frozen=True):
 
 class PoolEntryRow(msgspec.Struct, frozen=True):
     """One entry of a context queue's or pool's log; ``seq`` is the source's (remapped on load),
-    ``vector`` the description's (model, float32 embedding) when it has one."""
+    ``vector`` the description's (model, float32 embedding) when it has one, ``ttl_ms`` and
+    ``expires_at`` its TTL (a pool item's; an expired one travels as it is: the log's meaning)."""
 
     seq: int
     key: str | None
@@ -142,6 +143,8 @@ class PoolEntryRow(msgspec.Struct, frozen=True):
     content: bytes
     extra: bytes | None
     vector: tuple[str, bytes] | None
+    ttl_ms: int | None = None
+    expires_at: int | None = None
 
 
 class PoolRow(msgspec.Struct, frozen=True):

@@ -33,11 +33,12 @@ class ExpiredCounts(msgspec.Struct, frozen=True):
     blobs: int = 0
     task_lists: int = 0
     sessions: int = 0
+    pool_items: int = 0
 
     @property
     def total(self) -> int:
         """All of them."""
-        return self.documents + self.blobs + self.task_lists + self.sessions
+        return self.documents + self.blobs + self.task_lists + self.sessions + self.pool_items
 
     def parts(self) -> str:
         """``'blobs 2, task lists 1'``: the stores that hold any, for people."""
@@ -46,13 +47,14 @@ class ExpiredCounts(msgspec.Struct, frozen=True):
             "blobs": self.blobs,
             "task lists": self.task_lists,
             "sessions": self.sessions,
+            "pool items": self.pool_items,
         }
         return ", ".join(f"{name} {n:,}" for name, n in named.items() if n) or "none"
 
 
 class StoreExpiry:
     """The expiring stores of one database: its vector documents, blob keys, task boards and (when
-    given) its sessions."""
+    given) its sessions and context pool items."""
 
     def __init__(
         self,
@@ -60,18 +62,22 @@ class StoreExpiry:
         blobs: ExpiringStore,
         task_lists: ExpiringStore,
         sessions: SessionExpiry | None = None,
+        pool_items: ExpiringStore | None = None,
     ) -> None:
-        self._stores = (documents, blobs, task_lists) + (() if sessions is None else (sessions,))
+        named = {"documents": documents, "blobs": blobs, "task_lists": task_lists}
+        named |= {"sessions": sessions} if sessions is not None else {}
+        named |= {"pool_items": pool_items} if pool_items is not None else {}
+        self._stores: dict[str, ExpiringStore] = named
         #: The database's sessions (None: this database's sessions take no TTL).
         self.sessions = sessions
 
     async def count_expired(self) -> ExpiredCounts:
         """How many items have expired in each store (read through each one's expiry index)."""
-        return ExpiredCounts(*[await store.count_expired() for store in self._stores])
+        return ExpiredCounts(**{name: await store.count_expired() for name, store in self._stores.items()})
 
     async def sweep_expired(self) -> ExpiredCounts:
         """Delete every expired item (a transaction per store); how many went from each."""
-        return ExpiredCounts(*[await store.sweep_expired() for store in self._stores])
+        return ExpiredCounts(**{name: await store.sweep_expired() for name, store in self._stores.items()})
 
     def sweeper(self, interval: float) -> Sweeper:
         """A :class:`~axio_context.expiry.Sweeper` of these stores every ``interval`` seconds,

@@ -9,6 +9,8 @@ from typing import Any
 from axio_context.catalog.expiry_sql import SessionExpiry
 from axio_context.expiry import NO_TTL, TTLConfig
 from axio_context.memory_blocks.store import BlockStore
+from axio_context.pools.sql.dialect import PoolSQL
+from axio_context.pools.sql.expiry import SQLPoolExpiry
 from axio_context.sql import Runner
 
 from .blobs_sql import BlobStatements, SQLBlobStore
@@ -22,8 +24,8 @@ __all__ = ["SQLMemoryStores"]
 
 class SQLMemoryStores:
     """Vectors, blobs, graph and tasks on ``runner``; the backend gives how it keeps vectors
-    (a fresh statements object per store) and blobs, and how it deletes a session (for the sweep
-    of expired sessions)."""
+    (a fresh statements object per store) and blobs, how it deletes a session (for the sweep
+    of expired sessions) and its context pools' statements (for the sweep of expired pool items)."""
 
     def __init__(
         self,
@@ -31,9 +33,11 @@ class SQLMemoryStores:
         vectors: Callable[[], VectorStatements],
         blobs: BlobStatements,
         delete_session: Callable[..., Any] | None = None,
+        pools: PoolSQL | None = None,
     ) -> None:
         self._runner = runner
         self._delete_session = delete_session
+        self._pools = pools
         self._vectors = vectors
         self._blobs = blobs
 
@@ -59,10 +63,11 @@ class SQLMemoryStores:
         return self._runner
 
     def expiry(self) -> StoreExpiry:
-        """The stores whose items may expire (vector documents, blobs, task boards, sessions),
-        counted and swept together."""
+        """The stores whose items may expire (vector documents, blobs, task boards, sessions,
+        context pool items), counted and swept together."""
         sessions = None if self._delete_session is None else SessionExpiry(self._runner, self._delete_session)
-        return StoreExpiry(self.vectors(), self.blobs(), self.tasks(), sessions)
+        pools = None if self._pools is None else SQLPoolExpiry(self._runner, self._pools)
+        return StoreExpiry(self.vectors(), self.blobs(), self.tasks(), sessions, pools)
 
     def blocks(self) -> BlockStore:
         """The memory blocks (:mod:`axio_context.memory_blocks`)."""

@@ -8,6 +8,7 @@ from axio_context.memory.stores_sql import SQLMemoryStores
 
 from .. import writes
 from ..connection import Pool
+from ..pools.dialect import POSTGRES_POOLS
 from ..runner import PostgresRunner
 from . import blobs, vectors
 from .blobs import PostgresBlobStore, open_blob_url
@@ -34,5 +35,9 @@ class PostgresMemoryStores(SQLMemoryStores):
 
     def __init__(self, pool: Pool) -> None:
         super().__init__(
-            PostgresRunner(pool, WHERE), lambda: vectors.STATEMENTS, blobs.STATEMENTS, writes.delete_session
+            PostgresRunner(pool, WHERE),
+            lambda: vectors.STATEMENTS,
+            blobs.STATEMENTS,
+            writes.delete_session,
+            POSTGRES_POOLS,
         )

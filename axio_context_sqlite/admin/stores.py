@@ -16,6 +16,7 @@ from axio_context.transcript.exporting import ExportSource
 
 from ..memory import MemoryStats, blobs, memory_stats, vectors
 from ..pools import PoolInfo, PoolView, list_pools, show_pool
+from ..pools.dialect import SQLITE_POOLS
 from ..state import StoredState, load_stored
 from ..store.context_store import SQLiteContextStore
 from ..store.runner import SQLiteRunner
@@ -37,7 +38,9 @@ class SQLiteMemoryStores(SQLMemoryStores):
     """The four memory stores on one connection (what ``axio-context memory ...`` calls)."""
 
     def __init__(self, conn: aiosqlite.Connection) -> None:
-        super().__init__(SQLiteRunner(conn), vectors.Statements, blobs.STATEMENTS, delete_session)
+        super().__init__(
+            SQLiteRunner(conn), vectors.Statements, blobs.STATEMENTS, delete_session, SQLITE_POOLS
+        )
 
 
 class DatabaseStores(CatalogCalls):

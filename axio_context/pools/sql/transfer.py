@@ -1,10 +1,12 @@
 """Context queues and pools for ``axio-context copy``: every container with its own log entries
 (:class:`PoolRow`), and loading a family (a root and its branches) in the caller's transaction.
 
-Headers keep their ``version``, ``size`` and times exactly. Log positions (``seq``, a pool key's
-``ord``, a branch's ``fork_seq``, a clear's ``base_seq``) are points in one database's log: a
-family is loaded with all of them shifted by one offset past this database's newest, so every
-comparison a read makes between them is what it was, and later entries still come after them.
+Headers keep their ``version``, ``size`` and times exactly, and entries their TTL and expiry
+time (an expired pool item arrives expired: never shown, and gone with the destination's next
+sweep). Log positions (``seq``, a pool key's ``ord``, a branch's ``fork_seq``, a clear's
+``base_seq``) are points in one database's log: a family is loaded with all of them shifted by
+one offset past this database's newest, so every comparison a read makes between them is what it
+was, and later entries still come after them.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ def dump_pools(d: Dialect, p: PoolSQL) -> Plan[list[PoolRow]]:
         )
     ):
         rows = yield Rows(
-            "SELECT e.seq, e.key, e.ord, e.removed, e.description, e.content, e.extra, v.model, v.embedding"
+            "SELECT e.seq, e.key, e.ord, e.removed, e.description, e.content, e.extra, v.model, v.embedding,"
+            " e.ttl_ms, e.expires_at"
             " FROM context_pool_entries e LEFT JOIN context_pool_vectors v ON v.seq = e.seq"
             " WHERE e.owner = ? ORDER BY e.seq",
             (r[0],),
@@ -49,6 +52,8 @@ def dump_pools(d: Dialect, p: PoolSQL) -> Plan[list[PoolRow]]:
                 bytes(e[5]),
                 None if e[6] is None else bytes(e[6]),
                 None if e[7] is None else (e[7], p.vector_blob(e[8])),
+                None if e[9] is None else int(e[9]),
+                None if e[10] is None else int(e[10]),
             )
             for e in rows
         )
@@ -109,8 +114,8 @@ def load_family(d: Dialect, p: PoolSQL, family: Sequence[PoolRow]) -> Plan[None]
             ),
         )
         yield ExecuteMany(
-            "INSERT INTO context_pool_entries (seq, owner, key, ord, removed, description, content, extra)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO context_pool_entries (seq, owner, key, ord, removed, description, content, extra,"
+            " ttl_ms, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     e.seq + offset,
@@ -121,6 +126,8 @@ def load_family(d: Dialect, p: PoolSQL, family: Sequence[PoolRow]) -> Plan[None]
                     d.sealed(e.description),
                     d.sealed(e.content),
                     d.sealed(e.extra),
+                    e.ttl_ms,
+                    e.expires_at,
                 )
                 for e in c.entries
             ],
