@@ -98,6 +98,9 @@ def test_stats_dry_run_decline_and_prune(backend_db: Backend) -> None:  # noqa: 
     db = backend_db.where
     stats = invoke_json("--db", db, "stats", "--json")
     assert stats["expired"] == FILLED
+    assert [(p["name"], p["size"]) for p in invoke_json("--db", db, "pools", "--json")] == [("scratch", 1)]
+    shown = invoke_json("--db", db, "pools", "show", "scratch", "--json")
+    assert [i["id"] for i in shown["items"]] == ["keep"] and shown["info"]["size"] == 1
     assert (
         "expired    6 item(s) due for prune --expired (documents 1, blobs 2, task lists 1, pool items 2)"
         in invoke("--db", db, "stats").stdout

@@ -14,6 +14,7 @@ from axio_context.transcript import format_time
 
 from ..errors import PoolNotFoundError
 from . import plans
+from .chain import live_size
 from .dialect import PoolSQL
 from .rows import Header, decode_any, decode_hooks, decode_object, decode_tags
 
@@ -68,8 +69,13 @@ def _info(h: Header, parent: str | None) -> PoolInfo:
     )
 
 
-def _list(d: Dialect, p: PoolSQL, kind: str | None) -> Plan[list[PoolInfo]]:
-    return [_info(h, parent) for h, parent in (yield from plans.listing(d, p, kind))]
+def _list(d: Dialect, p: PoolSQL, kind: str | None, now: int) -> Plan[list[PoolInfo]]:
+    out = []
+    for h, parent in (yield from plans.listing(d, p, kind)):
+        if h.kind == "pool":  # its items expired but not yet swept are not counted
+            h = h._replace(size=(yield from live_size(h, now)))
+        out.append(_info(h, parent))
+    return out
 
 
 def _show(d: Dialect, p: PoolSQL, name: str, limit: int | None, now: int) -> Plan[PoolView | None]:
@@ -95,7 +101,7 @@ async def list_pools(runner: Runner, sql: PoolSQL, kind: str | None = None) -> l
     """Every queue and pool (or only ``kind``: 'queue' or 'pool'), by name."""
     if kind not in (None, "queue", "pool"):
         raise ValueError(f"kind must be 'queue' or 'pool', got {kind!r}")
-    return await runner.read(_list, sql, kind)
+    return await runner.read(_list, sql, kind, now_ms())
 
 
 async def show_pool(runner: Runner, sql: PoolSQL, name: str, *, limit: int | None = None) -> PoolView:
