@@ -24,7 +24,16 @@ from typing import Any, Final, NamedTuple
 
 from axio_context.expiry import DEFAULT, NO_TTL, TTL, TTLConfig, now_ms, resolve_ttl
 from axio_context.sql import Dialect, Execute, ExecuteMany, Plan, Row, Rows, Runner, Value
-from axio_context.sql.expiry import SWEEP_BATCH, count_due, in_batches, live, refresh, set_ttl
+from axio_context.sql.expiry import (
+    SWEEP_BATCH,
+    alive,
+    count_due,
+    due_keys,
+    in_batches,
+    live,
+    refresh,
+    set_ttl,
+)
 from axio_context.transcript import format_time
 
 from .errors import TaskStatusError
@@ -208,7 +217,7 @@ def _add(d: Dialect, list_id: str, titles: list[str]) -> Plan[list[Task]]:
 
 
 def _alive(d: Dialect, list_id: str) -> Plan[bool]:
-    return bool((yield Value(f"SELECT 1 FROM task_lists WHERE id = ? AND {live()}", (list_id, now_ms()))))
+    return (yield from alive(d, "task_lists", "id", list_id, now_ms()))
 
 
 def _delete(d: Dialect, list_id: str, task_id: str) -> Plan[bool]:
@@ -220,7 +229,7 @@ def _delete(d: Dialect, list_id: str, task_id: str) -> Plan[bool]:
 
 def _sweep(d: Dialect, now: int, limit: int) -> Plan[int]:
     """Delete at most ``limit`` expired boards with their tasks; how many boards went."""
-    rows = yield Rows("SELECT id FROM task_lists WHERE expires_at <= ? LIMIT ?", (now, limit))
+    rows = yield Rows(due_keys("task_lists", "id"), (now, limit))
     if rows:
         ids = d.list_arg([str(r[0]) for r in rows])
         yield Execute(f"DELETE FROM tasks WHERE {d.any_of('list_id')}", (ids,))

@@ -11,7 +11,17 @@ from typing import Any, Final
 
 from .plan import Dialect, Execute, Plan, PlanFn, Runner, Value
 
-__all__ = ["SWEEP_BATCH", "alive", "count_due", "due", "in_batches", "live", "refresh", "set_ttl"]
+__all__ = [
+    "SWEEP_BATCH",
+    "alive",
+    "count_due",
+    "due",
+    "due_keys",
+    "in_batches",
+    "live",
+    "refresh",
+    "set_ttl",
+]
 
 #: The most rows one sweep transaction deletes: a sweep of many holds the write lock (SQLite's
 #: whole file) for a batch at a time, so writers between batches do not wait for all of it.
@@ -25,10 +35,16 @@ def live(alias: str = "", param: str = "?") -> str:
     return f"({col} IS NULL OR {col} > {param})"
 
 
+def due_keys(table: str, key: str) -> str:
+    """A SELECT of ``key`` of at most a batch of ``table``'s expired rows (bind now, the batch
+    size), by the expiry index: what a sweep deletes."""
+    return f"SELECT {key} FROM {table} WHERE expires_at <= ? LIMIT ?"
+
+
 def due(table: str, key: str) -> str:
     """A condition picking at most a batch of ``table``'s expired rows by ``key`` (bind now, the
     batch size): what a sweep's DELETE takes."""
-    return f"{key} IN (SELECT {key} FROM {table} WHERE expires_at <= ? LIMIT ?)"
+    return f"{key} IN ({due_keys(table, key)})"
 
 
 async def in_batches(runner: Runner, plan: PlanFn[..., int], *args: Any, batch: int = SWEEP_BATCH) -> int:
