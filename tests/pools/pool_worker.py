@@ -4,6 +4,8 @@
 a "ready" line and a line on stdin (so several processes start together).
 ``append DB NAME N``: append N items to queue NAME, printing each count as it commits, until
 killed.
+``expire DB NAME``: add "gone" (a TTL of 1 s) and "kept" to pool NAME, print "ready", then for each
+stdin line print the ids its copy shows ("show") or what ``refresh`` returned and them ("refresh").
 """
 
 from __future__ import annotations
@@ -35,8 +37,21 @@ async def append(db: str, name: str, n: int) -> None:
             print(i, flush=True)
 
 
+async def expire(db: str, name: str) -> None:
+    async with connect(db) as conn:
+        pool = await SQLiteContextPool.open(conn, name)
+        await pool.add(ContextItem(1, "for a second", "gone"), ttl=1.0)
+        await pool.add(ContextItem(2, "for good", "kept"))
+        print("ready", flush=True)
+        for line in sys.stdin:
+            said = str(await pool.refresh()) + " " if line.strip() == "refresh" else ""
+            print(said + ",".join(str(i.id) for i in pool.items), flush=True)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "add":
         asyncio.run(add(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])))
+    elif sys.argv[1] == "expire":
+        asyncio.run(expire(sys.argv[2], sys.argv[3]))
     else:
         asyncio.run(append(sys.argv[2], sys.argv[3], int(sys.argv[4])))

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from axio_context.pools import ContextItem
@@ -93,3 +94,45 @@ async def test_queue_after_sigkill_is_its_last_commit(tmp_path: Path) -> None:
         await queue.append(*[])
         child = await queue.branch()
         assert [i.content for i in child.items] == contents
+
+
+def _expiring_worker(db: Path) -> list[str]:
+    """The worker adds "gone" (1 s) and "kept"; after 1.2 s its copy is asked what it shows, the
+    pool is swept from here, and the worker refreshes: the answers, in order."""
+    worker = subprocess.Popen(
+        [sys.executable, str(WORKER), "expire", str(db), "ttl"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    assert worker.stdin is not None and worker.stdout is not None
+
+    def ask(line: str) -> str:
+        assert worker.stdin is not None and worker.stdout is not None
+        worker.stdin.write(line + "\n")
+        worker.stdin.flush()
+        return worker.stdout.readline().strip()
+
+    try:
+        said = [worker.stdout.readline().strip()]  # "ready": "gone" was added before
+        time.sleep(1.2)  # past its TTL
+        said.append(ask("show"))  # by the worker's copy's clock
+        said.append(str(asyncio.run(_sweep(db))))
+        said.append(ask("refresh"))  # the sweep moved the pool's version
+    finally:
+        worker.stdin.close()
+        said.append(str(worker.wait(120)))
+        worker.stdout.close()
+    return said
+
+
+async def _sweep(db: Path) -> tuple[list[str | None], int, int]:
+    async with connect(db) as conn:
+        mine = await SQLiteContextPool.open(conn, "ttl")
+        return [i.id for i in mine.items], await mine.count_expired(), await mine.sweep_expired()
+
+
+async def test_another_process_copy_hides_an_expired_item_and_follows_the_sweep(tmp_path: Path) -> None:
+    said = await asyncio.to_thread(_expiring_worker, tmp_path / "e.db")
+    assert said == ["ready", "kept", "(['kept'], 1, 1)", "True kept", "0"]
