@@ -7,6 +7,8 @@ from typing import Final
 
 import msgspec
 
+from .catalog.expiry_sql import live_session
+from .expiry import now_ms
 from .sql import Dialect, Plan, Rows
 from .views import ProjectStats
 
@@ -25,8 +27,12 @@ class Totals(msgspec.Struct, frozen=True):
     checkpoints: int
 
 
-#: Whether a session is a fork whose parent is still there (its inherited totals counted there).
-_FORK: Final = "s.parent_id IS NOT NULL AND EXISTS (SELECT 1 FROM sessions p WHERE p.id = s.parent_id)"
+#: Whether a session is a fork whose parent is still there and live (its inherited totals
+#: counted there; an expired parent not yet swept counts as gone). Bind now.
+_FORK: Final = (
+    "s.parent_id IS NOT NULL AND EXISTS (SELECT 1 FROM sessions p WHERE p.id = s.parent_id"
+    f" AND {live_session('p')})"
+)
 
 
 def _own(column: str) -> str:
@@ -39,17 +45,20 @@ def _own(column: str) -> str:
     )
 
 
-def project_totals(d: Dialect) -> Plan[list[ProjectStats]]:
-    """Sessions, messages and own tokens per project, the largest project first. Token sums are
-    taken in two halves (high and low 32 bits) and joined exactly here: each session may hold up
-    to 2**63 - 1, so a plain SUM overflows SQLite's integer."""
+def project_totals(d: Dialect, now: int | None = None) -> Plan[list[ProjectStats]]:
+    """Sessions, messages and own tokens per project, the largest project first, of the live
+    sessions at ``now`` (default: the current time; an expired session waiting for a sweep is
+    not counted: ``stats`` says how many are due). Token sums are taken in two halves (high and
+    low 32 bits) and joined exactly here: each session may hold up to 2**63 - 1, so a plain SUM
+    overflows SQLite's integer."""
     inp, out = _own("input_tokens"), _own("output_tokens")
-    rows = yield Rows(
+    sql = (
         "SELECT project, COUNT(*), COALESCE(SUM(next_position - hidden_count), 0),"
         f" COALESCE(SUM({inp} >> 32), 0), COALESCE(SUM({inp} & 4294967295), 0),"
         f" COALESCE(SUM({out} >> 32), 0), COALESCE(SUM({out} & 4294967295), 0)"
-        " FROM sessions s GROUP BY project ORDER BY COUNT(*) DESC, project"
+        f" FROM sessions s WHERE {live_session('s')} GROUP BY project ORDER BY COUNT(*) DESC, project"
     )
+    rows = yield Rows(sql, (now_ms() if now is None else now,) * sql.count("?"))
     return [
         ProjectStats(r[0], int(r[1]), int(r[2]), (int(r[3]) << 32) + int(r[4]), (int(r[5]) << 32) + int(r[6]))
         for r in rows

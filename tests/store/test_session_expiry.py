@@ -161,3 +161,24 @@ async def test_an_expired_fork_is_not_among_its_parents_forks(axio_backend: Back
     await store_on(b, going.session_id, ttl=0.01).set_title("going")
     await asyncio.sleep(PAST)
     assert [f.session_id for f in await parent.list_forks()] == [kept.session_id]
+
+
+async def test_stats_totals_count_live_sessions_only(axio_backend: BackendUnderTest) -> None:
+    """``stats``' totals leave an expired session out before a sweep (its ``expired`` line says
+    it is due); a fork of it counts its whole transcript, as once its parent is swept."""
+    b = axio_backend
+    old = store_on(b, "old")
+    await old.append(said("one"))
+    await old.append(said("two"))
+    fork = await old.fork()
+    await fork.append(said("three"))
+    await store_on(b, "kept").append(said("kept"))
+    async with open_database(b.where) as db:
+        before = await db.stats()
+    assert (before.sessions, before.messages) == (3, 2 + 3 + 1)
+    await _expire(b, "old")
+    async with open_database(b.where) as db:
+        after = await db.stats()
+        assert (await db.memory_stores().expiry().count_expired()).sessions == 1
+    assert (after.sessions, after.messages) == (2, 3 + 1)
+    assert sum(p.sessions for p in after.by_project) == 2
