@@ -8,6 +8,10 @@ Figures:
   over as many expired boards of one task each; beside them ``--items`` live keys and boards the
   sweep must leave (it reads only expired rows, through the partial index). The items are written
   by raw statements in one transaction (the set-up is not what is measured).
+- **pool items**: ``count_expired`` then ``sweep_expired`` of the context pools over ``--items``
+  expired items of one pool beside as many live items of it (each its own key, written by raw
+  statements as a pool's log holds them); the sweep deletes each expired entry (nothing older of
+  its key to hide) and lowers the pool's size, a batch of 1,000 a transaction.
 - **read filter**: the median of ``--reads`` calls over the live keys, one after the other in
   the same process: ``stat(key)`` of the store (the expiry check, then the backend's lookup) against
   the backend's own ``stat`` statement run alone through the same runner (what ``stat`` was before
@@ -32,15 +36,21 @@ from typing import Any
 
 from axio_context.memory.blobs_sql import SQLBlobStore
 from axio_context.memory.tasks_sql import SQLTaskStore
+from axio_context.pools.sql import PoolSQL
+from axio_context.pools.sql.expiry import SQLPoolExpiry
 from axio_context.sql import Dialect, ExecuteMany, Plan, Rows, Runner
 from axio_context_postgres import connect as pg_connect
 from axio_context_postgres.embedded import EmbeddedServer
 from axio_context_postgres.memory import PostgresBlobStore, PostgresTaskStore
 from axio_context_postgres.memory.blobs import STATEMENTS as PG_BLOBS
+from axio_context_postgres.pools import PostgresContextPool
+from axio_context_postgres.pools.dialect import POSTGRES_POOLS
 from axio_context_postgres.runner import PostgresRunner
 from axio_context_sqlite import connect as sqlite_connect
 from axio_context_sqlite.memory import SQLiteBlobStore, SQLiteTaskStore
 from axio_context_sqlite.memory.blobs import STATEMENTS as SQLITE_BLOBS
+from axio_context_sqlite.pools import SQLiteContextPool
+from axio_context_sqlite.pools.dialect import SQLITE_POOLS
 from axio_context_sqlite.store.runner import SQLiteRunner
 
 PAST = 1_000  # ms since the epoch: long expired
@@ -97,6 +107,42 @@ def _fill(d: Dialect, rows: list[tuple[str, bytes, bytes, int | None]], pieces: 
     )
 
 
+def _fill_pool(d: Dialect, p: PoolSQL, cid: int, items: int) -> Plan[None]:
+    """``items`` expired and ``items`` live entries of pool ``cid``, each its own key, in one
+    transaction (seq from 1, a new key's ord its seq, as the pool's log holds them)."""
+    yield ExecuteMany(
+        "INSERT INTO context_pool_entries (seq, owner, key, ord, description, content, ttl_ms, expires_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                n,
+                cid,
+                f"i{n}",
+                n,
+                f"item {n}",
+                b"\xa1x",
+                1 if n <= items else None,
+                PAST if n <= items else None,
+            )
+            for n in range(1, 2 * items + 1)
+        ],
+    )
+    yield ExecuteMany("UPDATE context_pools SET size = ? WHERE id = ?", [(2 * items, cid)])
+    yield from p.advance_log(2 * items)
+
+
+async def _pool_sweep(runner: Runner, p: PoolSQL, cid: int, items: int) -> dict[str, float]:
+    await runner.write(_fill_pool, p, cid, items)
+    expiry = SQLPoolExpiry(runner, p)
+    t = time.perf_counter()
+    due = await expiry.count_expired()
+    counted = time.perf_counter() - t
+    t = time.perf_counter()
+    gone = await expiry.sweep_expired()
+    swept = time.perf_counter() - t
+    return {"pool_due": due, "pool_count_ms": counted * 1e3, "pool_swept": gone, "pool_sweep_s": swept}
+
+
 def _raw(d: Dialect, sql: str, args: tuple[Any, ...]) -> Plan[Any]:
     return (yield Rows(sql, args))
 
@@ -147,6 +193,9 @@ async def run_sqlite(items: int, reads: int, tmp: Path) -> dict[str, float]:
         await runner.write(_fill, _rows(items, True) + _rows(items, False), False)
         out = await _sweep(SQLiteBlobStore(conn), SQLiteTaskStore(conn))
         out.update(await _reads(SQLiteBlobStore(conn), runner, SQLITE_BLOBS.stat, reads, items))
+        pool = await SQLiteContextPool.open(conn, "bench")
+        out.update(await _pool_sweep(runner, SQLITE_POOLS, pool._header.id, items))
+        assert len(await SQLiteContextPool.open(conn, "bench")) == items  # the live ones
         return out
 
 
@@ -158,6 +207,9 @@ async def run_postgres(items: int, reads: int) -> dict[str, float]:
             await runner.write(_fill, _rows(items, True) + _rows(items, False), True)
             out = await _sweep(PostgresBlobStore(pool), PostgresTaskStore(pool))
             out.update(await _reads(PostgresBlobStore(pool), runner, PG_BLOBS.stat, reads, items))
+            ctx = await PostgresContextPool.open(pool, "bench")
+            out.update(await _pool_sweep(runner, POSTGRES_POOLS, ctx._header.id, items))
+            assert len(await PostgresContextPool.open(pool, "bench")) == items  # the live ones
             return out
         finally:
             await pool.close()
