@@ -43,6 +43,9 @@ TEXT_MARK: Final = "axsealed1:"
 JSON_MARK: Final = '"' + TEXT_MARK
 
 _NONCE: Final = 12
+_BYTES_AT: Final = len(BYTES_MARK)
+_TEXT_AT: Final = len(TEXT_MARK)
+_JSON_AT: Final = len(JSON_MARK)
 _AAD_BYTES: Final = b"axio-context sealed bytes 1"
 _AAD_TEXT: Final = b"axio-context sealed text 1"
 _AAD_JSON: Final = b"axio-context sealed json 1"
@@ -89,7 +92,7 @@ class PayloadCipher:
         nonce = os.urandom(_NONCE)
         return nonce + self._aead.encrypt(nonce, data, aad)
 
-    def _open(self, blob: bytes, aad: bytes) -> bytes:
+    def _open(self, blob: bytes | memoryview, aad: bytes) -> bytes:
         try:
             return self._aead.decrypt(blob[:_NONCE], blob[_NONCE:], aad)
         except (self._invalid, ValueError):
@@ -111,13 +114,14 @@ class PayloadCipher:
 
     def open(self, value: Any) -> Any:
         """A value read back: a sealed one opened (to the bytes, text or JSON text sealed),
-        anything else as it is."""
-        if isinstance(value, str):
+        anything else as it is (the same object: this runs on every cell a read returns)."""
+        kind = value.__class__
+        if kind is bytes:
+            if value.startswith(BYTES_MARK):
+                return self._open(memoryview(value)[_BYTES_AT:], _AAD_BYTES)
+        elif kind is str:
             if value.startswith(TEXT_MARK):
-                return self._open(base64.b64decode(value[len(TEXT_MARK) :]), _AAD_TEXT).decode()
+                return self._open(base64.b64decode(value[_TEXT_AT:]), _AAD_TEXT).decode()
             if value.startswith(JSON_MARK):
-                return self._open(base64.b64decode(value[len(JSON_MARK) : -1]), _AAD_JSON).decode()
-            return value
-        if isinstance(value, bytes) and value[: len(BYTES_MARK)] == BYTES_MARK:
-            return self._open(value[len(BYTES_MARK) :], _AAD_BYTES)
+                return self._open(base64.b64decode(value[_JSON_AT:-1]), _AAD_JSON).decode()
         return value

@@ -17,7 +17,7 @@ from axio_context.sql.plan import is_one_statement, numbered, resume
 
 from .connection import Pool, translated
 from .info import INFO_COLUMNS, RUN_SESSIONS, info_of
-from .sealed import Index, Sealed
+from .sealed import Index, Sealed, encrypted
 
 __all__ = ["POSTGRES", "PostgresDialect", "PostgresRunner", "drive"]
 
@@ -81,6 +81,9 @@ class PostgresDialect(Dialect):
 
     def index_text(self, value: Any) -> Any:
         return Index(value)
+
+    def sealing(self) -> Plan[bool]:
+        return bool((yield Native(encrypted)))
 
     def json_text(self, column: str) -> str:
         return f"{column}::text"

@@ -28,6 +28,7 @@ __all__ = [
     "SealingConnection",
     "check_key",
     "cipher_of",
+    "encrypted",
     "index_text",
     "sealed",
 ]
@@ -127,20 +128,39 @@ class OpenedRecord(tuple[Any, ...]):
         return zip(self._names, self, strict=True)
 
 
-def _opened(cipher: PayloadCipher, row: Any) -> Any:
-    if row is None:
-        return None
-    for v in row.values():
-        if is_sealed(v):
-            break
-    else:
-        return row
+def _row_class(row: Any) -> type[OpenedRecord]:
     names = tuple(row.keys())
     kind = _KINDS.get(names)
     if kind is None:
         at = {k: i for i, k in enumerate(names)}
         kind = _KINDS[names] = type("OpenedRow", (OpenedRecord,), {"__slots__": (), "_names": at})
-    return kind([cipher.open(v) for v in row.values()])
+    return kind
+
+
+def _opened(cipher: PayloadCipher, row: Any) -> Any:
+    if row is None or not any(map(is_sealed, row)):
+        return row
+    return _row_class(row)(map(cipher.open, row))
+
+
+def _opened_rows(cipher: PayloadCipher, rows: list[Any]) -> list[Any]:
+    """``rows`` with their sealed values opened: the columns that can hold one (text, bytes or
+    NULL in the first row) are opened in every row, the row class made once."""
+    if not rows:
+        return rows
+    first = rows[0]
+    maybe = [i for i, v in enumerate(first) if v is None or v.__class__ is str or v.__class__ is bytes]
+    if not maybe:
+        return rows
+    kind = _row_class(first)
+    out = []
+    opening = cipher.open
+    for r in rows:
+        values = list(r)
+        for i in maybe:
+            values[i] = opening(values[i])
+        out.append(kind(values))
+    return out
 
 
 #: The row class of each column list read (a handful: one per statement's columns).
@@ -171,7 +191,7 @@ class SealingConnection(asyncpg.Connection):  # type: ignore[misc]
         rows = await super().fetch(query, *_args(cipher, args), timeout=timeout, record_class=record_class)
         if cipher is None:
             return rows  # type: ignore[no-any-return]
-        return [_opened(cipher, r) for r in rows]
+        return _opened_rows(cipher, rows)
 
     async def fetchrow(
         self,
@@ -194,6 +214,12 @@ def cipher_of(conn: Any) -> PayloadCipher | None:
     """The cipher a connection (or a pool's proxy of one) seals with; None: not encrypted."""
     inner = getattr(conn, "_con", conn)  # a pool's PoolConnectionProxy
     return getattr(inner, "_axio_cipher", None)
+
+
+async def encrypted(conn: Any) -> bool:
+    """Whether ``conn`` seals (a plan asks with ``Native(encrypted)``: a condition on a sealed
+    column cannot run on the server, so the plan reads the rows and checks them itself)."""
+    return cipher_of(conn) is not None
 
 
 async def _has_user_rows(conn: Any) -> bool:

@@ -189,6 +189,13 @@ class Dialect:
         the client marks it to be left out under a key (no index of plaintext)."""
         return value
 
+    def sealing(self) -> Plan[bool]:
+        """Whether this transaction seals what users wrote (PostgreSQL under a key): a condition
+        on such a column cannot run on the server, so the plan checks the rows it reads itself.
+        SQLite: never (its file is encrypted whole), and no statement is run."""
+        return False
+        yield
+
     def any_of(self, column: str, kind: str = "text") -> str:
         """``column`` is one of a list parameter's values (bind :meth:`list_arg`)."""
         return f"{column} IN (SELECT value FROM json_each(?))"

@@ -20,6 +20,7 @@ from axio_context.copying import CollectionRow, DocumentRow, canonical_json
 from axio_context.embeddings import Embedder
 from axio_context.expiry import NO_TTL, TTLConfig
 from axio_context.memory.errors import DimensionMismatchError
+from axio_context.memory.metadata import matches
 from axio_context.memory.transfer_sql import stored_json
 from axio_context.memory.vectors import CollectionInfo, Document, SearchResult
 from axio_context.memory.vectors_sql import (
@@ -168,8 +169,10 @@ class _Statements:
         # ef_search is an integer setting up to 1,000; past it the index pass keeps what it may.
         yield Execute(f"SET LOCAL hnsw.ef_search = {min(max(EF_SEARCH, depth), 1000)}")
         yield Execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        where, args = filter_sql(conditions)
         vector = list(query)
+        if conditions and (yield from d.sealing()):
+            return (yield from _search_sealed(cid, dimension, vector, conditions, limit))
+        where, args = filter_sql(conditions)
         # A zero vector has no cosine: pgvector gives NaN, the contract 0 (distance 1).
         rows = yield Rows(
             "SELECT id, content, metadata::text, CASE WHEN d = 'NaN'::float8 THEN 1.0 ELSE d END FROM ("
@@ -220,7 +223,7 @@ class _Statements:
                 (
                     cid,
                     doc.id,
-                    doc.content,
+                    d.sealed(doc.content),
                     stored_json(d, doc.metadata),
                     _floats(array("f", doc.embedding)),
                     doc.updated_at,
@@ -228,6 +231,27 @@ class _Statements:
                 for doc in row.documents
             ],
         )
+
+
+def _search_sealed(
+    cid: int, dimension: int, vector: list[float], conditions: Any, limit: int
+) -> Plan[list[SearchResult]]:
+    """A filtered search under a key: the metadata is sealed, so the server cannot hold it to the
+    filter; every document of the collection is read nearest first and filtered here (exact)."""
+    rows = yield Rows(
+        "SELECT id, content, metadata::text, CASE WHEN d = 'NaN'::float8 THEN 1.0 ELSE d END FROM ("
+        f"  SELECT id, content, metadata, embedding::vector({dimension}) <=> ?::real[]::vector AS d"
+        '  FROM memory_documents WHERE collection = ?) c ORDER BY 4, id COLLATE "C"',
+        (vector, cid),
+    )
+    hits = []
+    for i, t, m, dist in rows:
+        meta = decode_object(m)
+        if matches(meta, conditions):
+            hits.append(SearchResult(str(i), str(t), 1.0 - float(dist), meta))
+            if len(hits) == limit:
+                break
+    return hits
 
 
 #: The plans ``axio-context copy`` runs (dump and load).

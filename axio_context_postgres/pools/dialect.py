@@ -10,6 +10,7 @@ import re
 from array import array
 from typing import Any, Final
 
+from axio_context.pools.selection import word_ranking
 from axio_context.pools.sql import PoolSQL
 from axio_context.pools.sql.rows import Packed
 from axio_context.sql import Dialect, Execute, Plan, Rows, Value
@@ -36,6 +37,11 @@ _NEAREST: Final = (
     "SELECT seq FROM (SELECT seq, embedding::vector <=> ?::real[]::vector AS d FROM context_pool_vectors"
     " WHERE model = ? AND seq = ANY(?::bigint[]) AND cardinality(embedding) = cardinality(?::real[]))"
     " ranked WHERE d <> 'NaN'::float8 ORDER BY d, seq LIMIT ?"
+)
+
+
+_DESCRIBED: Final = (
+    "SELECT seq, description FROM context_pool_entries WHERE seq = ANY(?::bigint[]) ORDER BY seq"
 )
 
 
@@ -69,6 +75,10 @@ class PostgresPoolSQL(PoolSQL):
         return array("f", stored).tobytes()
 
     def keyword_ranking(self, d: Dialect, query: str, visible: dict[int, str], depth: int) -> Plan[list[str]]:
+        if (yield from d.sealing()):
+            # Sealed descriptions index no words: ranked here, as the in-memory pool ranks them.
+            rows = yield Rows(_DESCRIBED, (list(visible),))
+            return word_ranking(query, [(visible[int(s)], str(t)) for s, t in rows if t])[:depth]
         text = tsquery_text(query)
         if text is None:
             return []

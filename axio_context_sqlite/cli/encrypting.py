@@ -1,13 +1,16 @@
 """``encrypt``, ``decrypt`` and ``rekey``: convert a database file in place, atomically (a new file
-written beside it, synced, renamed over it: :mod:`..admin.encryption`). Keys come from files or
-the environment, never from the command line, and are never printed."""
+written beside it, synced, renamed over it: :mod:`..admin.encryption`), or a server's database in
+one transaction (its backend's ``convert_keys``: PostgreSQL seals payloads on the client). Keys
+come from files or the environment, never from the command line, and are never printed."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 import click
 
+from axio_context.backends import backend_for
 from axio_context.encryption import ENV_KEY, ENV_KEY_FILE, key_from_environment, read_key_file
 
 from ..admin.encryption import convert_file
@@ -16,13 +19,16 @@ from .options import output_options
 from .output import echo_json, say
 
 
-def _file_of(ctx: click.Context) -> Settings:
-    settings = settings_of(ctx)
-    if settings.url is not None:
-        raise click.UsageError(
-            "encrypt, decrypt and rekey convert a database file; a server's data is encrypted by its client"
-        )
-    return settings
+def _run(settings: Settings, old: bytes | None, new: bytes | None) -> None:
+    """Convert the file, or the server database through its backend (one that cannot: one line)."""
+    if settings.url is None:
+        convert_file(settings.path, old, new)
+        return
+    backend = backend_for(settings.url)
+    convert = getattr(backend, "convert_keys", None)
+    if convert is None:
+        raise click.UsageError(f"the {backend.name} backend does not encrypt databases")
+    asyncio.run(convert(settings.url, old, new))
 
 
 def _key(settings: Settings, what: str) -> bytes:
@@ -41,10 +47,10 @@ Keys = Callable[[bytes], tuple[bytes | None, bytes | None]]
 def _convert(ctx: click.Context, what: str, verb: str, as_json: bool, keys: Keys) -> None:
     """Convert the file in place from and to the keys ``keys`` makes of the current key (read
     inside the one-line errors, so a bad new key file is one line too), then say ``verb``."""
-    settings = _file_of(ctx)
+    settings = settings_of(ctx)
     key = _key(settings, what)
     with one_line_errors():
-        convert_file(settings.path, *keys(key))
+        _run(settings, *keys(key))
     if as_json:
         echo_json({"database": settings.shown, "done": verb})
     else:
@@ -58,7 +64,8 @@ def encrypt(ctx: click.Context, as_json: bool) -> None:
     """Encrypt the database file in place under the key (--key-file, or $AXIO_CONTEXT_KEY).
 
     A new encrypted file is written beside it, synced and renamed over it: a crash leaves the
-    old file as it was. Close other programs using the database first."""
+    old file as it was. Close other programs using the database first. A PostgreSQL database
+    has what users wrote sealed on the client, in one transaction."""
     _convert(ctx, "encrypt", "encrypted", as_json, lambda key: (None, key))
 
 
@@ -67,7 +74,8 @@ def encrypt(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def decrypt(ctx: click.Context, as_json: bool) -> None:
     """Decrypt the database file in place (its key: --key-file, or $AXIO_CONTEXT_KEY), atomically
-    as ``encrypt`` does: afterwards it is a plain SQLite file anyone who can read it can read."""
+    as ``encrypt`` does: afterwards it is a plain SQLite file anyone who can read it can read
+    (a PostgreSQL database: every payload opened, and its keyword index rebuilt)."""
     _convert(ctx, "decrypt", "decrypted", as_json, lambda key: (key, None))
 
 

@@ -17,7 +17,6 @@ from axio_context.encryption import (
     ENV_KEY,
     ENV_KEY_FILE,
     EncryptionKeyError,
-    EncryptionUnavailableError,
     KeyRequiredError,
     NotEncryptedError,
     WrongKeyError,
@@ -149,8 +148,6 @@ async def test_key_from_environment_and_key_files(tmp_path: Path, monkeypatch: p
     monkeypatch.setenv(ENV_KEY, OTHER.hex())
     with pytest.raises(WrongKeyError):
         await connect_location(str(path))
-    with pytest.raises(EncryptionUnavailableError, match="does not open databases with a key"):
-        open_database("postgresql://nobody@localhost/none", key=KEY)
 
 
 async def _hits(path: Path, key: bytes | None) -> int:

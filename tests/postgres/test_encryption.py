@@ -4,8 +4,12 @@ database is its own one-line error; rekey, encrypt and decrypt convert in one tr
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 import asyncpg
 import pytest
+from click.testing import CliRunner
 
 from axio_context import Message, TextBlock
 from axio_context.backends import open_database
@@ -22,6 +26,7 @@ from axio_context_postgres.pools import PostgresContextPool, PostgresContextQueu
 from axio_context_postgres.rekeying import AlreadyEncryptedError, convert_keys
 from axio_context_postgres.state import load_state, save_state
 from axio_context_postgres.store import PostgresContextStore
+from axio_context_sqlite.cli import cli
 from tests.support.postgres import new_database
 
 KEY = bytes(range(32))
@@ -223,3 +228,36 @@ async def test_a_conversion_that_fails_changes_nothing(url: str) -> None:
     with pytest.raises(AlreadyEncryptedError):
         await convert_keys(url, None, OTHER)
     await _read_back(url, KEY)
+
+
+def _cli(*args: str, code: int = 0) -> str:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == code, result.output
+    return result.output
+
+
+async def test_the_command_line_encrypts_rekeys_and_decrypts(url: str, tmp_path: Path) -> None:
+    await _plant(url, None)
+    key, other = tmp_path / "k", tmp_path / "o"
+    key.write_text(KEY.hex())
+    other.write_text(OTHER.hex())
+    assert "encrypted " in await asyncio.to_thread(_cli, "--db", url, "--key-file", str(key), "encrypt")
+    refused = await asyncio.to_thread(_cli, "--db", url, "list-sessions", code=1)
+    assert "is encrypted: give its key" in refused and len(refused.strip().splitlines()) == 1
+    wrong = await asyncio.to_thread(_cli, "--db", url, "--key-file", str(other), "list-sessions", code=1)
+    assert "the key does not open" in wrong and "Traceback" not in wrong
+    again = await asyncio.to_thread(_cli, "--db", url, "--key-file", str(key), "encrypt", code=1)
+    assert "is encrypted already" in again
+    shown = await asyncio.to_thread(_cli, "--db", url, "--key-file", str(key), "show", "s1", "--json")
+    assert PLANTED in shown
+    keyword = await asyncio.to_thread(
+        _cli, "--db", url, "--key-file", str(key), "search", "lighthouse", "--mode", "keyword", code=1
+    )
+    assert "keyword search does not run on an encrypted" in keyword
+    rekeyed = await asyncio.to_thread(
+        _cli, "--db", url, "--key-file", str(key), "rekey", "--new-key-file", str(other)
+    )
+    assert "rekeyed " in rekeyed
+    await _read_back(url, OTHER)
+    assert "decrypted " in await asyncio.to_thread(_cli, "--db", url, "--key-file", str(other), "decrypt")
+    await _read_back(url, None)
