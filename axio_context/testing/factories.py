@@ -215,6 +215,9 @@ class _Pools:
     async def expiring_pool(self, ttl: TTLConfig, limit: int | None = None) -> Any:
         return await self.f.kit.pool.open(self.f.conn, self.f.name(), limit, ttl=ttl)
 
+    async def expiring_from_dict(self, data: Mapping[str, Any], ttl: TTLConfig) -> Any:
+        return await self.f.kit.pool.from_dict(self.f.conn, self.f.name(), data, ttl=ttl)
+
     async def branch(self, owner: Any, *args: Any, **kwargs: Any) -> Any:
         return await owner.branch(*args, **kwargs)
 

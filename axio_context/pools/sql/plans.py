@@ -161,6 +161,8 @@ def create(
     extra: dict[str, Any],
     items: list[Packed],
     new: bool = False,
+    ttl_ms: int | None = None,
+    now: int = 0,
 ) -> Plan[State]:
     """A new container with ``items`` written as they are (no eviction); or, unless ``new``,
     the existing one of that name (also when another writer creates it at the same moment)."""
@@ -182,7 +184,8 @@ def create(
     else:
         ords: dict[str | None, int] = {}
         for item in items:
-            seq = yield from _insert(p, cid, item[0], ords.get(item[0]), item)
+            ttl = None if ttl_ms is None else (ttl_ms, now + ttl_ms)  # a pool's default TTL
+            seq = yield from _insert(p, cid, item[0], ords.get(item[0]), item, ttl)
             ords.setdefault(item[0], seq)
         size = len(ords)
     h = Header(

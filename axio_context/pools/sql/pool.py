@@ -36,6 +36,11 @@ _INHERIT: Any = object()
 _DEPTH_MIN = 50  # candidates each ranking contributes to the fusion
 
 
+def _check_config(ttl: object) -> None:
+    if not isinstance(ttl, TTLConfig):
+        raise TypeError(f"ttl must be a TTLConfig, got {type(ttl).__name__}")
+
+
 class SQLContextPool(Stored, PoolBase[T], Generic[T]):
     """A persisted :class:`~axio_context.pools.ContextPool`; a backend's subclass opens it."""
 
@@ -61,8 +66,7 @@ class SQLContextPool(Stored, PoolBase[T], Generic[T]):
         ttl: TTLConfig = NO_TTL,
     ) -> Self:
         checked = check_limit(limit, optional=True)
-        if not isinstance(ttl, TTLConfig):
-            raise TypeError(f"ttl must be a TTLConfig, got {type(ttl).__name__}")
+        _check_config(ttl)
         if embedder is not None:
             check_embedder(embedder)
         state = await open_state(
@@ -98,6 +102,7 @@ class SQLContextPool(Stored, PoolBase[T], Generic[T]):
     ) -> Self:
         limit, items, hook_data, tags, extra = parse_dict(data)
         check_limit(limit, optional=True)
+        _check_config(ttl)
         for item in items:
             if item.id is None:
                 raise ValueError("ContextPool requires a ContextItem with 'id' set")
@@ -105,7 +110,18 @@ class SQLContextPool(Stored, PoolBase[T], Generic[T]):
         packed = encode_items(items, "pool")
         tags_of(tags)
         state = await runner.write(
-            plans.create, sql, name, "pool", limit, sorted(tags), serialize_hooks(hooks), extra, packed, True
+            plans.create,
+            sql,
+            name,
+            "pool",
+            limit,
+            sorted(tags),
+            serialize_hooks(hooks),
+            extra,
+            packed,
+            True,
+            resolve_ttl(DEFAULT, ttl),
+            now_ms(),
         )
         return cls._made(runner, sql, state, embedder, content_type, ttl)
 

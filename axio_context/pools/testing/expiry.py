@@ -5,6 +5,7 @@ a sweep changes nothing any pool shows; a refresh restarts a TTL; a bad TTL writ
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import pytest
@@ -22,6 +23,10 @@ class ExpiringPoolFactory(PoolFactory, Protocol):
 
     async def expiring_pool(self, ttl: TTLConfig, limit: int | None = None) -> Any:
         """A fresh persisted pool with ``ttl`` (and ``limit``)."""
+        ...
+
+    async def expiring_from_dict(self, data: Mapping[str, Any], ttl: TTLConfig) -> Any:
+        """A fresh persisted pool stored from ``to_dict``'s ``data``, with ``ttl``."""
         ...
 
 
@@ -144,6 +149,16 @@ class PoolExpiryContract:
         assert _seen(p) == [("read", "read"), ("never", "never")]
         assert _seen(await pools.reopen(p)) == _seen(p)
         assert _seen(child) == [("never", "never")]  # its own entries' expiry: not refreshed here
+
+    async def test_from_dict_gives_its_items_the_pools_default(self, pools: ExpiringPoolFactory) -> None:
+        data: dict[str, Any] = {"limit": None, "items": [_item("a").to_dict()], "hooks": {}, "tags": []}
+        p = await pools.expiring_from_dict(data, TTLConfig(default_ttl=SHORT))
+        kept = await pools.expiring_from_dict(data, TTLConfig())
+        await asyncio.sleep(PAST)
+        assert (len(p), len(await pools.reopen(p)), await p.count_expired()) == (0, 0, 1)
+        assert _seen(kept) == [("a", "a")]
+        with pytest.raises(TypeError, match="TTLConfig"):
+            await pools.expiring_pool(60)  # type: ignore[arg-type]  # seconds are not a config
 
     @pytest.mark.parametrize("bad", BAD_TTLS, ids=repr)
     async def test_a_bad_ttl_is_one_line_and_writes_nothing(
