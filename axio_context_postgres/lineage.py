@@ -260,6 +260,7 @@ async def free_segment(conn: Any, seg: int | None) -> None:
             return
         base = await conn.fetchval("DELETE FROM segments WHERE seg = $1 RETURNING base_seg", seg)
         await conn.execute("DELETE FROM messages WHERE seg = $1", seg)
+        await conn.execute("DELETE FROM message_turns WHERE seg = $1", seg)  # its user turns
         if await conn.fetchval("SELECT to_regclass('embeddings') IS NOT NULL"):
             await conn.execute("DELETE FROM embeddings WHERE seg = $1", seg)
         seg = base

@@ -15,6 +15,7 @@ from axio_context.backends.base import BackendBase
 
 if TYPE_CHECKING:
     from axio_context.testing.backends import ContractFactories
+    from axio_context.turns_sql import TurnIndexCalls
     from axio_context.usage_limits import UsageRecorder
 
 from .database import Database, open_database
@@ -60,6 +61,11 @@ class SQLiteBackend(BackendBase):
         if synchronous is None:
             return await connect(Path(where), key=key)
         return await connect(Path(where), synchronous=synchronous, key=key)
+
+    def _turns_class(self) -> type[TurnIndexCalls[Any]]:
+        from .store.turns import SQLiteTurnIndex
+
+        return SQLiteTurnIndex
 
     def _recorder_class(self) -> type[UsageRecorder]:
         from .usage.recorder import SQLiteUsageRecorder

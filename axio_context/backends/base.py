@@ -1,5 +1,5 @@
 """What every backend's registry entry does the same way: make its session stores, conversation
-logs and usage recorders from a handle (its connection or pool), the classes being its own."""
+logs, turn indexes and usage recorders from a handle (its connection or pool), the classes being its own."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from ..conversation_log import ConversationLog
 from ..tokens import TokenCounter
 
 if TYPE_CHECKING:
+    from ..turns_sql import TurnIndexCalls
     from ..usage_limits import UsageRecorder
 
 __all__ = ["BackendBase"]
@@ -49,6 +50,14 @@ class BackendBase:
 
     def _recorder_class(self) -> type[UsageRecorder]:
         raise NotImplementedError
+
+    def _turns_class(self) -> type[TurnIndexCalls[Any]]:
+        raise NotImplementedError(f"{type(self).__name__} keeps no turn index")
+
+    def turn_index(self, handle: Any, *, project: str | None = None) -> TurnIndexCalls[Any]:
+        """The user turns of sessions on ``handle`` (:mod:`axio_context.turns_sql`); sessions an
+        append creates are filed under ``project``."""
+        return self._turns_class()(handle, project=project)
 
     def usage_recorder(self, handle: Any) -> UsageRecorder:
         """A usage recorder on ``handle``."""

@@ -29,6 +29,7 @@ from .protocol import OpenDatabase
 
 if TYPE_CHECKING:
     from ..testing.factories import ContractFactories
+    from ..turns_sql import TurnIndexCalls
     from ..usage_limits import UsageRecorder
 
 __all__ = [
@@ -115,6 +116,10 @@ class Backend(Protocol):
 
     def usage_recorder(self, handle: Any) -> UsageRecorder:
         """The usage recorder (per-request rows) on ``handle``."""
+        ...
+
+    def turn_index(self, handle: Any, *, project: str | None = None) -> TurnIndexCalls[Any]:
+        """The user turns of sessions on ``handle`` (:mod:`axio_context.turns_sql`)."""
         ...
 
     async def describe(self, where: Where) -> dict[str, object]:

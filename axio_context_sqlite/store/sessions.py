@@ -20,7 +20,7 @@ from axio_context.session_metadata import decode_metadata, encode_metadata
 from ..errors import TokenTotalError
 from . import chunks, hiding, indexing, packing
 from .blob_refs import digests_in_range, drop_blob_refs
-from .keys import POSITION_MASK, key, now_ms
+from .keys import POSITION_MASK, SHIFT, key, now_ms
 from .message_rows import decode_row, with_extras
 from .packing import FLAG_BLOBS, FLAG_SEALED
 from .reading import read_messages
@@ -201,6 +201,13 @@ def _copy_rows(c: Any, lo_key: int, hi_key: int, dest_sid: int) -> None:
         " WHERE id >= ? AND id < ?",
         (dest, POSITION_MASK, lo_key, hi_key),
     )
+    src = lo_key >> SHIFT  # the rows' user turns go with them (see axio_context.turns_sql)
+    c.execute(
+        "INSERT OR REPLACE INTO message_turns (seg, position, turn, created_at, content)"
+        " SELECT ?, position, turn, created_at, content FROM message_turns"
+        " WHERE seg = ? AND position >= ? AND position < ?",
+        (dest_sid, src, lo_key & POSITION_MASK, hi_key - key(src, 0)),
+    )
     cut = c.execute(
         "SELECT id, role, flags, created_at, tokens FROM messages WHERE id >= ? AND id < ? AND flags & ?"
         " AND NOT (id >= ? AND id < ?) ORDER BY id",
@@ -230,6 +237,7 @@ def _delete_own_rows(c: Any, row: SessionRow, from_position: int) -> None:
     c.execute("DELETE FROM messages WHERE id >= ? AND id < ?", (lo_key, hi_key))
     c.execute("DELETE FROM message_extras WHERE id >= ? AND id < ?", (lo_key, hi_key))
     c.execute("DELETE FROM message_runs WHERE id >= ? AND id < ?", (lo_key, hi_key))
+    c.execute("DELETE FROM message_turns WHERE seg = ? AND position >= ?", (row.sid, lo_key & POSITION_MASK))
     chunks.drop(c, lo_key, hi_key)
     drop_blob_refs(c, digests)
 
