@@ -3,10 +3,14 @@
 A turn starts at each user message (``role`` ``"user"``), numbered from 1 on its branch. The
 session is the branch ``"main"``; another branch is a session forked from the branch it started
 on at a turn's user message (one row, nothing copied: the same cost at 10 items as at 100,000).
-Each branch's session keeps its turns' positions in its metadata (:data:`~.turns.TURNS_KEY`,
-rebuilt from the history when missing); the main one names its branches and every name used.
-Usage per turn is the database's usage records, one per ``store_run_usage`` in the branch's
-session, its run id naming the turn (the newest wins). Written once over the backend protocol.
+The turns are the database's turn index (:mod:`axio_context.turns_sql`): a row per user message,
+written in the append's transaction, keyed as the message's row, so a branch sees its parent's
+turns before the fork point; each is found by an indexed lookup. The main session's metadata names
+its branches and every name used. Usage per turn is the database's usage records, one per
+``store_run_usage`` in the branch's session, its run id naming the turn (the newest wins). A
+session written before the index (its turns in its metadata, :data:`~.turns.TURNS_KEY`) or
+without it (by :class:`AxioContextSession`) is indexed when first opened. Written once over the
+backend protocol.
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ from agents.memory.session_settings import resolve_session_limit
 from agents.result import RunResult
 
 from axio_context.backends import backend_of
-from axio_context.context import ContextStore
 from axio_context.errors import SessionNotFoundError
+from axio_context.expiry import DEFAULT, resolve_ttl
+from axio_context.turns_sql import TurnIndexCalls, turn_run
 
 from .items import item_of, message_of
 from .session import ADAPTER, AxioContextSession
@@ -35,19 +40,18 @@ from .turns import (
     TURNS_KEY,
     USED_KEY,
     by_turns,
+    content_json,
     is_user,
-    length,
     ms,
     now,
     numbered,
-    pack,
-    run_id,
     run_usage,
+    search_text,
     size,
     tool_usage,
     turn_preview,
     unpack,
-    usage_rows,
+    usage_row,
     user_turns,
 )
 
@@ -73,6 +77,8 @@ class AxioAdvancedSession(AxioContextSession):
         self._branch = MAIN
         self._logger = logger if logger is not None else logging.getLogger(__name__)
         self._sessions: dict[str, str | None] = {}  # branch name: its session id
+        self._indexed: set[str] = set()  # sessions whose turns are known to be in the index
+        self._index: TurnIndexCalls[Any] | None = None
 
     @property
     def _current_branch_id(self) -> str:  # openai-agents' name for it, which its tests read
@@ -99,7 +105,8 @@ class AxioAdvancedSession(AxioContextSession):
         self._live()
         messages = [message_of(item, i) for i, item in enumerate(items)]
         if messages:
-            await self._mutate(self._append, CURRENT, messages, [is_user(i) for i in items])
+            turns = [(i, content_json(item)) for i, item in enumerate(items) if is_user(item)]
+            await self._mutate(self._append, CURRENT, messages, turns)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the current branch's newest item (its turn too, if it started one)."""
@@ -217,13 +224,19 @@ class AxioAdvancedSession(AxioContextSession):
         await self._owner_checked(writing=False)
         return await self._live().conn()
 
+    async def _turn_index(self) -> TurnIndexCalls[Any]:
+        if self._index is None:
+            conn = await self._handle()
+            self._index = backend_of(conn).turn_index(conn, project=self._project)
+        return self._index
+
     async def _branch_store(self, branch: str, with_items: bool = False, missing_ok: bool = False) -> Any:
         """The session of ``branch``; ValueError when there is none (``with_items``: or when it
         is empty, as openai-agents sees a branch: by its items)."""
         await self._owner_checked(writing=False)
         current, branch = branch == CURRENT, self._branch if branch == CURRENT else branch
         if branch == MAIN:
-            return self._based()
+            return await self._indexing(self._based())
         sid = self._sessions.get(branch)
         if sid is None:  # a name is never reused: its session, once found, stays its own
             entry = (await self._based().get_metadata()).get(BRANCHES_KEY, {}).get(branch)
@@ -235,24 +248,31 @@ class AxioAdvancedSession(AxioContextSession):
             self._sessions.pop(branch, None)
             if current:  # by another session object: back on main
                 self._branch = MAIN
-                return self._based()
+                return await self._indexing(self._based())
             if missing_ok:
                 return None
             raise ValueError(f"Branch '{branch}' does not exist")
         if with_items and n == 0:
             raise ValueError(f"Branch '{branch}' does not exist")
-        return store
+        return await self._indexing(store)
 
-    async def _turns(self, store: ContextStore) -> list[list[Any]]:
-        """The branch's turns ``[position, created ms]`` (from its history when missing)."""
-        metadata = await store.get_metadata()  # type: ignore[attr-defined]
-        turns = unpack(metadata.get(TURNS_KEY))
-        if turns is None:
-            history, made = await store.get_full_history(), ms()  # type: ignore[attr-defined]
-            turns = [[p, made] for p, m in enumerate(history) if is_user(item_of(m))]
-            if turns:
-                await store.set_metadata({**metadata, TURNS_KEY: pack(turns)})  # type: ignore[attr-defined]
-        return turns
+    async def _indexing(self, store: Any) -> Any:
+        """``store``, its turns in the index: moved there from its metadata (written before the
+        index), or found in its history (written by :class:`AxioContextSession`), once."""
+        if store.session_id in self._indexed:
+            return store
+        index = await self._turn_index()
+        metadata = await store.get_metadata()
+        old = unpack(metadata.get(TURNS_KEY))
+        if old is not None or not await index.count(store.session_id):
+            history = [item_of(m) for m in await store.get_full_history()]
+            made = {p: t for p, t in old} if old is not None else {p: ms() for p in range(len(history))}
+            turns = [(p, made[p], content_json(history[p])) for p in sorted(made) if p < len(history)]
+            await index.adopt(store.session_id, [t for t in turns if is_user(history[t[0]])])
+            if old is not None:
+                await store.set_metadata({k: v for k, v in metadata.items() if k != TURNS_KEY})
+        self._indexed.add(store.session_id)
+        return store
 
     async def _read(self, branch: str, limit: int | None) -> list[Any]:
         store = await self._branch_store(branch, missing_ok=True)
@@ -261,31 +281,18 @@ class AxioAdvancedSession(AxioContextSession):
         history = await (store.get_history() if limit is None else store.get_tail(limit))
         return [item_of(m) for m in history]
 
-    async def _append(self, branch: str, messages: list[Any], users: list[bool]) -> None:
+    async def _append(self, branch: str, messages: list[Any], turns: list[tuple[int, str]]) -> None:
         store = await self._branch_store(branch)
-        if store is cast(Any, self._based()):
+        main = store is cast(Any, self._based())
+        if main:
             await self._owner_checked(writing=True)
-        turns = await self._turns(store) if any(users) else None
-        start = await length(store) if turns is not None else 0
-        await store.append_many(messages)
-        if turns is not None:
-            made = ms()
-            turns = [*turns, *([start + i, made] for i, user in enumerate(users) if user)]
-            metadata = await store.get_metadata()
-            await store.set_metadata({**metadata, TURNS_KEY: pack(turns)})
+        ttl_ms = resolve_ttl(DEFAULT, self._ttl) if main else None  # as the session's store would
+        await (await self._turn_index()).append(store.session_id, messages, turns, ttl_ms=ttl_ms)
 
     async def _pop_from(self, branch: str) -> Any:
         store = await self._branch_store(branch)
-        popped = await store.pop()
-        if popped is None:
-            return None
-        item = item_of(popped)
-        if is_user(item):
-            metadata = await store.get_metadata()
-            end = await length(store)
-            turns = [t for t in unpack(metadata.get(TURNS_KEY)) or [] if t[0] < end]
-            await store.set_metadata({**metadata, TURNS_KEY: pack(turns)})
-        return item
+        popped = await store.pop()  # its turn, if it was one, goes with its row
+        return None if popped is None else item_of(popped)
 
     async def _clear_all(self) -> None:
         main = await self._branch_store(MAIN)
@@ -294,14 +301,14 @@ class AxioAdvancedSession(AxioContextSession):
             await main.delete_session(entry["session"])
         await main.clear()
         self._sessions.clear()
-        if metadata:
-            await main.set_metadata({**metadata, BRANCHES_KEY: {}, TURNS_KEY: pack([])})
+        if metadata.get(BRANCHES_KEY):
+            await main.set_metadata({**metadata, BRANCHES_KEY: {}})
 
     async def _branch_at(self, turn_number: int, name: str | None) -> tuple[str, Any, str]:
         store = await self._branch_store(CURRENT)
         source = self._branch
-        turns = await self._turns(store)
-        if not 1 <= turn_number <= len(turns):
+        turn = await (await self._turn_index()).turn(store.session_id, turn_number)
+        if turn is None:
             raise ValueError(f"Turn {turn_number} does not contain a user message in branch '{source}'")
         main = self._based()
         metadata = await main.get_metadata()
@@ -319,18 +326,15 @@ class AxioAdvancedSession(AxioContextSession):
         log = backend_of(conn).conversation_log(
             conn, adapter=ADAPTER, project=self._project, token_counter=None
         )
-        await log.fork_at(store.session_id, turns[turn_number - 1][0], new_id)
-        branch = backend_of(conn).context_store(conn, new_id, self._project)
-        await branch.set_metadata(  # type: ignore[attr-defined]
-            {**await branch.get_metadata(), TURNS_KEY: pack(turns[: turn_number - 1])}  # type: ignore[attr-defined]
-        )
+        await log.fork_at(store.session_id, turn.position, new_id)  # its turns: the parent's before
+        self._indexed.add(new_id)
         branches = {**metadata.get(BRANCHES_KEY, {}), name: {"session": new_id, "created_at": now()}}
         await main.set_metadata(
             {**metadata, BRANCHES_KEY: branches, USED_KEY: sorted(used - {MAIN} | {name})}
         )
         content = None
         if not _debug.DONT_LOG_MODEL_DATA and self._logger.isEnabledFor(logging.DEBUG):
-            content = await turn_preview(store, turns[turn_number - 1][0])
+            content = turn_preview(turn)
         return name, content, source
 
     async def _delete(self, branch: str) -> None:
@@ -345,9 +349,10 @@ class AxioAdvancedSession(AxioContextSession):
     async def _list(self) -> list[dict[str, Any]]:
         await self._branch_store(CURRENT)  # on main if the current branch is gone
         main = await self._branch_store(MAIN)
+        index = await self._turn_index()
         out = []
-        names = [MAIN, *(await main.get_metadata()).get(BRANCHES_KEY, {})]
-        for name in names:
+        branches = (await main.get_metadata()).get(BRANCHES_KEY, {})
+        for name in [MAIN, *branches]:
             store = await self._branch_store(name)
             try:
                 info = await store.info()
@@ -356,15 +361,13 @@ class AxioAdvancedSession(AxioContextSession):
             if info.message_count == 0:
                 continue
             created = str(info.created_at)[:19].replace("T", " ")
-            if name != MAIN:
-                created = (await main.get_metadata())[BRANCHES_KEY][name]["created_at"]
             out.append(
                 {
                     "branch_id": name,
                     "message_count": info.message_count,
-                    "user_turns": len(await self._turns(store)),
+                    "user_turns": await index.count(store.session_id),
                     "is_current": name == self._branch,
-                    "created_at": created,
+                    "created_at": created if name == MAIN else branches[name]["created_at"],
                 }
             )
         return sorted(out, key=lambda b: b["created_at"])
@@ -376,24 +379,20 @@ class AxioAdvancedSession(AxioContextSession):
 
     async def _user_turns(self, branch: str, term: str | None) -> list[dict[str, Any]]:
         store = await self._branch_store(branch, missing_ok=True)
-        turns = [] if store is None else await self._turns(store)
-        if store is None or not turns:
+        if store is None:
             return []
-        return user_turns(await store.get_full_history(), turns, term)
+        found = None if term is None else search_text(term)
+        return user_turns(await (await self._turn_index()).turns(store.session_id, found), term)
 
     async def _record(self, branch: str, usage: Any) -> None:
         store = await self._branch_store(branch)
-        turns = await self._turns(store)
-        if not turns:
+        turn = await (await self._turn_index()).last(store.session_id)
+        if turn is None:
             return  # no turn to give it to, as openai-agents
         conn = await self._handle()
-        await (
-            backend_of(conn)
-            .usage_recorder(conn)
-            .record(
-                run_usage(usage), session_id=store.session_id, agent=ADAPTER, run=run_id(store, turns[-1])
-            )
-        )
+        run = turn_run(store.session_id, turn)
+        recorder = backend_of(conn).usage_recorder(conn)
+        await recorder.record(run_usage(usage), session_id=store.session_id, agent=ADAPTER, run=run)
 
     async def _usage_rows(self, branch: str | None) -> list[dict[str, Any]]:
         """The newest usage of each turn of ``branch`` (None: of every branch), by turn."""
@@ -404,8 +403,5 @@ class AxioAdvancedSession(AxioContextSession):
         store = await self._branch_store(branch, missing_ok=True)
         if store is None:
             return []
-        conn = await self._handle()
-        records = (
-            await backend_of(conn).usage_recorder(conn).records(session_id=store.session_id, limit=10**6)
-        )
-        return usage_rows(store, await self._turns(store), records)
+        found = await (await self._turn_index()).usage(store.session_id)
+        return [usage_row(turn.turn, record.usage) for turn, record in found]

@@ -1,5 +1,5 @@
 """The pure parts of :class:`~.advanced.AxioAdvancedSession`: which item starts a turn, tool
-counts, the user turns of a history, openai-agents' usage as ours and back."""
+counts, the user turns as openai-agents gives them, openai-agents' usage as ours and back."""
 
 from __future__ import annotations
 
@@ -9,28 +9,30 @@ import re
 import sys
 import time
 from array import array
-from bisect import bisect_left
 from datetime import UTC, datetime
 from typing import Any, Final, cast
 
+import msgspec
 from agents.extensions.memory.advanced_sqlite_session import AdvancedSQLiteSession
 
 from axio_context.context import ContextStore
 from axio_context.errors import SessionNotFoundError
 from axio_context.messages import Message
+from axio_context.turns_sql import Turn
 from axio_context.usage_limits import RunUsage
 
 from .items import item_of
 
-#: A branch session's metadata key: its turns ``[position, created at (ms since the epoch)]``, packed
-#: (:func:`pack`: one short string, so reading the session's metadata stays cheap at 25,000 turns)
-#: (the pair names the turn: a turn popped and made again at the same position is another one).
+#: Where the code before the turns table (``message_turns``, :mod:`axio_context.turns_sql`) kept
+#: a session's turns: its metadata, ``[position, created at (ms)]`` packed (:func:`pack`). A
+#: session opened with it is moved into the table once (:func:`unpack`), and the key dropped.
 TURNS_KEY: Final = "openai_agents_turns"
 #: The main session's metadata key: ``{branch name: {"session": id, "created_at": ...}}``.
 BRANCHES_KEY: Final = "openai_agents_branches"
 #: The main session's metadata key: every branch name ever used (a deleted one stays taken).
 USED_KEY: Final = "openai_agents_branch_names"
 MAIN: Final = "main"
+_JSON: Final = msgspec.json.Encoder()
 #: The current branch, resolved where the call runs (never a branch's name: those are not blank).
 CURRENT: Final = ""
 
@@ -110,12 +112,22 @@ def tool_usage(numbered: list[tuple[int, Any]]) -> list[tuple[str, int, int]]:
     return [(name, n, turn) for (turn, name), n in sorted(counts.items())]
 
 
-def user_turns(history: list[Message], turns: list[list[Any]], term: str | None) -> list[dict[str, Any]]:
-    """The user turns of ``history`` (all, or those containing ``term``), as openai-agents gives them."""
+def content_json(item: Any) -> str:
+    """A user item's content as the JSON text its turn row keeps (and searches)."""
+    return _JSON.encode(item.get("content", "")).decode()
+
+
+def search_text(term: str) -> str:
+    """``term`` as it appears inside :func:`content_json`'s text (its JSON escapes)."""
+    return _JSON.encode(term).decode()[1:-1]
+
+
+def user_turns(turns: list[Turn], term: str | None) -> list[dict[str, Any]]:
+    """The user turns (all, or those containing ``term``), as openai-agents gives them."""
     pattern = None if term is None else re.compile(re.escape(term), re.IGNORECASE | re.ASCII)
     out = []
-    for number, (position, created) in enumerate(turns, 1):
-        content = item_of(history[position]).get("content", "") if position < len(history) else ""
+    for turn in turns:
+        content = msgspec.json.decode(turn.content)
         if pattern is not None:
             texts = (
                 [content]
@@ -127,10 +139,10 @@ def user_turns(history: list[Message], turns: list[list[Any]], term: str | None)
         preview = content_preview(content, 100) if term is None else content_preview(content)
         out.append(
             {
-                "turn": number,
+                "turn": turn.turn,
                 "content": preview,
                 "full_content": content,
-                "timestamp": stamp(created),
+                "timestamp": stamp(turn.created_at),
                 "can_branch": True,
             }
         )
@@ -153,10 +165,6 @@ def run_usage(usage: Any) -> RunUsage:
         details=details,
     )
     return figures
-
-
-def run_id(store: ContextStore, turn: list[Any]) -> str:
-    return f"{store.session_id}/turn/{turn[0]}.{turn[1]}"
 
 
 def usage_row(turn: int, usage: RunUsage) -> dict[str, Any]:
@@ -189,22 +197,10 @@ def by_turns(numbered: list[tuple[int, Any]]) -> dict[int, list[dict[str, str | 
     return turns
 
 
-async def turn_preview(store: ContextStore, position: int) -> Any:
-    """The content of the user message at ``position``, cut at 50 characters as openai-agents logs it."""
-    text = item_of((await store.get_tail(await length(store) - position))[0]).get("content", "")
+def turn_preview(turn: Turn) -> Any:
+    """A turn's content cut at 50 characters, as openai-agents logs it."""
+    text = msgspec.json.decode(turn.content)
     return text[:50] + "..." if isinstance(text, str) and len(text) > 50 else text
-
-
-def usage_rows(store: ContextStore, turns: list[list[Any]], records: list[Any]) -> list[dict[str, Any]]:
-    """The newest usage record of each turn (records newest first), as openai-agents' rows."""
-    positions, prefix = [t[0] for t in turns], run_id(store, [0, 0])[:-3]
-    newest: dict[int, Any] = {}
-    for record in records:  # a turn's run id names its position and time: found by bisection
-        pos, _, made = record.run.removeprefix(prefix).partition(".")
-        i = bisect_left(positions, int(pos)) if pos.isdigit() and made.isdigit() else len(turns)
-        if i < len(turns) and turns[i] == [int(pos), int(made)] and i + 1 not in newest:
-            newest[i + 1] = record.usage
-    return [usage_row(n, newest[n]) for n in sorted(newest)]
 
 
 def numbered(history: list[Message]) -> list[tuple[int, Any]]:

@@ -8,9 +8,12 @@ get ``store_run_usage``. Measured, medians of ``--repeat`` rounds per side:
 - **branch**: ``create_branch_from_turn`` at the middle turn (the peer copies the structure rows
   of every item before it; ours forks: one row);
 - **branch read**: ``get_items(limit=10)`` on that branch;
-- **turn usage**: ``get_turn_usage()`` (every turn with usage) on the main branch;
-- **turn add**: ``add_items`` of a 4-item turn on the main branch (ours rewrites the branch's turn
-  index kept in its metadata, which grows with the number of turns).
+- **turn usage**: ``get_turn_usage()`` (every turn with usage) on the main branch, and
+  ``get_turn_usage(n)`` of the last turn with usage;
+- **find**: ``find_turns_by_content`` of one turn's text on the main branch (both sides look at
+  every user turn's text: it grows with the number of turns);
+- **turn add**: ``add_items`` of a 4-item turn on the main branch (ours writes its turn row in the
+  append's transaction: ``message_turns``, see axio_context/turns_sql.py).
 
 Run: ``python -m bench.bench_advanced`` (``--quick``: 1,000 and 10,000 items, 3 rounds).
 """
@@ -68,7 +71,7 @@ async def measure(n: int, repeat: int, folder: Path) -> dict[str, tuple[float, f
         await fill(session, n)
     middle = n // 8
     times: dict[str, dict[str, list[float]]] = {
-        k: {s: [] for s in sides} for k in ("branch", "read", "usage", "add")
+        k: {s: [] for s in sides} for k in ("branch", "read", "usage", "one", "find", "add")
     }
     for r in range(repeat):
         for side in ("ours", "peer") if r % 2 == 0 else ("peer", "ours"):
@@ -77,9 +80,14 @@ async def measure(n: int, repeat: int, folder: Path) -> dict[str, tuple[float, f
             times["read"][side].append(await timed(s.get_items(limit=10)))
             await s.switch_to_branch("main")
             times["usage"][side].append(await timed(s.get_turn_usage()))
+            times["one"][side].append(await timed(s.get_turn_usage(n // 4)))
+            times["find"][side].append(await timed(s.find_turns_by_content(f"question {4 * (middle - 1)}:")))
             turn = [item(i) for i in range(n + 4 * r, n + 4 * r + 4)]
             times["add"][side].append(await timed(s.add_items(turn)))
     assert len(await ours.get_turn_usage()) == len(await peer.get_turn_usage()) == 20
+    one = [await side.get_turn_usage(n // 4) for side in (ours, peer)]
+    assert one[0]["input_tokens"] == one[1]["input_tokens"] > 0
+    assert len(await ours.find_turns_by_content(f"question {4 * (middle - 1)}:")) == 1
     ours.close()
     peer.close()
     return {k: (statistics.median(v["ours"]), statistics.median(v["peer"])) for k, v in times.items()}
@@ -97,6 +105,8 @@ async def main() -> None:
         "branch": "create_branch_from_turn (middle turn)",
         "read": "get_items(limit=10) on the branch",
         "usage": "get_turn_usage() (20 turns with usage)",
+        "one": "get_turn_usage(n) (the last turn with usage)",
+        "find": "find_turns_by_content (one turn's text)",
         "add": "add_items of a 4-item turn",
     }
     with tempfile.TemporaryDirectory() as tmp:
