@@ -88,6 +88,7 @@ async def test_a_database_from_before_expiry_upgrades_in_place(pg_server: Embedd
         assert await vectors.sweep_expired() == 1
         indexes = await pool.fetch("SELECT indexname FROM pg_indexes WHERE indexname LIKE '%expiry'")
         assert sorted(r[0] for r in indexes) == [
+            "context_pool_entries_expiry",
             "memory_blob_keys_expiry",
             "memory_documents_expiry",
             "sessions_expiry",
