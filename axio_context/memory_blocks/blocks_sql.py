@@ -9,9 +9,15 @@ than the one the writer names (:class:`~.errors.StaleVersionError`), then checks
 half-written.
 
 Undo and redo are changes too: each version row records ``undo_to`` (the version whose fields
-an undo restores) and ``redo_to`` (what a redo restores), as an editor's undo stack does; a plain
-edit clears the redo. A block is owned by an agent (``agent_id``) or shared (``''``); a shared
-block is visible to the agents ``memory_block_agents`` attaches it to.
+an undo restores, its label included) and ``redo_to`` (what a redo restores), as an editor's undo
+stack does; a plain edit clears the redo. A block is owned by an agent (``agent_id``) or shared
+(``''``); a shared block is visible to the agents ``memory_block_agents`` attaches it to.
+
+A delete is a version too (action ``delete``, the fields as they were): the block's row, history
+and attachments stay, every read but ``history`` (and undo and redo) leaves it out, an undo
+brings it back, and a redo of that undo deletes it again (recorded as a ``delete``). A deleted
+block keeps its label: a ``create`` of the same label by the same owner starts it again, its
+history going on; another block cannot take the label meanwhile.
 """
 
 from __future__ import annotations
@@ -21,29 +27,32 @@ from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 from uuid import uuid4
 
+import msgspec
+
 from axio_context.sql import Dialect, Execute, Plan, Row, Rows, Value
 from axio_context.transcript.times import format_time
 
 from .errors import (
     BlockExistsError,
     BlockNotFoundError,
-    NothingToUndoError,
     ReadOnlyBlockError,
     StaleVersionError,
 )
-from .model import SHARED, BlockVersion, StoredBlock, check_value
+from .model import SHARED, StoredBlock, check_value
 
 __all__ = [
+    "DELETED",
     "Fields",
     "attach",
     "blocks_of",
+    "clash",
     "create",
-    "delete",
     "detach",
-    "history",
     "lookup",
+    "must",
+    "record",
     "search",
-    "step_back",
+    "taken",
     "write",
 ]
 
@@ -52,10 +61,9 @@ _BLOCK_COLS: Final = (
 )
 _COLS: Final = f"{_BLOCK_COLS}, v.agent_id, v.run_id"
 _FROM: Final = "memory_blocks b JOIN memory_block_versions v ON v.block_id = b.id AND v.version = b.version"
-_VERSION_COLS: Final = (
-    "version, action, label, value, char_limit, description, read_only, created_at, agent_id, run_id"
-)
 _VISIBLE: Final = "(b.agent_id = ? OR b.id IN (SELECT block_id FROM memory_block_agents WHERE agent_id = ?))"
+#: The action of a delete: a block whose current version has it is deleted.
+DELETED: Final = "delete"
 
 
 class Fields(NamedTuple):
@@ -71,6 +79,7 @@ class Fields(NamedTuple):
 class _Found(NamedTuple):
     id: str
     block: StoredBlock
+    gone: bool = False  # deleted (its current version is a delete)
 
 
 def _now() -> int:
@@ -93,21 +102,6 @@ def _block(row: Any, attached: tuple[str, ...] = ()) -> StoredBlock:
     )
 
 
-def _version(row: Any) -> BlockVersion:
-    return BlockVersion(
-        version=int(row[0]),
-        action=str(row[1]),
-        label=str(row[2]),
-        value=str(row[3]),
-        limit=int(row[4]),
-        description=str(row[5]),
-        read_only=bool(row[6]),
-        created_at=format_time(int(row[7])),
-        agent_id=str(row[8]),
-        run_id=str(row[9]),
-    )
-
-
 def _attached(d: Dialect, ids: list[str]) -> Plan[dict[str, tuple[str, ...]]]:
     if not ids:
         return {}
@@ -122,9 +116,12 @@ def _attached(d: Dialect, ids: list[str]) -> Plan[dict[str, tuple[str, ...]]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
-def lookup(d: Dialect, agent_id: str, label: str, lock: bool = False) -> Plan[_Found | None]:
+def lookup(
+    d: Dialect, agent_id: str, label: str, lock: bool = False, deleted: bool = False
+) -> Plan[_Found | None]:
     """The block ``label`` as ``agent_id`` sees it (its own first, then a shared one attached);
-    ``lock``: its row stays locked until the transaction ends (a writer's read)."""
+    ``lock``: its row stays locked until the transaction ends (a writer's read); ``deleted``: a
+    deleted block too (its history, an undo)."""
     pick = "ORDER BY CASE WHEN b.agent_id = '' THEN 1 ELSE 0 END LIMIT 1"
     if lock and d.lock_rows:
         # The block's row alone is locked, without the join: a lock taken through the join
@@ -136,27 +133,36 @@ def lookup(d: Dialect, agent_id: str, label: str, lock: bool = False) -> Plan[_F
             f" {pick}{d.lock_rows}",
             (label, agent_id, agent_id),
         )
+        if row is None:
+            return None
+        action = yield Value(  # read after the lock: the newest version's
+            "SELECT action FROM memory_block_versions WHERE block_id = ? AND version = ?", (row[0], row[6])
+        )
     else:
         row = yield Row(
-            f"SELECT {_COLS} FROM {_FROM} WHERE b.label = ? AND {_VISIBLE} {pick}",
+            f"SELECT {_COLS}, v.action FROM {_FROM} WHERE b.label = ? AND {_VISIBLE} {pick}",
             (label, agent_id, agent_id),
         )
-    if row is None:
+        if row is None:
+            return None
+        action = row[11]
+    gone = action == DELETED
+    if gone and not deleted:
         return None
     if str(row[7]):  # an agent's own block: only shared blocks are attached
-        return _Found(str(row[0]), _block(row))
+        return _Found(str(row[0]), _block(row), gone)
     links = yield from _attached(d, [str(row[0])])
-    return _Found(str(row[0]), _block(row, links.get(str(row[0]), ())))
+    return _Found(str(row[0]), _block(row, links.get(str(row[0]), ())), gone)
 
 
-def _must(d: Dialect, agent_id: str, label: str) -> Plan[_Found]:
+def must(d: Dialect, agent_id: str, label: str) -> Plan[_Found]:
     found = yield from lookup(d, agent_id, label, lock=True)
     if found is None:
         raise BlockNotFoundError.of(label, agent_id)
     return found
 
 
-def _record(
+def record(
     d: Dialect,
     block_id: str,
     old: StoredBlock | None,
@@ -225,27 +231,51 @@ def _record(
     )
 
 
-def _clash(d: Dialect, owner: str, label: str, block_id: str = "") -> Plan[bool]:
-    """Whether ``label`` is taken among the blocks the owner's agents see (another block)."""
+def clash(d: Dialect, owner: str, label: str, block_id: str = "") -> Plan[str | None]:
+    """Whether ``label`` is taken among the blocks the owner's agents see (another block, a
+    deleted one included: it keeps its label): None if not, else the holder's last action
+    (:data:`DELETED`: a deleted block holds it)."""
     if d.key_lock is not None:
         yield Execute(d.key_lock, (f"memory_blocks\x1f{owner}",))
     taken = yield Value(
-        "SELECT 1 FROM memory_blocks b WHERE b.label = ? AND b.id <> ? AND ("
+        f"SELECT v.action FROM {_FROM} WHERE b.label = ? AND b.id <> ? AND ("
         " b.agent_id = ? OR b.id IN (SELECT block_id FROM memory_block_agents WHERE agent_id = ?)"
         " OR b.agent_id IN (SELECT agent_id FROM memory_block_agents WHERE block_id = ?)"
         " OR (b.agent_id = '' AND b.id IN (SELECT block_id FROM memory_block_agents WHERE agent_id IN"
-        "  (SELECT agent_id FROM memory_block_agents WHERE block_id = ?))))",
+        "  (SELECT agent_id FROM memory_block_agents WHERE block_id = ?))))"
+        f" ORDER BY CASE WHEN v.action = '{DELETED}' THEN 1 ELSE 0 END LIMIT 1",
         (label, block_id, owner, owner, block_id, block_id),
     )
-    return taken is not None
+    return None if taken is None else str(taken)
+
+
+def taken(label: str, held: str, what: str) -> BlockExistsError:
+    if held == DELETED:
+        return BlockExistsError(
+            f"a deleted block {label!r} keeps that label (and its history): undo its delete, or use"
+            f" another label; {what}"
+        )
+    return BlockExistsError(f"a block {label!r} already exists; {what}")
 
 
 def create(d: Dialect, owner: str, f: Fields, editor: str, run_id: str) -> Plan[StoredBlock]:
-    """A new block owned by ``owner`` (``''``: shared), at version 1."""
-    if (yield from _clash(d, owner, f.label)):
-        raise BlockExistsError(f"a block {f.label!r} already exists for {owner or 'shared blocks'!r}")
+    """A new block owned by ``owner`` (``''``: shared), at version 1; or, when the owner's block
+    of that label was deleted, that block started again (its attachments dropped), its history
+    going on."""
+    what = f"{owner or 'shared'} block {f.label!r} was not created"
+    held = yield from clash(d, owner, f.label)
+    if held == DELETED:
+        own = yield from lookup(d, owner, f.label, lock=True, deleted=True)
+        if own is not None and own.gone and own.block.agent_id == owner:
+            yield Execute("DELETE FROM memory_block_agents WHERE block_id = ?", (own.id,))
+            held = yield from clash(d, owner, f.label, own.id)
+            if held is None:
+                old = msgspec.structs.replace(own.block, attached=())
+                return (yield from record(d, own.id, old, owner, "create", f, editor, run_id, None, None))
+    if held is not None:
+        raise taken(f.label, held, what)
     block_id = uuid4().hex
-    return (yield from _record(d, block_id, None, owner, "create", f, editor, run_id, None, None))
+    return (yield from record(d, block_id, None, owner, "create", f, editor, run_id, None, None))
 
 
 def write(
@@ -259,7 +289,7 @@ def write(
     run_id: str,
 ) -> Plan[StoredBlock]:
     """``change`` applied to the block ``label`` as ``agent_id`` sees it, as a new version."""
-    found = yield from _must(d, agent_id, label)
+    found = yield from must(d, agent_id, label)
     old = found.block
     if expected is not None and expected != old.version:
         raise StaleVersionError(
@@ -269,62 +299,17 @@ def write(
     if old.read_only and action not in ("update", "rename"):
         raise ReadOnlyBlockError(f"block {label!r} is read-only; nothing was written")
     check_value(new.label, new.value, new.limit)
-    if new.label != old.label and (yield from _clash(d, old.agent_id, new.label, found.id)):
-        raise BlockExistsError(f"a block {new.label!r} already exists; block {label!r} was not renamed")
-    return (
-        yield from _record(d, found.id, old, old.agent_id, action, new, editor, run_id, old.version, None)
-    )
-
-
-def step_back(
-    d: Dialect, agent_id: str, label: str, redo: bool, expected: int | None, editor: str, run_id: str
-) -> Plan[StoredBlock]:
-    """Undo (or redo) the block's last change, as a new version restoring the fields it had."""
-    found = yield from _must(d, agent_id, label)
-    old = found.block
-    if expected is not None and expected != old.version:
-        raise StaleVersionError(f"block {label!r} is at version {old.version}, not {expected}: read it again")
-    if old.read_only:
-        raise ReadOnlyBlockError(f"block {label!r} is read-only; nothing was written")
-    marks = yield Row(
-        "SELECT undo_to, redo_to FROM memory_block_versions WHERE block_id = ? AND version = ?",
-        (found.id, old.version),
-    )
-    target = None if marks is None else marks[1 if redo else 0]
-    if target is None:
-        raise NothingToUndoError(f"block {label!r} has nothing to {'redo' if redo else 'undo'}")
-    row = yield Row(
-        "SELECT value, char_limit, description, read_only, undo_to, redo_to FROM memory_block_versions"
-        " WHERE block_id = ? AND version = ?",
-        (found.id, int(target)),
-    )
-    f = Fields(old.label, str(row[0]), int(row[1]), str(row[2]), bool(row[3]))
-    undo_to, redo_to = (old.version, row[5]) if redo else (row[4], old.version)
-    action = "redo" if redo else "undo"
-    return (yield from _record(d, found.id, old, old.agent_id, action, f, editor, run_id, undo_to, redo_to))
-
-
-def delete(d: Dialect, agent_id: str, label: str, expected: int | None) -> Plan[StoredBlock]:
-    """Remove the block, its history and its attachments; the block as it was."""
-    found = yield from _must(d, agent_id, label)
-    if expected is not None and expected != found.block.version:
-        raise StaleVersionError(f"block {label!r} is at version {found.block.version}, not {expected}")
-    if found.block.read_only:
-        raise ReadOnlyBlockError(f"block {label!r} is read-only; it was not deleted")
-    gone = found.block
-    if d.lock_rows:  # the locked read left out the author and run: read them as they were
-        full = yield from lookup(d, agent_id, label)
-        gone = gone if full is None else full.block
-    for table, column in (("memory_block_agents", "block_id"), ("memory_block_versions", "block_id")):
-        yield Execute(f"DELETE FROM {table} WHERE {column} = ?", (found.id,))
-    yield Execute("DELETE FROM memory_blocks WHERE id = ?", (found.id,))
-    return gone
+    if new.label != old.label:
+        held = yield from clash(d, old.agent_id, new.label, found.id)
+        if held is not None:
+            raise taken(new.label, held, f"block {label!r} was not renamed")
+    return (yield from record(d, found.id, old, old.agent_id, action, new, editor, run_id, old.version, None))
 
 
 def attach(d: Dialect, label: str, agent_id: str) -> Plan[StoredBlock]:
     """Make the shared block ``label`` visible to ``agent_id``."""
-    found = yield from _must(d, SHARED, label)
-    if (yield from _clash(d, agent_id, label, found.id)):
+    found = yield from must(d, SHARED, label)
+    if (yield from clash(d, agent_id, label, found.id)):
         raise BlockExistsError(f"agent {agent_id!r} already has a block {label!r}")
     yield Execute(
         "INSERT INTO memory_block_agents (block_id, agent_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
@@ -337,7 +322,7 @@ def attach(d: Dialect, label: str, agent_id: str) -> Plan[StoredBlock]:
 
 def detach(d: Dialect, label: str, agent_id: str) -> Plan[bool]:
     """Stop showing the shared block ``label`` to ``agent_id``; whether it was attached."""
-    found = yield from _must(d, SHARED, label)
+    found = yield from must(d, SHARED, label)
     gone = yield Value(
         "DELETE FROM memory_block_agents WHERE block_id = ? AND agent_id = ? RETURNING 1",
         (found.id, agent_id),
@@ -347,7 +332,7 @@ def detach(d: Dialect, label: str, agent_id: str) -> Plan[bool]:
 
 def _listing(d: Dialect, where: str, args: tuple[Any, ...]) -> Plan[list[StoredBlock]]:
     rows = yield Rows(
-        f"SELECT {_COLS} FROM {_FROM} WHERE {where}"
+        f"SELECT {_COLS} FROM {_FROM} WHERE v.action <> '{DELETED}' AND ({where})"
         f" ORDER BY CASE WHEN b.agent_id = '' THEN 1 ELSE 0 END, {d.by_code_point('b.label')},"
         f" {d.by_code_point('b.agent_id')}",
         args,
@@ -365,6 +350,14 @@ def blocks_of(d: Dialect, agent_id: str | None) -> Plan[list[StoredBlock]]:
 
 def search(d: Dialect, words: list[str], agent_id: str | None) -> Plan[list[StoredBlock]]:
     """The blocks whose label, description or value hold every word (case-insensitive)."""
+    if (yield from d.sealing()):  # values sealed on the server: the blocks seen are matched here
+        seen = yield from blocks_of(d, agent_id)
+        lowered = [w.lower() for w in words]
+        return [
+            b
+            for b in seen
+            if all(any(w in t.lower() for t in (b.value, b.label, b.description)) for w in lowered)
+        ]
     where = " AND ".join(
         "(LOWER(b.value) LIKE ? ESCAPE '\\' OR LOWER(b.label) LIKE ? ESCAPE '\\'"
         " OR LOWER(b.description) LIKE ? ESCAPE '\\')"
@@ -378,15 +371,3 @@ def search(d: Dialect, words: list[str], agent_id: str | None) -> Plan[list[Stor
         where = f"{where} AND {_VISIBLE}"
         args += [agent_id, agent_id]
     return (yield from _listing(d, where or "1 = 1", tuple(args)))
-
-
-def history(d: Dialect, agent_id: str, label: str) -> Plan[list[BlockVersion]]:
-    """Every version of the block, oldest first."""
-    found = yield from lookup(d, agent_id, label)
-    if found is None:
-        raise BlockNotFoundError.of(label, agent_id)
-    rows = yield Rows(
-        f"SELECT {_VERSION_COLS} FROM memory_block_versions WHERE block_id = ? ORDER BY version",
-        (found.id,),
-    )
-    return [_version(r) for r in rows]

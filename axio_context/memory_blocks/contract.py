@@ -163,7 +163,8 @@ class MemoryBlockContract:
             with pytest.raises(BlockInputError, match=named):
                 await blocks.load(bad)
             assert await blocks.list_blocks(agent_id=None) == []
-        assert await blocks.load([row]) == [True]
+        assert await blocks.load([row], replace=True) == [True]  # over the deleted block
+        assert (await blocks.get("h")).value == "hello"
 
     async def test_bad_labels_and_unknown_labels(self, blocks: BlockStore) -> None:
         for label in ("", "   ", "x" * (MAX_LABEL + 1), " padded", "a\nb"):
@@ -227,8 +228,73 @@ class MemoryBlockContract:
         gone = await blocks.delete("human", agent_id="a")
         assert (gone.value, gone.updated_by, gone.version) == ("Likes GREEN tea", "a", 1)
         assert await blocks.find("human", agent_id="a") is None
+        assert [b.label for b in await blocks.search("tea")] == ["persona"]
         again = await blocks.create(MemoryBlock("human", "new"), agent_id="a")
-        assert again.version == 1
+        assert again.version == 3  # its history goes on: create, delete, create
+        assert [v.action for v in await blocks.history("human", agent_id="a")] == [
+            "create",
+            "delete",
+            "create",
+        ]
+        with pytest.raises(NothingToUndoError):  # a new start: nothing before it to restore
+            await blocks.undo("human", agent_id="a")
+
+    async def test_delete_keeps_the_history_and_undo_brings_the_block_back(self, blocks: BlockStore) -> None:
+        await blocks.create(MemoryBlock("human", "v1", description="the user"), agent_id="a")
+        await blocks.set("human", "v2", agent_id="a", run_id="r1")
+        gone = await blocks.delete("human", agent_id="a", expected_version=2)
+        assert (gone.value, gone.version) == ("v2", 2)
+        assert await blocks.find("human", agent_id="a") is None
+        assert await blocks.list_blocks(agent_id="a") == [] and await blocks.list_blocks(agent_id=None) == []
+        for write in (blocks.set("human", "x", agent_id="a"), blocks.delete("human", agent_id="a")):
+            with pytest.raises(BlockNotFoundError):
+                await write
+        history = await blocks.history("human", agent_id="a")
+        assert [(v.version, v.action, v.value) for v in history] == [
+            (1, "create", "v1"), (2, "set", "v2"), (3, "delete", "v2"),
+        ]  # fmt: skip
+        back = await blocks.undo("human", agent_id="a")
+        assert (back.value, back.version, back.description) == ("v2", 4, "the user")
+        assert await blocks.get("human", agent_id="a") == back
+        again = await blocks.redo("human", agent_id="a")  # the delete, once more
+        assert (again.value, again.version) == ("v2", 5)
+        assert await blocks.find("human", agent_id="a") is None
+        assert [v.action for v in await blocks.history("human", agent_id="a")][3:] == ["undo", "delete"]
+        assert (await blocks.undo("human", agent_id="a")).value == "v2"
+        assert (await blocks.undo("human", agent_id="a")).value == "v1"  # and on, through the set
+
+    async def test_a_deleted_shared_block_keeps_its_label_and_attachments(self, blocks: BlockStore) -> None:
+        await blocks.create(MemoryBlock("team", "we ship on Fridays"))
+        await blocks.attach("team", "a")
+        await blocks.delete("team")
+        assert await blocks.list_blocks(agent_id="a") == []
+        with pytest.raises(BlockExistsError, match="deleted block 'team'"):
+            await blocks.create(MemoryBlock("team", "mine"), agent_id="a")
+        with pytest.raises(BlockNotFoundError):
+            await blocks.attach("team", "b")
+        restored = await blocks.undo("team")
+        assert (restored.value, restored.attached) == ("we ship on Fridays", ("a",))
+        assert [b.label for b in await blocks.list_blocks(agent_id="a")] == ["team"]
+
+    async def test_undo_and_redo_of_a_rename_restore_the_label(self, blocks: BlockStore) -> None:
+        await blocks.create(MemoryBlock("old", "v"), agent_id="a")
+        await blocks.rename("old", "new", agent_id="a")
+        back = await blocks.undo("new", agent_id="a")
+        assert (back.label, back.version) == ("old", 3)
+        assert await blocks.find("new", agent_id="a") is None
+        assert (await blocks.redo("old", agent_id="a")).label == "new"
+        assert (await blocks.undo("new", agent_id="a")).label == "old"
+        await blocks.create(MemoryBlock("new", "another"), agent_id="a")
+        with pytest.raises(BlockExistsError, match="'new'"):
+            await blocks.redo("old", agent_id="a")  # the label is taken now: nothing is written
+        assert (await blocks.get("old", agent_id="a")).version == 5
+        assert [v.label for v in await blocks.history("old", agent_id="a")] == [
+            "old",
+            "new",
+            "old",
+            "new",
+            "old",
+        ]
 
     async def test_replace_needs_one_occurrence(self, blocks: BlockStore) -> None:
         await blocks.create(MemoryBlock("h", "ab ab"))

@@ -21,6 +21,7 @@ from axio_context.sql import Runner
 from axio_context.transcript.times import epoch_ms, parse_time
 
 from . import blocks_sql as plans
+from . import history_sql
 from .editing import appended, diff_text, inserted, replaced
 from .errors import BlockInputError, BlockNotFoundError
 from .model import (
@@ -254,10 +255,17 @@ class BlockStore:
         run_id: str | None = None,
     ) -> StoredBlock:
         """Restore the block's fields before its last change, as a new version (the value, the
-        description, the limit and the flag; not the label)."""
+        description, the limit, the flag and the label; an undone delete brings the block back).
+        A label another block took since is refused (BlockExistsError) and nothing is written."""
         agent, editor, run = self._who(agent_id, by, run_id)
         return await self._runner.write(
-            plans.step_back, agent, check_label(label), False, self._expected(expected_version), editor, run
+            history_sql.step_back,
+            agent,
+            check_label(label),
+            False,
+            self._expected(expected_version),
+            editor,
+            run,
         )
 
     async def redo(
@@ -272,16 +280,30 @@ class BlockStore:
         """Restore what the last undo took back, as a new version."""
         agent, editor, run = self._who(agent_id, by, run_id)
         return await self._runner.write(
-            plans.step_back, agent, check_label(label), True, self._expected(expected_version), editor, run
+            history_sql.step_back,
+            agent,
+            check_label(label),
+            True,
+            self._expected(expected_version),
+            editor,
+            run,
         )
 
     async def delete(
-        self, label: str, *, agent_id: str = SHARED, expected_version: int | None = None
+        self,
+        label: str,
+        *,
+        agent_id: str = SHARED,
+        expected_version: int | None = None,
+        by: str | None = None,
+        run_id: str | None = None,
     ) -> StoredBlock:
-        """Remove the block with its history (refused on a read-only block); the block as it was."""
-        return await self._runner.write(
-            plans.delete, check_agent(agent_id), check_label(label), self._expected(expected_version)
-        )
+        """Delete the block (refused on a read-only block); the block as it was. The delete is a
+        version of its own: ``history`` still lists the block's versions, ``undo`` brings it
+        back, and a ``create`` of its label by its owner starts it again, its history going on."""
+        agent, editor, run = self._who(agent_id, by, run_id)
+        expected = self._expected(expected_version)
+        return await self._runner.write(history_sql.delete, agent, check_label(label), expected, editor, run)
 
     async def attach(self, label: str, agent_id: str) -> StoredBlock:
         """Show the shared block ``label`` to ``agent_id`` too (refused if it has that label)."""
@@ -293,7 +315,7 @@ class BlockStore:
 
     async def history(self, label: str, *, agent_id: str = SHARED) -> list[BlockVersion]:
         """Every version of the block, oldest first (who, when, which run, the fields after it)."""
-        return await self._runner.read(plans.history, check_agent(agent_id), check_label(label))
+        return await self._runner.read(history_sql.history, check_agent(agent_id), check_label(label))
 
     async def diff(self, label: str, a: int, b: int | None = None, *, agent_id: str = SHARED) -> str:
         """A unified diff of the block's value from version ``a`` to ``b`` (None: the current one)."""

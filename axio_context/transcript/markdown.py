@@ -87,6 +87,8 @@ def render_memory_blocks(rows: Iterable[BlockRow]) -> str:
         out.append(f"\n## {_code(r.label)} ({owner})\n\n")
         facts = f"version {r.version} of {len(r.versions)}, {len(r.value):,} / {r.char_limit:,} characters"
         out.append(f"- {facts}, updated {short_time(format_time(r.updated_at))}\n")
+        if any(v.version == r.version and v.action == "delete" for v in r.versions):
+            out.append("- deleted (an undo brings it back)\n")
         if r.read_only:
             out.append("- read-only\n")
         if r.description:

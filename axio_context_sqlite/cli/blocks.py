@@ -345,7 +345,7 @@ def blocks_search(
 @_json
 @click.pass_context
 def blocks_delete(ctx: click.Context, label: str, agent: str, expect: int | None, as_json: bool) -> None:
-    """Remove LABEL with its history."""
+    """Delete LABEL; its history stays (`blocks history`), and `blocks undo` brings it back."""
     gone = _write(ctx, lambda s: s.delete(label, agent_id=agent, expected_version=expect))
     if as_json:
         echo_json(_row(gone))

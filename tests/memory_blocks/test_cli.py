@@ -141,3 +141,13 @@ def test_update_delete_detach_and_lines(db: str) -> None:
     gone = invoke_json("--db", db, "blocks", "delete", "team", "--json")
     assert gone["version"] == 3
     assert invoke_json("--db", db, "blocks", "--all", "--json") == []
+
+
+def test_delete_keeps_the_history_and_undo_brings_a_block_back(db: str) -> None:
+    invoke("--db", db, "blocks", "create", "notes", "keep me", "--agent", "a")
+    invoke("--db", db, "blocks", "delete", "notes", "--agent", "a")
+    assert invoke_json("--db", db, "blocks", "--agent", "a", "--json") == []
+    history = invoke_json("--db", db, "blocks", "history", "notes", "--agent", "a", "--json")
+    assert [(v["version"], v["action"]) for v in history] == [(1, "create"), (2, "delete")]
+    back = invoke_json("--db", db, "blocks", "undo", "notes", "--agent", "a", "--json")
+    assert (back["value"], back["version"]) == ("keep me", 3)

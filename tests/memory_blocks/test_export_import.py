@@ -253,3 +253,26 @@ def test_the_same_block_twice_is_refused(axio_database_location: str, tmp_path: 
     result = invoke("--db", axio_database_location, "import", path, ok=False)
     assert result.stderr == "Error: $.blocks[1].label: a/notes appears twice\n"
     assert asyncio.run(_dump(axio_database_location)) == []
+
+
+def test_a_deleted_block_goes_across_deleted_with_its_history(
+    axio_database_location: str, tmp_path: Path
+) -> None:
+    async def fill() -> None:
+        async with open_database(axio_database_location) as db:
+            s = db.memory_stores().blocks()
+            await s.create(MemoryBlock("old", "gone soon"), agent_id="a")
+            await s.delete("old", agent_id="a")
+
+    asyncio.run(fill())
+    out = tmp_path / "all.json"
+    out.write_text(invoke("--db", axio_database_location, "export", "--all").stdout)
+    assert (
+        "- deleted (an undo brings it back)"
+        in invoke("--db", axio_database_location, "export", "--all", "-f", "markdown").stdout
+    )
+    target = tmp_path / "other.db"
+    invoke("--db", target, "import", out)
+    assert json.loads(invoke("--db", target, "blocks", "--all", "--json").stdout) == []
+    back = json.loads(invoke("--db", target, "blocks", "undo", "old", "--agent", "a", "--json").stdout)
+    assert (back["value"], back["version"]) == ("gone soon", 3)
