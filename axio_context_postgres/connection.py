@@ -29,7 +29,7 @@ from .errors import (
     TextNotStorableError,
 )
 from .schema import migrate
-from .sealed import SealingConnection, check_key
+from .sealed import SealingConnection, check_key, open_on_read
 
 __all__ = ["Pool", "connect", "is_postgres_url", "redacted", "translated"]
 
@@ -122,6 +122,8 @@ def _setup_sealing(cipher: PayloadCipher | None) -> Callable[[Any], Awaitable[No
 
     async def setup(conn: Any) -> None:
         conn._axio_cipher = cipher
+        if cipher is not None:
+            await open_on_read(conn, cipher)
         await _setup(conn)
 
     return setup

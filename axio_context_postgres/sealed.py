@@ -13,13 +13,13 @@ A database is marked encrypted by a row in ``axio_settings`` holding the key's c
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
 import asyncpg
 
 from axio_context.encryption import KeyRequiredError, NotEncryptedError, WrongKeyError
-from axio_context.sealing import PayloadCipher, is_sealed
+from axio_context.sealing import PayloadCipher
 
 __all__ = [
     "CHECK_SETTING",
@@ -30,6 +30,7 @@ __all__ = [
     "cipher_of",
     "encrypted",
     "index_text",
+    "open_on_read",
     "sealed",
 ]
 
@@ -98,78 +99,19 @@ def _args(cipher: PayloadCipher | None, args: Sequence[Any]) -> Sequence[Any]:
     return args
 
 
-class OpenedRecord(tuple[Any, ...]):
-    """A row read back with its sealed values opened: indexed by position or by name, like
-    asyncpg's ``Record``."""
-
-    __slots__ = ()
-    _names: dict[str, int]
-
-    def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, str):
-            return tuple.__getitem__(self, self._names[key])
-        return tuple.__getitem__(self, key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """The value of the column ``key``, or ``default``."""
-        at = self._names.get(key)
-        return default if at is None else tuple.__getitem__(self, at)
-
-    def keys(self) -> Iterator[str]:
-        """The column names."""
-        return iter(self._names)
-
-    def values(self) -> Iterator[Any]:
-        """The values."""
-        return iter(self)
-
-    def items(self) -> Iterator[tuple[str, Any]]:
-        """(name, value) pairs."""
-        return zip(self._names, self, strict=True)
-
-
-def _row_class(row: Any) -> type[OpenedRecord]:
-    names = tuple(row.keys())
-    kind = _KINDS.get(names)
-    if kind is None:
-        at = {k: i for i, k in enumerate(names)}
-        kind = _KINDS[names] = type("OpenedRow", (OpenedRecord,), {"__slots__": (), "_names": at})
-    return kind
-
-
-def _opened(cipher: PayloadCipher, row: Any) -> Any:
-    if row is None or not any(map(is_sealed, row)):
-        return row
-    return _row_class(row)(map(cipher.open, row))
-
-
-def _opened_rows(cipher: PayloadCipher, rows: list[Any]) -> list[Any]:
-    """``rows`` with their sealed values opened: the columns that can hold one (text, bytes or
-    NULL in the first row) are opened in every row, the row class made once."""
-    if not rows:
-        return rows
-    first = rows[0]
-    maybe = [i for i, v in enumerate(first) if v is None or v.__class__ is str or v.__class__ is bytes]
-    if not maybe:
-        return rows
-    kind = _row_class(first)
-    out = []
+async def open_on_read(conn: Any, cipher: PayloadCipher) -> None:
+    """Make ``conn`` open every sealed value it reads, inside the driver's decoding of each
+    ``bytea``, ``text`` and ``jsonb`` cell (rows stay the driver's own records; a value that is
+    not sealed comes back as it is)."""
     opening = cipher.open
-    for r in rows:
-        values = list(r)
-        for i in maybe:
-            values[i] = opening(values[i])
-        out.append(kind(values))
-    return out
-
-
-#: The row class of each column list read (a handful: one per statement's columns).
-_KINDS: dict[tuple[str, ...], type[OpenedRecord]] = {}
+    await conn.set_type_codec("bytea", schema="pg_catalog", encoder=bytes, decoder=opening, format="binary")
+    await conn.set_type_codec("text", schema="pg_catalog", encoder=str, decoder=opening, format="text")
+    await conn.set_type_codec("jsonb", schema="pg_catalog", encoder=str, decoder=opening, format="text")
 
 
 class SealingConnection(asyncpg.Connection):  # type: ignore[misc]
-    """asyncpg's connection, sealing the marked arguments and opening sealed values read back
-    under the key the pool gave it (none: values pass as they are)."""
+    """asyncpg's connection, sealing the marked arguments under the key the pool gave it (none:
+    they pass as they are); what it reads is opened by its codecs (:func:`open_on_read`)."""
 
     _axio_cipher: PayloadCipher | None = None
 
@@ -187,11 +129,8 @@ class SealingConnection(asyncpg.Connection):  # type: ignore[misc]
         timeout: float | None = None,  # noqa: ASYNC109 (asyncpg's signature)
         record_class: Any = None,
     ) -> list[Any]:
-        cipher = self._axio_cipher
-        rows = await super().fetch(query, *_args(cipher, args), timeout=timeout, record_class=record_class)
-        if cipher is None:
-            return rows  # type: ignore[no-any-return]
-        return _opened_rows(cipher, rows)
+        args = _args(self._axio_cipher, args)
+        return await super().fetch(query, *args, timeout=timeout, record_class=record_class)  # type: ignore[no-any-return]
 
     async def fetchrow(
         self,
@@ -200,14 +139,12 @@ class SealingConnection(asyncpg.Connection):  # type: ignore[misc]
         timeout: float | None = None,  # noqa: ASYNC109 (asyncpg's signature)
         record_class: Any = None,
     ) -> Any:
-        cipher = self._axio_cipher
-        row = await super().fetchrow(query, *_args(cipher, args), timeout=timeout, record_class=record_class)
-        return row if cipher is None else _opened(cipher, row)
+        args = _args(self._axio_cipher, args)
+        return await super().fetchrow(query, *args, timeout=timeout, record_class=record_class)
 
     async def fetchval(self, query: str, *args: Any, column: int = 0, timeout: float | None = None) -> Any:  # noqa: ASYNC109 (asyncpg's signature)
-        cipher = self._axio_cipher
-        value = await super().fetchval(query, *_args(cipher, args), column=column, timeout=timeout)
-        return value if cipher is None else cipher.open(value)
+        args = _args(self._axio_cipher, args)
+        return await super().fetchval(query, *args, column=column, timeout=timeout)
 
 
 def cipher_of(conn: Any) -> PayloadCipher | None:
