@@ -129,8 +129,8 @@ class SealingConnection(asyncpg.Connection):  # type: ignore[misc]
         timeout: float | None = None,  # noqa: ASYNC109 (asyncpg's signature)
         record_class: Any = None,
     ) -> list[Any]:
-        args = _args(self._axio_cipher, args)
-        return await super().fetch(query, *args, timeout=timeout, record_class=record_class)  # type: ignore[no-any-return]
+        sent = _args(self._axio_cipher, args)
+        return await super().fetch(query, *sent, timeout=timeout, record_class=record_class)  # type: ignore[no-any-return]
 
     async def fetchrow(
         self,
@@ -139,12 +139,12 @@ class SealingConnection(asyncpg.Connection):  # type: ignore[misc]
         timeout: float | None = None,  # noqa: ASYNC109 (asyncpg's signature)
         record_class: Any = None,
     ) -> Any:
-        args = _args(self._axio_cipher, args)
-        return await super().fetchrow(query, *args, timeout=timeout, record_class=record_class)
+        sent = _args(self._axio_cipher, args)
+        return await super().fetchrow(query, *sent, timeout=timeout, record_class=record_class)
 
     async def fetchval(self, query: str, *args: Any, column: int = 0, timeout: float | None = None) -> Any:  # noqa: ASYNC109 (asyncpg's signature)
-        args = _args(self._axio_cipher, args)
-        return await super().fetchval(query, *args, column=column, timeout=timeout)
+        sent = _args(self._axio_cipher, args)
+        return await super().fetchval(query, *sent, column=column, timeout=timeout)
 
 
 def cipher_of(conn: Any) -> PayloadCipher | None:
