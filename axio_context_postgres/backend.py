@@ -14,6 +14,7 @@ from axio_context.errors import DatabaseOpenError
 
 if TYPE_CHECKING:
     from axio_context.testing.backends import ContractFactories
+    from axio_context.turns_sql import TurnIndexCalls
     from axio_context.usage_limits import UsageRecorder
 
 from .connection import Pool, connect
@@ -31,6 +32,8 @@ class PostgresBackend(BackendBase):
     handle_type = Pool
     store_class = PostgresContextStore
     log_class = PostgresConversationLog
+    #: It opens databases given a key, sealing what users wrote on the client (docs/encryption.md).
+    encrypts = True
 
     def open_database(
         self,
@@ -39,13 +42,28 @@ class PostgresBackend(BackendBase):
         create: bool = True,
         readonly: bool = False,
         busy_timeout: float | None = None,
+        key: bytes | str | None = None,
     ) -> AbstractAsyncContextManager[OpenDatabase]:
+        """``key``: the key its data is sealed under (None: ``$AXIO_CONTEXT_KEY`` or its file, if set)."""
         if where is None:
             raise DatabaseOpenError("a PostgreSQL database is named by its URL (postgresql://...)")
-        return open_database(os.fspath(where))
+        return open_database(os.fspath(where), key=key)
 
-    async def connect(self, where: Where) -> Pool:
-        return await connect(os.fspath(where), min_size=1, max_size=4)
+    async def connect(self, where: Where, key: bytes | str | None = None) -> Pool:
+        """A pool on ``where`` (``key`` as :meth:`open_database` takes it)."""
+        return await connect(os.fspath(where), min_size=1, max_size=4, key=key)
+
+    def _turns_class(self) -> type[TurnIndexCalls[Any]]:
+        from .turns import PostgresTurnIndex
+
+        return PostgresTurnIndex
+
+    async def convert_keys(self, where: Where, old: bytes | None, new: bytes | None) -> None:
+        """Encrypt (``old`` None), decrypt (``new`` None) or re-key the database at ``where``, in one
+        transaction (:mod:`.rekeying`)."""
+        from .rekeying import convert_keys
+
+        await convert_keys(os.fspath(where), old, new)
 
     def _recorder_class(self) -> type[UsageRecorder]:
         from .usage.recorder import PostgresUsageRecorder
