@@ -183,6 +183,16 @@ def _usage(
     return [newest[k] for k in sorted(newest)]
 
 
+def _usage_of(
+    d: Dialect, segments: Callable[..., Any], statements: Any, session_id: str, number: int
+) -> Plan[UsageRecord | None]:
+    turn = yield from _numbered(d, segments, session_id, number)
+    if turn is None:
+        return None
+    found = yield from usage_plans.records(d, statements, session_id, turn_run(session_id, turn), 1)
+    return found[0] if found else None
+
+
 def _adopt(
     d: Dialect, segments: Callable[..., Any], session_id: str, turns: Sequence[tuple[int, int, str]]
 ) -> Plan[int]:
@@ -283,6 +293,12 @@ class TurnIndexCalls(Generic[H]):
         return await self._runner().read(
             _usage, self._segments_fn(), self._usage_statements(), session_id, limit
         )
+
+    async def usage_of(self, session_id: str, number: int) -> UsageRecord | None:
+        """The newest usage record of turn ``number`` of the session (None: no such turn, or none
+        recorded), in one read: the turn by its index, its record by its run id's."""
+        statements = self._usage_statements()
+        return await self._runner().read(_usage_of, self._segments_fn(), statements, session_id, number)
 
     async def adopt(self, session_id: str, turns: Sequence[tuple[int, int, str]]) -> int:
         """Index a session written before the table (or copied without it): its turns as

@@ -210,13 +210,9 @@ class AxioAdvancedSession(AxioContextSession):
     ) -> list[dict[str, Any]] | dict[str, Any]:
         """The usage of each turn of the branch with one (``user_turn_number`` and the figures,
         with ``input_tokens_details`` / ``output_tokens_details``), or of one turn ({} if none)."""
-        rows = await self._call(self._usage_rows, branch_id or CURRENT)
         if user_turn_number is None:
-            return rows
-        for row in rows:
-            if row["user_turn_number"] == user_turn_number:
-                return {k: v for k, v in row.items() if k != "user_turn_number"}
-        return {}
+            return await self._call(self._usage_rows, branch_id or CURRENT)
+        return await self._call(self._turn_usage, branch_id or CURRENT, user_turn_number)
 
     # -- what runs beside the connection ---------------------------------------------------------
 
@@ -405,3 +401,12 @@ class AxioAdvancedSession(AxioContextSession):
             return []
         found = await (await self._turn_index()).usage(store.session_id)
         return [usage_row(turn.turn, record.usage) for turn, record in found]
+
+    async def _turn_usage(self, branch: str, number: int) -> dict[str, Any]:
+        """The newest usage of turn ``number`` of ``branch``, as openai-agents' row ({} for none)."""
+        store = await self._branch_store(branch, missing_ok=True)
+        index = await self._turn_index()
+        record = None if store is None else await index.usage_of(store.session_id, number)
+        if record is None:
+            return {}
+        return {k: v for k, v in usage_row(number, record.usage).items() if k != "user_turn_number"}

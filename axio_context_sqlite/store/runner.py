@@ -14,7 +14,7 @@ from axio_context.messages import SessionInfo
 from axio_context.sql import Dialect, Execute, ExecuteMany, Native, Plan, PlanFn, Row, Rows, Step, Value
 from axio_context.sql.plan import is_one_statement, resume
 
-from .calls import run
+from .calls import run, run_short
 from .listing import INFO_COLUMNS, INFO_FIELDS, info_from_row
 from .runs import RUN_SESSIONS
 from .transactions import read_tx, write_tx
@@ -90,12 +90,16 @@ def _in(c: Any, tx: Callable[[Any], Any], fn: Callable[..., Plan[T]], args: Any,
 
 
 class SQLiteRunner:
-    """Runs plans on one aiosqlite connection (from :func:`axio_context_sqlite.connect`)."""
+    """Runs plans on one aiosqlite connection (from :func:`axio_context_sqlite.connect`).
+    ``inline_reads``: a read runs on the event loop's thread when the connection's worker is idle
+    (:func:`.calls.run_short`: no thread hop, as the session store's short reads), for a layer
+    whose reads are a few indexed lookups."""
 
-    __slots__ = ("conn",)
+    __slots__ = ("conn", "inline_reads")
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
+    def __init__(self, conn: aiosqlite.Connection, *, inline_reads: bool = False) -> None:
         self.conn = conn
+        self.inline_reads = inline_reads
 
     @property
     def dialect(self) -> Dialect:
@@ -104,6 +108,8 @@ class SQLiteRunner:
 
     async def read(self, fn: PlanFn[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """Run the plan in one read snapshot."""
+        if self.inline_reads:
+            return await run_short(self.conn, _in, read_tx, fn, args, kwargs)
         return await run(self.conn, _in, read_tx, fn, args, kwargs)
 
     async def write(self, fn: PlanFn[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:

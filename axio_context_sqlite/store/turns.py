@@ -45,7 +45,7 @@ class SQLiteTurnIndex(TurnIndexCalls[aiosqlite.Connection]):
     """The user turns of sessions in an SQLite database, on the caller's connection."""
 
     def _runner(self) -> SQLiteRunner:
-        return SQLiteRunner(self._handle)
+        return SQLiteRunner(self._handle, inline_reads=True)  # a few indexed lookups each
 
     def _batch(self, messages: list[Message]) -> _Batch:
         encoded = [encode_message(m, index=i) for i, m in enumerate(messages)]
