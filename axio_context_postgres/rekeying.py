@@ -27,6 +27,7 @@ __all__ = ["SEALED_COLUMNS", "AlreadyEncryptedError", "convert_keys"]
 SEALED_COLUMNS: Final = (
     ("messages", "payload", "bytes"),
     ("sessions", "preview", "text"),
+    ("sessions", "metadata", "bytes"),
     ("checkpoints", "summary", "bytes"),
     ("session_states", "state", "text"),
     ("context_pool_entries", "description", "text"),

@@ -29,6 +29,7 @@ from axio_context.transcript.hidden import shared_visible
 from axio_context.transcript.reports import DamagedRow
 
 from . import lineage, writes
+from .sealed import sealed
 
 FULL: Final = (
     "sid, seg, next_position, id, project, title, metadata, created_at, updated_at, parent_id,"
@@ -232,12 +233,12 @@ async def insert_session(
         parent_id,
         rec.fork_position,
         rec.title,
-        meta,
+        sealed(meta),
         parse_time(rec.created_at),
         parse_time(rec.updated_at),
         rec.inherited + len(rows),
         est,
-        None if preview is None else preview[1],
+        None if preview is None else sealed(preview[1]),
         None if preview is None else preview[0],
         rec.input_tokens,
         rec.output_tokens,

@@ -38,6 +38,7 @@ from . import lineage, writes
 from .connection import Pool, translated
 from .info import INFO_COLUMNS, info_of
 from .runner import POSTGRES, PostgresRunner, drive
+from .sealed import sealed
 
 __all__ = ["PostgresContextStore", "SessionPage"]
 
@@ -386,7 +387,9 @@ class PostgresContextStore(StoreCalls, ContextStore):
         blob = encode_metadata(metadata).encode("utf-8", "surrogatepass")
         async with self._tx() as conn:
             await writes.ensure_session(conn, self._session_id, self._project, writes.now_ms())
-            await conn.execute("UPDATE sessions SET metadata = $2 WHERE id = $1", self._session_id, blob)
+            await conn.execute(
+                "UPDATE sessions SET metadata = $2 WHERE id = $1", self._session_id, sealed(blob)
+            )
 
     async def close(self) -> None:
         """No-op: the caller owns the pool, as with the SQLite store's connection."""

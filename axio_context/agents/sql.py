@@ -210,7 +210,11 @@ def _repreview(d: Dialect, sql: ThreadStatements, found: Any) -> Plan[None]:
         start = end
     yield Execute(
         "UPDATE sessions SET preview = ?, preview_pos = ? WHERE sid = ?",
-        (None if preview is None else preview[1], None if preview is None else preview[0], found[0]),
+        (
+            None if preview is None else d.sealed(preview[1]),
+            None if preview is None else preview[0],
+            found[0],
+        ),
     )
 
 

@@ -40,7 +40,7 @@ def load_state(d: Dialect, row: StateRow) -> Plan[bool]:
         return False
     yield Execute(
         "INSERT INTO session_states (sid, type, state, subagents, saved_at) VALUES (?, ?, ?, ?, ?)",
-        (sid, row.type, row.state, row.subagents, row.saved_at),
+        (sid, row.type, d.sealed(row.state), row.subagents, row.saved_at),
     )
     return True
 

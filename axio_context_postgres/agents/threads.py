@@ -17,6 +17,7 @@ from axio_context.messages import Message
 from .. import lineage, writes
 from ..runner import POSTGRES, drive
 from ..runs import runs_at
+from ..sealed import index_text, sealed
 from ..sessions import FULL
 
 __all__ = ["STATEMENTS", "append", "append_existing"]
@@ -136,13 +137,13 @@ async def append_existing(
         sum(r.tokens for r in rows),
         writes.now_ms(),
         None if preview is None else preview[0],
-        None if preview is None else preview[1],
+        None if preview is None else sealed(preview[1]),
         [r.role for r in rows],
         [r.created_at for r in rows],
         [r.tokens for r in rows],
-        [r.payload for r in rows],
-        [r.body for r in rows],
-        [r.tool for r in rows],
+        sealed([r.payload for r in rows]),
+        index_text([r.body for r in rows]),
+        index_text([r.tool for r in rows]),
         run,
     )
     return bool(done)

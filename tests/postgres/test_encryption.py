@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from axio_context import Message, TextBlock
 from axio_context.backends import open_database
+from axio_context.copying import copy_all
 from axio_context.encryption import EncryptionKeyError, KeyRequiredError, NotEncryptedError, WrongKeyError
 from axio_context.errors import SearchQueryError
 from axio_context.memory.graph import Entity
@@ -21,6 +22,7 @@ from axio_context.memory_blocks import MemoryBlock
 from axio_context.pools import ContextItem
 from axio_context.state import ResumableState
 from axio_context_postgres import connect
+from axio_context_postgres.agents import PostgresHistoryProvider
 from axio_context_postgres.embedded import EmbeddedServer
 from axio_context_postgres.pools import PostgresContextPool, PostgresContextQueue
 from axio_context_postgres.rekeying import AlreadyEncryptedError, convert_keys
@@ -54,6 +56,7 @@ async def _plant(url: str, key: bytes | None) -> None:
         store = db.store("s1", project="/p")
         await store.append(_text("user", f"{PLANTED} message about the lighthouse"))
         await store.append(_text("assistant", f"{PLANTED} reply"))
+        await store.set_metadata({"about": PLANTED})  # type: ignore[attr-defined]
         pool = db.pool  # type: ignore[attr-defined]
         assert isinstance(store, PostgresContextStore)
         await save_state(store, ResumableState(user_prompts=[f"{PLANTED} prompt"]))
@@ -79,6 +82,8 @@ async def _plant(url: str, key: bytes | None) -> None:
             MemoryBlock("persona", f"{PLANTED} block value", description=f"{PLANTED} d")
         )
         await stores.graph().add_entities([Entity("e1", "Thing", {"p": PLANTED})])
+        history = PostgresHistoryProvider(pool, project="/p")
+        await history.append_many("agent", [_text("user", f"{PLANTED} to the agent")], session_id="t1")
 
 
 async def _dump(url: str) -> dict[str, str]:
@@ -114,6 +119,7 @@ async def _read_back(url: str, key: bytes | None) -> None:
             f"{PLANTED} reply",
         ]
         assert isinstance(store, PostgresContextStore)
+        assert await store.get_metadata() == {"about": PLANTED}
         state = await load_state(store)
         assert state is not None and state.user_prompts == [f"{PLANTED} prompt"]
         pool = db.pool  # type: ignore[attr-defined]
@@ -134,6 +140,8 @@ async def _read_back(url: str, key: bytes | None) -> None:
         assert entity is not None and entity.properties == {"p": PLANTED}
         info = await db.info("s1")
         assert PLANTED in (info.preview or "")
+        said = await PostgresHistoryProvider(pool).get_messages("agent", session_id="t1")
+        assert said[0].content[0].text == f"{PLANTED} to the agent"  # type: ignore[union-attr]
 
 
 async def test_nothing_planted_reaches_the_server_in_plaintext(url: str, plain_url: str) -> None:
@@ -153,7 +161,7 @@ async def test_keyword_search_is_one_line_and_meaning_is_searched(url: str) -> N
             await db.search("lighthouse", mode="keyword")
         words = _Words()
         report = await db.reindex(words)  # type: ignore[arg-type]
-        assert report.embedded == 2  # the text comes from the opened payloads
+        assert report.embedded == 3  # the text comes from the opened payloads
         hits = await db.search("lighthouse", mode="semantic", embedder=words)  # type: ignore[arg-type]
         assert [h.position for h in hits.hits] == [0]
         hybrid = await db.search("lighthouse", embedder=words)  # type: ignore[arg-type]
@@ -227,6 +235,16 @@ async def test_a_conversion_that_fails_changes_nothing(url: str) -> None:
         await convert_keys(url, OTHER, KEY)
     with pytest.raises(AlreadyEncryptedError):
         await convert_keys(url, None, OTHER)
+    await _read_back(url, KEY)
+
+
+async def test_a_copy_into_an_encrypted_database_is_sealed(url: str, plain_url: str) -> None:
+    await _plant(plain_url, None)
+    async with open_database(plain_url) as src, open_database(url, key=KEY) as dst:
+        report = await copy_all(src, dst)
+    assert not report.conflicts
+    for table, text in (await _dump(url)).items():
+        assert PLANTED not in text and "lighthouse" not in text, table
     await _read_back(url, KEY)
 
 
