@@ -134,6 +134,21 @@ class PoolExpiryContract:
         await other.refresh()
         assert _seen(other) == _seen(p)
 
+    async def test_a_stale_writer_learns_the_others_ttls(self, pools: ExpiringPoolFactory) -> None:
+        p = await pools.expiring_pool(TTLConfig())
+        await p.add(_item("first"))  # its copy now knows the log up to this entry
+        other = await pools.reopen(p)
+        await other.add(_item("brief"), ttl=SHORT)
+        await other.add(_item("long"), ttl=3600)
+        await p.add(_item("mine"))  # stale: reads what `other` wrote since, TTLs included
+        await asyncio.sleep(PAST)
+        assert _seen(p) == [("first", "first"), ("long", "long"), ("mine", "mine")]
+        await p.touch("long", "brief", "first", "absent")  # only "long" has a TTL and is live
+        assert await other.refresh()
+        assert _seen(other) == _seen(p)
+        await p.touch("first", "absent")  # nothing to restart: nothing written
+        assert not await other.refresh()
+
     async def test_refresh_on_read_restarts_what_select_returns(self, pools: ExpiringPoolFactory) -> None:
         # Margins of 0.8 s on either side: written at 0, read at ~1.2, checked at ~2.4.
         p = await pools.expiring_pool(TTLConfig(default_ttl=REFRESHED, refresh_on_read=True))
