@@ -7,10 +7,11 @@ takes log positions, its text index and its vector ranking), and its ``ContextQu
 ``ContextPool`` classes only say how they are opened: ``SQLiteContextQueue.open(conn, ...)``,
 ``PostgresContextPool.open(pool, ...)``.
 
-- :mod:`.rows`: the row shapes and the item codec; :mod:`.plans`: every operation;
-  :mod:`.changes`: a stale writer's catch-up; :mod:`.stored`: the process's copy and pending
-  branches; :mod:`.queue`, :mod:`.pool`: the classes; :mod:`.selecting`, :mod:`.listing`,
-  :mod:`.transfer`: ``select``, the command line's view and ``copy``.
+- :mod:`.rows`: the row shapes and the item codec; :mod:`.plans`: every operation, over
+  :mod:`.chain` (the log a container reads); :mod:`.changes`: a stale writer's catch-up;
+  :mod:`.stored`: the process's copy and pending branches; :mod:`.queue`, :mod:`.pool`: the
+  classes; :mod:`.expiry`: a pool item's TTL, its refresh and the sweep; :mod:`.selecting`,
+  :mod:`.listing`, :mod:`.transfer`: ``select``, the command line's view and ``copy``.
 """
 
 from .dialect import PoolSQL
