@@ -20,7 +20,9 @@ from axio_context.usage_limits import RunUsage
 from axio_context_openai_agents import AxioAdvancedSession, AxioContextSession
 from axio_context_openai_agents.session import ADAPTER
 from axio_context_openai_agents.turns import BRANCHES_KEY, TURNS_KEY, USED_KEY, pack, stamp
+from axio_context_postgres.embedded import EmbeddedServer
 from tests.support.backends import Backend
+from tests.support.postgres import new_database
 
 
 def _turn(i: int) -> list[TResponseInputItem]:
@@ -261,3 +263,32 @@ async def test_turn_rows_go_with_their_sessions(backend_db: Backend) -> None:
         assert await session.get_conversation_turns() == []
     finally:
         session.close()
+
+
+@pytest.fixture
+def sealed_url(pg_server: EmbeddedServer) -> str:
+    return new_database(pg_server, "axio_turns_sealed")
+
+
+async def test_a_turns_content_is_sealed_on_an_encrypted_postgresql_database(
+    sealed_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a key, PostgreSQL holds a turn's content sealed (as the items), and search still
+    finds the turn (the sealed rows are checked after they are opened)."""
+    url = sealed_url
+    monkeypatch.setenv("AXIO_CONTEXT_KEY", bytes(range(32)).hex())
+    session = AxioAdvancedSession("adv", url)
+    try:
+        await session.add_items([{"role": "user", "content": "PLANTEDzebra in the lighthouse"}])
+        await session.add_items(_turn(2))
+        assert [t["turn"] for t in await session.find_turns_by_content("zebra")] == [1]
+        assert await _contents(session) == ["PLANTEDzebra in the lighthouse", "question 2"]
+    finally:
+        session.close()
+    conn = await asyncpg.connect(url)
+    try:
+        stored = [r[0] for r in await conn.fetch("SELECT content FROM message_turns ORDER BY position")]
+    finally:
+        await conn.close()
+    assert len(stored) == 2
+    assert not any("PLANTED" in s or "question" in s for s in stored)
