@@ -11,8 +11,8 @@ import pytest
 from axio_context import Message
 from axio_context.backends.registry import open_database
 from axio_context.blocks import TextBlock
-from axio_context.memory_blocks import MemoryBlock
-from axio_context.memory_blocks.searching import SNIPPET_CHARS
+from axio_context.memory_blocks import InMemoryBlockStore, MemoryBlock
+from axio_context.memory_blocks.searching import SNIPPET_CHARS, find_blocks
 
 
 async def _seed(where: str) -> None:
@@ -88,3 +88,16 @@ async def test_a_long_value_gives_a_cut_snippet_around_the_match(axio_database_l
         assert len(hit.snippet) <= SNIPPET_CHARS + 2
         [(a, b)] = hit.highlights
         assert hit.snippet[a:b] == "lighthouse"
+
+
+async def test_find_blocks_on_the_in_memory_store() -> None:
+    blocks = InMemoryBlockStore()
+    await blocks.create(MemoryBlock("human", "Likes green tea"), agent_id="a")
+    await blocks.create(MemoryBlock("tea", "green"), agent_id="b")
+    hits = await find_blocks(blocks, "GREEN tea", k=10)
+    assert [(h.label, h.agent_id, h.marked()) for h in hits] == [
+        ("tea", "b", "[green]"),
+        ("human", "a", "Likes [green] [tea]"),
+    ]
+    assert [h.label for h in await find_blocks(blocks, "green", k=10, agent_id="a")] == ["human"]
+    assert await find_blocks(blocks, "  ", k=10) == []
