@@ -357,9 +357,10 @@ async def create_index(conn: Any) -> None:
 
 
 _SEMANTIC: Final = """
-SELECT owner, position, role, created_at, score, snippet FROM (
+SELECT owner, position, role, created_at, score, snippet, payload FROM (
     SELECT g.owner, m.seg, m.position, m.role, m.created_at, 1 - (e.embedding <=> $1) AS score,
-           left(concat_ws(' ', NULLIF(m.body, ''), NULLIF(m.tool, '')), 240) AS snippet
+           left(concat_ws(' ', NULLIF(m.body, ''), NULLIF(m.tool, '')), 240) AS snippet,
+           CASE WHEN m.body = '' AND m.tool = '' THEN m.payload END AS payload
     FROM embeddings e JOIN messages m ON m.seg = e.seg AND m.position = e.position
          JOIN segments g ON g.seg = m.seg
     WHERE true {filters}
@@ -368,7 +369,8 @@ SELECT owner, position, role, created_at, score, snippet FROM (
 ) h ORDER BY score DESC, seg, position
 """
 # The outer ORDER BY: with an iterative scan (relaxed order) the index may return a few rows
-# slightly out of order; the page is re-sorted by the exact score.
+# slightly out of order; the page is re-sorted by the exact score. ``payload`` only for a row with
+# no search text (an encrypted database's): its snippet is made from the opened message instead.
 
 
 async def semantic(conn: Any, vector: Any, k: int, scope: Scope) -> list[Any]:

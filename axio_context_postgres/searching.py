@@ -339,7 +339,7 @@ class SearchCalls(MessageSearch):
             sid = session_id or owner
             if sid not in infos:  # deleted since the search read it
                 continue
-            snippet, spans = pgsearch.highlights(r["snippet"])
+            snippet, spans = pgsearch.highlights(r["snippet"] or _snippet_of(r))
             info = infos[sid]
             hits.append(
                 SearchHit(
@@ -384,6 +384,18 @@ class SearchCalls(MessageSearch):
             sem = await pgsearch.semantic(conn, found, k, scope)
             uncounted = await pgsearch.not_embedded(conn)
         return await self._hits("semantic", k, [], sem, None, None, uncounted)
+
+
+def _snippet_of(row: Any) -> str:
+    """A semantic hit's snippet made from its message (a row with no search text: sealed)."""
+    payload = row.get("payload")
+    if payload is None:
+        return ""
+    from axio_context.codec import decode_message_msgpack
+    from axio_context.messages import text_columns
+
+    body, tool = text_columns(decode_message_msgpack(payload))
+    return " ".join(t for t in (body, tool) if t)[:240]
 
 
 def _text_of(conn: Any, row: Any) -> str:

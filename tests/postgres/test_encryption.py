@@ -164,6 +164,7 @@ async def test_keyword_search_is_one_line_and_meaning_is_searched(url: str) -> N
         assert report.embedded == 3  # the text comes from the opened payloads
         hits = await db.search("lighthouse", mode="semantic", embedder=words)  # type: ignore[arg-type]
         assert [h.position for h in hits.hits] == [0]
+        assert hits.hits[0].snippet.startswith(f"{PLANTED} message")  # made from the opened payload
         hybrid = await db.search("lighthouse", embedder=words)  # type: ignore[arg-type]
         assert hybrid.fallback is not None and "encrypted" in hybrid.fallback
 
