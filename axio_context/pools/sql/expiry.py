@@ -23,7 +23,7 @@ from axio_context.expiry import now_ms
 from axio_context.sql import Dialect, Execute, ExecuteMany, Plan, Row, Rows, Runner, Value
 from axio_context.sql.expiry import SWEEP_BATCH, count_due, in_batches
 
-from .chain import FORKED, latest_row
+from .chain import CHAIN, FORKED, VISIBLE, latest_row
 from .dialect import PoolSQL
 from .rows import HEADER, Header
 
@@ -38,6 +38,8 @@ _SUBTREE: Final = (
     " SELECT p.id FROM context_pools p JOIN sub ON p.parent = sub.id)"
     f" SELECT {HEADER} FROM context_pools WHERE id IN (SELECT id FROM sub) ORDER BY id"
 )
+# Per key among a list, its latest entry a container shows (bind the id, base_seq, the keys).
+_LATEST_OF: Final = CHAIN + "SELECT e.key, MAX(e.seq)" + VISIBLE + " AND "
 # One owner's expired entries among a batch, each with whether a later (1: none) and an earlier
 # entry of its key are in the owner's own log.
 _EXPIRED: Final = (
@@ -64,16 +66,20 @@ def _sweep_owner(d: Dialect, owner: int, seqs: list[int], now: int) -> Plan[int]
     rows = yield Rows(_EXPIRED + d.any_of("e.seq", "bigint"), (owner, now, d.list_arg(seqs)))
     lowered: dict[int, int] = {}
     removals = []
+    latest: dict[int, dict[str, int]] = {}  # per branch below: each key's latest visible seq
+    if len(subtree) > 1 and rows:
+        keys = sorted({str(r[1]) for r in rows})
+        for h in subtree:
+            found = yield Rows(
+                _LATEST_OF + d.any_of("e.key") + " GROUP BY e.key", (h.id, h.base_seq, d.list_arg(keys))
+            )
+            latest[h.id] = {str(k): int(s) for k, s in found}
     for seq, key, ord_, last, older in rows:
         seq = int(seq)
         if len(subtree) == 1:  # no branch: the owner shows it unless it wrote the key since
             shown_by = [owner] if last and seq > me.base_seq else []
         else:
-            shown_by = []
-            for h in subtree:
-                found = yield from latest_row(h, str(key))
-                if found is not None and found[0] == seq:
-                    shown_by.append(h.id)
+            shown_by = [h.id for h in subtree if latest[h.id].get(str(key)) == seq]
         for cid in shown_by:
             lowered[cid] = lowered.get(cid, 0) + 1
         # A removal keeps hiding what the entry hid: the owner's older entries of the key, or a

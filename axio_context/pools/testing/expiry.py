@@ -5,6 +5,8 @@ a sweep changes nothing any pool shows; a refresh restarts a TTL; a bad TTL writ
 from __future__ import annotations
 
 import asyncio
+import json
+import random
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -115,6 +117,32 @@ class PoolExpiryContract:
         assert _seen(await pools.reopen(grand)) == [("keep", "keep"), ("k", "g")]
         assert _seen(await pools.reopen(early)) == [("k", "v1"), ("x", "x")]
         assert await root.sweep_expired() == 0
+
+    async def test_a_sweep_after_mixed_changes_keeps_every_view_and_size(
+        self, pools: ExpiringPoolFactory
+    ) -> None:
+        rnd = random.Random(33)
+        family = [await pools.expiring_pool(TTLConfig())]
+        for step in range(60):
+            p = rnd.choice(family)
+            key, op = f"k{rnd.randrange(6)}", rnd.random()
+            if op < 0.1 and len(family) < 5:
+                family.append(await pools.branch(p))
+            elif op < 0.25 and key in p:
+                await p.remove(key)
+            else:
+                await p.add(_item(key, step), ttl=rnd.choice([SHORT, None, 3600]))
+        await asyncio.sleep(PAST)
+        before = [_seen(p) for p in family]
+        assert [_seen(await pools.reopen(p)) for p in family] == before
+        due = await family[0].count_expired()
+        assert due > 0 and await family[0].sweep_expired(batch=3) == due
+        assert await family[0].count_expired() == 0
+        assert [_seen(await pools.reopen(p)) for p in family] == before
+        for p, seen in zip(family, before, strict=True):
+            await p.refresh()
+            shown = json.loads(await pools.shown(p))  # after a sweep: the stored size, exact
+            assert (_seen(p), shown["info"]["size"]) == (seen, len(seen))
 
     async def test_another_handles_copy_follows_expiry_and_the_sweep(
         self, pools: ExpiringPoolFactory
