@@ -12,7 +12,7 @@ import click
 from axio_context.copying import CopyAllReport, copy_all
 
 from .app import cli, one_line_errors, settings_of
-from .backends import is_url, opener
+from .backends import opener
 from .options import output_options
 from .output import StageProgress, echo_json, one_line, say
 
@@ -31,11 +31,10 @@ def copy(ctx: click.Context, src: str, dst: str, dry_run: bool, as_json: bool) -
 
     async def go() -> CopyAllReport:
         async with contextlib.AsyncExitStack() as stack:
-            # --key-file opens the files among them (a URL takes no key)
+            # --key-file (or the environment's key) opens both sides: files and servers alike
             key = settings_of(ctx).key
-            src_key, dst_key = (None if is_url(w) else key for w in (src, dst))
-            source = await stack.enter_async_context(opener(src, src_key, create=False))
-            target = await stack.enter_async_context(opener(dst, dst_key, create=not dry_run))
+            source = await stack.enter_async_context(opener(src, key, create=False))
+            target = await stack.enter_async_context(opener(dst, key, create=not dry_run))
             return await copy_all(source, target, progress, dry_run=dry_run)
 
     try:

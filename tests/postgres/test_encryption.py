@@ -278,5 +278,10 @@ async def test_the_command_line_encrypts_rekeys_and_decrypts(url: str, tmp_path:
     )
     assert "rekeyed " in rekeyed
     await _read_back(url, OTHER)
+    copied = tmp_path / "copy.db"  # copy opens both sides with the one key
+    await asyncio.to_thread(_cli, "--key-file", str(other), "copy", url, str(copied))
+    async with open_database(copied, key=OTHER) as db:
+        assert len(await db.store("s1").get_history()) == 2
+    assert PLANTED.encode() not in copied.read_bytes()
     assert "decrypted " in await asyncio.to_thread(_cli, "--db", url, "--key-file", str(other), "decrypt")
     await _read_back(url, None)
