@@ -193,7 +193,8 @@ READ_TOOLS: Final = (
     Tool("show_session", "One session's transcript: its messages and summary.", ShowSession, show_session),
     Tool(
         "search_sessions",
-        "Search every session's messages by keyword, meaning (semantic) or both (hybrid).",
+        "Search every session's messages by keyword, meaning (semantic) or both (hybrid); memory"
+        " blocks holding the words come beside them (keyword, hybrid).",
         SearchSessions,
         search_sessions,
     ),

@@ -198,6 +198,10 @@ async def check_reading_blocks(client: Client) -> None:
     assert {(b["label"], b["agent_id"]) for b in every} == {("persona", "keeper"), ("rules", "")}
     assert [b["label"] for b in await client.data("list_blocks", {"agent_id": ""})] == ["rules"]
     assert [b["label"] for b in await client.data("list_blocks", {"query": "rocks"})] == ["persona"]
+    found = await client.data("search_sessions", {"query": "rocks", "mode": "keyword"})
+    assert [(b["kind"], b["label"], b["agent_id"]) for b in found["blocks"]] == [
+        ("block", "persona", "keeper")
+    ]
     shown = await client.data("show_block", {"label": "persona", "agent_id": "keeper", "history": True})
     assert shown["block"]["value"] == "I keep ships off the rocks."
     assert [v["action"] for v in shown["history"]] == ["create"]
