@@ -1,5 +1,7 @@
 """What every backend's ``search`` takes, checked once: the arguments of a search across every
-session, as one :class:`SearchRequest` handed to the backend's own engine."""
+session, as one :class:`SearchRequest` handed to the backend's own engine; and the memory blocks
+a search finds beside the messages (:mod:`axio_context.memory_blocks.searching`), the same on
+every backend."""
 
 from __future__ import annotations
 
@@ -86,6 +88,8 @@ def searches_blocks(
 ) -> bool:
     """Whether a search takes memory blocks in: ``blocks=None`` does unless :func:`why_no_blocks`
     says why not; ``blocks=True`` then is a ValueError saying it."""
+    if blocks is not None and not isinstance(blocks, bool):
+        raise ValueError(f"blocks must be True, False or None, not {blocks!r}")
     if blocks is False:
         return False
     why = why_no_blocks(mode, raw, project, session_id, role, run_id)

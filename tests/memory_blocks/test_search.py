@@ -77,6 +77,8 @@ async def test_which_searches_take_blocks(axio_database_location: str) -> None:
         with pytest.raises(ValueError, match="no embeddings: search them in keyword or hybrid mode"):
             await db.search("green", mode="semantic", blocks=True)
         assert (await db.search("green", mode="keyword", blocks=True)).blocks
+        with pytest.raises(ValueError, match="blocks must be True, False or None, not 'yes'"):
+            await db.search("green", mode="keyword", blocks="yes")  # type: ignore[arg-type]
 
 
 async def test_a_long_value_gives_a_cut_snippet_around_the_match(axio_database_location: str) -> None:
