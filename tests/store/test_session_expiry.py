@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from pathlib import Path
 
 import pytest
 
@@ -18,7 +17,7 @@ from axio_context.expiry import InvalidTTLError, TTLConfig
 from axio_context.messages import Message
 from axio_context.testing.backends import BackendUnderTest
 from axio_context_postgres import PostgresContextStore
-from axio_context_sqlite import SQLiteContextStore, connect
+from axio_context_sqlite import SQLiteContextStore
 
 #: Long enough to write and check a session before it expires, on a loaded machine.
 LONG = 3600.0
