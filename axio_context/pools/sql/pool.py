@@ -148,15 +148,16 @@ class SQLContextPool(Stored, PoolBase[T], Generic[T]):
         return self._ttl
 
     def _map(self) -> Mapping[str, ContextItem[T]]:
-        """The items not expired now (the copy itself while none of them has)."""
+        """The items not expired now (the copy itself while none of them has expired)."""
         if not self._expires:
             return self._items
         now = now_ms()
         if self._view is not None and now < self._view[0]:
             return self._view[1]
-        live = {k: v for k, v in self._items.items() if self._expires.get(k, now + 1) > now}
+        expired = {k for k, t in self._expires.items() if t <= now}
+        live = {k: v for k, v in self._items.items() if k not in expired} if expired else self._items
         until = min((t for t in self._expires.values() if t > now), default=2**63 - 1)
-        self._view = (until, live)
+        self._view = (until, live)  # good until the next item expires (or the copy changes)
         return live
 
     async def add(self, item: ContextItem[T], *, ttl: TTL = DEFAULT) -> None:
