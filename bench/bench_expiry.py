@@ -18,8 +18,8 @@ Figures:
   expiry); and a range of 50 keys by prefix, the same SQL with and without the expiry condition,
   beside the store's ``list_keys(prefix, limit=50)``.
 
-Run: ``python -m bench.bench_expiry [--items 100000] [--reads 2000]`` (starts an embedded
-PostgreSQL, fsync off).
+Run: ``python -m bench.bench_expiry [--items 100000] [--reads 2000] [--pools-only]`` (starts an
+embedded PostgreSQL, fsync off; ``--pools-only``: only the pool items' figures).
 """
 
 from __future__ import annotations
@@ -187,26 +187,30 @@ async def _reads(blobs: SQLBlobStore, runner: Runner, stat: Any, n: int, items: 
     }
 
 
-async def run_sqlite(items: int, reads: int, tmp: Path) -> dict[str, float]:
+async def run_sqlite(items: int, reads: int, tmp: Path, pools_only: bool = False) -> dict[str, float]:
     async with sqlite_connect(tmp / "expiry.db") as conn:
         runner = SQLiteRunner(conn)
-        await runner.write(_fill, _rows(items, True) + _rows(items, False), False)
-        out = await _sweep(SQLiteBlobStore(conn), SQLiteTaskStore(conn))
-        out.update(await _reads(SQLiteBlobStore(conn), runner, SQLITE_BLOBS.stat, reads, items))
+        out: dict[str, float] = {}
+        if not pools_only:
+            await runner.write(_fill, _rows(items, True) + _rows(items, False), False)
+            out = await _sweep(SQLiteBlobStore(conn), SQLiteTaskStore(conn))
+            out.update(await _reads(SQLiteBlobStore(conn), runner, SQLITE_BLOBS.stat, reads, items))
         pool = await SQLiteContextPool.open(conn, "bench")
         out.update(await _pool_sweep(runner, SQLITE_POOLS, pool._header.id, items))
         assert len(await SQLiteContextPool.open(conn, "bench")) == items  # the live ones
         return out
 
 
-async def run_postgres(items: int, reads: int) -> dict[str, float]:
+async def run_postgres(items: int, reads: int, pools_only: bool = False) -> dict[str, float]:
     with EmbeddedServer() as server:
         pool = await pg_connect(server.url(), min_size=2, max_size=4)
         try:
             runner = PostgresRunner(pool, "bench")
-            await runner.write(_fill, _rows(items, True) + _rows(items, False), True)
-            out = await _sweep(PostgresBlobStore(pool), PostgresTaskStore(pool))
-            out.update(await _reads(PostgresBlobStore(pool), runner, PG_BLOBS.stat, reads, items))
+            out: dict[str, float] = {}
+            if not pools_only:
+                await runner.write(_fill, _rows(items, True) + _rows(items, False), True)
+                out = await _sweep(PostgresBlobStore(pool), PostgresTaskStore(pool))
+                out.update(await _reads(PostgresBlobStore(pool), runner, PG_BLOBS.stat, reads, items))
             ctx = await PostgresContextPool.open(pool, "bench")
             out.update(await _pool_sweep(runner, POSTGRES_POOLS, ctx._header.id, items))
             assert len(await PostgresContextPool.open(pool, "bench")) == items  # the live ones
@@ -219,11 +223,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--reads", type=int, default=2_000)
+    parser.add_argument("--pools-only", action="store_true", help="only the context pool items' sweep")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for name, result in (
-            ("sqlite", asyncio.run(run_sqlite(args.items, args.reads, Path(tmp)))),
-            ("postgresql", asyncio.run(run_postgres(args.items, args.reads))),
+            ("sqlite", asyncio.run(run_sqlite(args.items, args.reads, Path(tmp), args.pools_only))),
+            ("postgresql", asyncio.run(run_postgres(args.items, args.reads, args.pools_only))),
         ):
             print(name, {k: round(v, 2) if isinstance(v, float) else v for k, v in result.items()})
 
