@@ -5,6 +5,9 @@ database is its own one-line error; rekey, encrypt and decrypt convert in one tr
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
 from pathlib import Path
 
 import asyncpg
@@ -29,6 +32,7 @@ from axio_context_postgres.rekeying import AlreadyEncryptedError, convert_keys
 from axio_context_postgres.state import load_state, save_state
 from axio_context_postgres.store import PostgresContextStore
 from axio_context_sqlite.cli import cli
+from tests.cli.test_process import console_script  # noqa: F401 (a fixture)
 from tests.support.postgres import new_database
 
 KEY = bytes(range(32))
@@ -285,3 +289,51 @@ async def test_the_command_line_encrypts_rekeys_and_decrypts(url: str, tmp_path:
     assert PLANTED.encode() not in copied.read_bytes()
     assert "decrypted " in await asyncio.to_thread(_cli, "--db", url, "--key-file", str(other), "decrypt")
     await _read_back(url, None)
+
+
+def _start(args: list[str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+async def _caught_converting(url: str, proc: subprocess.Popen[bytes]) -> bool:
+    """Wait until the conversion's backend is updating the messages, then SIGKILL the client
+    (True), or see it finish first (False)."""
+    watcher = await asyncpg.connect(url)
+    try:
+        while proc.poll() is None:
+            busy = await watcher.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND pid <> pg_backend_pid() AND state = 'active' AND query LIKE 'UPDATE messages%'"
+            )
+            if busy:
+                os.kill(proc.pid, signal.SIGKILL)
+                return True
+        return False
+    finally:
+        await watcher.close()
+
+
+async def test_a_rekey_killed_midway_leaves_it_under_one_key(
+    url: str,
+    tmp_path: Path,
+    console_script: Path,  # noqa: F811 (the fixture)
+) -> None:
+    async with open_database(url, key=KEY) as db:
+        store = db.store("big", project="/p")
+        await store.append_many([_text("user", f"{PLANTED} {i} " + "words " * 150) for i in range(3000)])
+    key, other = tmp_path / "k", tmp_path / "o"
+    key.write_text(KEY.hex())
+    other.write_text(OTHER.hex())
+    args = [str(console_script), "--db", url, "--key-file", str(key), "rekey", "--new-key-file", str(other)]
+    proc = await asyncio.to_thread(_start, args)
+    killed = await _caught_converting(url, proc)
+    await asyncio.to_thread(proc.wait)
+    # Killed, the server rolled the transaction back: every row is under the old key still (had
+    # it finished first, every row would be under the new one). Never a mix.
+    under = KEY if killed and proc.returncode == -signal.SIGKILL else OTHER
+    async with open_database(url, key=under) as db:
+        history = await db.store("big", project="/p").get_history()
+        assert len(history) == 3000 and history[-1].content[0].text.startswith(f"{PLANTED} 2999")  # type: ignore[union-attr]
+    with pytest.raises(WrongKeyError):
+        async with open_database(url, key=OTHER if under == KEY else KEY):
+            pass
