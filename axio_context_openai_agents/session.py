@@ -71,9 +71,28 @@ class BaseStore(Protocol):
     async def pop(self) -> Message | None: ...
 
 
+_hubs: dict[tuple[str, Synchronous | None], _Hub] = {}
+_hubs_lock = threading.Lock()
+_shared: tuple[asyncio.AbstractEventLoop, threading.Thread] | None = None
+_shared_lock = threading.Lock()  # taken inside _hubs_lock (a hub is made holding it)
+
+
+def _hub_loop() -> asyncio.AbstractEventLoop:
+    """The event loop every hub of this process opens and closes on, on a daemon thread started
+    once (again in a forked child, whose copy has no thread): a cold open starts none."""
+    global _shared
+    with _shared_lock:
+        if _shared is None or not _shared[1].is_alive():
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="axio-context session hub", daemon=True)
+            thread.start()
+            _shared = (loop, thread)
+        return _shared[0]
+
+
 class _Hub:
     """One database's connection (a file's) or pool (a PostgreSQL URL's), opened through the
-    registry on a thread and event loop of its own."""
+    registry on the hub thread's event loop (:func:`_hub_loop`)."""
 
     def __init__(self, path: str, synchronous: Synchronous | None = None) -> None:
         self.path = path
@@ -81,17 +100,9 @@ class _Hub:
         #: Its handle takes calls from any event loop (see the module's docstring): known once open.
         self.any_loop = False
         self.refs = 0
-        self.loop = asyncio.new_event_loop()
+        self.loop = _hub_loop()
         self._conn: Any = None  # the backend's connection or pool
         self._opening: asyncio.Lock | None = None
-        self._thread = threading.Thread(
-            target=self._run, name=f"axio-context session hub {path}", daemon=True
-        )
-        self._thread.start()
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
 
     async def conn(self) -> Any:
         """The connection (or pool), opened on first use (on the hub's loop)."""
@@ -115,23 +126,14 @@ class _Hub:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def stop(self) -> None:
-        """Close the connection and end the thread (from any thread but the hub's)."""
+        """Close the connection (from any thread but the hub's)."""
 
         async def close() -> None:
             if self._conn is not None:
                 await self._conn.close()
                 self._conn = None
 
-        try:
-            self.submit(close()).result()
-        finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join()
-            self.loop.close()
-
-
-_hubs: dict[tuple[str, Synchronous | None], _Hub] = {}
-_hubs_lock = threading.Lock()
+        self.submit(close()).result()
 
 
 def _acquire(path: str, synchronous: Synchronous | None) -> _Hub:
@@ -159,6 +161,11 @@ def _close_all() -> None:  # sessions never closed: their connections still clos
         _hubs.clear()
     for hub in hubs:
         hub.stop()
+    if _shared is not None and _shared[1].is_alive():
+        loop, thread = _shared
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()
 
 
 class AxioContextSession(SessionABC):
