@@ -23,6 +23,7 @@ from axio_context.memory.graph import Entity
 from axio_context.memory.vectors import Document
 from axio_context.memory_blocks import MemoryBlock
 from axio_context.pools import ContextItem
+from axio_context.sealing import UnsealError
 from axio_context.state import ResumableState
 from axio_context_postgres import connect
 from axio_context_postgres.agents import PostgresHistoryProvider
@@ -337,3 +338,20 @@ async def test_a_rekey_killed_midway_leaves_it_under_one_key(
     with pytest.raises(WrongKeyError):
         async with open_database(url, key=OTHER if under == KEY else KEY):
             pass
+
+
+async def test_an_altered_value_is_a_one_line_error(url: str) -> None:
+    await _plant(url, KEY)
+    conn = await asyncpg.connect(url)
+    try:  # flip the last bit of every sealed payload on the server
+        await conn.execute(
+            "UPDATE messages SET payload = overlay(payload placing"
+            " set_byte(substring(payload from length(payload)), 0,"
+            " get_byte(payload, length(payload) - 1) # 1) from length(payload))"
+        )
+    finally:
+        await conn.close()
+    async with open_database(url, key=KEY) as db:
+        with pytest.raises(UnsealError) as caught:
+            await db.store("s1", project="/p").get_history()
+    assert "does not decrypt under the key" in str(caught.value) and "\n" not in str(caught.value)
