@@ -39,7 +39,12 @@ _COLUMNS: Final = "turn, position, created_at, content"
 _IN_RANGE: Final = "seg = ? AND position >= ? AND position < ?"
 _LAST: Final = f"SELECT turn FROM message_turns WHERE {_IN_RANGE} ORDER BY position DESC LIMIT 1"
 _RANGE: Final = f"SELECT {_COLUMNS} FROM message_turns WHERE {_IN_RANGE}"
-_NUMBER: Final = f"SELECT {_COLUMNS} FROM message_turns WHERE turn = ? AND {_IN_RANGE}"
+#: By the ``(seg, turn)`` index (a covering lookup of the position), then the row by its key: asked
+#: for the row in one go, SQLite's planner took the primary key's range, every turn of the segment.
+_NUMBER: Final = (
+    f"SELECT {_COLUMNS} FROM message_turns WHERE (seg, position) = (SELECT seg, position"
+    " FROM message_turns WHERE turn = ? AND seg = ? AND +position >= ? AND +position < ?)"
+)
 _INSERT: Final = (
     "INSERT INTO message_turns (seg, position, turn, created_at, content) VALUES (?, ?, ?, ?, ?)"
     " ON CONFLICT (seg, position) DO UPDATE SET turn = excluded.turn,"
