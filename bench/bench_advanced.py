@@ -85,7 +85,7 @@ async def measure(n: int, repeat: int, folder: Path) -> dict[str, tuple[float, f
             turn = [item(i) for i in range(n + 4 * r, n + 4 * r + 4)]
             times["add"][side].append(await timed(s.add_items(turn)))
     assert len(await ours.get_turn_usage()) == len(await peer.get_turn_usage()) == 20
-    one = [await side.get_turn_usage(n // 4) for side in (ours, peer)]
+    one: list[Any] = [await side.get_turn_usage(n // 4) for side in (ours, peer)]
     assert one[0]["input_tokens"] == one[1]["input_tokens"] > 0
     assert len(await ours.find_turns_by_content(f"question {4 * (middle - 1)}:")) == 1
     ours.close()
