@@ -6,6 +6,7 @@ PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sqlite3
 from typing import Any
@@ -292,3 +293,38 @@ async def test_a_turns_content_is_sealed_on_an_encrypted_postgresql_database(
         await conn.close()
     assert len(stored) == 2
     assert not any("PLANTED" in s or "question" in s for s in stored)
+
+
+async def test_turns_appended_at_once_by_two_objects_are_numbered_in_order(backend_db: Backend) -> None:
+    first = AxioAdvancedSession("adv", backend_db.where)
+    second = AxioAdvancedSession("adv", backend_db.where)
+    try:
+        await first.add_items(_turn(0))
+        await asyncio.gather(*(s.add_items(_turn(i)) for i in range(1, 9) for s in (first, second)))
+        turns = await second.get_conversation_turns()
+        assert [t["turn"] for t in turns] == list(range(1, 18))
+        items: list[Any] = await first.get_items()
+        users = [item["content"] for item in items if item.get("role") == "user"]
+        assert [t["content"] for t in turns] == users
+    finally:
+        first.close()
+        second.close()
+
+
+async def test_a_turn_popped_elsewhere_is_gone_and_its_position_reused_cleanly(backend_db: Backend) -> None:
+    """A user message popped through the plain session (which knows nothing of turns) is no
+    turn any more, and the non-user item appended at its position next starts none."""
+    session = AxioAdvancedSession("adv", backend_db.where)
+    plain = AxioContextSession("adv", backend_db.where)
+    try:
+        await session.add_items(_turn(1))
+        await session.add_items([{"role": "user", "content": "question 2"}])
+        assert await plain.pop_item() == {"role": "user", "content": "question 2"}
+        assert await _contents(session) == ["question 1"]
+        await session.add_items([{"role": "assistant", "content": "more"}])
+        assert await _contents(session) == ["question 1"]
+        await session.add_items(_turn(3))
+        assert [t["turn"] for t in await session.get_conversation_turns()] == [1, 2]
+    finally:
+        plain.close()
+        session.close()
