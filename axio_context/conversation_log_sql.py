@@ -93,7 +93,7 @@ def _write(
         " revision = excluded.revision, updated_us = excluded.updated_us,"
         " head_session = excluded.head_session, head_position = excluded.head_position,"
         " record = excluded.record",
-        (conversation_id, saved.scope, saved.revision, saved.updated_us, *head, saved.record),
+        (conversation_id, saved.scope, saved.revision, saved.updated_us, *head, d.sealed(saved.record)),
     )
     return placed
 

@@ -26,6 +26,7 @@ from axio_context.session_metadata import decode_metadata, encode_metadata
 from . import lineage, writes
 from .connection import Pool, translated
 from .runner import PostgresRunner
+from .sealed import sealed
 
 __all__ = ["PostgresConversationLog"]
 
@@ -140,7 +141,7 @@ class PostgresConversationLog(ConversationLogCalls[Pool]):
             seg,
             project,
             now,
-            _blob({ADAPTER_KEY: self._adapter}),
+            sealed(_blob({ADAPTER_KEY: self._adapter})),
         )
         if status.endswith(" 0"):
             await conn.execute("DELETE FROM segments WHERE seg = $1", seg)
@@ -164,7 +165,7 @@ class PostgresConversationLog(ConversationLogCalls[Pool]):
             await conn.execute(
                 "UPDATE sessions SET metadata = $2, project = COALESCE(project, $3) WHERE sid = $1",
                 row["sid"],
-                _blob(wanted),
+                sealed(_blob(wanted)),
                 project,
             )
         return conversation_id
@@ -193,7 +194,7 @@ class PostgresConversationLog(ConversationLogCalls[Pool]):
             position,
             now,
             est,
-            _blob({ADAPTER_KEY: self._adapter}),
+            sealed(_blob({ADAPTER_KEY: self._adapter})),
             parent["sid"],
         )
 

@@ -29,6 +29,7 @@ SEALED_COLUMNS: Final = (
     ("sessions", "preview", "text"),
     ("sessions", "metadata", "bytes"),
     ("checkpoints", "summary", "bytes"),
+    ("conversation_records", "record", "bytes"),
     ("session_states", "state", "text"),
     ("context_pool_entries", "description", "text"),
     ("context_pool_entries", "content", "bytes"),

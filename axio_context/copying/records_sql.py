@@ -59,7 +59,15 @@ def load_conversation(d: Dialect, row: ConversationRow) -> Plan[None]:
     yield Execute(
         "INSERT INTO conversation_records (id, scope, revision, updated_us, head_session, head_position,"
         " record) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (row.id, row.scope, row.revision, row.updated_us, row.head_session, row.head_position, row.record),
+        (
+            row.id,
+            row.scope,
+            row.revision,
+            row.updated_us,
+            row.head_session,
+            row.head_position,
+            d.sealed(row.record),
+        ),
     )
 
 
