@@ -491,7 +491,7 @@ DISK_FULL = Path(__file__).resolve().parents[1] / "procs" / "disk_full.py"
 
 
 def test_disk_full_loses_nothing_and_recovers(tmp_path: Path) -> None:
-    """A real full file system: a 1 MiB tmpfs (room for the schema and a few batches), mounted
+    """A real full file system: a 1.5 MiB tmpfs (room for the schema, its WAL and a few batches; made larger as the schema grows), mounted
     in a private mount namespace."""
     unshare = shutil.which("unshare")
     if unshare is None:
@@ -499,7 +499,7 @@ def test_disk_full_loses_nothing_and_recovers(tmp_path: Path) -> None:
     folder = tmp_path / "small"
     folder.mkdir()
     userns = [] if os.geteuid() == 0 else ["--map-root-user"]
-    script = 'mount -t tmpfs -o size=1024k tmpfs "$1" || exit 77; exec "$2" "$3" "$1"'
+    script = 'mount -t tmpfs -o size=1536k tmpfs "$1" || exit 77; exec "$2" "$3" "$1"'
     proc = subprocess.run(
         [unshare, *userns, "--mount", "sh", "-c", script, "sh", str(folder), sys.executable, str(DISK_FULL)],
         capture_output=True,
