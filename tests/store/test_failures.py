@@ -491,8 +491,8 @@ DISK_FULL = Path(__file__).resolve().parents[1] / "procs" / "disk_full.py"
 
 
 def test_disk_full_loses_nothing_and_recovers(tmp_path: Path) -> None:
-    """A real full file system: a 1.5 MiB tmpfs (room for the schema, its WAL and a few batches; made larger as the schema grows), mounted
-    in a private mount namespace."""
+    """A real full file system: a 1.5 MiB tmpfs (room for the schema, its WAL and a few batches;
+    made larger as the schema grows), mounted in a private mount namespace."""
     unshare = shutil.which("unshare")
     if unshare is None:
         pytest.skip("needs unshare(1) to mount a small file system privately")
