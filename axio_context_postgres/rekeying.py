@@ -41,6 +41,8 @@ SEALED_COLUMNS: Final = (
     ("memory_blocks", "description", "text"),
     ("memory_block_versions", "value", "text"),
     ("memory_block_versions", "description", "text"),
+    ("tasks", "title", "text"),
+    ("tasks", "note", "text"),
     ("graph_entities", "properties", "json"),
     ("graph_relationships", "properties", "json"),
 )

@@ -152,7 +152,7 @@ def _create(
     )
     yield ExecuteMany(
         "INSERT INTO tasks (list_id, id, title, status, ord) VALUES (?, ?, ?, ?, ?)",
-        [(list_id, new_id(), t, TaskStatus.PLANNED.value, i) for i, t in enumerate(titles)],
+        [(list_id, new_id(), d.sealed(t), TaskStatus.PLANNED.value, i) for i, t in enumerate(titles)],
     )
     yield from set_ttl(d, "task_lists", "id", list_id, ttl_ms, now)
     return (yield from _boards(d, "id = ?", (list_id,), at=now))
@@ -210,7 +210,7 @@ def _add(d: Dialect, list_id: str, titles: list[str]) -> Plan[list[Task]]:
     new = [Task(new_id(), t, TaskStatus.PLANNED, start + i) for i, t in enumerate(titles)]
     yield ExecuteMany(
         "INSERT INTO tasks (list_id, id, title, status, ord) VALUES (?, ?, ?, ?, ?)",
-        [(list_id, t.id, t.title, t.status.value, t.order) for t in new],
+        [(list_id, t.id, d.sealed(t.title), t.status.value, t.order) for t in new],
     )
     yield Execute("UPDATE task_lists SET updated_at = ? WHERE id = ?", (_now(), list_id))
     return new
@@ -338,7 +338,7 @@ class SQLTaskStore:
             task_list_id,
             task_id,
             "status = ?, note = CASE WHEN CAST(? AS TEXT) = '' THEN note ELSE ? END",
-            (parsed.value, note, note),
+            (parsed.value, note, self._runner.dialect.sealed(note)),  # (the first: is one given)
         )
 
     async def add_tasks(self, task_list_id: str, titles: Sequence[str]) -> list[Task]:
@@ -373,4 +373,5 @@ class SQLTaskStore:
     async def update_task_title(self, task_list_id: str, task_id: str, title: str) -> Task | None:
         """Rename a task; None if it does not exist."""
         check_text(title, "a task title")
-        return await self._runner.write(_change, task_list_id, task_id, "title = ?", (title.strip(),))
+        sealed = self._runner.dialect.sealed(title.strip())
+        return await self._runner.write(_change, task_list_id, task_id, "title = ?", (sealed,))

@@ -118,5 +118,8 @@ def load_task_list(d: Dialect, row: TaskListRow) -> Plan[None]:
     )
     yield ExecuteMany(
         "INSERT INTO tasks (list_id, id, title, status, ord, retry_count, note) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [(row.id, t.id, t.title, t.status, t.ord, t.retry_count, t.note) for t in row.tasks],
+        [
+            (row.id, t.id, d.sealed(t.title), t.status, t.ord, t.retry_count, d.sealed(t.note))
+            for t in row.tasks
+        ],
     )

@@ -21,6 +21,7 @@ from axio_context.testing.backends import (
     GraphStoreOnEveryBackend,
     StoredItemsOnEveryBackend,
     StoredStateOnEveryBackend,
+    TaskStoreOnEveryBackend,
     VectorStoreOnEveryBackend,
 )
 
@@ -67,6 +68,10 @@ class TestBlobs(BlobStoreOnEveryBackend):
 
 
 class TestGraph(GraphStoreOnEveryBackend):
+    pass
+
+
+class TestTasks(TaskStoreOnEveryBackend):
     pass
 
 

@@ -87,6 +87,8 @@ async def _plant(url: str, key: bytes | None) -> None:
             MemoryBlock("persona", f"{PLANTED} block value", description=f"{PLANTED} d")
         )
         await stores.graph().add_entities([Entity("e1", "Thing", {"p": PLANTED})])
+        board = await stores.tasks().create_task_list("c1", [f"{PLANTED} task"])
+        await stores.tasks().update_status(board.id, board.tasks[0].id, "in_progress", f"{PLANTED} note")
         history = PostgresHistoryProvider(pool, project="/p")
         await history.append_many("agent", [_text("user", f"{PLANTED} to the agent")], session_id="t1")
 
@@ -143,6 +145,8 @@ async def _read_back(url: str, key: bytes | None) -> None:
         assert (block.value, block.description) == (f"{PLANTED} block value", f"{PLANTED} d")
         entity = await stores.graph().get_entity("e1")
         assert entity is not None and entity.properties == {"p": PLANTED}
+        (board,) = await stores.tasks().list_task_lists()
+        assert (board.tasks[0].title, board.tasks[0].note) == (f"{PLANTED} task", f"{PLANTED} note")
         info = await db.info("s1")
         assert PLANTED in (info.preview or "")
         said = await PostgresHistoryProvider(pool).get_messages("agent", session_id="t1")
