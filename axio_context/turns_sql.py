@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 from .catalog.expiry_sql import expired, purge_if_expired, touch
+from .copying.rows import TurnRow
 from .expiry import now_ms
 from .messages import Message
 from .sealing import TEXT_MARK
@@ -29,7 +30,7 @@ from .tokens import DefaultEstimator, TokenCounter
 from .usage_limits import sql as usage_plans
 from .usage_limits.records import UsageRecord
 
-__all__ = ["Turn", "TurnIndexCalls", "turn_run"]
+__all__ = ["Turn", "TurnIndexCalls", "dump_turns", "load_turn", "turn_run"]
 
 H = TypeVar("H")
 #: A session's segments: ``(seg, lo, hi)``, positions ``[lo, hi)`` held by ``seg``, oldest first.
@@ -51,6 +52,7 @@ _INSERT: Final = (
     " created_at = excluded.created_at, content = excluded.content"
 )
 _STALE: Final = "DELETE FROM message_turns WHERE seg = ? AND position >= ?"
+_DROP: Final = "DELETE FROM message_turns WHERE seg = ? AND position = ?"
 _ADOPT: Final = (
     "INSERT INTO message_turns (seg, position, turn, created_at, content) VALUES (?, ?, ?, ?, ?)"
     " ON CONFLICT (seg, position) DO NOTHING"
@@ -113,7 +115,7 @@ def _append(
     batch: Any,
     turns: Sequence[tuple[int, str]],
     ttl_ms: int | None,
-) -> Plan[None]:
+) -> Plan[int]:
     now = now_ms()
     yield from purge_if_expired(d, session_id, delete, now)  # an expired session starts afresh
     seg, first = yield Native(append, (session_id, project, batch))  # the new rows' segment
@@ -128,6 +130,7 @@ def _append(
         yield ExecuteMany(_INSERT, rows)
     if ttl_ms is not None:
         yield from touch(d, session_id, ttl_ms, now)
+    return int(first)
 
 
 def _count(d: Dialect, segments: Callable[..., Any], session_id: str) -> Plan[int]:
@@ -212,6 +215,67 @@ def _adopt(
     return len(rows)
 
 
+def _extend(
+    d: Dialect,
+    segments: Callable[..., Any],
+    session_id: str,
+    start: int,
+    end: int,
+    turns: Sequence[tuple[int, int, str]],
+) -> Plan[bool]:
+    """Index the user messages ``turns`` (``(position, created ms, content)``) found in positions
+    ``[start, end)``, numbered on from the last turn before ``start``: missing rows added, rows
+    numbered otherwise renumbered (their times kept), rows of another message (a pop left them,
+    and the position was taken again) made anew or dropped. False, nothing written, when the
+    session no longer ends at ``end`` (it changed since its messages were read)."""
+    yield Value(f"SELECT sid FROM sessions WHERE id = ?{d.lock_rows}", (session_id,))  # vs appends
+    segs = yield from _segments(d, segments, session_id)
+    if not segs or segs[-1][2] != end:
+        return False
+    have: dict[int, tuple[int, Turn]] = {}
+    for seg, lo, hi in segs:
+        if max(lo, start) < hi:
+            found = _turns_of((yield Rows(_RANGE, (seg, max(lo, start), hi))))
+            have |= {t.position: (seg, t) for t in found}
+    before = yield from _last(d, segs, start)
+    rows = []
+    for number, (position, created_at, content) in enumerate(sorted(turns), before + 1):
+        into = next((s for s, lo, hi in segs if lo <= position < hi), None)
+        old = have.pop(position)[1] if position in have else None
+        if into is not None and (old is None or (old.turn, old.content) != (number, content)):
+            made = created_at if old is None or old.content != content else old.created_at
+            rows.append((into, position, number, made, d.sealed(content)))
+    if have:  # rows of messages that are no user turn now
+        yield ExecuteMany(_DROP, [(seg, position) for position, (seg, _) in have.items()])
+    if rows:
+        yield ExecuteMany(_INSERT, rows)
+    return True
+
+
+def dump_turns(d: Dialect, segments: Callable[..., Any]) -> Plan[list[TurnRow]]:
+    """For ``copy``: every live session's turns as it reads them, by session id and position
+    (a fork's include its parent's before the fork point, so each maps on its own)."""
+    if (yield Value("SELECT 1 FROM message_turns LIMIT 1")) is None:
+        return []
+    out: list[TurnRow] = []
+    for (session_id,) in (yield Rows(f"SELECT id FROM sessions ORDER BY {d.by_code_point('id')}")):
+        for t in (yield from _list(d, segments, session_id, None)):
+            out.append(TurnRow(session_id, t.position, t.turn, t.created_at, t.content))
+    return out
+
+
+def load_turn(d: Dialect, segments: Callable[..., Any], row: TurnRow) -> Plan[bool]:
+    """For ``copy``: a turn into the row holding its message's position (the copied session's,
+    or its parent's when it is a fork's), sealed if this database seals; False when the session
+    or the position is not here. A row already there (a fork's parent's) stays."""
+    segs = yield from _segments(d, segments, row.session_id)
+    seg = next((s for s, lo, hi in segs if lo <= row.position < hi), None)
+    if seg is None:
+        return False
+    yield Execute(_ADOPT, (seg, row.position, row.turn, row.created_at, d.sealed(row.content)))
+    return True
+
+
 class TurnIndexCalls(Generic[H]):
     """The user turns of sessions on ``handle`` (a backend's connection or pool), the same on
     every backend. ``project`` files sessions an append creates (None: the current directory's
@@ -259,16 +323,20 @@ class TurnIndexCalls(Generic[H]):
         turns: Sequence[tuple[int, str]],
         *,
         ttl_ms: int | None = None,
-    ) -> None:
+    ) -> int:
         """Append ``messages`` to the session (created if new) and a turn for each ``(index in
         the batch, content as JSON text)`` of ``turns``, in one transaction. ``ttl_ms``: the
-        session's TTL starts again (as a write through a store with a TTL)."""
+        session's TTL starts again (as a write through a store with a TTL). The first new
+        message's position (the session's length before: -1 for no messages)."""
         if not messages:
-            return
+            return -1
         fns = (self._append_fn(), self._segments_fn(), self._delete_fn())
         batch = self._batch(messages)
-        await self._runner().write(_append, *fns, session_id, self._project, batch, list(turns), ttl_ms)
+        first = await self._runner().write(
+            _append, *fns, session_id, self._project, batch, list(turns), ttl_ms
+        )
         await self._appended()
+        return int(first)
 
     async def count(self, session_id: str) -> int:
         """How many turns the session's transcript has (its last one's number)."""
@@ -310,3 +378,14 @@ class TurnIndexCalls(Generic[H]):
         ``(position, created ms, content)``, all of them, numbered in position order; rows
         already there stay. How many of them it holds (positions past its end are left out)."""
         return await self._runner().write(_adopt, self._segments_fn(), session_id, list(turns))
+
+    async def extend(
+        self, session_id: str, start: int, end: int, turns: Sequence[tuple[int, int, str]]
+    ) -> bool:
+        """Catch the index up with messages another writer appended (the plain session, which
+        knows nothing of turns): ``turns`` are the user messages, ``(position, created ms,
+        content)``, of positions ``[start, end)``, read while the session ended at ``end``;
+        numbered on from the last turn before ``start``. False (nothing written) when the
+        session has changed since: read again."""
+        segs = self._segments_fn()
+        return await self._runner().write(_extend, segs, session_id, start, end, list(turns))

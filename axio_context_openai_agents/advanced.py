@@ -40,9 +40,9 @@ from .turns import (
     TURNS_KEY,
     USED_KEY,
     by_turns,
+    caught_up,
     content_json,
     is_user,
-    ms,
     now,
     numbered,
     run_usage,
@@ -50,7 +50,6 @@ from .turns import (
     size,
     tool_usage,
     turn_preview,
-    unpack,
     usage_row,
     user_turns,
 )
@@ -77,7 +76,7 @@ class AxioAdvancedSession(AxioContextSession):
         self._branch = MAIN
         self._logger = logger if logger is not None else logging.getLogger(__name__)
         self._sessions: dict[str, str | None] = {}  # branch name: its session id
-        self._indexed: set[str] = set()  # sessions whose turns are known to be in the index
+        self._indexed: dict[str, int] = {}  # session id: how far its turns are known indexed
         self._index: TurnIndexCalls[Any] | None = None
 
     @property
@@ -253,21 +252,14 @@ class AxioAdvancedSession(AxioContextSession):
         return await self._indexing(store)
 
     async def _indexing(self, store: Any) -> Any:
-        """``store``, its turns in the index: moved there from its metadata (written before the
-        index), or found in its history (written by :class:`AxioContextSession`), once."""
-        if store.session_id in self._indexed:
-            return store
-        index = await self._turn_index()
-        metadata = await store.get_metadata()
-        old = unpack(metadata.get(TURNS_KEY))
-        if old is not None or not await index.count(store.session_id):
-            history = [item_of(m) for m in await store.get_full_history()]
-            made = {p: t for p, t in old} if old is not None else {p: ms() for p in range(len(history))}
-            turns = [(p, made[p], content_json(history[p])) for p in sorted(made) if p < len(history)]
-            await index.adopt(store.session_id, [t for t in turns if is_user(history[t[0]])])
-            if old is not None:
-                await store.set_metadata({k: v for k, v in metadata.items() if k != TURNS_KEY})
-        self._indexed.add(store.session_id)
+        """``store``, its turns in the index up to its end (:func:`~.turns.caught_up`): moved
+        there from its metadata, found in what another writer appended since the last look."""
+        sid = store.session_id
+        found = await caught_up(await self._turn_index(), store, self._indexed.get(sid))
+        if found is None:
+            self._indexed.pop(sid, None)
+        else:
+            self._indexed[sid] = found
         return store
 
     async def _read(self, branch: str, limit: int | None) -> list[Any]:
@@ -283,11 +275,16 @@ class AxioAdvancedSession(AxioContextSession):
         if main:
             await self._owner_checked(writing=True)
         ttl_ms = resolve_ttl(DEFAULT, self._ttl) if main else None  # as the session's store would
-        await (await self._turn_index()).append(store.session_id, messages, turns, ttl_ms=ttl_ms)
+        first = await (await self._turn_index()).append(store.session_id, messages, turns, ttl_ms=ttl_ms)
+        if self._indexed.get(store.session_id) == first:  # else another writer came between
+            self._indexed[store.session_id] = first + len(messages)
 
     async def _pop_from(self, branch: str) -> Any:
         store = await self._branch_store(branch)
         popped = await store.pop()  # its turn, if it was one, goes with its row
+        known = self._indexed.get(store.session_id)
+        if popped is not None and known:  # a later append at the popped place is looked at
+            self._indexed[store.session_id] = known - 1
         return None if popped is None else item_of(popped)
 
     async def _clear_all(self) -> None:
@@ -323,7 +320,7 @@ class AxioAdvancedSession(AxioContextSession):
             conn, adapter=ADAPTER, project=self._project, token_counter=None
         )
         await log.fork_at(store.session_id, turn.position, new_id)  # its turns: the parent's before
-        self._indexed.add(new_id)
+        self._indexed[new_id] = turn.position
         branches = {**metadata.get(BRANCHES_KEY, {}), name: {"session": new_id, "created_at": now()}}
         await main.set_metadata(
             {**metadata, BRANCHES_KEY: branches, USED_KEY: sorted(used - {MAIN} | {name})}

@@ -18,7 +18,7 @@ from agents.extensions.memory.advanced_sqlite_session import AdvancedSQLiteSessi
 from axio_context.context import ContextStore
 from axio_context.errors import SessionNotFoundError
 from axio_context.messages import Message
-from axio_context.turns_sql import Turn
+from axio_context.turns_sql import Turn, TurnIndexCalls
 from axio_context.usage_limits import RunUsage
 
 from .items import item_of
@@ -236,3 +236,35 @@ def unpack(value: Any) -> list[list[Any]] | None:
             values.byteswap()
         columns.append(values)
     return [[p, m] for p, m in zip(*columns, strict=True)]
+
+
+async def caught_up(index: TurnIndexCalls[Any], store: Any, known: int | None) -> int | None:
+    """Bring the turn index of ``store``'s session up to its end, and return how far it is
+    known to be indexed (None: not known, look again next time). ``known``: how far it was
+    (None: never looked). Cheap: one read of the session's length; only when another writer
+    (the plain session, which knows nothing of turns) appended, the messages past ``known`` (or,
+    at the first look, past the last turn), indexed in one write. A session written before the
+    index (its turns in its metadata, :data:`TURNS_KEY`) moves into it at the first look."""
+    n = await size(store) or 0
+    if known is not None and n <= known:
+        return n  # nothing new (fewer: popped, and a pop takes its turn row with it)
+    if known is None:
+        metadata = await store.get_metadata()
+        old = unpack(metadata.get(TURNS_KEY))
+        if old is not None:
+            history = [item_of(m) for m in await store.get_full_history()]
+            kept = [(p, t, content_json(history[p])) for p, t in old if p < len(history)]
+            await index.adopt(store.session_id, [t for t in kept if is_user(history[t[0]])])
+            await store.set_metadata({k: v for k, v in metadata.items() if k != TURNS_KEY})
+        last = await index.last(store.session_id)
+        known = 0 if last is None else last.position + 1
+    if n <= known:
+        return n
+    tail = [item_of(m) for m in await store.get_tail(n - known)]
+    made = ms()
+    turns = [(known + i, made, content_json(item)) for i, item in enumerate(tail) if is_user(item)]
+    if len(tail) != n - known:
+        return known
+    if not turns:  # nothing to write: the tail was the right one if the length is still n
+        return n if await size(store) == n else known
+    return n if await index.extend(store.session_id, known, n, turns) else known

@@ -13,7 +13,7 @@ from .connection import Pool
 from .runner import PostgresRunner
 from .usage.statements import STATEMENTS
 
-__all__ = ["PostgresTurnIndex"]
+__all__ = ["PostgresTurnIndex", "segments_of"]
 
 
 async def _append(
@@ -24,7 +24,7 @@ async def _append(
     return int(await conn.fetchval("SELECT seg FROM sessions WHERE id = $1", session_id)), first
 
 
-async def _segments(conn: Any, session_id: str) -> list[tuple[int, int, int]]:
+async def segments_of(conn: Any, session_id: str) -> list[tuple[int, int, int]]:
     row = await conn.fetchrow("SELECT seg, next_position FROM sessions WHERE id = $1", session_id)
     return [] if row is None else await lineage.chain(conn, row["seg"], row["next_position"])
 
@@ -46,7 +46,7 @@ class PostgresTurnIndex(TurnIndexCalls[Pool]):
         return STATEMENTS
 
     def _segments_fn(self) -> Any:
-        return _segments
+        return segments_of
 
     def _delete_fn(self) -> Any:
         return writes.delete_session

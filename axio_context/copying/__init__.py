@@ -1,7 +1,7 @@
 """``axio-context copy``: everything one database holds into another, of any two backends
 (SQLite to PostgreSQL, back, or alike): the sessions (:mod:`.sessions`, through the lossless
 export), then what the layers keep beside them (:mod:`.layers`: usage, memory stores, context
-pools, resumable state, framework conversation records), each side through
+pools, resumable state, framework conversation records, the user turns), each side through
 :class:`.sides.LayerSide` and the row Structs of :mod:`.rows`; then the copied messages are
 embedded where they arrive (:func:`embed_arrivals`). Idempotent, resumable, and conflicts are
 refused, not overwritten.
@@ -32,6 +32,7 @@ from .rows import (
     StateRow,
     TaskListRow,
     TaskRow,
+    TurnRow,
     UsageRow,
     canonical_json,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "StateRow",
     "TaskListRow",
     "TaskRow",
+    "TurnRow",
     "UsageRow",
     "canonical_json",
     "copy_all",

@@ -73,7 +73,7 @@ class Layer(msgspec.Struct, frozen=True):
 
 
 #: In order: graph entities before relationships; sessions (copied first) before what points at
-#: their messages (states, conversation entries, run tags).
+#: their messages (states, conversation entries, turns, run tags).
 LAYERS: Final = (
     Layer("collections", "collection", lambda c: c.name, batch=1),
     Layer("blobs", "blob", lambda b: b.key, batch=1),
@@ -85,6 +85,7 @@ LAYERS: Final = (
     Layer("states", "state of session", lambda s: s.session_id),
     Layer("conversations", "conversation", lambda c: c.id),
     Layer("conversation_entries", "conversation entry", lambda e: e.id, batch=1000),
+    Layer("turns", "turn", lambda t: f"{t.session_id} at {t.position}", batch=1000),
     Layer("runs", "agent run", lambda r: r.run_id, batch=50),
 )
 
@@ -139,6 +140,9 @@ async def dump(side: Side, layer: str, hidden: dict[str, list[int]]) -> list[Any
         return _renumbered(rows, hidden, "position", "session_id")
     if layer == "conversations":
         return _renumbered(rows, hidden, "head_position", "head_session")
+    if layer == "turns":  # a hidden user message is not copied: neither is its turn
+        rows = [r for r in rows if r.position not in hidden.get(r.session_id, ())]
+        return _renumbered(rows, hidden, "position", "session_id")
     return rows
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "StateRow",
     "TaskListRow",
     "TaskRow",
+    "TurnRow",
     "UsageRow",
     "canonical_json",
 ]
@@ -205,6 +206,18 @@ class ConversationEntryRow(msgspec.Struct, frozen=True):
     id: str
     session_id: str
     position: int
+
+
+class TurnRow(msgspec.Struct, frozen=True):
+    """A user turn of a session as the session reads it (``message_turns``): the position of
+    its user message, its number, its time (ms: usage recorded for the turn names it) and its
+    content as JSON text."""
+
+    session_id: str
+    position: int
+    turn: int
+    created_at: int
+    content: str
 
 
 _ANY_JSON = msgspec.json.Decoder()

@@ -21,6 +21,7 @@ LAYER_NAMES = (
     "states",
     "conversations",
     "conversation_entries",
+    "turns",
     "runs",
 )
 

@@ -10,6 +10,7 @@ from typing import Any, Final
 
 from axio_context.copying.records_sql import PLANNED
 from axio_context.sql import Dialect, Plan
+from axio_context.turns_sql import dump_turns, load_turn
 
 from .. import sessions as pg_sessions
 from ..agents import transfer as pg_runs
@@ -19,6 +20,7 @@ from ..memory.common import transaction
 from ..pools import transfer as pg_pools
 from ..runner import POSTGRES as POSTGRES_DIALECT
 from ..runner import drive
+from ..turns import segments_of
 from ..usage import transfer as pg_usage
 
 __all__ = ["POSTGRES", "PostgresSide"]
@@ -53,6 +55,7 @@ POSTGRES: Final[dict[str, tuple[_PgDump, _PgLoad]]] = {
     "pools": (pg_pools.dump_pools, pg_pools.load_family),
     "runs": (pg_runs.dump_runs, pg_runs.load_run),
     **{layer: _planned(*plans) for layer, plans in PLANNED.items()},
+    "turns": _planned(lambda d: dump_turns(d, segments_of), lambda d, row: load_turn(d, segments_of, row)),
 }
 
 

@@ -14,6 +14,7 @@ import aiosqlite
 
 from axio_context.copying.records_sql import PLANNED
 from axio_context.sql import Dialect, Plan
+from axio_context.turns_sql import dump_turns, load_turn
 
 from ..agents import transfer as runs
 from ..memory import blobs, vectors
@@ -22,6 +23,7 @@ from ..store.calls import run
 from ..store.hiding import hidden_by_session
 from ..store.runner import SQLITE, drive
 from ..store.transactions import read_tx, write_tx
+from ..store.turns import segments_of
 from ..usage import transfer as usage
 
 __all__ = ["SQLiteLayers"]
@@ -46,6 +48,7 @@ LAYERS: Final[dict[str, tuple[Callable[[Any], list[Any]], Callable[[Any, Any], o
     "pools": (pools.dump_pools, pools.load_family),
     "runs": (runs.dump_runs, runs.load_run),
     **{layer: _planned(*plans) for layer, plans in PLANNED.items()},
+    "turns": _planned(lambda d: dump_turns(d, segments_of), lambda d, row: load_turn(d, segments_of, row)),
 }
 
 

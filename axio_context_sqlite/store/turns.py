@@ -18,7 +18,7 @@ from .runner import SQLiteRunner
 from .session_rows import segments, session_row
 from .sessions import delete_session
 
-__all__ = ["SQLiteTurnIndex"]
+__all__ = ["SQLiteTurnIndex", "segments_of"]
 
 
 class _Batch(NamedTuple):
@@ -36,7 +36,7 @@ def _append(c: Any, session_id: str, project: str | None, batch: _Batch) -> tupl
     return row.sid, row.next_position - len(batch.encoded)
 
 
-def _segments(c: Any, session_id: str) -> list[tuple[int, int, int]]:
+def segments_of(c: Any, session_id: str) -> list[tuple[int, int, int]]:
     row = session_row(c, session_id)
     return [] if row is None else segments(c, row)
 
@@ -58,7 +58,7 @@ class SQLiteTurnIndex(TurnIndexCalls[aiosqlite.Connection]):
         return STATEMENTS
 
     def _segments_fn(self) -> Any:
-        return _segments
+        return segments_of
 
     def _delete_fn(self) -> Any:
         return delete_session

@@ -45,6 +45,7 @@ def test_copy_carries_every_layer_both_ways(fresh_pg_url: str, tmp_path: Path) -
         "states": (1, 0),
         "conversations": (1, 0),
         "conversation_entries": (1, 0),
+        "turns": (0, 0),
         "runs": (3, 0),
     }
     original = asyncio.run(dumps(str(src)))
