@@ -133,6 +133,11 @@ def _append(
     return int(first)
 
 
+def _length(d: Dialect, segments: Callable[..., Any], session_id: str) -> Plan[int]:
+    segs = yield from _segments(d, segments, session_id)
+    return segs[-1][2] if segs else 0
+
+
 def _count(d: Dialect, segments: Callable[..., Any], session_id: str) -> Plan[int]:
     return (yield from _last(d, (yield from _segments(d, segments, session_id))))
 
@@ -337,6 +342,11 @@ class TurnIndexCalls(Generic[H]):
         )
         await self._appended()
         return int(first)
+
+    async def length(self, session_id: str) -> int:
+        """How many messages the session's transcript has (0: none, or no such session), from
+        its lineage walk alone (a few indexed rows)."""
+        return await self._runner().read(_length, self._segments_fn(), session_id)
 
     async def count(self, session_id: str) -> int:
         """How many turns the session's transcript has (its last one's number)."""

@@ -245,7 +245,7 @@ async def caught_up(index: TurnIndexCalls[Any], store: Any, known: int | None) -
     (the plain session, which knows nothing of turns) appended, the messages past ``known`` (or,
     at the first look, past the last turn), indexed in one write. A session written before the
     index (its turns in its metadata, :data:`TURNS_KEY`) moves into it at the first look."""
-    n = await size(store) or 0
+    n = await index.length(store.session_id)
     if known is not None and n <= known:
         return n  # nothing new (fewer: popped, and a pop takes its turn row with it)
     if known is None:
@@ -266,5 +266,5 @@ async def caught_up(index: TurnIndexCalls[Any], store: Any, known: int | None) -
     if len(tail) != n - known:
         return known
     if not turns:  # nothing to write: the tail was the right one if the length is still n
-        return n if await size(store) == n else known
+        return n if await index.length(store.session_id) == n else known
     return n if await index.extend(store.session_id, known, n, turns) else known
