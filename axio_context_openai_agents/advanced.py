@@ -9,8 +9,9 @@ turns before the fork point; each is found by an indexed lookup. The main sessio
 its branches and every name used. Usage per turn is the database's usage records, one per
 ``store_run_usage`` in the branch's session, its run id naming the turn (the newest wins). A
 session written before the index (its turns in its metadata, :data:`~.turns.TURNS_KEY`) or
-without it (by :class:`AxioContextSession`) is indexed when first opened. Written once over the
-backend protocol.
+without it (by :class:`AxioContextSession`) is indexed when first opened, and what another writer
+appends later when it is next used (:func:`~.turns.caught_up`). Written once over the backend
+protocol.
 """
 
 from __future__ import annotations
