@@ -15,12 +15,13 @@ import string
 from pathlib import Path
 from typing import Final
 
-from .errors import AxioContextError, DatabaseOpenError
+from .errors import AxioContextError, DatabaseError, DatabaseOpenError
 
 __all__ = [
     "ENV_KEY",
     "ENV_KEY_FILE",
     "KEY_BYTES",
+    "AlreadyEncryptedError",
     "EncryptionKeyError",
     "EncryptionUnavailableError",
     "KeyRequiredError",
@@ -59,6 +60,10 @@ class WrongKeyError(DatabaseOpenError):
 
 class NotEncryptedError(DatabaseOpenError):
     """A key was given for a database that is not encrypted."""
+
+
+class AlreadyEncryptedError(DatabaseError):
+    """``encrypt`` of a database that is encrypted already (``rekey`` changes its key)."""
 
 
 def parse_key(key: bytes | str, source: str = "the key") -> bytes:

@@ -12,8 +12,12 @@ from typing import Any, Final
 import asyncpg
 
 from axio_context.codec import decode_message_msgpack
-from axio_context.encryption import EncryptionKeyError, NotEncryptedError, WrongKeyError
-from axio_context.errors import DatabaseError
+from axio_context.encryption import (
+    AlreadyEncryptedError,
+    EncryptionKeyError,
+    NotEncryptedError,
+    WrongKeyError,
+)
 from axio_context.messages import text_columns
 from axio_context.sealing import PayloadCipher
 
@@ -48,10 +52,6 @@ SEALED_COLUMNS: Final = (
 )
 
 _TYPES: Final = {"bytes": "bytea", "text": "text", "json": "jsonb"}
-
-
-class AlreadyEncryptedError(DatabaseError):
-    """``encrypt`` of a database that is encrypted already (``rekey`` changes its key)."""
 
 
 def _convert(old: PayloadCipher | None, new: PayloadCipher | None, kind: str, value: Any) -> Any:

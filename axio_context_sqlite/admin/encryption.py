@@ -24,9 +24,9 @@ try:
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
-from axio_context.encryption import EncryptionKeyError, NotEncryptedError
+from axio_context.encryption import AlreadyEncryptedError, EncryptionKeyError, NotEncryptedError
 
-from ..errors import DatabaseError, DatabaseLockedError, DatabaseNotFoundError, translate_error
+from ..errors import DatabaseLockedError, DatabaseNotFoundError, translate_error
 from ..store.cipher import cipher_module, is_plain_file, key_pragma
 from ..store.driver import driver_errors
 from ..store.files import connect_raw
@@ -37,10 +37,6 @@ __all__ = ["CONVERTING_SUFFIX", "AlreadyEncryptedError", "convert_file"]
 
 #: The suffix of the new file written beside the database while it is converted.
 CONVERTING_SUFFIX: Final = ".converting"
-
-
-class AlreadyEncryptedError(DatabaseError):
-    """``encrypt`` of a file that is encrypted already (``rekey`` changes its key)."""
 
 
 def _check(path: Path, old: bytes | None, new: bytes | None) -> None:
