@@ -17,27 +17,10 @@ from hypothesis import strategies as st
 from axio_context import Message, TextBlock
 from axio_context.backends.registry import open_database
 from axio_context.memory_blocks import BlockError, MemoryBlock
-from axio_context.memory_blocks.transfer_sql import BlockRow
 from tests.support.cli_helpers import invoke
 from tests.support.postgres import new_database
 
-
-async def _fill(where: str) -> list[BlockRow]:
-    async with open_database(where) as db:
-        await db.store("s1", project="/p").append(Message(role="user", content=[TextBlock(text="hi")]))
-        s = db.memory_stores().blocks()
-        await s.create(MemoryBlock("human", "Ada", description="the user"), agent_id="a", run_id="r1")
-        await s.append("human", "likes tea", agent_id="a", run_id="r2")
-        await s.undo("human", agent_id="a")
-        await s.create(MemoryBlock("team", "ship\x1b on friday \u202e", limit=80, read_only=True))
-        await s.attach("team", "a")
-        await s.attach("team", "b")
-        return await s.dump()
-
-
-async def _dump(where: str) -> list[BlockRow]:
-    async with open_database(where) as db:
-        return await db.memory_stores().blocks().dump()
+from .sample import dump_blocks, fill_blocks
 
 
 async def _sessions(where: str) -> list[str]:
@@ -57,7 +40,7 @@ def other_db(axio_backend_name: str, tmp_path: Path, request: pytest.FixtureRequ
 def test_export_all_carries_blocks_and_import_brings_them_back(
     fmt: str, axio_database_location: str, other_db: str, tmp_path: Path
 ) -> None:
-    rows = asyncio.run(_fill(axio_database_location))
+    rows = asyncio.run(fill_blocks(axio_database_location, with_session=True))
     out = tmp_path / f"all.{fmt}"
     result = invoke("--db", axio_database_location, "export", "--all", "-f", fmt, "-o", out)
     assert "1 session(s), 1 message(s), 2 memory block(s)" in result.stderr
@@ -71,7 +54,7 @@ def test_export_all_carries_blocks_and_import_brings_them_back(
     target = other_db
     shown = invoke("--db", target, "import", out).stdout
     assert "1 session(s), 1 message(s), 2 memory block(s)" in shown
-    assert asyncio.run(_dump(target)) == rows
+    assert asyncio.run(dump_blocks(target)) == rows
     assert asyncio.run(_sessions(target)) == ["s1"]
     # the undo stack works on the other side
     redo = invoke("--db", target, "blocks", "redo", "human", "--agent", "a", "--json").stdout
@@ -83,11 +66,11 @@ def test_export_all_carries_blocks_and_import_brings_them_back(
     assert "memory block(s)" in refused.stderr and "--replace" in refused.stderr
     assert asyncio.run(_sessions(target)) == []
     invoke("--db", target, "import", out, "--replace")
-    assert asyncio.run(_dump(target)) == rows
+    assert asyncio.run(dump_blocks(target)) == rows
 
 
 def test_chosen_sessions_leave_blocks_out_unless_asked(axio_database_location: str, tmp_path: Path) -> None:
-    asyncio.run(_fill(axio_database_location))
+    asyncio.run(fill_blocks(axio_database_location, with_session=True))
     db = axio_database_location
     plain = invoke("--db", db, "export", "s1").stdout
     assert json.loads(plain)["version"] == 1 and "blocks" not in json.loads(plain)
@@ -172,7 +155,7 @@ def test_a_bad_block_record_is_refused_and_nothing_is_written(
     assert result.stderr.count("\n") == 1 and named in result.stderr, result.stderr
     assert fmt == "json" or result.stderr.startswith("Error: line 2: ")
     assert asyncio.run(_sessions(axio_database_location)) == []
-    assert asyncio.run(_dump(axio_database_location)) == []
+    assert asyncio.run(dump_blocks(axio_database_location)) == []
 
 
 def test_a_newer_version_is_refused_and_version_1_still_reads(tmp_path: Path) -> None:
@@ -252,7 +235,7 @@ def test_the_same_block_twice_is_refused(axio_database_location: str, tmp_path: 
     )
     result = invoke("--db", axio_database_location, "import", path, ok=False)
     assert result.stderr == "Error: $.blocks[1].label: a/notes appears twice\n"
-    assert asyncio.run(_dump(axio_database_location)) == []
+    assert asyncio.run(dump_blocks(axio_database_location)) == []
 
 
 def test_a_deleted_block_goes_across_deleted_with_its_history(

@@ -6,40 +6,22 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from axio_context.backends.registry import open_database
-from axio_context.memory_blocks import MemoryBlock
-from axio_context.memory_blocks.transfer_sql import BlockRow
 from axio_context_postgres.embedded import EmbeddedServer
 from tests.support.cli_helpers import invoke, invoke_json
 from tests.support.postgres import new_database
 
-
-async def _fill(where: str) -> list[BlockRow]:
-    async with open_database(where) as db:
-        s = db.memory_stores().blocks()
-        await s.create(MemoryBlock("human", "Ada", description="the user"), agent_id="a", run_id="r1")
-        await s.append("human", "likes tea", agent_id="a", run_id="r2")
-        await s.undo("human", agent_id="a")
-        await s.create(MemoryBlock("team", "ship\x1b on friday \u202e", limit=80, read_only=True))
-        await s.attach("team", "a")
-        await s.attach("team", "b")
-        return await s.dump()
-
-
-async def _dump(where: str) -> list[BlockRow]:
-    async with open_database(where) as db:
-        return await db.memory_stores().blocks().dump()
+from .sample import dump_blocks, fill_blocks
 
 
 def test_export_then_import_across_backends(tmp_path: Path, pg_server: EmbeddedServer) -> None:
     sqlite = str(tmp_path / "a.db")
     postgres = new_database(pg_server, "axio_blocks_transfer")
-    rows = asyncio.run(_fill(sqlite))
+    rows = asyncio.run(fill_blocks(sqlite))
     assert sorted(len(r.versions) for r in rows) == [1, 3]
     out = tmp_path / "blocks.json"
     invoke("--db", sqlite, "blocks", "export", "-o", out)
     assert invoke_json("--db", postgres, "blocks", "import", out, "--json") == {"imported": 2, "kept": []}
-    assert asyncio.run(_dump(postgres)) == rows
+    assert asyncio.run(dump_blocks(postgres)) == rows
     # the history, the undo stack and the attachments work on the other side
     assert invoke_json("--db", postgres, "blocks", "redo", "human", "--agent", "a", "--json")["value"] == (
         "Ada\nlikes tea"
@@ -51,7 +33,7 @@ def test_export_then_import_across_backends(tmp_path: Path, pg_server: EmbeddedS
     exported = invoke("--db", postgres, "blocks", "export").stdout
     (tmp_path / "back.json").write_text(exported)
     invoke("--db", back, "blocks", "import", tmp_path / "back.json")
-    assert asyncio.run(_dump(str(back))) == rows
+    assert asyncio.run(dump_blocks(str(back))) == rows
 
 
 def test_import_refuses_a_file_that_is_not_an_export(tmp_path: Path) -> None:
