@@ -7,28 +7,18 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from agents.usage import Usage
 
 from axio_context.backends import backend_of, connect
 from axio_context_openai_agents import AxioAdvancedSession
+from tests.bridges.advanced_support import Result, turn
 from tests.support.backends import Backend
-
-
-def _turn(i: int) -> list[Any]:
-    return [{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": f"answer {i}"}]
-
-
-class _Result:
-    def __init__(self, n: int) -> None:
-        self.context_wrapper = self
-        self.usage = Usage(requests=1, input_tokens=n, output_tokens=2, total_tokens=n + 2)
 
 
 async def _three_turns(where: str) -> AxioAdvancedSession:
     session = AxioAdvancedSession("adv", where)
     for i in (1, 2, 3):
-        await session.add_items(_turn(i))
-        await session.store_run_usage(_Result(10 * i))  # type: ignore[arg-type]
+        await session.add_items(turn(i))
+        await session.store_run_usage(Result(10 * i))  # type: ignore[arg-type]
     return session
 
 
@@ -36,10 +26,10 @@ async def test_a_branch_is_a_fork_sharing_the_earlier_items(backend_db: Backend)
     session = await _three_turns(backend_db.where)
     try:
         name = await session.create_branch_from_turn(2, "retry")
-        assert await session.get_items() == _turn(1)
-        await session.add_items(_turn(9))
-        assert await session.get_items() == _turn(1) + _turn(9)
-        assert await session.get_items(branch_id="main") == _turn(1) + _turn(2) + _turn(3)
+        assert await session.get_items() == turn(1)
+        await session.add_items(turn(9))
+        assert await session.get_items() == turn(1) + turn(9)
+        assert await session.get_items(branch_id="main") == turn(1) + turn(2) + turn(3)
         assert [t["content"] for t in await session.get_conversation_turns()] == ["question 1", "question 9"]
         branches = {
             b["branch_id"]: (b["message_count"], b["user_turns"], b["is_current"])
@@ -122,7 +112,7 @@ async def test_popping_a_turn_drops_its_usage_and_a_new_turn_starts_clean(backen
         await session.pop_item()
         await session.pop_item()  # turn 3's user message: the turn is gone
         assert [r["user_turn_number"] for r in await session.get_turn_usage()] == [1, 2]  # type: ignore[index]
-        await session.add_items(_turn(4))
+        await session.add_items(turn(4))
         assert await session.get_turn_usage(3) == {}
         await session.clear_session()
         assert await session.get_items() == [] and await session.get_session_usage() is None

@@ -13,8 +13,6 @@ from typing import Any
 
 import asyncpg
 import pytest
-from agents.items import TResponseInputItem
-from agents.usage import Usage
 
 from axio_context.backends import backend_of
 from axio_context.usage_limits import RunUsage
@@ -22,18 +20,9 @@ from axio_context_openai_agents import AxioAdvancedSession, AxioContextSession
 from axio_context_openai_agents.session import ADAPTER
 from axio_context_openai_agents.turns import BRANCHES_KEY, TURNS_KEY, USED_KEY, pack, stamp
 from axio_context_postgres.embedded import EmbeddedServer
+from tests.bridges.advanced_support import Result, turn
 from tests.support.backends import Backend
 from tests.support.postgres import new_database
-
-
-def _turn(i: int) -> list[TResponseInputItem]:
-    return [{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": f"answer {i}"}]
-
-
-class _Result:
-    def __init__(self, n: int) -> None:
-        self.context_wrapper = self
-        self.usage = Usage(requests=1, input_tokens=n, output_tokens=2, total_tokens=n + 2)
 
 
 async def _sql(backend: Backend, sql: str) -> list[tuple[Any, ...]]:
@@ -56,17 +45,17 @@ async def test_a_branch_sees_its_parents_turns_with_no_row_copied(backend_db: Ba
     session = AxioAdvancedSession("adv", backend_db.where)
     try:
         for i in range(1, 5):
-            await session.add_items(_turn(i))
+            await session.add_items(turn(i))
         assert await _sql(backend_db, "SELECT count(*) FROM message_turns") == [(4,)]
         await session.create_branch_from_turn(3, "b")
         assert await _sql(backend_db, "SELECT count(*) FROM message_turns") == [(4,)]  # nothing copied
         assert await _contents(session) == ["question 1", "question 2"]
-        await session.add_items(_turn(7))
+        await session.add_items(turn(7))
         assert await _contents(session) == ["question 1", "question 2", "question 7"]
         assert [t["turn"] for t in await session.find_turns_by_content("question 7")] == [3]
         assert await _contents(session, "main") == [f"question {i}" for i in range(1, 5)]
         await session.create_branch_from_turn(3, "c")  # a branch of the branch, at its own turn
-        assert await session.get_items() == _turn(1) + _turn(2)
+        assert await session.get_items() == turn(1) + turn(2)
         await session.switch_to_branch("b")
         with pytest.raises(
             ValueError, match=re.escape("Turn 4 does not contain a user message in branch 'b'")
@@ -82,10 +71,10 @@ async def test_a_forks_turns_outlive_its_parents_pop_and_delete(backend_db: Back
     session = AxioAdvancedSession("adv", backend_db.where)
     try:
         for i in range(1, 4):
-            await session.add_items(_turn(i))
+            await session.add_items(turn(i))
         await session.create_branch_from_turn(3, "b")  # sees turns 1 and 2 of main
-        await session.add_items(_turn(8))
-        await session.add_items(_turn(9))
+        await session.add_items(turn(8))
+        await session.add_items(turn(9))
         await session.create_branch_from_turn(4, "c")  # sees main's 1 and 2 and b's 8
         await session.switch_to_branch("main")
         for _ in range(6):  # main empty: its rows below the forks' points go to the forks
@@ -94,13 +83,13 @@ async def test_a_forks_turns_outlive_its_parents_pop_and_delete(backend_db: Back
         await session.delete_branch("b")  # c's parent: its rows (turn 8) go to c
         await session.switch_to_branch("c")
         assert await _contents(session) == ["question 1", "question 2", "question 8"]
-        await session.add_items(_turn(7))
+        await session.add_items(turn(7))
         assert [t["turn"] for t in await session.find_turns_by_content("question 7")] == [4]
         name = await session.create_branch_from_turn(2)
-        assert await session.get_items() == _turn(1)
+        assert await session.get_items() == turn(1)
         assert name.startswith("branch_from_turn_2_")
         await session.switch_to_branch("main")
-        await session.add_items(_turn(5))
+        await session.add_items(turn(5))
         assert [t["turn"] for t in await session.get_conversation_turns()] == [1]
     finally:
         session.close()
@@ -111,11 +100,11 @@ async def test_a_turn_goes_in_with_its_items_or_not_at_all(backend_db: Backend) 
     trigger here, as a full disk or a crash would) leaves no item behind."""
     session = AxioAdvancedSession("adv", backend_db.where)
     try:
-        await session.add_items(_turn(1))
+        await session.add_items(turn(1))
         await _refusing(backend_db, True)
         with pytest.raises(Exception, match="refused"):
-            await session.add_items(_turn(2))
-        assert await session.get_items() == _turn(1)
+            await session.add_items(turn(2))
+        assert await session.get_items() == turn(1)
         assert await _contents(session) == ["question 1"]
         await session.add_items([{"role": "assistant", "content": "no turn, no index row"}])
         assert len(await session.get_items()) == 3
@@ -180,7 +169,7 @@ async def test_a_session_written_before_the_turns_table_reads_the_same(backend_d
     made = [1_700_000_000_000 + 1000 * i for i in range(3)]
     plain = AxioContextSession("adv", backend_db.where)
     for i in (1, 2, 3):
-        await plain.add_items(_turn(i))
+        await plain.add_items(turn(i))
     plain.close()
     async with backend_db.open() as handle:
         backend = backend_of(handle)
@@ -215,7 +204,7 @@ async def test_a_session_written_before_the_turns_table_reads_the_same(backend_d
         assert branches == {"main": 3, "old": 2}
         assert await _contents(session, "old") == ["question 1", "question 2"]
         await session.switch_to_branch("old")
-        await session.add_items(_turn(4))
+        await session.add_items(turn(4))
         assert [t["turn"] for t in await session.find_turns_by_content("question 4")] == [3]
         with pytest.raises(
             ValueError, match=re.escape("Branch ID 'old' has already been used. Choose a new branch ID.")
@@ -238,13 +227,13 @@ async def test_a_session_written_before_the_turns_table_reads_the_same(backend_d
 async def test_a_plain_sessions_turns_are_found_in_its_history(backend_db: Backend) -> None:
     plain = AxioContextSession("adv", backend_db.where)
     for i in (1, 2):
-        await plain.add_items(_turn(i))
+        await plain.add_items(turn(i))
     plain.close()
     session = AxioAdvancedSession("adv", backend_db.where)
     try:
         assert await _contents(session) == ["question 1", "question 2"]
-        await session.add_items(_turn(3))
-        await session.store_run_usage(_Result(5))  # type: ignore[arg-type]
+        await session.add_items(turn(3))
+        await session.store_run_usage(Result(5))  # type: ignore[arg-type]
         assert [u["user_turn_number"] for u in await session.get_turn_usage()] == [3]  # type: ignore[index]
         assert await session.get_turn_usage(3) != {}
         assert await session.get_turn_usage(9) == {}
@@ -256,9 +245,9 @@ async def test_turn_rows_go_with_their_sessions(backend_db: Backend) -> None:
     session = AxioAdvancedSession("adv", backend_db.where)
     try:
         for i in (1, 2):
-            await session.add_items(_turn(i))
+            await session.add_items(turn(i))
         await session.create_branch_from_turn(2, "b")
-        await session.add_items(_turn(3))
+        await session.add_items(turn(3))
         await session.clear_session()
         assert await _sql(backend_db, "SELECT count(*) FROM message_turns") == [(0,)]
         assert await session.get_conversation_turns() == []
@@ -281,7 +270,7 @@ async def test_a_turns_content_is_sealed_on_an_encrypted_postgresql_database(
     session = AxioAdvancedSession("adv", url)
     try:
         await session.add_items([{"role": "user", "content": "PLANTEDzebra in the lighthouse"}])
-        await session.add_items(_turn(2))
+        await session.add_items(turn(2))
         assert [t["turn"] for t in await session.find_turns_by_content("zebra")] == [1]
         assert await _contents(session) == ["PLANTEDzebra in the lighthouse", "question 2"]
     finally:
@@ -299,8 +288,8 @@ async def test_turns_appended_at_once_by_two_objects_are_numbered_in_order(backe
     first = AxioAdvancedSession("adv", backend_db.where)
     second = AxioAdvancedSession("adv", backend_db.where)
     try:
-        await first.add_items(_turn(0))
-        await asyncio.gather(*(s.add_items(_turn(i)) for i in range(1, 9) for s in (first, second)))
+        await first.add_items(turn(0))
+        await asyncio.gather(*(s.add_items(turn(i)) for i in range(1, 9) for s in (first, second)))
         turns = await second.get_conversation_turns()
         assert [t["turn"] for t in turns] == list(range(1, 18))
         items: list[Any] = await first.get_items()
@@ -317,13 +306,13 @@ async def test_a_turn_popped_elsewhere_is_gone_and_its_position_reused_cleanly(b
     session = AxioAdvancedSession("adv", backend_db.where)
     plain = AxioContextSession("adv", backend_db.where)
     try:
-        await session.add_items(_turn(1))
+        await session.add_items(turn(1))
         await session.add_items([{"role": "user", "content": "question 2"}])
         assert await plain.pop_item() == {"role": "user", "content": "question 2"}
         assert await _contents(session) == ["question 1"]
         await session.add_items([{"role": "assistant", "content": "more"}])
         assert await _contents(session) == ["question 1"]
-        await session.add_items(_turn(3))
+        await session.add_items(turn(3))
         assert [t["turn"] for t in await session.get_conversation_turns()] == [1, 2]
     finally:
         plain.close()

@@ -11,8 +11,6 @@ from typing import Any
 
 import asyncpg
 import pytest
-from agents.items import TResponseInputItem
-from agents.usage import Usage
 from click.testing import CliRunner
 
 from axio_context.backends import open_database
@@ -20,20 +18,11 @@ from axio_context.copying import copy_all
 from axio_context_openai_agents import AxioAdvancedSession, AxioContextSession
 from axio_context_postgres.embedded import EmbeddedServer
 from axio_context_sqlite.cli import cli
+from tests.bridges.advanced_support import Result, turn
 from tests.support.backends import Backend
 from tests.support.postgres import new_database
 
 KEY = bytes(range(32))
-
-
-def _turn(i: int) -> list[TResponseInputItem]:
-    return [{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": f"answer {i}"}]
-
-
-class _Result:
-    def __init__(self, n: int) -> None:
-        self.context_wrapper = self
-        self.usage = Usage(requests=1, input_tokens=n, output_tokens=2, total_tokens=n + 2)
 
 
 async def _numbers(session: AxioAdvancedSession, branch: str | None = None) -> list[tuple[int, str]]:
@@ -45,16 +34,16 @@ async def test_turns_the_plain_session_appends_to_an_indexed_session_are_found(b
     session = AxioAdvancedSession("adv", where)
     plain = AxioContextSession("adv", where)
     try:
-        await session.add_items(_turn(1))
+        await session.add_items(turn(1))
         assert await _numbers(session) == [(1, "question 1")]
-        await plain.add_items(_turn(2))  # knows nothing of turns
+        await plain.add_items(turn(2))  # knows nothing of turns
         assert await _numbers(session) == [(1, "question 1"), (2, "question 2")]
-        await plain.add_items(_turn(3))
-        await session.add_items(_turn(4))  # numbered after the plain session's turn 3
-        await session.store_run_usage(_Result(7))  # type: ignore[arg-type]
+        await plain.add_items(turn(3))
+        await session.add_items(turn(4))  # numbered after the plain session's turn 3
+        await session.store_run_usage(Result(7))  # type: ignore[arg-type]
         assert [n for n, _ in await _numbers(session)] == [1, 2, 3, 4]
         assert (await session.get_turn_usage(4))["input_tokens"] == 7  # type: ignore[call-overload]
-        await plain.add_items([*_turn(5), {"role": "user", "content": "question 6"}])
+        await plain.add_items([*turn(5), {"role": "user", "content": "question 6"}])
         fresh = AxioAdvancedSession("adv", where)  # a new object finds them at its first look
         try:
             assert [n for n, _ in await _numbers(fresh)] == [1, 2, 3, 4, 5, 6]
@@ -75,15 +64,15 @@ async def _fill(where: str) -> None:
     session = AxioAdvancedSession("adv", where)
     try:
         for i in (1, 2, 3):
-            await session.add_items(_turn(i))
-            await session.store_run_usage(_Result(10 * i))  # type: ignore[arg-type]
+            await session.add_items(turn(i))
+            await session.store_run_usage(Result(10 * i))  # type: ignore[arg-type]
         await session.create_branch_from_turn(2, "b")
-        await session.add_items(_turn(9))
-        await session.store_run_usage(_Result(90))  # type: ignore[arg-type]
+        await session.add_items(turn(9))
+        await session.store_run_usage(Result(90))  # type: ignore[arg-type]
     finally:
         session.close()
     plain = AxioContextSession("plain", where)  # indexed by the advanced session at its first look
-    await plain.add_items(_turn(1))
+    await plain.add_items(turn(1))
     plain.close()
 
 
