@@ -11,19 +11,18 @@ from typing import Any, Final
 
 import asyncpg
 
-from axio_context.codec import decode_message_msgpack
 from axio_context.encryption import (
     AlreadyEncryptedError,
     EncryptionKeyError,
     NotEncryptedError,
     WrongKeyError,
 )
-from axio_context.messages import text_columns
 from axio_context.sealing import PayloadCipher
 
 from .connection import check_url, redacted, translated
 from .schema import migrate
 from .sealed import CHECK_SETTING
+from .writes import stored_text
 
 __all__ = ["SEALED_COLUMNS", "AlreadyEncryptedError", "convert_keys"]
 
@@ -92,13 +91,13 @@ async def _search_text(conn: Any, old: PayloadCipher | None, new: PayloadCipher 
     rows = await conn.fetch("SELECT ctid, payload FROM messages")
     if not rows:
         return
-    texts = [text_columns(decode_message_msgpack(old.open(r[1]))) for r in rows]
+    texts = [stored_text(old.open(r[1])) for r in rows]
     await conn.execute(
         "UPDATE messages t SET body = u.b, tool = u.o"
         " FROM unnest($1::tid[], $2::text[], $3::text[]) AS u(id, b, o) WHERE t.ctid = u.id",
         [r[0] for r in rows],
-        [b.replace("\x00", " ") for b, _ in texts],
-        [o.replace("\x00", " ") for _, o in texts],
+        [b for b, _ in texts],
+        [o for _, o in texts],
     )
 
 

@@ -44,6 +44,7 @@ from .info import INFO_COLUMNS, info_of
 from .rawquery import raw_tsquery
 from .sealed import cipher_of
 from .status import PostgresIndexStatus
+from .writes import stored_text
 
 __all__ = ["SearchCalls"]
 
@@ -187,7 +188,8 @@ class SearchCalls(MessageSearch):
         while True:
             async with self._tx() as conn:
                 rows = await conn.fetch(
-                    "SELECT m.seg, m.position, m.body || ' ' || m.tool, m.payload FROM messages m"
+                    "SELECT m.seg, m.position, m.body || ' ' || m.tool,"
+                    " CASE WHEN m.body = '' AND m.tool = '' THEN m.payload END FROM messages m"
                     " LEFT JOIN embeddings e ON e.seg = m.seg AND e.position = m.position"
                     " WHERE e.seg IS NULL AND (m.seg, m.position) > ($2::bigint, $3::integer)"
                     " ORDER BY m.seg, m.position LIMIT $1",
@@ -197,7 +199,7 @@ class SearchCalls(MessageSearch):
                 if not rows:
                     break
                 after = (rows[-1][0], rows[-1][1])
-                vectors = await embedder.embed([_text_of(conn, r) for r in rows])
+                vectors = await embedder.embed([_text_of(r) for r in rows])
                 keep = [
                     (r[0], r[1], np.asarray(v, dtype=np.float32))
                     for r, v in zip(rows, vectors, strict=True)
@@ -389,22 +391,10 @@ class SearchCalls(MessageSearch):
 def _snippet_of(row: Any) -> str:
     """A semantic hit's snippet made from its message (a row with no search text: sealed)."""
     payload = row.get("payload")
-    if payload is None:
-        return ""
-    from axio_context.codec import decode_message_msgpack
-    from axio_context.messages import text_columns
-
-    body, tool = text_columns(decode_message_msgpack(payload))
-    return " ".join(t for t in (body, tool) if t)[:240]
+    return "" if payload is None else " ".join(t for t in stored_text(payload) if t)[:240]
 
 
-def _text_of(conn: Any, row: Any) -> str:
-    """What a message row's embedding is made of: its search text, or under a key (where no
-    search text is stored) the same text taken from its opened payload."""
-    if cipher_of(conn) is None:
-        return str(row[2])
-    from axio_context.codec import decode_message_msgpack
-    from axio_context.messages import text_columns
-
-    body, tool = text_columns(decode_message_msgpack(row[3]))
-    return f"{body} {tool}"
+def _text_of(row: Any) -> str:
+    """What a message row's embedding is made of: its search text, or for a row with none (under
+    a key none is stored; the payload is read only for such rows) the same text from its payload."""
+    return str(row[2]) if row[3] is None else "{} {}".format(*stored_text(row[3]))

@@ -17,7 +17,7 @@ import msgspec
 from axio_context.catalog.expiry_sql import live_session
 from axio_context.checkpoints import Checkpoint
 from axio_context.checkpoints_sql import insert_checkpoint
-from axio_context.codec import encode_message_msgpack
+from axio_context.codec import decode_message_msgpack, encode_message_msgpack
 from axio_context.errors import CheckpointError
 from axio_context.lineage import would_cycle
 from axio_context.messages import Message, text_columns
@@ -27,7 +27,7 @@ from . import lineage
 from .runner import POSTGRES, drive
 from .sealed import index_text, sealed
 
-__all__ = ["Encoded", "append_rows", "encode", "ensure_session", "now_ms"]
+__all__ = ["Encoded", "append_rows", "encode", "ensure_session", "now_ms", "stored_text"]
 
 
 def now_ms() -> int:
@@ -63,6 +63,13 @@ def encode(message: Message, tokens: int, created_at: int) -> Encoded:
         tokens,
         created_at,
     )
+
+
+def stored_text(payload: bytes) -> tuple[str, str]:
+    """The search text (body, tool) of a stored payload, as :func:`encode` makes it: what a key
+    leaves unstored, for embedding, snippets and a decrypt's rebuilt keyword index."""
+    body, tool = text_columns(decode_message_msgpack(payload))
+    return _searchable(body), _searchable(tool)
 
 
 _INSERT: Final = """
