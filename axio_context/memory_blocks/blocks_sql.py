@@ -48,6 +48,7 @@ __all__ = [
     "clash",
     "create",
     "detach",
+    "holds_words",
     "lookup",
     "must",
     "record",
@@ -348,16 +349,21 @@ def blocks_of(d: Dialect, agent_id: str | None) -> Plan[list[StoredBlock]]:
     return (yield from _listing(d, _VISIBLE, (agent_id, agent_id)))
 
 
+def holds_words(block: StoredBlock, lowered: list[str]) -> bool:
+    """Whether the block's value, label or description holds each of the ``lowered`` words, in
+    any case (the rule of :func:`search`, also the in-memory store's)."""
+    return all(any(w in t.lower() for t in (block.value, block.label, block.description)) for w in lowered)
+
+
 def search(d: Dialect, words: list[str], agent_id: str | None) -> Plan[list[StoredBlock]]:
-    """The blocks whose label, description or value hold every word (case-insensitive)."""
-    if (yield from d.sealing()):  # values sealed on the server: the blocks seen are matched here
+    """The blocks whose label, description or value hold every word (case-insensitive). Values
+    sealed on the server, or a word beyond ASCII (SQL's LOWER may fold A-Z only), are matched
+    here, over the blocks seen."""
+    sealed = yield from d.sealing()
+    if sealed or not all(w.isascii() for w in words):
         seen = yield from blocks_of(d, agent_id)
         lowered = [w.lower() for w in words]
-        return [
-            b
-            for b in seen
-            if all(any(w in t.lower() for t in (b.value, b.label, b.description)) for w in lowered)
-        ]
+        return [b for b in seen if holds_words(b, lowered)]
     where = " AND ".join(
         "(LOWER(b.value) LIKE ? ESCAPE '\\' OR LOWER(b.label) LIKE ? ESCAPE '\\'"
         " OR LOWER(b.description) LIKE ? ESCAPE '\\')"

@@ -143,11 +143,7 @@ class _Blocks:
 
     def op_search(self, words: list[str], agent_id: str | None) -> list[StoredBlock]:
         lowered = [w.lower() for w in words]
-        return [
-            b
-            for b in self.op_blocks_of(agent_id)
-            if all(any(w in t.lower() for t in (b.value, b.label, b.description)) for w in lowered)
-        ]
+        return [b for b in self.op_blocks_of(agent_id) if blocks_sql.holds_words(b, lowered)]
 
     def op_history(self, agent_id: str, label: str) -> list[BlockVersion]:
         row = self._rows[self._must(agent_id, label, deleted=True).id]

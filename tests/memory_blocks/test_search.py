@@ -92,6 +92,20 @@ async def test_a_long_value_gives_a_cut_snippet_around_the_match(axio_database_l
         assert hit.snippet[a:b] == "lighthouse"
 
 
+async def test_a_word_with_a_capital_beyond_ascii_is_found_in_any_case(axio_database_location: str) -> None:
+    """SQLite's LOWER folds A-Z only: the block store matches such words as the in-memory one."""
+    async with open_database(axio_database_location) as db:
+        blocks = db.memory_stores().blocks()
+        await blocks.create(MemoryBlock("Überblick", "Straße nach ÅRHUS"), agent_id="a")
+        await blocks.create(MemoryBlock("other", "nothing here"), agent_id="a")
+        for words in ("Überblick", "überblick", "ÜBERBLICK", "århus", "Århus straße"):
+            assert [b.label for b in await blocks.search(words, agent_id="a")] == ["Überblick"], words
+            assert [b.label for b in await blocks.search(words)] == ["Überblick"], words
+        assert await blocks.search("Åarhus") == []
+        [hit] = (await db.search("århus", mode="keyword")).blocks
+        assert hit.marked() == "Straße nach [ÅRHUS]"
+
+
 async def test_find_blocks_on_the_in_memory_store() -> None:
     blocks = InMemoryBlockStore()
     await blocks.create(MemoryBlock("human", "Likes green tea"), agent_id="a")
