@@ -11,25 +11,43 @@ statement: the TEMP trigger below does the rest.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from axio_context.catalog.expiry_sql import live_session
-from axio_context.messages import preview_for
+from axio_context.messages import Message, preview_for
+from axio_context.tokens import TokenCounter
 
 from . import indexing
 from .blob_refs import add_blob_refs
 from .embedding import Embeddings
 from .keys import SHIFT, key, now_ms
-from .message_rows import EncodedMessage
+from .message_rows import EncodedMessage, encode_message
 from .transactions import write_tx
 
 __all__ = [
+    "Batch",
     "append",
+    "batch_of",
     "fold_due",
     "fold_if_long",
     "install_temp_objects",
     "preview_for",
 ]
+
+
+class Batch(NamedTuple):
+    """What an append writes, prepared before its transaction: encoded messages, their token
+    counts, the session's preview."""
+
+    encoded: list[EncodedMessage]
+    tokens: list[int]
+    preview: tuple[int, str] | None
+
+
+def batch_of(messages: list[Message], counter: TokenCounter) -> Batch:
+    """``messages`` prepared for :func:`append` (the conversation log's and the turn index's)."""
+    encoded = [encode_message(m, index=i) for i, m in enumerate(messages)]
+    return Batch(encoded, [counter.count(m) for m in messages], preview_for(messages))
 
 
 def append(

@@ -32,7 +32,6 @@ from axio_context.owners import ADAPTER_KEY, claim
 from . import appending, sessions
 from .calls import run
 from .keys import key, now_ms
-from .message_rows import encode_message
 from .reading import read_messages
 from .runner import SQLiteRunner
 from .session_rows import segments, session_row
@@ -52,9 +51,8 @@ class SQLiteConversationLog(ConversationLogCalls[aiosqlite.Connection]):
     def _log_runner(self) -> SQLiteRunner:
         return SQLiteRunner(self._conn)
 
-    def _batch(self, messages: list[Message]) -> _Batch:
-        encoded = [encode_message(m, index=i) for i, m in enumerate(messages)]
-        return _Batch(encoded, [self._counter.count(m) for m in messages], appending.preview_for(messages))
+    def _batch(self, messages: list[Message]) -> appending.Batch:
+        return appending.batch_of(messages, self._counter)
 
     def _append(self) -> Callable[..., tuple[str, int]]:
         return partial(_append_entries, adapter=self._adapter)
@@ -70,17 +68,6 @@ class SQLiteConversationLog(ConversationLogCalls[aiosqlite.Connection]):
         and the id of the entry before the first one returned. :class:`KeyError` for an entry the
         log does not have (a concurrent writer may have replaced what pointed at it)."""
         return await run(self._conn, _read_line, entry_id, limit)
-
-
-class _Batch:
-    """What a save appends: encoded messages, token counts, preview."""
-
-    __slots__ = ("encoded", "preview", "tokens")
-
-    def __init__(self, encoded: Any, tokens: list[int], preview: Any):
-        self.encoded = encoded
-        self.tokens = tokens
-        self.preview = preview
 
 
 _ENTRY: Final = "SELECT session_id, position FROM conversation_entries WHERE id = ?"
@@ -104,7 +91,7 @@ def _read_line(c: Any, entry_id: str, limit: int | None) -> tuple[str | None, li
 
 
 def _append_entries(
-    c: Any, conversation_id: str, parent_id: str | None, batch: _Batch, project: str, *, adapter: str
+    c: Any, conversation_id: str, parent_id: str | None, batch: appending.Batch, project: str, *, adapter: str
 ) -> tuple[str, int]:
     """Append a save's messages to the session they continue (see :func:`_line_for`), inside
     the save's transaction; returns that session and the first new position."""

@@ -3,7 +3,7 @@ backend's runner, with its append, its lineage walk and its session delete run i
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import aiosqlite
 
@@ -13,7 +13,6 @@ from axio_context.turns_sql import TurnIndexCalls
 from ..usage.statements import STATEMENTS
 from . import appending
 from .calls import run
-from .message_rows import EncodedMessage, encode_message
 from .runner import SQLiteRunner
 from .session_rows import segments, session_row
 from .sessions import delete_session
@@ -21,15 +20,7 @@ from .sessions import delete_session
 __all__ = ["SQLiteTurnIndex", "segments_of"]
 
 
-class _Batch(NamedTuple):
-    """What an append writes: encoded messages, their token counts, the session's preview."""
-
-    encoded: list[EncodedMessage]
-    tokens: list[int]
-    preview: tuple[int, str] | None
-
-
-def _append(c: Any, session_id: str, project: str | None, batch: _Batch) -> tuple[int, int]:
+def _append(c: Any, session_id: str, project: str | None, batch: appending.Batch) -> tuple[int, int]:
     appending.append(c, session_id, project, batch.encoded, batch.tokens, batch.preview)
     row = session_row(c, session_id)
     assert row is not None, "made by the append"
@@ -47,9 +38,8 @@ class SQLiteTurnIndex(TurnIndexCalls[aiosqlite.Connection]):
     def _runner(self) -> SQLiteRunner:
         return SQLiteRunner(self._handle, inline_reads=True)  # a few indexed lookups each
 
-    def _batch(self, messages: list[Message]) -> _Batch:
-        encoded = [encode_message(m, index=i) for i, m in enumerate(messages)]
-        return _Batch(encoded, [self._counter.count(m) for m in messages], appending.preview_for(messages))
+    def _batch(self, messages: list[Message]) -> appending.Batch:
+        return appending.batch_of(messages, self._counter)
 
     def _append_fn(self) -> Any:
         return _append
