@@ -62,6 +62,15 @@ class SQLiteBackend(BackendBase):
             return await connect(Path(where), key=key)
         return await connect(Path(where), synchronous=synchronous, key=key)
 
+    async def convert_keys(self, where: Where, old: bytes | None, new: bytes | None) -> None:
+        """Encrypt (``old`` None), decrypt (``new`` None) or re-key the file at ``where``, atomically
+        (a new file renamed over it: :mod:`.admin.encryption`), off the event loop."""
+        import asyncio
+
+        from .admin.encryption import convert_file
+
+        await asyncio.to_thread(convert_file, Path(where), old, new)
+
     def _turns_class(self) -> type[TurnIndexCalls[Any]]:
         from .store.turns import SQLiteTurnIndex
 

@@ -1,7 +1,8 @@
-"""``encrypt``, ``decrypt`` and ``rekey``: convert a database file in place, atomically (a new file
-written beside it, synced, renamed over it: :mod:`..admin.encryption`), or a server's database in
-one transaction (its backend's ``convert_keys``: PostgreSQL seals payloads on the client). Keys
-come from files or the environment, never from the command line, and are never printed."""
+"""``encrypt``, ``decrypt`` and ``rekey``: convert a database through its backend's ``convert_keys``:
+a file in place, atomically (a new file written beside it, synced, renamed over it:
+:mod:`..admin.encryption`), or a server's database in one transaction (PostgreSQL seals payloads
+on the client). Keys come from files or the environment, never from the command line, and are
+never printed."""
 
 from __future__ import annotations
 
@@ -13,22 +14,18 @@ import click
 from axio_context.backends import backend_for
 from axio_context.encryption import ENV_KEY, ENV_KEY_FILE, key_from_environment, read_key_file
 
-from ..admin.encryption import convert_file
 from .app import Settings, cli, one_line_errors, settings_of
 from .options import output_options
 from .output import echo_json, say
 
 
 def _run(settings: Settings, old: bytes | None, new: bytes | None) -> None:
-    """Convert the file, or the server database through its backend (one that cannot: one line)."""
-    if settings.url is None:
-        convert_file(settings.path, old, new)
-        return
-    backend = backend_for(settings.url)
+    """Convert the database through its backend's ``convert_keys`` (one that has none: one line)."""
+    backend = backend_for(settings.target)
     convert = getattr(backend, "convert_keys", None)
     if convert is None:
         raise click.UsageError(f"the {backend.name} backend does not encrypt databases")
-    asyncio.run(convert(settings.url, old, new))
+    asyncio.run(convert(settings.target, old, new))
 
 
 def _key(settings: Settings, what: str) -> bytes:
