@@ -257,16 +257,7 @@ class BlockStore:
         """Restore the block's fields before its last change, as a new version (the value, the
         description, the limit, the flag and the label; an undone delete brings the block back).
         A label another block took since is refused (BlockExistsError) and nothing is written."""
-        agent, editor, run = self._who(agent_id, by, run_id)
-        return await self._runner.write(
-            history_sql.step_back,
-            agent,
-            check_label(label),
-            False,
-            self._expected(expected_version),
-            editor,
-            run,
-        )
+        return await self._step(label, False, agent_id, expected_version, by, run_id)
 
     async def redo(
         self,
@@ -278,15 +269,21 @@ class BlockStore:
         run_id: str | None = None,
     ) -> StoredBlock:
         """Restore what the last undo took back, as a new version."""
+        return await self._step(label, True, agent_id, expected_version, by, run_id)
+
+    async def _step(
+        self,
+        label: str,
+        redo: bool,
+        agent_id: str,
+        expected_version: int | None,
+        by: str | None,
+        run_id: str | None,
+    ) -> StoredBlock:
         agent, editor, run = self._who(agent_id, by, run_id)
+        expected = self._expected(expected_version)
         return await self._runner.write(
-            history_sql.step_back,
-            agent,
-            check_label(label),
-            True,
-            self._expected(expected_version),
-            editor,
-            run,
+            history_sql.step_back, agent, check_label(label), redo, expected, editor, run
         )
 
     async def delete(
