@@ -13,10 +13,9 @@ from typing import Any, Literal, Protocol
 from uuid import uuid4
 
 from axio_context.errors import SessionExistsError
-from axio_context.memory_blocks.errors import BlockExistsError
-from axio_context.memory_blocks.transfer_sql import BlockRow, block_key, clashing_blocks, load_blocks
+from axio_context.memory_blocks.transfer_sql import BlockRow, clashing_blocks
 from axio_context.transcript import SessionRecord, iter_transfer, read_transfer, sniff_format
-from axio_context.transcript.block_records import refuse_clashes
+from axio_context.transcript.block_records import import_blocks, refuse_clashes
 from axio_context.transcript.reports import ImportedSession, ImportReport
 
 from . import sessions, writes
@@ -74,13 +73,9 @@ async def import_file(
     mapping = {i: uuid4().hex for i in ids} if new_ids else {i: i for i in ids}
     loaded: list[str] = []
     if blocks:
-        async with tx() as conn:
-            done = await drive(conn, load_blocks(POSTGRES, blocks, replace))
-            if not (skip_existing or all(done)):  # raising rolls the transaction back
-                raise BlockExistsError(
-                    f"memory blocks of {source} appeared in the database during the import"
-                )
-        loaded = [block_key(b) for b, d in zip(blocks, done, strict=True) if d]
+        async with tx() as conn:  # a refusal rolls it back
+            plan = import_blocks(POSTGRES, blocks, source, replace=replace, skip_existing=skip_existing)
+            loaded = await drive(conn, plan)
     report: list[ImportedSession] = []
     for rec in records:
         new_id = mapping[rec.id]

@@ -15,7 +15,8 @@ import msgspec
 from ..errors import TranscriptError
 from ..memory_blocks.errors import BlockExistsError, BlockInputError
 from ..memory_blocks.records import BlockRecordChecker
-from ..memory_blocks.transfer_sql import BlockRow, BlockVersionRow
+from ..memory_blocks.transfer_sql import BlockRow, BlockVersionRow, block_key, load_blocks
+from ..sql import Dialect, Plan
 from .records import SessionRecord
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "Transfer",
     "checked_block",
     "checked_blocks",
+    "import_blocks",
     "refuse_clashes",
 ]
 
@@ -85,3 +87,15 @@ def refuse_clashes(keys: Sequence[str], source: str) -> None:
             f"{len(keys)} memory block(s) in {source} already exist ({shown});"
             " use --replace to overwrite them"
         )
+
+
+def import_blocks(
+    d: Dialect, blocks: list[BlockRow], source: str, *, replace: bool, skip_existing: bool = False
+) -> Plan[list[str]]:
+    """Write an import's memory blocks in the caller's transaction and return the keys written;
+    one that appeared since :func:`refuse_clashes` looked is refused (the caller's transaction
+    rolls back) unless ``skip_existing``, which leaves it as it is."""
+    done = yield from load_blocks(d, blocks, replace)
+    if not (skip_existing or all(done)):
+        raise BlockExistsError(f"memory blocks of {source} appeared in the database during the import")
+    return [block_key(b) for b, written in zip(blocks, done, strict=True) if written]

@@ -18,8 +18,7 @@ from axio_context.errors import (
     SessionExistsError,
     TranscriptError,
 )
-from axio_context.memory_blocks.errors import BlockExistsError
-from axio_context.memory_blocks.transfer_sql import BlockRow, block_key, clashing_blocks, load_blocks
+from axio_context.memory_blocks.transfer_sql import BlockRow, clashing_blocks
 from axio_context.transcript import (
     MessageRecord,
     iter_jsonl,
@@ -28,7 +27,7 @@ from axio_context.transcript import (
     read_transfer,
     sniff_format,
 )
-from axio_context.transcript.block_records import refuse_clashes
+from axio_context.transcript.block_records import import_blocks, refuse_clashes
 from axio_context.transcript.reports import ImportedSession as ImportedSession  # re-exported
 from axio_context.transcript.reports import ImportReport as ImportReport  # re-exported
 
@@ -137,12 +136,10 @@ def _import(
     if blocks and not replace:
         refuse_clashes(drive(c, clashing_blocks(SQLITE, blocks)), source)
     mapping = {i: uuid4().hex for i in ids} if new_ids else {i: i for i in ids}
+    written_blocks: list[str] = []
     if blocks:
-        with transactions.write_tx(c):
-            if not all(drive(c, load_blocks(SQLITE, blocks, replace))):  # raising rolls it back
-                raise BlockExistsError(
-                    f"memory blocks of {source} appeared in the database during the import"
-                )
+        with transactions.write_tx(c):  # a refusal rolls it back
+            written_blocks = drive(c, import_blocks(SQLITE, blocks, source, replace=replace))
     report: list[ImportedSession] = []
     written: set[str] = set()
     f.seek(0)
@@ -161,4 +158,4 @@ def _import(
         if aside is not None:
             sessions.delete_session(c, aside)
         report.append(ImportedSession(rec.id, new_id, len(rec.messages), aside is not None))
-    return ImportReport(format=fmt, sessions=report, blocks=[block_key(b) for b in blocks])
+    return ImportReport(format=fmt, sessions=report, blocks=written_blocks)
