@@ -94,11 +94,10 @@ def _sweep_owner(d: Dialect, owner: int, seqs: list[int], now: int) -> Plan[int]
         "INSERT INTO context_pool_entries (seq, owner, key, ord, removed, content) VALUES (?, ?, ?, ?, ?, ?)",
         removals,
     )
-    for cid, n in sorted(lowered.items()):
-        yield Execute(
-            "UPDATE context_pools SET size = size - ?, version = version + 1, updated_at = ? WHERE id = ?",
-            (n, now, cid),
-        )
+    yield ExecuteMany(
+        "UPDATE context_pools SET size = size - ?, version = version + 1, updated_at = ? WHERE id = ?",
+        [(n, now, cid) for cid, n in sorted(lowered.items())],
+    )
     return len(gone)
 
 
