@@ -86,11 +86,6 @@ async def size(store: ContextStore) -> int | None:
         return None
 
 
-async def length(store: ContextStore) -> int:
-    """The session's length; 0 when it does not exist."""
-    return await size(store) or 0
-
-
 def tool_usage(numbered: list[tuple[int, Any]]) -> list[tuple[str, int, int]]:
     """``(tool name, calls, turn)`` of numbered items, as openai-agents counts them."""
     counts: dict[tuple[int, str], int] = {}
