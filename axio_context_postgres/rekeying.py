@@ -29,6 +29,7 @@ __all__ = ["SEALED_COLUMNS", "AlreadyEncryptedError", "convert_keys"]
 #: (table, column, kind) of every column that holds what a user wrote: sealed under a key.
 SEALED_COLUMNS: Final = (
     ("messages", "payload", "bytes"),
+    ("message_turns", "content", "text"),
     ("sessions", "preview", "text"),
     ("sessions", "metadata", "bytes"),
     ("checkpoints", "summary", "bytes"),

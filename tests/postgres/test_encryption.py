@@ -27,6 +27,7 @@ from axio_context.sealing import UnsealError
 from axio_context.state import ResumableState
 from axio_context_postgres import connect
 from axio_context_postgres.agents import PostgresHistoryProvider
+from axio_context_postgres.backend import BACKEND
 from axio_context_postgres.embedded import EmbeddedServer
 from axio_context_postgres.pools import PostgresContextPool, PostgresContextQueue
 from axio_context_postgres.rekeying import AlreadyEncryptedError, convert_keys
@@ -91,6 +92,8 @@ async def _plant(url: str, key: bytes | None) -> None:
         await stores.tasks().update_status(board.id, board.tasks[0].id, "in_progress", f"{PLANTED} note")
         history = PostgresHistoryProvider(pool, project="/p")
         await history.append_many("agent", [_text("user", f"{PLANTED} to the agent")], session_id="t1")
+        turns = BACKEND.turn_index(pool, project="/p")
+        await turns.append("u1", [_text("user", "turn")], [(0, f'"{PLANTED} turn"')])
 
 
 async def _dump(url: str) -> dict[str, str]:
@@ -151,6 +154,8 @@ async def _read_back(url: str, key: bytes | None) -> None:
         assert PLANTED in (info.preview or "")
         said = await PostgresHistoryProvider(pool).get_messages("agent", session_id="t1")
         assert said[0].content[0].text == f"{PLANTED} to the agent"  # type: ignore[union-attr]
+        turns = BACKEND.turn_index(pool)
+        assert [t.content for t in await turns.turns("u1")] == [f'"{PLANTED} turn"']
 
 
 async def test_nothing_planted_reaches_the_server_in_plaintext(url: str, plain_url: str) -> None:
