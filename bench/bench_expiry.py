@@ -187,34 +187,61 @@ async def _reads(blobs: SQLBlobStore, runner: Runner, stat: Any, n: int, items: 
     }
 
 
+async def _measure(
+    runner: Runner,
+    blobs: SQLBlobStore,
+    tasks: SQLTaskStore,
+    stat: Any,
+    pools: PoolSQL,
+    open_pool: Callable[[], Awaitable[Any]],
+    items: int,
+    reads: int,
+    pools_only: bool,
+    pieces: bool,
+) -> dict[str, float]:
+    """One backend's figures: the blob and task stores' (unless ``pools_only``), then the pools'."""
+    out: dict[str, float] = {}
+    if not pools_only:
+        await runner.write(_fill, _rows(items, True) + _rows(items, False), pieces)
+        out = await _sweep(blobs, tasks)
+        out.update(await _reads(blobs, runner, stat, reads, items))
+    out.update(await _pool_sweep(runner, pools, (await open_pool())._header.id, items))
+    assert len(await open_pool()) == items  # the live ones
+    return out
+
+
 async def run_sqlite(items: int, reads: int, tmp: Path, pools_only: bool = False) -> dict[str, float]:
     async with sqlite_connect(tmp / "expiry.db") as conn:
-        runner = SQLiteRunner(conn)
-        out: dict[str, float] = {}
-        if not pools_only:
-            await runner.write(_fill, _rows(items, True) + _rows(items, False), False)
-            out = await _sweep(SQLiteBlobStore(conn), SQLiteTaskStore(conn))
-            out.update(await _reads(SQLiteBlobStore(conn), runner, SQLITE_BLOBS.stat, reads, items))
-        pool = await SQLiteContextPool.open(conn, "bench")
-        out.update(await _pool_sweep(runner, SQLITE_POOLS, pool._header.id, items))
-        assert len(await SQLiteContextPool.open(conn, "bench")) == items  # the live ones
-        return out
+        return await _measure(
+            SQLiteRunner(conn),
+            SQLiteBlobStore(conn),
+            SQLiteTaskStore(conn),
+            SQLITE_BLOBS.stat,
+            SQLITE_POOLS,
+            lambda: SQLiteContextPool.open(conn, "bench"),
+            items,
+            reads,
+            pools_only,
+            False,
+        )
 
 
 async def run_postgres(items: int, reads: int, pools_only: bool = False) -> dict[str, float]:
     with EmbeddedServer() as server:
         pool = await pg_connect(server.url(), min_size=2, max_size=4)
         try:
-            runner = PostgresRunner(pool, "bench")
-            out: dict[str, float] = {}
-            if not pools_only:
-                await runner.write(_fill, _rows(items, True) + _rows(items, False), True)
-                out = await _sweep(PostgresBlobStore(pool), PostgresTaskStore(pool))
-                out.update(await _reads(PostgresBlobStore(pool), runner, PG_BLOBS.stat, reads, items))
-            ctx = await PostgresContextPool.open(pool, "bench")
-            out.update(await _pool_sweep(runner, POSTGRES_POOLS, ctx._header.id, items))
-            assert len(await PostgresContextPool.open(pool, "bench")) == items  # the live ones
-            return out
+            return await _measure(
+                PostgresRunner(pool, "bench"),
+                PostgresBlobStore(pool),
+                PostgresTaskStore(pool),
+                PG_BLOBS.stat,
+                POSTGRES_POOLS,
+                lambda: PostgresContextPool.open(pool, "bench"),
+                items,
+                reads,
+                pools_only,
+                True,
+            )
         finally:
             await pool.close()
 
