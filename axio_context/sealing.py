@@ -32,7 +32,6 @@ __all__ = [
     "TEXT_MARK",
     "PayloadCipher",
     "UnsealError",
-    "is_sealed",
 ]
 
 #: How a sealed ``bytea`` value starts.
@@ -59,15 +58,6 @@ _UNSEALABLE: Final = (
 
 class UnsealError(AxioContextError):
     """A stored value does not open under the key: altered, or sealed under another key."""
-
-
-def is_sealed(value: object) -> bool:
-    """Whether ``value`` (as read from a column) is a sealed value of any kind."""
-    if isinstance(value, str):
-        return value.startswith(TEXT_MARK) or value.startswith(JSON_MARK)
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value[: len(BYTES_MARK)]) == BYTES_MARK
-    return False
 
 
 def _subkey(key: bytes, purpose: bytes) -> bytes:
