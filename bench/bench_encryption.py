@@ -50,12 +50,9 @@ def _message(i: int) -> Message:
     return Message(role=role, content=[TextBlock(text=f"turn {i}: " + " ".join(words))])  # type: ignore[arg-type]
 
 
-async def _one_round(
-    folder: Path, key: bytes | None, messages: list[Message], repeat: int
-) -> dict[str, float]:
-    path = folder / f"{'enc' if key else 'plain'}-{time.monotonic_ns()}.db"
-    conn = await connect(path, key=key)
-    store = SQLiteContextStore(conn, "bench", project="/bench")
+async def time_store(store: Any, messages: list[Message], repeat: int) -> tuple[list[float], list[float]]:
+    """Seconds of each single append of ``messages`` to ``store``, then of ``repeat`` loads of it
+    (shared with ``bench.bench_pgencryption``)."""
     appends = []
     for m in messages:
         t = time.perf_counter()
@@ -67,6 +64,15 @@ async def _one_round(
         history = await store.get_history()
         loads.append(time.perf_counter() - t)
     assert len(history) == len(messages)
+    return appends, loads
+
+
+async def _one_round(
+    folder: Path, key: bytes | None, messages: list[Message], repeat: int
+) -> dict[str, float]:
+    path = folder / f"{'enc' if key else 'plain'}-{time.monotonic_ns()}.db"
+    conn = await connect(path, key=key)
+    appends, loads = await time_store(SQLiteContextStore(conn, "bench", project="/bench"), messages, repeat)
     await conn.close()
     conn = await connect(path, key=key)
     t = time.perf_counter()

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from axio_context import Message
-from bench.bench_encryption import KEY, _message
+from bench.bench_encryption import KEY, _message, time_store
 
 
 async def _one_round(
@@ -41,17 +41,7 @@ async def _one_round(
     pool = await connect(url, min_size=1, max_size=2, key=key)
     try:
         store = PostgresContextStore(pool, "bench", project="/bench")
-        appends = []
-        for m in messages:
-            t = time.perf_counter()
-            await store.append(m)
-            appends.append(time.perf_counter() - t)
-        loads = []
-        for _ in range(repeat):
-            t = time.perf_counter()
-            history = await store.get_history()
-            loads.append(time.perf_counter() - t)
-        assert len(history) == len(messages)
+        appends, loads = await time_store(store, messages, repeat)
         ranked = await PostgresContextPool.open(pool, "bench", items)
         for i in range(items):
             await ranked.add(
