@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from axio_context.expiry import now_ms
-from axio_context.sql import Dialect, Execute, ExecuteMany, Plan, Row, Rows, Runner, Value
+from axio_context.sql import Dialect, Execute, ExecuteMany, Plan, Row, Rows, Runner
 from axio_context.sql.expiry import SWEEP_BATCH, count_due, in_batches
 
 from .chain import CHAIN, FORKED, VISIBLE, latest_row
@@ -130,19 +130,16 @@ def touch(
         found = yield from latest_row(h, key)
         if found is None or found[2] or found[3] is None or found[3] <= now:
             continue
-        ttl = yield Value("SELECT ttl_ms FROM context_pool_entries WHERE seq = ?", (found[0],))
-        if ttl is None:
-            continue
-        seq = int(
-            (
-                yield Value(
-                    "INSERT INTO context_pool_entries (seq, owner, key, ord, description, content, extra,"
-                    f" ttl_ms, expires_at) SELECT s, ?, key, ?, description, content, extra, ttl_ms, ?"
-                    f" FROM (SELECT {p.new_seq} AS s) n, context_pool_entries WHERE seq = ? RETURNING seq",
-                    (cid, found[1], now + int(ttl), found[0]),
-                )
-            )
+        made = yield Row(  # the copy, its TTL started again at ``now`` (none: the entry has no TTL)
+            "INSERT INTO context_pool_entries (seq, owner, key, ord, description, content, extra,"
+            " ttl_ms, expires_at) SELECT s, ?, key, ?, description, content, extra, ttl_ms, ? + ttl_ms"
+            f" FROM (SELECT {p.new_seq} AS s) n, context_pool_entries WHERE seq = ? AND ttl_ms IS NOT NULL"
+            " RETURNING seq, expires_at",
+            (cid, found[1], now, found[0]),
         )
+        if made is None:
+            continue
+        seq, expires = int(made[0]), int(made[1])
         yield Execute(
             "INSERT INTO context_pool_vectors (seq, model, embedding)"
             " SELECT ?, model, embedding FROM context_pool_vectors WHERE seq = ?",
@@ -152,7 +149,7 @@ def touch(
             f"DELETE FROM context_pool_entries WHERE owner = ? AND key = ? AND seq > {FORKED} AND seq < ?",
             (cid, key, cid, seq),
         )
-        done[key] = (found[0], seq, now + int(ttl))
+        done[key] = (found[0], seq, expires)
     if not done:
         return h, h.version, done
     bumped = yield Row(
