@@ -7,7 +7,6 @@
   ``db.memory_stores().blocks()`` on any database the registry opens, or
   ``axio_context_sqlite.memory.SQLiteBlockStore(conn)`` /
   ``axio_context_postgres.memory.PostgresBlockStore(pool)``.
-- :class:`InMemoryBlockStore` is the same store kept in this process (tests, agents with no file).
 - :func:`memory_tools` gives an agent Letta's tools (``memory_insert``, ``memory_replace``,
   ``memory_rethink``, ``memory``) as plain async functions.
 - :func:`render_blocks` is the system message's format (see :mod:`.prompt`).
@@ -25,7 +24,6 @@ from .errors import (
     ReadOnlyBlockError,
     StaleVersionError,
 )
-from .in_memory import InMemoryBlockStore
 from .model import DEFAULT_LIMIT, MAX_LABEL, SHARED, BlockVersion, MemoryBlock, StoredBlock
 from .prompt import render_blocks, with_blocks
 from .store import BlockStore
@@ -42,7 +40,6 @@ __all__ = [
     "BlockNotFoundError",
     "BlockStore",
     "BlockVersion",
-    "InMemoryBlockStore",
     "MemoryBlock",
     "NothingToUndoError",
     "ReadOnlyBlockError",

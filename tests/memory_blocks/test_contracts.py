@@ -1,5 +1,5 @@
 """The memory blocks' contract on every backend, each opened through the registry as the command
-line opens it (a SQLite file, a database on the real PostgreSQL server), and in memory."""
+line opens it (a SQLite file, a database on the real PostgreSQL server)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 from axio_context.backends.registry import open_database
 from axio_context.memory_blocks import BlockStore
 from axio_context.memory_blocks.contract import MemoryBlockContract
-from axio_context.memory_blocks.in_memory import InMemoryBlockStore
 
 
 class TestMemoryBlocksOnEveryBackend(MemoryBlockContract):
@@ -18,9 +17,3 @@ class TestMemoryBlocksOnEveryBackend(MemoryBlockContract):
     async def blocks(self, axio_database_location: str) -> AsyncIterator[BlockStore]:
         async with open_database(axio_database_location) as db:
             yield db.memory_stores().blocks()
-
-
-class TestMemoryBlocksInMemory(MemoryBlockContract):
-    @pytest.fixture
-    def blocks(self) -> BlockStore:
-        return InMemoryBlockStore()

@@ -11,7 +11,7 @@ import pytest
 from axio_context import Message
 from axio_context.backends.registry import open_database
 from axio_context.blocks import TextBlock
-from axio_context.memory_blocks import InMemoryBlockStore, MemoryBlock
+from axio_context.memory_blocks import BlockStore, MemoryBlock
 from axio_context.memory_blocks.searching import SNIPPET_CHARS, find_blocks
 
 
@@ -106,8 +106,12 @@ async def test_a_word_with_a_capital_beyond_ascii_is_found_in_any_case(axio_data
         assert hit.marked() == "Straße nach [ÅRHUS]"
 
 
-async def test_find_blocks_on_the_in_memory_store() -> None:
-    blocks = InMemoryBlockStore()
+async def test_find_blocks_ranks_and_marks_them(axio_database_location: str) -> None:
+    async with open_database(axio_database_location) as db:
+        await _find_blocks_ranks_and_marks_them(db.memory_stores().blocks())
+
+
+async def _find_blocks_ranks_and_marks_them(blocks: BlockStore) -> None:
     await blocks.create(MemoryBlock("human", "Likes green tea"), agent_id="a")
     await blocks.create(MemoryBlock("tea", "green"), agent_id="b")
     hits = await find_blocks(blocks, "GREEN tea", k=10)
