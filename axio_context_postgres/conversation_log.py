@@ -19,7 +19,7 @@ from uuid import uuid4
 
 from axio_context.conversation_log import RevisionConflictError
 from axio_context.conversation_log_sql import ConversationLogCalls
-from axio_context.messages import Message, preview_for
+from axio_context.messages import Message
 from axio_context.owners import ADAPTER_KEY, claim
 from axio_context.session_metadata import decode_metadata, encode_metadata
 
@@ -57,8 +57,7 @@ class PostgresConversationLog(ConversationLogCalls[Pool]):
         return PostgresRunner(self._pool, "PostgreSQL conversation log")
 
     def _batch(self, messages: list[Message]) -> tuple[list[Any], Any]:
-        now = writes.now_ms()
-        return [writes.encode(m, self._counter.count(m), now) for m in messages], preview_for(messages)
+        return writes.batch_of(messages, self._counter)
 
     def _append(self) -> Callable[..., Awaitable[tuple[str, int]]]:
         return self._append_entries

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from axio_context.messages import Message, preview_for
+from axio_context.messages import Message
 from axio_context.turns_sql import TurnIndexCalls
 
 from . import lineage, writes
@@ -36,8 +36,7 @@ class PostgresTurnIndex(TurnIndexCalls[Pool]):
         return PostgresRunner(self._handle, "PostgreSQL turns")
 
     def _batch(self, messages: list[Message]) -> tuple[list[Any], Any]:
-        now = writes.now_ms()
-        return [writes.encode(m, self._counter.count(m), now) for m in messages], preview_for(messages)
+        return writes.batch_of(messages, self._counter)
 
     def _append_fn(self) -> Any:
         return _append

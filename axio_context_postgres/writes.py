@@ -20,14 +20,15 @@ from axio_context.checkpoints_sql import insert_checkpoint
 from axio_context.codec import decode_message_msgpack, encode_message_msgpack
 from axio_context.errors import CheckpointError
 from axio_context.lineage import would_cycle
-from axio_context.messages import Message, text_columns
+from axio_context.messages import Message, preview_for, text_columns
+from axio_context.tokens import TokenCounter
 from axio_context.transcript import format_time
 
 from . import lineage
 from .runner import POSTGRES, drive
 from .sealed import index_text, sealed
 
-__all__ = ["Encoded", "append_rows", "encode", "ensure_session", "now_ms", "stored_text"]
+__all__ = ["Encoded", "append_rows", "batch_of", "encode", "ensure_session", "now_ms", "stored_text"]
 
 
 def now_ms() -> int:
@@ -160,6 +161,13 @@ async def append_existing(
         index_text([r.tool for r in rows]),
     )
     return not status.endswith(" 0")
+
+
+def batch_of(messages: list[Message], counter: TokenCounter) -> tuple[list[Encoded], tuple[int, str] | None]:
+    """``messages`` as rows for :func:`append_rows` and the session's preview (the conversation
+    log's and the turn index's)."""
+    now = now_ms()
+    return [encode(m, counter.count(m), now) for m in messages], preview_for(messages)
 
 
 async def append_rows(
