@@ -41,7 +41,7 @@ from axio_context.sql.expiry import live
 from ..store.keys import now_ms
 from ..store.runner import SQLiteRunner
 from ..store.vec import binary_code, binary_codes
-from . import vector_scan
+from . import vector_codes, vector_scan
 
 __all__ = ["DEFAULT_CANDIDATES", "STATEMENTS", "SQLiteVectorStore", "Statements", "filter_sql"]
 
@@ -105,10 +105,12 @@ class Statements:
     def create(self, d: Dialect, name: str, dimension: int, embedder: str) -> Plan[None]:
         found = yield from find_collection(d, name)
         if found is None:
-            yield Row(
-                "INSERT INTO memory_collections (name, dimension, embedder, created_at) VALUES (?, ?, ?, ?)",
+            cid = yield Value(
+                "INSERT INTO memory_collections (name, dimension, embedder, created_at) VALUES (?, ?, ?, ?)"
+                " RETURNING id",
                 (name, dimension, embedder, now_ms()),
             )
+            yield Native(vector_codes.begin, (cid,))
         elif found[1] != dimension:
             raise DimensionMismatchError(
                 f"collection {name!r} exists with {found[1]} dimensions, not {dimension}"
@@ -118,14 +120,6 @@ class Statements:
         self, d: Dialect, name: str, embedder: str, docs: list[NewDocument], replace: bool
     ) -> Plan[None]:
         dimension = len(docs[0][2])
-        import numpy as np  # here, not at import: opening a connection stays free of NumPy
-
-        blobs = [vec.tobytes() for _, _, vec, _ in docs]
-        codes = binary_codes(np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(docs), -1))
-        coded = [
-            (i, content, blob, code, d.json_arg(meta))
-            for (i, content, _, meta), blob, code in zip(docs, blobs, codes, strict=True)
-        ]
         now = now_ms()
         found = yield from find_collection(d, name)
         if found is None:
@@ -134,6 +128,7 @@ class Statements:
                 " RETURNING id",
                 (name, dimension, embedder, now),
             )
+            yield Native(vector_codes.begin, (cid,))
         else:
             cid, have, _ = found
             if have != dimension:  # created by another connection since the caller looked
@@ -152,8 +147,8 @@ class Statements:
         # per table instead of a statement per document (0.92 s of 1.3 s for
         # 10,000 documents). What each id ends as is what row-by-row inserts left: the first of
         # a batch's duplicates for add (later ones did nothing), the last for upsert.
-        chosen: dict[str, tuple[str, str, bytes, bytes, str]] = {}
-        for row in coded:
+        chosen: dict[str, NewDocument] = {}
+        for row in docs:
             if replace or row[0] not in chosen:
                 chosen[row[0]] = row
         ids = encode_json(list(chosen))
@@ -168,10 +163,20 @@ class Statements:
             if not chosen:
                 return
             ids = encode_json(list(chosen))
+        blobs = {doc_id: vec.tobytes() for doc_id, _, vec, _ in chosen.values()}
+        codes = [vector_codes.UNCODED] * len(chosen)
+        if (yield Native(vector_codes.admit, (cid, len(chosen), dimension))):
+            import numpy as np  # here, not at import: opening a connection stays free of NumPy
+
+            matrix = np.frombuffer(b"".join(blobs.values()), dtype=np.float32).reshape(len(blobs), -1)
+            codes = binary_codes(matrix)
         yield ExecuteMany(
             "INSERT INTO memory_documents (collection, id, code, metadata, updated_at, content)"
             f" VALUES (?, ?, ?, jsonb(?), ?, ?) ON CONFLICT (collection, id) {conflict}",
-            [(cid, doc_id, code, meta, now, content) for doc_id, content, _, code, meta in chosen.values()],
+            [
+                (cid, doc_id, code, d.json_arg(meta), now, content)
+                for (doc_id, content, _, meta), code in zip(chosen.values(), codes, strict=True)
+            ],
         )
         rowids = yield Rows(
             "SELECT id, rowid FROM memory_documents"
@@ -180,7 +185,7 @@ class Statements:
         )
         yield ExecuteMany(
             "INSERT OR REPLACE INTO memory_embeddings (rowid, embedding) VALUES (?, ?)",
-            [(int(rowid), chosen[str(doc_id)][2]) for doc_id, rowid in rowids],
+            [(int(rowid), blobs[str(doc_id)]) for doc_id, rowid in rowids],
         )
 
     def get(self, d: Dialect, name: str, ids: list[str]) -> Plan[list[Document]]:
@@ -255,14 +260,16 @@ class Statements:
             ]
         elif self.vec:
             # Exact re-scoring in SQLite (float32, as stored): in Python it cost more than the
-            # coarse pass itself.
+            # coarse pass itself. Documents without a code (:mod:`.vector_codes`) are all re-scored.
             rows = yield Rows(
                 "SELECT d.id, d.content, json(d.metadata), 1.0 - vec_distance_cosine(e.embedding, ?)"
                 " FROM memory_documents AS d JOIN memory_embeddings AS e ON e.rowid = d.rowid"
                 " WHERE d.rowid IN (SELECT rowid FROM memory_documents"
-                f" WHERE collection = ? AND {where}"
-                " ORDER BY vec_distance_hamming(vec_bit(code), vec_bit(?)) LIMIT ?)",
-                (blob, cid, *params, binary_code(blob), max(candidates, limit)),
+                f" WHERE collection = ? AND length(code) > 0 AND {where}"
+                " ORDER BY vec_distance_hamming(vec_bit(code), vec_bit(?)) LIMIT ?)"
+                " OR d.rowid IN (SELECT rowid FROM memory_documents"
+                f" WHERE collection = ? AND length(code) = 0 AND {where})",
+                (blob, cid, *params, binary_code(blob), max(candidates, limit), cid, *params),
             )
             scored = [(0.0 if s is None else float(s), str(i), str(t), str(m)) for i, t, m, s in rows]
         else:
@@ -311,6 +318,7 @@ class Statements:
             (row.name, row.dimension, row.embedder, row.created_at),
         )
         yield Native(vector_scan.mark_changed, (cid,))
+        yield Native(vector_codes.begin, (cid,))
         for doc in row.documents:
             rowid = yield Value(
                 "INSERT INTO memory_documents (collection, id, code, metadata, updated_at, content)"
@@ -318,7 +326,7 @@ class Statements:
                 (
                     cid,
                     doc.id,
-                    binary_code(doc.embedding),
+                    vector_codes.UNCODED,
                     stored_json(d, doc.metadata),
                     doc.updated_at,
                     doc.content,
@@ -327,6 +335,7 @@ class Statements:
             yield Row(
                 "INSERT INTO memory_embeddings (rowid, embedding) VALUES (?, ?)", (rowid, doc.embedding)
             )
+        yield Native(vector_codes.admit, (cid, len(row.documents), row.dimension))  # codes them if large
 
 
 #: The plans ``axio-context copy`` runs (dump and load; each store keeps its own, which

@@ -70,3 +70,64 @@ async def test_past_the_memory_limit_the_codes_answer(
         await store.add(docs)
         assert [r.id for r in await store.search(data[7].tolist(), limit=1)] == ["d00007"]
         assert getattr(conn._conn, "_axio_vector_copies", {}) == {}  # nothing was held
+
+
+def _codes(path: Path) -> list[bytes]:
+    import sqlite3
+
+    with sqlite3.connect(path) as raw:
+        return [bytes(r[0]) for r in raw.execute("SELECT code FROM memory_documents ORDER BY id")]
+
+
+async def test_a_small_collection_is_written_without_codes_and_the_codes_path_is_exact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs, data = _docs(400, 32)
+    async with connect(tmp_path / "v.db") as conn:
+        await SQLiteVectorStore(conn).add(docs)
+    assert set(_codes(tmp_path / "v.db")) == {b""}  # no code computed: nothing would read it
+    monkeypatch.setattr(vector_scan, "MAX_BYTES", 0)  # nothing held in memory: the codes' path
+    queries = np.random.default_rng(3).standard_normal((10, 32)).astype(np.float32)
+    async with connect(tmp_path / "v.db") as conn:
+        store = SQLiteVectorStore(conn, candidates=5)
+        for q in queries:  # every uncoded document is re-scored: exact, whatever the candidates
+            assert [r.id for r in await store.search(q.tolist(), limit=10)] == _exact(data, q, 10)
+
+
+async def test_the_write_that_makes_a_collection_large_codes_every_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from axio_context_sqlite.memory import vector_codes
+    from axio_context_sqlite.store.vec import binary_code
+
+    docs, data = _docs(300, 16)
+    monkeypatch.setattr(vector_codes, "CODED_FROM", 250 * 16 * 4)
+    async with connect(tmp_path / "v.db") as conn:
+        store = SQLiteVectorStore(conn)
+        await store.add(docs[:200])
+        assert set(_codes(tmp_path / "v.db")) == {b""}
+        await store.add(docs[200:260])  # 260 documents: past the mark, the first 200 coded too
+        await store.upsert([*docs[260:], Document("d00003", "moved", data[9].tolist(), {})])
+    codes = _codes(tmp_path / "v.db")
+    assert len(codes) == 300
+    expected = [binary_code(data[9 if i == 3 else i].tobytes()) for i in range(300)]
+    assert codes == expected
+    monkeypatch.setattr(vector_scan, "MAX_BYTES", 0)
+    async with connect(tmp_path / "v.db") as conn:
+        hits = await SQLiteVectorStore(conn).search(data[7].tolist(), limit=1)
+        assert [r.id for r in hits] == ["d00007"]
+
+
+async def test_a_collection_written_before_the_rule_keeps_coding(tmp_path: Path) -> None:
+    import sqlite3
+
+    docs, _ = _docs(20, 8)
+    async with connect(tmp_path / "v.db") as conn:
+        await SQLiteVectorStore(conn).add(docs[:10])
+    with sqlite3.connect(tmp_path / "v.db") as raw:  # as an older version left it: no count row
+        raw.execute("DELETE FROM settings WHERE key LIKE 'vector-codes:%'")
+    async with connect(tmp_path / "v.db") as conn:
+        await SQLiteVectorStore(conn).add(docs[10:])
+    codes = _codes(tmp_path / "v.db")
+    assert codes[:10] == [b""] * 10  # written while it was counted
+    assert all(len(c) == 3 for c in codes[10:])  # 3 rotations of 8 bits
