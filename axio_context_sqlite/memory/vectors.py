@@ -151,41 +151,41 @@ class Statements:
         for row in docs:
             if replace or row[0] not in chosen:
                 chosen[row[0]] = row
-        ids = encode_json(list(chosen))
+        # Each document's rowid is chosen here (a stored one kept, the next free ones for the
+        # rest: the write holds the database), so the embeddings need no read of them back.
+        stored = yield Rows(
+            "SELECT id, rowid FROM memory_documents"
+            " WHERE collection = ? AND id IN (SELECT value FROM json_each(?))",
+            (cid, encode_json(list(chosen))),
+        )
+        rowids = {str(doc_id): int(rowid) for doc_id, rowid in stored}
         if not replace:
-            stored = yield Rows(
-                "SELECT id FROM memory_documents"
-                " WHERE collection = ? AND id IN (SELECT value FROM json_each(?))",
-                (cid, ids),
-            )
-            for (doc_id,) in stored:
-                chosen.pop(str(doc_id), None)
+            for doc_id in rowids:
+                chosen.pop(doc_id, None)
             if not chosen:
                 return
-            ids = encode_json(list(chosen))
-        blobs = {doc_id: vec.tobytes() for doc_id, _, vec, _ in chosen.values()}
+        free = yield Value("SELECT coalesce(max(rowid), 0) + 1 FROM memory_documents")
+        for doc_id in chosen:
+            if doc_id not in rowids:
+                rowids[doc_id] = free
+                free += 1
+        blobs = [vec.tobytes() for _, _, vec, _ in chosen.values()]
         codes = [vector_codes.UNCODED] * len(chosen)
         if (yield Native(vector_codes.admit, (cid, len(chosen), dimension))):
             import numpy as np  # here, not at import: opening a connection stays free of NumPy
 
-            matrix = np.frombuffer(b"".join(blobs.values()), dtype=np.float32).reshape(len(blobs), -1)
-            codes = binary_codes(matrix)
+            codes = binary_codes(np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1))
         yield ExecuteMany(
-            "INSERT INTO memory_documents (collection, id, code, metadata, updated_at, content)"
-            f" VALUES (?, ?, ?, jsonb(?), ?, ?) ON CONFLICT (collection, id) {conflict}",
+            "INSERT INTO memory_documents (rowid, collection, id, code, metadata, updated_at, content)"
+            f" VALUES (?, ?, ?, ?, jsonb(?), ?, ?) ON CONFLICT (collection, id) {conflict}",
             [
-                (cid, doc_id, code, d.json_arg(meta), now, content)
+                (rowids[doc_id], cid, doc_id, code, d.json_arg(meta), now, content)
                 for (doc_id, content, _, meta), code in zip(chosen.values(), codes, strict=True)
             ],
         )
-        rowids = yield Rows(
-            "SELECT id, rowid FROM memory_documents"
-            " WHERE collection = ? AND id IN (SELECT value FROM json_each(?))",
-            (cid, ids),
-        )
         yield ExecuteMany(
             "INSERT OR REPLACE INTO memory_embeddings (rowid, embedding) VALUES (?, ?)",
-            [(int(rowid), blobs[str(doc_id)]) for doc_id, rowid in rowids],
+            [(rowids[doc_id], blob) for doc_id, blob in zip(chosen, blobs, strict=True)],
         )
 
     def get(self, d: Dialect, name: str, ids: list[str]) -> Plan[list[Document]]:
