@@ -4,6 +4,7 @@ activity), optionally one project's, in keyset pages (the cursor is ``time.sid``
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Final
 
 from ..expiry import now_ms
@@ -73,8 +74,11 @@ def list_page(
     sql += f" ORDER BY {order} DESC, sid DESC"
     if limit is None:
         return SessionPage(sessions=d.infos((yield Rows(sql, args))), next_cursor=None)
-    sql += " LIMIT ?"
-    args.append(limit + 1)
+    # The LIMIT is written into the text, not bound: bound, PostgreSQL prices its generic plan
+    # for an unknown LIMIT (a tenth of the table) above the plan for 51 rows and so plans the
+    # listing afresh on every call (0.1 ms of a 0.5 ms page at 2,000 sessions); one text per
+    # page size keeps one plan.
+    sql += f" LIMIT {operator.index(limit) + 1:d}"
     rows = yield Rows(sql, args)
     next_cursor = None
     if len(rows) > limit:

@@ -4,6 +4,7 @@ existence probe before an append, the view's session row, checkpoint and rows in
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -44,8 +45,10 @@ async def test_append_tail_load_and_page_are_one_statement_each(one: tuple[Pool,
         store.get_history,
         lambda: store.list_sessions_page(50),
     ):
+        await asyncio.sleep(0)  # asyncpg hands query loggers their records with call_soon
         sent.clear()
         await call()
+        await asyncio.sleep(0)
         assert len(sent) == 1, sent
         assert not sent[0].lstrip().upper().startswith(("BEGIN", "COMMIT", "SELECT TO_REGCLASS"))
     assert is_one_statement(list_page)
@@ -91,3 +94,70 @@ async def test_the_server_writes_times_as_format_time_does(pool: Pool) -> None:
         values,
     )
     assert got == [format_time(v) for v in values]
+
+
+async def _plans(pool: Pool, like: str) -> tuple[int, int]:
+    """(generic, custom) plans the server made for the pool's prepared statement like ``like``."""
+    row = await pool.fetchrow(
+        "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE $1", like
+    )
+    assert row is not None, like
+    return int(row[0]), int(row[1])
+
+
+async def test_the_hot_statements_are_planned_once_not_per_call(one: tuple[Pool, list[str]]) -> None:
+    # A parameter the planner prices better when it sees it (a LIMIT, an array's length) made
+    # the server plan the statement afresh on every call (a custom plan, ~0.1 ms each).
+    pool, _ = one
+    # enough sessions in the project for a LIMIT to matter to the planner (2,000: the bench's)
+    await pool.execute(
+        "WITH g AS (INSERT INTO segments (owner) SELECT 'rt-plans-' || i FROM generate_series(1, 2000) i"
+        " RETURNING seg, owner) INSERT INTO sessions (id, seg, project, created_at, updated_at)"
+        " SELECT owner, seg, 'rt-plans', seg, seg FROM g"
+    )
+    await pool.execute("ANALYZE sessions")
+    store = PostgresContextStore(pool, "rt-plans", project="rt-plans")
+    await store.append(text("user", "first"))
+    for i in range(12):
+        await store.append(text("user", f"m{i}"))
+        await store.list_sessions_page(50)
+        await store.get_history(limit=20)
+    for like in ("WITH s AS (UPDATE sessions%", "SELECT id, next_position%LIMIT%", "%WITH RECURSIVE s AS%"):
+        generic, custom = await _plans(pool, like)
+        assert custom <= 5 and generic >= 7, (like, generic, custom)
+
+
+async def test_a_released_connection_goes_back_without_a_task(one: tuple[Pool, list[str]]) -> None:
+    # asyncpg shields each release in a new task (a loop iteration per call); a release that
+    # cannot wait on anything is made in place.
+    pool, _ = one
+    store = PostgresContextStore(pool, "rt-tasks", project="rt")
+    await store.append(text("user", "first"))
+    loop = asyncio.get_running_loop()
+    made: list[object] = []
+
+    def counting(lp: asyncio.AbstractEventLoop, coro: object, **kw: object) -> asyncio.Task[object]:
+        made.append(coro)
+        return asyncio.Task(coro, loop=lp, **kw)  # type: ignore[arg-type]
+
+    loop.set_task_factory(counting)  # type: ignore[arg-type]
+    try:
+        await store.append(text("user", "second"))
+        await store.get_history(limit=2)
+        await store.list_sessions_page(50)
+    finally:
+        loop.set_task_factory(None)
+    assert made == []
+    assert _texts(await store.get_history()) == ["first", "second"]
+
+
+async def test_a_connection_released_inside_a_transaction_is_rolled_back(one: tuple[Pool, list[str]]) -> None:
+    pool, _ = one
+    conn = await pool.acquire()
+    tx = conn.transaction()
+    await tx.start()
+    await conn.execute("CREATE TEMP TABLE rt_left_open (x int)")
+    await pool.release(conn)  # the slow, shielded way: ROLLBACK first
+    async with pool.acquire() as again:
+        assert not again.is_in_transaction()
+        assert await again.fetchval("SELECT to_regclass('pg_temp.rt_left_open')") is None
