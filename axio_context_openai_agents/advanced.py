@@ -32,7 +32,7 @@ from axio_context.errors import SessionNotFoundError
 from axio_context.expiry import DEFAULT, resolve_ttl
 from axio_context.turns_sql import TurnIndexCalls, turn_run
 
-from .items import item_of, message_of
+from .items import item_of, messages_of
 from .session import ADAPTER, AxioContextSession
 from .turns import (
     BRANCHES_KEY,
@@ -103,7 +103,7 @@ class AxioAdvancedSession(AxioContextSession):
         """Append ``items`` to the current branch in one transaction (all or, with
         :class:`~.items.ItemError`, none); a user message starts a turn."""
         self._live()
-        messages = [message_of(item, i) for i, item in enumerate(items)]
+        messages = messages_of(items)
         if messages:
             turns = [(i, content_json(item)) for i, item in enumerate(items) if is_user(item)]
             await self._mutate(self._append, CURRENT, messages, turns)

@@ -50,6 +50,7 @@ __all__ = [
     "items_of_values",
     "loads",
     "message_of",
+    "messages_of",
 ]
 
 #: The metadata key holding an item's JSON.
@@ -192,43 +193,50 @@ def _blocks(item: dict[str, Any], kind: str | None) -> list[ContentBlock]:
     return [ProviderBlock(provider=PROVIDER, kind=kind, data=item)]
 
 
-def message_of(item: Any, index: int = 0, *, checked: bool = True) -> Message:
+def message_of(item: Any, index: int = 0, *, checked: bool = True, now: datetime | None = None) -> Message:
     """The message that stores ``item`` (:class:`ItemError` naming ``items[index]`` when it
     cannot be stored). ``checked=False`` skips the codec's check of the native blocks (a store's
-    append makes it anyway, refusing the batch): for a caller that retries with it on."""
-    where = f"items[{index}]"
+    append makes it anyway, refusing the batch): for a caller that retries with it on. ``now``:
+    its timestamp (a batch's items share one, read once; None: the current time)."""
     if not isinstance(item, dict):
-        raise ItemError(f"{where}: an item must be a dict, got {type(item).__name__}")
+        raise ItemError(f"items[{index}]: an item must be a dict, got {type(item).__name__}")
     kind = item.get("type")
     if kind is not None and not isinstance(kind, str):
-        raise ItemError(f"{where}: `type` must be a string, got {type(kind).__name__}")
+        raise ItemError(f"items[{index}]: `type` must be a string, got {type(kind).__name__}")
     if kind is None and not isinstance(item.get("role"), str) and not is_envelope(item):
-        raise ItemError(f"{where}: an item needs a `type` (or a `role`, for a message)")
+        raise ItemError(f"items[{index}]: an item needs a `type` (or a `role`, for a message)")
     try:
         text = item_json(item)
     except (TypeError, ValueError) as exc:
-        raise ItemError(f"{where}: not JSON-serialisable ({exc})") from None
+        raise ItemError(f"items[{index}]: not JSON-serialisable ({exc})") from None
     except RecursionError:
         raise ItemError(
-            f"{where}: nested too deeply to store (lists and objects within each other)"
+            f"items[{index}]: nested too deeply to store (lists and objects within each other)"
         ) from None
-    extras: dict[str, Any] = {
-        "id": item["id"] if isinstance(item.get("id"), str) else None,
-        "timestamp": datetime.now(UTC),
-        "metadata": {ITEM_KEY: text},
-    }
-    message = Message(role=_role_of(item, kind), content=_blocks(item, kind), **extras)
+    item_id = item.get("id")
+    message = Message(
+        role=_role_of(item, kind),
+        content=_blocks(item, kind),
+        id=item_id if isinstance(item_id, str) else None,
+        timestamp=datetime.now(UTC) if now is None else now,
+        metadata={ITEM_KEY: text},
+    )
     if not checked:
         return message
     try:
         check_message(message)
     except DecodeError:  # native blocks the codec refuses (a deep tool input): the item whole
-        message = Message(
-            role=message.role,
-            content=[ProviderBlock(provider=PROVIDER, kind=kind or "message", data={})],
-            **extras,
+        message = msgspec.structs.replace(
+            message, content=[ProviderBlock(provider=PROVIDER, kind=kind or "message", data={})]
         )
     return message
+
+
+def messages_of(items: list[Any], *, checked: bool = True) -> list[Message]:
+    """The messages storing ``items`` (see :func:`message_of`), with one timestamp: the time is
+    read once for the batch that one transaction writes, not once per item."""
+    now = datetime.now(UTC)
+    return [message_of(item, i, checked=checked, now=now) for i, item in enumerate(items)]
 
 
 def item_of(message: Message) -> dict[str, Any]:

@@ -47,7 +47,7 @@ from axio_context.expiry import NO_TTL, TTLConfig
 from axio_context.messages import Message
 from axio_context.owners import ADAPTER_KEY, claim
 
-from .items import ITEM_KEY, ItemError, item_of, items_of_values, message_of
+from .items import ITEM_KEY, ItemError, item_of, items_of_values, messages_of
 
 __all__ = ["ADAPTER", "SYNCHRONOUS", "AxioContextSession", "Synchronous"]
 
@@ -249,14 +249,14 @@ class AxioContextSession(SessionABC):
         self._live()
         # The store's append checks every message before writing anything; only a batch it
         # refuses (a native block the codec cannot keep) is made again, checked one by one.
-        messages = [message_of(item, i, checked=False) for i, item in enumerate(items)]
+        messages = messages_of(items, checked=False)
         if messages:
             try:
                 await self._mutate(self._add, messages)
             except ItemError:
                 raise
             except DecodeError:
-                await self._mutate(self._add, [message_of(item, i) for i, item in enumerate(items)])
+                await self._mutate(self._add, messages_of(items))
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest item; None when the session is empty."""

@@ -33,6 +33,9 @@ ROLE_CODES: Final = {"user": 0, "assistant": 1, "system": 2}
 ROLE_NAMES: Final = ("user", "assistant", "system")
 
 _Media = ImageBlock | AudioBlock | VideoBlock
+#: The media block types as a tuple: ``isinstance`` with it is several times faster than with
+#: the union, which Python 3.11 also builds again at every evaluation of ``A | B | C``.
+_MEDIA: Final = (ImageBlock, AudioBlock, VideoBlock)
 
 
 class EncodedMessage(msgspec.Struct):
@@ -49,27 +52,37 @@ class EncodedMessage(msgspec.Struct):
 
 def _media_blocks(content: Sequence[ContentBlock]) -> Iterable[_Media]:
     for block in content:
-        if isinstance(block, ImageBlock | AudioBlock | VideoBlock):
+        if isinstance(block, _MEDIA):
             yield block
         elif isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
             for item in block.content:
-                if isinstance(item, ImageBlock | AudioBlock | VideoBlock):
+                if isinstance(item, _MEDIA):
                     yield item
+
+
+def _has_big_media(content: Sequence[ContentBlock]) -> bool:
+    """Whether a media block holds :data:`BLOB_MIN` bytes or more (stored once, as a blob)."""
+    for block in content:
+        if isinstance(block, _MEDIA):
+            if len(block.data) >= BLOB_MIN:
+                return True
+        elif isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
+            for item in block.content:
+                if isinstance(item, _MEDIA) and len(item.data) >= BLOB_MIN:
+                    return True
+    return False
 
 
 def _map_media(content: Sequence[ContentBlock], fn: Any) -> list[ContentBlock]:
     out: list[ContentBlock] = []
     for block in content:
-        if isinstance(block, ImageBlock | AudioBlock | VideoBlock):
+        if isinstance(block, _MEDIA):
             out.append(fn(block))
         elif isinstance(block, ToolResultBlock) and not isinstance(block.content, str):
             out.append(
                 msgspec.structs.replace(
                     block,
-                    content=[
-                        fn(i) if isinstance(i, ImageBlock | AudioBlock | VideoBlock) else i
-                        for i in block.content
-                    ],
+                    content=[fn(i) if isinstance(i, _MEDIA) else i for i in block.content],
                 )
             )
         else:
@@ -95,7 +108,7 @@ def encode_message(message: Message, *, text: bool = False, index: int = 0) -> E
         content = message.content
         flags = 0
         blobs: list[tuple[bytes, bytes]] = []
-        if any(len(b.data) >= BLOB_MIN for b in _media_blocks(content)):
+        if _has_big_media(content):
 
             def external(block: _Media) -> _Media:
                 digest = hashlib.sha256(block.data).digest()

@@ -156,3 +156,20 @@ def test_a_session_left_open_exits_quietly(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout, done.stderr) == (0, "1\n", "")
+
+
+async def test_a_turns_items_share_one_timestamp(tmp_path: Path) -> None:
+    """The items of one ``add_items`` are written by one transaction, stamped with one time read
+    once; the next turn's come later."""
+    session = AxioContextSession("s", tmp_path / "a.db", project="p")
+    try:
+        await session.add_items([_item(i) for i in range(5)])
+        await session.add_items([_item(i) for i in range(5, 8)])
+    finally:
+        session.close()
+    async with connect(tmp_path / "a.db") as conn:
+        history = await SQLiteContextStore(conn, "s", project="p").get_history()
+    stamps = [m.timestamp for m in history]
+    assert len(set(stamps[:5])) == 1 and len(set(stamps[5:])) == 1
+    first, later = stamps[0], stamps[5]
+    assert first is not None and later is not None and first <= later
