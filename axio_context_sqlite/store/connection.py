@@ -30,7 +30,7 @@ from ..paths import db_path as db_location
 from . import packing
 from .adopting import READY
 from .appending import install_temp_objects
-from .driver import MMAP_SIZE, Synchronous, driver_errors, warn_vec_once
+from .driver import MMAP_SIZE, PAGE_SIZE, Synchronous, driver_errors, warn_vec_once
 from .files import connect_raw, open_readonly, prepare_file, remove_side_files, side_files
 from .schema import apply_schema, check_owner, is_empty, mark, refuse_newer
 from .vec import load_sqlite_vec
@@ -123,8 +123,12 @@ def connect(
                     raise EmptyDatabaseError(f"no database yet at {path}: the file is empty")
                 if not readonly:
                     if is_empty(raw):
-                        # Only a brand-new file can take this (before its first table and before
-                        # WAL): `vacuum` can then give space back without copying the database.
+                        # Only a brand-new file can take these (before its first table and before
+                        # WAL): small pages (the page size before anything else, see PAGE_SIZE;
+                        # SQLCipher keeps its own), and `vacuum` giving space back without
+                        # copying the database.
+                        if secret is None:
+                            raw.execute(f"PRAGMA page_size = {PAGE_SIZE}")
                         raw.execute("PRAGMA auto_vacuum = INCREMENTAL")
                         mark(raw)  # ours from its first byte, even if this opening stops here
                     mode = raw.execute("PRAGMA journal_mode = WAL").fetchone()[0]

@@ -14,9 +14,10 @@ import os
 import threading
 from collections.abc import Callable
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import aiosqlite
+import aiosqlite.core
 
 from axio_context.errors import StoreClosedError
 
@@ -201,13 +202,45 @@ class Connection(aiosqlite.Connection):
             self._connection = None
             return
         try:
-            await super().close()
+            await self._close_and_stop()
         finally:
+            # The worker returns right after handing the outcome back: a short wait here saves
+            # a hop to a pool thread; only a worker still busy is waited for there.
+            self._thread.join(0.05)
             if self._thread.is_alive():
                 await _off_loop(self._thread.join, 10.0)
         if self.after_close is not None:
             tidy, self.after_close = self.after_close, None
             await _off_loop(tidy)
+
+    async def _close_and_stop(self) -> None:
+        """Close the database and stop the worker in one job (aiosqlite's close takes two hops:
+        the close, then the stop), holding ``use`` so no inline statement runs meanwhile."""
+        self._running = False
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        failed: list[BaseException] = []
+
+        def close_and_stop() -> object:
+            try:
+                with self.use:
+                    raw, self._connection = self._connection, None
+                    if raw is not None:
+                        raw.close()
+            except BaseException as exc:  # the caller's to see; the worker stops all the same
+                failed.append(exc)
+            return _STOP
+
+        self._tx.put_nowait((future, close_and_stop))
+        try:
+            await future
+        finally:
+            self._connection = None
+        if failed:
+            raise failed[0]
+
+
+#: What a worker's last job returns: aiosqlite's worker loop ends on it.
+_STOP: Final = aiosqlite.core._STOP_RUNNING_SENTINEL
 
 
 async def _off_loop(fn: Callable[..., object], *args: Any) -> None:

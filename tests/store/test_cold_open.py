@@ -3,6 +3,7 @@ cancelled-statement handler are done in it, not in hops of their own (issue 32, 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -31,3 +32,17 @@ async def test_a_missing_folder_is_made_and_a_readonly_open_of_nothing_refused(t
     with pytest.raises(DatabaseNotFoundError, match="no database at"):
         await connect(missing, readonly=True)
     assert not missing.exists()
+
+
+async def test_a_close_finishes_queued_work_and_ends_the_worker(db_path: Path) -> None:
+    conn = await connect(db_path)
+    store = SQLiteContextStore(conn, "s", project="p")
+    pending = [asyncio.ensure_future(store.append_many([text_message(f"m{i}")])) for i in range(3)]
+    await asyncio.sleep(0)  # each append has handed its job to the worker
+    await conn.close()
+    assert [t.result() for t in pending] == [None, None, None]
+    assert not conn._thread.is_alive()
+    assert not db_path.with_name(db_path.name + "-wal").exists()  # the last close tidied up
+    await conn.close()  # a second close does nothing
+    async with connect(db_path) as again:
+        assert texts(await SQLiteContextStore(again, "s", project="p").get_history()) == ["m0", "m1", "m2"]

@@ -18,6 +18,7 @@ from axio_context.errors import DecodeError
 from axio_context_sqlite import Connection, Database, SQLiteContextStore, connect
 from axio_context_sqlite.store import appending, indexing
 from axio_context_sqlite.store import context_store as store_module
+from axio_context_sqlite.store.driver import PAGE_SIZE
 from tests.support.lock_holder import holding_lock
 from tests.support.sqlite_checks import check_storage, scalar, text_message, texts
 
@@ -214,7 +215,7 @@ async def test_sqlites_own_checkpoints_keep_the_wal_bounded_under_inline_appends
             await store.append(text_message(f"message {i} " * 20))
         assert conn.jobs - jobs < 100  # inline, but for the keyword-queue folds
         wal = db_path.with_name(db_path.name + "-wal")
-        assert (wal.stat().st_size - 32) // (4096 + 24) < 1500
+        assert (wal.stat().st_size - 32) // (PAGE_SIZE + 24) < 1500
     assert check_storage(db_path) == {"s": 1501}
 
 

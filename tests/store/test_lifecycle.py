@@ -19,6 +19,7 @@ import pytest
 from axio_context import StoreClosedError
 from axio_context.errors import ReadOnlyDatabaseError
 from axio_context_sqlite import SCHEMA_VERSION, Database, SQLiteContextStore, connect
+from axio_context_sqlite.store.driver import PAGE_SIZE
 from tests.support.sqlite_checks import check_storage, text_message, texts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -186,7 +187,7 @@ async def test_close_finishes_what_was_queued_before_it(db_path: Path) -> None:
 
 def _wal_frames(path: Path) -> int:
     wal = path.with_name(path.name + "-wal")
-    return (wal.stat().st_size - 32) // (4096 + 24) if wal.exists() else 0
+    return (wal.stat().st_size - 32) // (PAGE_SIZE + 24) if wal.exists() else 0
 
 
 async def test_close_leaves_no_wal_behind(db_path: Path) -> None:
