@@ -161,3 +161,26 @@ async def test_a_connection_released_inside_a_transaction_is_rolled_back(one: tu
     async with pool.acquire() as again:
         assert not again.is_in_transaction()
         assert await again.fetchval("SELECT to_regclass('pg_temp.rt_left_open')") is None
+
+
+async def test_one_message_is_appended_without_arrays(one: tuple[Pool, list[str]]) -> None:
+    # A lone message binds its columns as scalars (no unnest of six one-item arrays); a batch
+    # still binds arrays; both are one statement, at the same positions.
+    pool, sent = one
+    store = PostgresContextStore(pool, "rt-one", project="rt")
+    await store.append(text("user", "m0"))
+    await asyncio.sleep(0)
+    sent.clear()
+    await store.append(text("assistant", "m1"))
+    await store.append_many([text("user", "m2"), text("assistant", "m3")])
+    await store.append(text("user", "m4"))
+    await asyncio.sleep(0)
+    assert len(sent) == 3, sent
+    assert "unnest" not in sent[0] and "unnest" in sent[1] and "unnest" not in sent[2]
+    assert _texts(await store.get_history()) == ["m0", "m1", "m2", "m3", "m4"]
+    assert [i.message_count for i in await store.list_sessions() if i.session_id == "rt-one"] == [5]
+    hits = await pool.fetchval(
+        "SELECT count(*) FROM messages m JOIN sessions s ON s.seg = m.seg"
+        " WHERE s.id = 'rt-one' AND m.tsv @@ to_tsquery('simple', 'm1 | m4')"
+    )
+    assert hits == 2  # indexed in the same statement
