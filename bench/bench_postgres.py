@@ -161,50 +161,16 @@ async def bench_stores(url: str, tmp: Path, n_append: int) -> dict[str, dict[str
             r["list 2k: page of 50"] = await timed(lambda lister=lister: lister.list_sessions_page(50), 30)
             r["list 2k: all"] = await timed(lister.list_sessions, 5)
     await pool.close()
-    # The limit: raw asyncpg doing the same INSERT / SELECT.
+    # The limit: raw asyncpg doing the same INSERT / SELECT (bench.peers_postgres alternates them
+    # with the store's calls).
     import asyncpg
 
+    from .peers_postgres import ROUNDS, raw_side
+
     conn = await asyncpg.connect(url)
-    payload = os.urandom(700)
-    await conn.execute(
-        "CREATE TABLE IF NOT EXISTS raw_msg (sid text, pos integer, payload bytea, PRIMARY KEY (sid, pos))"
-    )
-    counter = iter(range(10**9))
-    raw = {}
-    raw["append"] = await timed(
-        lambda: conn.execute("INSERT INTO raw_msg VALUES ('a', $1, $2)", next(counter), payload), n_append
-    )
-    await conn.executemany(
-        "INSERT INTO raw_msg VALUES ('big', $1, $2)", [(i, payload) for i in range(10_000)]
-    )
-    raw["load 10k"] = await timed(
-        lambda: conn.fetch("SELECT payload FROM raw_msg WHERE sid = 'big' ORDER BY pos"), 10
-    )
-    raw["tail 20 (of 10k)"] = await timed(
-        lambda: conn.fetch("SELECT payload FROM raw_msg WHERE sid = 'big' ORDER BY pos DESC LIMIT 20"), 50
-    )
-    # fork and listing as bare SQL on a sessions table with the same keys and index
-    await conn.execute(
-        "CREATE TABLE IF NOT EXISTS raw_sess (sid bigserial PRIMARY KEY, id text UNIQUE, parent text,"
-        " fork_pos integer, created bigint, n integer, preview text)"
-    )
-    await conn.execute("CREATE INDEX IF NOT EXISTS raw_sess_listing ON raw_sess (created DESC, sid DESC)")
-    await conn.executemany(
-        "INSERT INTO raw_sess (id, created, n, preview) VALUES ($1, $2, 1, $3)",
-        [(f"list-{k}", k, f"session {k}") for k in range(2000)],
-    )
-    await conn.execute("ANALYZE raw_sess")
-    forks = iter(range(10**9))
-    raw["fork (10k history)"] = await timed(
-        lambda: conn.execute(
-            "INSERT INTO raw_sess (id, parent, fork_pos, created, n) VALUES ($1, 'big', 10000, 0, 10000)",
-            f"fork-{next(forks)}",
-        ),
-        50,
-    )
-    listing = "SELECT id, n, preview, created FROM raw_sess ORDER BY created DESC, sid DESC"
-    raw["list 2k: page of 50"] = await timed(lambda: conn.fetch(listing + " LIMIT 50"), 30)
-    raw["list 2k: all"] = await timed(lambda: conn.fetch(listing), 5)
+    calls = await raw_side(conn)
+    rounds = {**ROUNDS, "append": n_append}
+    raw = {work: await timed(fn, rounds[work]) for work, fn in calls.items()}
     await conn.execute("DROP TABLE raw_msg, raw_sess")
     await conn.close()
     res["raw asyncpg"] = raw

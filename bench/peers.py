@@ -11,7 +11,7 @@ one run, and the ratios.
 - **store**: axio-context-sqlite 0.12.2 (in its own Python 3.12 venv) against ours: listing
   2,000 sessions and the file after 2,000 appends (``bench.run``'s ``list`` and ``append``).
 - **postgres**: our PostgreSQL store against raw asyncpg on one embedded server: append, tail
-  20, load 10k, a page of 50 (``bench.bench_postgres.bench_stores``).
+  20, load 10k, a page of 50, the sides alternated call by call (:mod:`bench.peers_postgres`).
 
 Needs the ``bench`` extra (LangGraph) beside ``dev``. Prints one Markdown table (work, peer,
 peer's figure, ours, ours / peer: below 1 is ours faster or smaller) under the provenance line
@@ -141,25 +141,20 @@ def store_rows(quick: bool) -> list[Row]:
 def postgres_rows(quick: bool) -> list[Row]:
     from axio_context_postgres.embedded import EmbeddedServer
 
-    from .bench_postgres import bench_stores
+    from . import peers_postgres
 
-    with EmbeddedServer() as server, tempfile.TemporaryDirectory() as tmp:
-        admin_url = server.url()
+    with EmbeddedServer() as server:
 
-        async def run() -> dict[str, dict[str, float]]:
+        async def run() -> dict[str, tuple[float, float]]:
             import asyncpg
 
-            admin = await asyncpg.connect(admin_url)
+            admin = await asyncpg.connect(server.url())
             await admin.execute("CREATE DATABASE peers")
             await admin.close()
-            return await bench_stores(server.url("peers"), Path(tmp), 100 if quick else 500)
+            return await peers_postgres.run(server.url("peers"), quick)
 
         res = asyncio.run(run())
-    pg, raw = res["postgres"], res["raw asyncpg"]
-    return [
-        (f"PostgreSQL store: {work}", "raw asyncpg", raw[work], pg[work], "s")
-        for work in ("append", "tail 20 (of 10k)", "load 10k", "list 2k: page of 50")
-    ]
+    return [(f"PostgreSQL store: {work}", "raw asyncpg", raw, ours, "s") for work, (ours, raw) in res.items()]
 
 
 def table(rows: list[Row]) -> str:
