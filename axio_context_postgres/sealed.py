@@ -103,10 +103,12 @@ async def open_on_read(conn: Any, cipher: PayloadCipher) -> None:
     """Make ``conn`` open every sealed value it reads, inside the driver's decoding of each
     ``bytea``, ``text`` and ``jsonb`` cell (rows stay the driver's own records; a value that is
     not sealed comes back as it is)."""
-    opening = cipher.open
-    await conn.set_type_codec("bytea", schema="pg_catalog", encoder=bytes, decoder=opening, format="binary")
-    await conn.set_type_codec("text", schema="pg_catalog", encoder=str, decoder=opening, format="text")
-    await conn.set_type_codec("jsonb", schema="pg_catalog", encoder=str, decoder=opening, format="text")
+    open_bytes, open_text = cipher.openers()
+    await conn.set_type_codec(
+        "bytea", schema="pg_catalog", encoder=bytes, decoder=open_bytes, format="binary"
+    )
+    await conn.set_type_codec("text", schema="pg_catalog", encoder=str, decoder=open_text, format="text")
+    await conn.set_type_codec("jsonb", schema="pg_catalog", encoder=str, decoder=open_text, format="text")
 
 
 class SealingConnection(asyncpg.Connection):  # type: ignore[misc]
