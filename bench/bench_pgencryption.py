@@ -10,7 +10,11 @@ PostgreSQL server (``fsync=off``, as the tests run it; unix socket):
 
 Measured: **append**, the median of ``--messages`` single appends to one session (each one
 statement, one round trip); **load**, ``get_history`` of that session (median of ``--repeat``);
-**pool load**, opening a context pool of ``--items`` items (median of ``--repeat``).
+**pool load**, opening a context pool of ``--items`` items (median of ``--repeat``). Beside each
+read's wall time, its **client CPU** (``time.thread_time`` of the one thread that runs the event
+loop, asyncpg's decoding and every AES-GCM open): what the key adds on the client, which a
+loaded machine's scheduling blurs less than wall time (the server's part is the same on both
+sides).
 ``bench/bench_encryption.py`` is the SQLite side (SQLCipher).
 
 Run: ``python -m bench.bench_pgencryption`` (``--quick`` for a smoke run); ``--json FILE`` writes
@@ -42,16 +46,22 @@ async def _one_round(
     try:
         store = PostgresContextStore(pool, "bench", project="/bench")
         appends, loads = await time_store(store, messages, repeat)
+        load_cpu = []
+        for _ in range(repeat):
+            c = time.thread_time()
+            await store.get_history()
+            load_cpu.append(time.thread_time() - c)
         ranked = await PostgresContextPool.open(pool, "bench", items)
         for i in range(items):
             await ranked.add(
                 ContextItem(content={"note": f"item {i} " * 40}, description=f"item {i}", id=f"k{i}")
             )
-        pool_loads = []
+        pool_loads, pool_cpu = [], []
         for _ in range(repeat):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.thread_time()
             opened = await PostgresContextPool.open(pool, "bench", create=False)
             pool_loads.append(time.perf_counter() - t)
+            pool_cpu.append(time.thread_time() - c)
         assert len(opened.items) == items
     finally:
         await pool.close()
@@ -59,6 +69,8 @@ async def _one_round(
         "append_us": statistics.median(appends) * 1e6,
         "load_ms": statistics.median(loads) * 1e3,
         "pool_load_ms": statistics.median(pool_loads) * 1e3,
+        "load_cpu_ms": statistics.median(load_cpu) * 1e3,
+        "pool_cpu_ms": statistics.median(pool_cpu) * 1e3,
     }
 
 
@@ -109,14 +121,21 @@ def main() -> None:
         args.messages, args.items, args.rounds, args.repeat = 200, 20, 2, 3
     result = asyncio.run(main_async(args))
     plain, sealed = result["plain"], result["sealed"]
-    print(f"{'side':<8} {'append us':>10} {'load ms':>9} {'pool load ms':>13}")
+    print(
+        f"{'side':<8} {'append us':>10} {'load ms':>9} {'pool load ms':>13} {'load cpu':>9} {'pool cpu':>9}"
+    )
     for side in ("plain", "sealed"):
         r = result[side]
-        print(f"{side:<8} {r['append_us']:>10.0f} {r['load_ms']:>9.2f} {r['pool_load_ms']:>13.2f}")
+        print(
+            f"{side:<8} {r['append_us']:>10.0f} {r['load_ms']:>9.2f} {r['pool_load_ms']:>13.2f}"
+            f" {r['load_cpu_ms']:>9.2f} {r['pool_cpu_ms']:>9.2f}"
+        )
     print(
         f"sealed / plain: append {sealed['append_us'] / plain['append_us']:.2f}x,"
         f" load {sealed['load_ms'] / plain['load_ms']:.2f}x,"
-        f" pool load {sealed['pool_load_ms'] / plain['pool_load_ms']:.2f}x"
+        f" pool load {sealed['pool_load_ms'] / plain['pool_load_ms']:.2f}x;"
+        f" client CPU: load {sealed['load_cpu_ms'] / plain['load_cpu_ms']:.2f}x,"
+        f" pool load {sealed['pool_cpu_ms'] / plain['pool_cpu_ms']:.2f}x"
     )
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
