@@ -5,8 +5,9 @@ one run with the two sides alternated call by call.
 Rows: ``add_items`` of a 20-item turn, ``get_items()``, ``get_items(limit=10)`` and ``pop_item``
 on a session of 1,000 and of ``items`` items; a bulk fill (``sessions`` new sessions, each given
 1,000 items in one ``add_items``); a cold open plus first read (a new session object on an
-existing file, then ``get_items(limit=10)``). Items are ``bench.bench_bridges.item``'s
-conversation (user, function call, its output, assistant). Part of ``python -m bench.peers``.
+existing file, then ``get_items(limit=10)``; ``--cold`` runs that row alone, 41 rounds). Items
+are ``bench.bench_bridges.item``'s (user, function call, its output, assistant). Part of
+``python -m bench.peers``.
 """
 
 from __future__ import annotations
@@ -168,6 +169,37 @@ async def run(
     return results
 
 
+async def cold_only(rounds: int = 41, items: int = 1_000) -> dict[str, dict[str, tuple[float, float]]]:
+    """Only the cold open row, at each ``synchronous``, with more rounds than :func:`run` gives it
+    (``--cold``): a file of ``items`` items each side, then open, ``get_items(limit=10)``, close."""
+    set_tracing_disabled(True)
+    results: dict[str, dict[str, tuple[float, float]]] = {}
+    for mode in MODES:
+        with tempfile.TemporaryDirectory(prefix="axio-peers-") as tmp_name:
+            tmp = Path(tmp_name)
+            peer_cls = peer_class(mode)
+            a, b = ours("s", tmp / "ours.db", mode), peer_cls("s", tmp / "peer.db")
+            await fill(a, 0, items)
+            await fill(b, 0, items)
+            a.close()
+            b.close()
+
+            async def cold_ours() -> None:
+                s = ours("s", tmp / "ours.db", mode)  # noqa: B023  (awaited inside the loop)
+                assert len(await s.get_items(limit=10)) == 10
+                s.close()
+
+            async def cold_peer() -> None:
+                s = peer_cls("s", tmp / "peer.db")  # noqa: B023
+                assert len(await s.get_items(limit=10)) == 10
+                s.close()
+
+            results[mode] = {
+                "cold open + get_items(limit=10)": await alternated(cold_ours, cold_peer, rounds)
+            }
+    return results
+
+
 def print_table(results: dict[str, dict[str, tuple[float, float]]]) -> None:
     print("| work (openai-agents session) | synchronous | SQLiteSession | ours | ours / peer |")
     print("|---|---|---|---|---|")
@@ -184,5 +216,8 @@ if __name__ == "__main__":
     import sys
 
     quick = "--quick" in sys.argv
-    res = asyncio.run(run(2_000, 3, 5) if quick else run())
+    if "--cold" in sys.argv:
+        res = asyncio.run(cold_only())
+    else:
+        res = asyncio.run(run(2_000, 3, 5) if quick else run())
     print_table(res)
