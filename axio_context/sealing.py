@@ -32,6 +32,7 @@ __all__ = [
     "JSON_MARK",
     "TEXT_MARK",
     "PayloadCipher",
+    "SealMarkError",
     "UnsealError",
 ]
 
@@ -59,6 +60,11 @@ _UNSEALABLE: Final = (
 
 class UnsealError(AxioContextError):
     """A stored value does not open under the key: altered, or sealed under another key."""
+
+
+class SealMarkError(AxioContextError, ValueError):
+    """A value to store as it is (an id, a key, a label) begins as a sealed value does: under a
+    key it would be read back as one, and fail to open."""
 
 
 _b64: Final = binascii.b2a_base64

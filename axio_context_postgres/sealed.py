@@ -19,7 +19,7 @@ from typing import Any, Final
 import asyncpg
 
 from axio_context.encryption import KeyRequiredError, NotEncryptedError, WrongKeyError
-from axio_context.sealing import PayloadCipher
+from axio_context.sealing import JSON_MARK, TEXT_MARK, PayloadCipher, SealMarkError
 
 __all__ = [
     "CHECK_SETTING",
@@ -92,11 +92,29 @@ def _sealed_arg(cipher: PayloadCipher | None, arg: Any) -> Any:
     return arg
 
 
+_MARKS: Final = (TEXT_MARK, JSON_MARK)
+
+
+def _refuse_marked(arg: Any) -> None:
+    """Under a key, a value stored as it is must not begin as a sealed one does: every cell read
+    is opened by its mark, so it would fail to open on every read after (a session id such as
+    ``axsealed1:x`` would break the listing for good)."""
+    for value in arg if isinstance(arg, list | tuple) else (arg,):
+        if isinstance(value, str) and value.startswith(_MARKS):
+            raise SealMarkError(
+                f"{value[:40]!r} begins with {TEXT_MARK!r}, which marks a sealed value on an encrypted"
+                " database: choose another id, key or label"
+            )
+
+
 def _args(cipher: PayloadCipher | None, args: Sequence[Any]) -> Sequence[Any]:
+    marked = False
     for a in args:
         if isinstance(a, Sealed | Index):
-            return [_sealed_arg(cipher, x) for x in args]
-    return args
+            marked = True
+        elif cipher is not None:
+            _refuse_marked(a)
+    return [_sealed_arg(cipher, x) for x in args] if marked else args
 
 
 async def open_on_read(conn: Any, cipher: PayloadCipher) -> None:

@@ -364,3 +364,21 @@ async def test_an_altered_value_is_a_one_line_error(url: str) -> None:
         with pytest.raises(UnsealError) as caught:
             await db.store("s1", project="/p").get_history()
     assert "does not decrypt under the key" in str(caught.value) and "\n" not in str(caught.value)
+
+
+async def test_an_id_that_begins_as_a_sealed_value_is_refused_under_a_key(url: str, plain_url: str) -> None:
+    from axio_context.sealing import SealMarkError
+
+    async with open_database(url, key=KEY) as db:
+        await db.store("kept", project="/p").append(_text("user", "hello"))
+        with pytest.raises(SealMarkError) as caught:
+            await db.store("axsealed1:mine", project="/p").append(_text("user", "hi"))
+        assert "axsealed1:" in str(caught.value) and "\n" not in str(caught.value)
+        ranked = await PostgresContextPool.open(db.pool, "p", 10)  # type: ignore[attr-defined]
+        with pytest.raises(SealMarkError):
+            await ranked.add(ContextItem(content="x", description="d", id="axsealed1:k"))
+        # nothing was stored that would break a read: the listing still opens
+        assert [s.session_id for s in (await db.list_sessions()).sessions] == ["kept"]
+    async with open_database(plain_url) as db:  # without a key it is an id like any other
+        await db.store("axsealed1:mine", project="/p").append(_text("user", "hi"))
+        assert [s.session_id for s in (await db.list_sessions()).sessions] == ["axsealed1:mine"]
