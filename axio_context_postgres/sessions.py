@@ -238,7 +238,7 @@ async def insert_session(
         parse_time(rec.updated_at),
         rec.inherited + len(rows),
         est,
-        None if preview is None else sealed(preview[1]),
+        writes.preview_text(preview),
         None if preview is None else preview[0],
         rec.input_tokens,
         rec.output_tokens,

@@ -51,6 +51,11 @@ def _searchable(text: str) -> str:
     return text.replace("\x00", " ")  # PostgreSQL text cannot hold NUL
 
 
+def preview_text(preview: tuple[int, str] | None) -> Any:
+    """The argument of a session's preview text: sealed, a NUL as a space (the message keeps it)."""
+    return None if preview is None else sealed(_searchable(preview[1]))
+
+
 def encode(message: Message, tokens: int, created_at: int) -> Encoded:
     """``message`` as a row (MessagePack payload, plain text for the tsvector)."""
     if not isinstance(message, Message):
@@ -162,7 +167,7 @@ async def append_existing(
         sum(r.tokens for r in rows),
         now_ms(),
         None if preview is None else preview[0],
-        None if preview is None else sealed(preview[1]),
+        preview_text(preview),
     )
     if len(rows) == 1:
         [r] = rows
@@ -210,7 +215,7 @@ async def append_rows(
         sum(r.tokens for r in rows),
         now_ms(),
         None if preview is None else preview[0],
-        None if preview is None else sealed(preview[1]),
+        preview_text(preview),
     )
     row = await conn.fetchrow(_BUMP, *args)
     if row is None:

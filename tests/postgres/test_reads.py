@@ -56,3 +56,12 @@ async def test_tail_reads_use_an_index_range_per_segment(pool: Pool) -> None:
         "SELECT sum(tokens) FROM messages WHERE seg = ANY($1::bigint[])", [b_seg, f_seg]
     )
     assert await lineage.tokens_upto(pool, f_seg, n) == own
+
+
+async def test_a_nul_in_the_first_user_text_is_stored_and_read_back_whole(pool: Pool) -> None:
+    # PostgreSQL text cannot hold NUL: the preview (a text column) gets a space, the message is whole
+    store = PostgresContextStore(pool, "nul", project="/p")
+    await store.append(text("user", "a\x00b"))
+    assert (await store.get_history())[0].content[0].text == "a\x00b"  # type: ignore[union-attr]
+    async with pool.acquire() as conn:
+        assert await conn.fetchval("SELECT preview FROM sessions WHERE id = 'nul'") == "a b"
