@@ -22,19 +22,17 @@ import asyncio
 import inspect
 import math
 import operator
-import struct
 from array import array
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any, Final, Protocol, cast, runtime_checkable
 
 import msgspec
 
 from ..embeddings import Embedder
+from .embedding_check import check_embedding, first_not_finite, not_finite, sized_float32
 from .errors import (
     DimensionMismatchError,
     EmbedderMismatchError,
-    InvalidEmbeddingError,
     InvalidInputError,
     MissingEmbeddingError,
 )
@@ -140,55 +138,6 @@ class VectorStore(Protocol):
         ...
 
 
-@lru_cache(maxsize=32)
-def _packer(length: int) -> struct.Struct:
-    return struct.Struct(f"{length}f")
-
-
-def _float32(value: Sequence[float]) -> array[float]:
-    """``array("f", value)``, a list or tuple packed at once (5 us for 384 floats, not 16-28):
-    anything else, or what the struct refuses, goes to the array (its values and errors)."""
-    if type(value) is list or type(value) is tuple:
-        try:
-            packed = _packer(len(value)).pack(*value)
-        except (TypeError, OverflowError, struct.error):
-            pass
-        else:
-            vec = array("f")
-            vec.frombytes(packed)
-            return vec
-    return array("f", value)
-
-
-def _sized_float32(value: Sequence[float], dimension: int | None, label: str) -> array[float]:
-    try:
-        vec = _float32(value)
-    except (TypeError, OverflowError) as exc:
-        raise InvalidEmbeddingError(f"{label}embedding is not a sequence of numbers ({exc})") from None
-    if not len(vec):
-        raise InvalidEmbeddingError(f"{label}embedding is empty")
-    if dimension is not None and len(vec) != dimension:
-        raise DimensionMismatchError(
-            f"{label}embedding has {len(vec)} dimensions, the collection has {dimension}"
-        )
-    return vec
-
-
-def _not_finite(label: str) -> InvalidEmbeddingError:
-    return InvalidEmbeddingError(f"{label}embedding holds NaN or infinity (or a value too large for float32)")
-
-
-def check_embedding(value: Sequence[float], dimension: int | None, where: str = "") -> array[float]:
-    """``value`` as float32, checked: not empty, finite, and ``dimension`` long when given."""
-    label = f"{where}: " if where else ""
-    vec = _sized_float32(value, dimension, label)
-    # One C-speed sum instead of a test per coordinate: NaN or infinity anywhere makes it NaN
-    # or infinite, and float32 values (at most 3.4e38) cannot overflow a float64 sum.
-    if not math.isfinite(sum(vec)):
-        raise _not_finite(label)
-    return vec
-
-
 def check_collection_name(name: str) -> str:
     """``name`` if it is a usable collection name (a non-empty string)."""
     if not isinstance(name, str) or not name:
@@ -232,19 +181,13 @@ async def embed_missing(
                 f"document {doc.id!r}: content is a string, got {type(doc.content).__name__}"
             )
         raw = doc.embedding if doc.embedding is not None else computed[id(doc)]
-        vec = _sized_float32(raw, dimension, f"document {doc.id!r}: ")
+        vec = sized_float32(raw, dimension, f"document {doc.id!r}: ")
         if dimension is None:
             dimension = len(vec)
         out.append((doc, vec, check_metadata(doc.metadata, f"document {doc.id!r}")))
-    if out:
-        # Finite, checked for the whole batch at once: a sum per vector was half of the check.
-        import numpy as np
-
-        assert dimension is not None
-        matrix = np.frombuffer(b"".join(vec for _, vec, _ in out), dtype=np.float32)
-        finite = np.isfinite(matrix.reshape(len(out), dimension)).all(axis=1)
-        if not finite.all():
-            raise _not_finite(f"document {out[int(np.argmin(finite))][0].id!r}: ")
+    bad = first_not_finite([vec for _, vec, _ in out])  # one NumPy pass: a sum each was half the check
+    if bad is not None:
+        raise not_finite(f"document {out[bad][0].id!r}: ")
     return out
 
 
