@@ -54,3 +54,14 @@ def test_the_dimension_is_checked() -> None:
     with pytest.raises(DimensionMismatchError, match="3 dimensions, the collection has 4"):
         check_embedding([1.0, 2.0, 3.0], 4)
     assert list(check_embedding((1.0, 2.0, 3.0, 4.0), 4)) == [1.0, 2.0, 3.0, 4.0]
+
+
+async def test_a_batch_names_its_first_document_that_is_not_finite() -> None:
+    from axio_context.memory.vectors import Document, embed_missing
+
+    docs = [Document(f"d{i}", "t", [1.0, 2.0]) for i in range(5)]
+    docs[3].embedding = [1.0, float("inf")]
+    docs[4].embedding = [float("nan"), 1.0]
+    with pytest.raises(InvalidEmbeddingError, match="document 'd3': embedding holds NaN or infinity"):
+        await embed_missing(docs, None, None)
+    assert len(await embed_missing(docs[:3], None, 2)) == 3
