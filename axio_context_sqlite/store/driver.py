@@ -43,12 +43,12 @@ _vec_warned = False
 #: Bytes of the database file read through a memory map (SQLite caps it at its build's maximum).
 MMAP_SIZE = 1 << 30
 
-#: The page size a new plain database is made with (one made earlier keeps its own). Every table
-#: and index is at least one page, and a new file holds some 80 of them, nearly all empty until
-#: their layer is used: at 4,096 bytes they were 300 KiB of the file after 2,000 appends (1.66 MB,
-#: 0.82x axio-context-sqlite 0.12.2's), at 1,024 they are 77 KiB (1.42 MB, 0.70x). Appends, loads
-#: and listings measured no slower (docs/benchmarks.md, "The file's layout").
-PAGE_SIZE = 1024
+#: The page size a new plain database is made with (one made earlier keeps its own): SQLite's
+#: default. Pages of 1,024 bytes made the file after 2,000 appends 240 KiB smaller (every one of
+#: the ~80 mostly empty layer tables is at least one page), but the reads through the memory map
+#: (MMAP_SIZE) then touched more of the file: importing a 52 MB export peaked 5 MiB higher in
+#: resident memory, past tests/cli/test_process.py's streaming bound, so they were not kept.
+PAGE_SIZE = 4096
 
 
 def warn_vec_once(reason: str) -> None:
