@@ -1,6 +1,7 @@
 """Opening databases: :func:`connect` prepares the file, and the worker thread opens it through the
-driver (:mod:`.driver`), checks it is ours, sets the pragmas, loads sqlite-vec and brings the
-schema up to date before the first call (:mod:`.calls`) runs.
+driver (:mod:`.driver`), checks it is ours, sets the pragmas, loads sqlite-vec (or defers it to
+its first use, :func:`.vec.load_or_defer`) and brings the schema up to date before the first call
+(:mod:`.calls`) runs.
 
 Two ways to the database. Every operation runs on the connection's worker thread (aiosqlite's
 model: one thread hop per call, :func:`run`), except a few one-statement writes and reads, which
@@ -33,7 +34,7 @@ from .appending import install_temp_objects
 from .driver import MMAP_SIZE, PAGE_SIZE, Synchronous, driver_errors, warn_vec_once
 from .files import connect_raw, open_readonly, prepare_file, remove_side_files, side_files
 from .schema import apply_schema, check_owner, is_empty, mark, refuse_newer
-from .vec import load_sqlite_vec
+from .vec import load_or_defer
 from .worker import PROGRESS_STEPS, Connection
 
 __all__ = ["Connection", "connect"]
@@ -139,7 +140,7 @@ def connect(
                 # sqlite-vec codes table on every query; on 100,000 messages its KNN took 22 ms
                 # through the default 2 MB page cache, 18.8 ms mapped. Writes are unaffected.
                 raw.execute(f"PRAGMA mmap_size = {MMAP_SIZE}")
-                holder["vec"] = load_sqlite_vec(raw)
+                holder["vec"] = load_or_defer(raw)
                 apply_schema(raw, readonly=readonly, path=str(path))
                 install_temp_objects(raw)
                 packing.bind(raw)  # reads rows an earlier build compressed with a dictionary

@@ -36,7 +36,7 @@ from . import chunks, packing
 from .keys import POSITION_MASK, key, position_of
 from .message_rows import ROLE_NAMES
 from .packing import ROW_ERRORS, inflate
-from .vec import code_bits
+from .vec import code_bits, load_deferred
 
 __all__ = [
     "CODES_TABLE",
@@ -153,11 +153,11 @@ def _message(role: int, data: bytes) -> Message:
 
 
 def vec_available(c: Any) -> bool:
-    """Whether sqlite-vec is loaded on this connection."""
+    """Whether sqlite-vec is loaded on this connection (loaded now if its open deferred it)."""
     try:
         c.execute("SELECT vec_version()").fetchone()
     except Exception:
-        return False
+        return load_deferred(c)
     return True
 
 

@@ -38,6 +38,8 @@ __all__ = [
     "brute_force_knn",
     "code_bits",
     "is_int8",
+    "load_deferred",
+    "load_or_defer",
     "load_sqlite_vec",
     "probe_sqlite_vec",
     "quantize",
@@ -52,6 +54,54 @@ _PROBE_TABLE = "temp.axio_vec_probe"
 #: SQLite build answers the same, so later connections skip the probe (0.8 ms of a 0.24 ms load,
 #: most of a cold open's sqlite-vec cost) and only check the functions are registered.
 _PROVEN: set[tuple[str, str]] = set()
+
+
+def load_or_defer(conn: Any) -> bool:
+    """At a connection's open: whether sqlite-vec runs on it, loading it only when needed now.
+
+    Loading costs 0.3-0.4 ms of every cold open, and only semantic search and its ``vec0`` codes
+    table use it. When an earlier connection of this driver in this process proved the library
+    and the database holds no ``vec0`` table yet, the load waits for the first
+    :func:`load_deferred` (asked by every use of the codes); otherwise it is loaded now."""
+    path = _cached_path()
+    if path is None or (type(conn).__module__, path) not in _PROVEN or _has_vec_tables(conn):
+        return load_sqlite_vec(conn)
+    try:
+        conn.axio_vec_deferred = True
+    except AttributeError:  # a driver connection that takes no attributes: loaded now
+        return load_sqlite_vec(conn)
+    return True
+
+
+def load_deferred(conn: Any) -> bool:
+    """Load sqlite-vec on a connection whose open deferred it (:func:`load_or_defer`); False for
+    any other connection, or when it does not load."""
+    if not getattr(conn, "axio_vec_deferred", False):
+        return False
+    conn.axio_vec_deferred = False
+    return load_sqlite_vec(conn)
+
+
+def _has_vec_tables(conn: Any) -> bool:
+    return (
+        conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND sql LIKE '%USING vec0%' LIMIT 1"
+        ).fetchone()
+        is not None
+    )
+
+
+_path: list[str | None] = []
+
+
+def _cached_path() -> str | None:
+    """:func:`_extension_path`, looked up once per process (None: not installed)."""
+    if not _path:
+        try:
+            _path.append(_extension_path())
+        except ImportError:
+            _path.append(None)
+    return _path[0]
 
 
 def load_sqlite_vec(conn: Any) -> bool:

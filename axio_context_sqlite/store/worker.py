@@ -95,7 +95,8 @@ def _set_exception(future: asyncio.Future[Any], exc: BaseException) -> None:
 class Connection(aiosqlite.Connection):
     """An aiosqlite connection whose close joins its thread and whose thread never blocks exit.
 
-    ``vec_loaded`` says whether sqlite-vec loaded and passed its self-test on this connection.
+    ``vec_loaded`` says whether sqlite-vec runs on this connection: loaded and self-tested at the
+    open, or proven in this process and loaded on first use (:func:`.vec.load_or_defer`).
     It counts the jobs it hands its worker and the ones finished, so :func:`run_inline` knows when the worker
     is idle.
     """
