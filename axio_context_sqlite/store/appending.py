@@ -17,7 +17,7 @@ from axio_context.catalog.expiry_sql import live_session
 from axio_context.messages import Message, preview_for
 from axio_context.tokens import TokenCounter
 
-from . import indexing
+from . import chunks, indexing
 from .blob_refs import add_blob_refs
 from .embedding import Embeddings
 from .keys import SHIFT, key, now_ms
@@ -174,7 +174,8 @@ def _maybe_flush(c: Any) -> None:
 
 
 def fold_if_long(c: Any) -> None:
-    """Fold the keyword-index queue into the index once it is long.
+    """Fold the keyword-index queue into the index once it is long; until then, seal the complete
+    blocks of the messages it holds (:func:`.chunks.queued_blocks`).
 
     Runs after an append committed, so a failure (locked, disk full) is not the append's: the
     queue stays, and the next check or keyword search folds it.
@@ -183,6 +184,9 @@ def fold_if_long(c: Any) -> None:
         if indexing.queue_is_long(c):
             with write_tx(c):
                 indexing.flush_pending(c)
+        elif due := chunks.queued_blocks(c):
+            with write_tx(c):
+                chunks.seal_after_fold(c, due)
     except Exception:
         return
 

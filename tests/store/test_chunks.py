@@ -64,18 +64,42 @@ async def test_a_batch_seals_its_complete_blocks_but_the_newest(db_path: Path) -
         assert await store.get_full_history() == messages
 
 
-async def test_single_appends_are_sealed_when_the_keyword_index_folds_them(db_path: Path) -> None:
+async def test_single_appends_are_sealed_before_the_keyword_index_folds_them(db_path: Path) -> None:
     messages = transcript(TWO)
     messages[2] = Message(role="user", content=[TextBlock(text="a kumquat in the logs")])
     async with connect(db_path) as conn:
         store = SQLiteContextStore(conn, "s")
         for m in messages:
             await store.append(m)
-        assert _chunk_positions(db_path) == []  # queued for the index, not yet folded
+        # every 64th append checks: the first block is sealed while its messages wait in the
+        # keyword index's queue (the second, once a check comes after its tail passed)
+        assert _chunk_positions(db_path) in ([0], [0, CHUNK])
+        assert scalar(db_path, "SELECT COUNT(*) FROM fts_pending") == TWO  # none folded yet
         [hit] = await Database(conn, db_path).search("kumquat", mode="keyword")
-        assert hit.position == 2  # the search folded the queue, and sealing came with it
+        assert hit.position == 2  # the search folded the queue, reading the sealed rows
         assert _chunk_positions(db_path) == [0, CHUNK]
         assert await store.get_history() == messages
+    check_storage(db_path)
+
+
+async def test_sealed_messages_still_queued_pop_clear_and_fork_cleanly(db_path: Path) -> None:
+    messages = transcript(4 * CHUNK)
+    messages[5] = Message(role="user", content=[TextBlock(text="a kumquat in the logs")])
+    async with connect(db_path) as conn:
+        store = SQLiteContextStore(conn, "s")
+        for m in messages:
+            await store.append(m)
+        assert _sealed(db_path) >= CHUNK  # sealed, and not yet in the keyword index
+        assert scalar(db_path, "SELECT COUNT(*) FROM fts_pending") == len(messages)
+        child = await store.fork()
+        for _ in range(2 * CHUNK + 3):  # into the sealed blocks: they are unsealed first
+            await store.pop()
+        assert await store.get_history() == messages[: 2 * CHUNK - 3]
+        check_storage(db_path)
+        await store.clear()
+        assert await child.get_history() == messages
+        [hit] = await Database(conn, db_path).search("kumquat", mode="keyword")
+        assert (hit.session_id, hit.position) == (child.session_id, 5)
     check_storage(db_path)
 
 
