@@ -113,7 +113,12 @@ def append(
         extras = [(base + i, e.extra) for i, e in enumerate(encoded) if e.extra is not None]
         if extras:
             c.executemany("INSERT INTO message_extras (id, data) VALUES (?, ?)", extras)
-        indexing.queue_text(c, range(base, base + n), fold=not inline)
+        rows = (
+            [(base + i, e.role, e.flags, e.payload) for i, e in enumerate(encoded)]
+            if not inline and n >= indexing.FOLD_BATCH
+            else ()
+        )
+        indexing.queue_text(c, range(base, base + n), fold=not inline, rows=rows)
         if embeddings is not None and embeddings.rows:
             indexing.store_embeddings(
                 c,

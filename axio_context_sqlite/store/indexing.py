@@ -87,9 +87,16 @@ def index_text(c: Any, rows: Sequence[tuple[int, str, str]]) -> None:
 FOLD_BATCH: Final = 64
 
 
-def queue_text(c: Any, ids: Sequence[int], *, fold: bool = True) -> None:
+def queue_text(
+    c: Any, ids: Sequence[int], *, fold: bool = True, rows: Sequence[tuple[int, int, int, bytes]] = ()
+) -> None:
     """Queue new messages for the keyword index (same transaction as the messages); with ``fold``,
-    fold the queue in too when the batch is big or the queue long."""
+    fold the queue in too when the batch is big or the queue long. ``rows``: the batch's
+    ``(id, role, flags, payload)`` as just written; a batch big enough to fold is then indexed
+    from them and never queued (no queue rows to insert, join back and delete)."""
+    if fold and rows and len(ids) >= FOLD_BATCH:
+        flush_pending(c, rows)
+        return
     c.executemany("INSERT OR IGNORE INTO fts_pending (id) VALUES (?)", [(i,) for i in ids])
     if fold and (len(ids) >= FOLD_BATCH or queue_is_long(c)):
         flush_pending(c)
@@ -100,13 +107,18 @@ def queue_is_long(c: Any) -> bool:
     return bool(c.execute("SELECT count(*) FROM fts_pending").fetchone()[0] >= FLUSH_AT)
 
 
-def flush_pending(c: Any) -> int:
-    """Fold every queued message into the FTS index (inside the caller's write transaction), then
-    seal the complete blocks of older messages around them (:func:`.chunks.seal_after_fold`)."""
+def flush_pending(c: Any, batch: Sequence[tuple[int, int, int, bytes]] = ()) -> int:
+    """Fold every queued message, and the ``batch`` of ``(id, role, flags, payload)`` rows not
+    queued, into the FTS index (inside the caller's write transaction), then seal the complete
+    blocks of older messages around them (:func:`.chunks.seal_after_fold`)."""
     rows = c.execute(
         "SELECT m.id, m.role, m.flags, m.payload FROM fts_pending p JOIN messages m ON m.id = p.id"
         " ORDER BY m.id"
     ).fetchall()
+    if batch:
+        own = {r[0] for r in batch}  # a queue entry under a batch id would index its row twice
+        rows = [r for r in rows if r[0] not in own]
+        rows = [*rows, *batch] if not rows else sorted([*rows, *batch])
     plain = _index_rows(c, rows)
     c.execute("DELETE FROM fts_pending")
     chunks.seal_after_fold(c, (r[0] for r in rows), plain)

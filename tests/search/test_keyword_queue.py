@@ -74,3 +74,30 @@ async def test_a_read_only_connection_searches_what_is_indexed(db_path: Path) ->
         assert [h.position for h in hits] == [0]  # the queued one waits for a writer
     async with open_database(db_path) as db:
         assert sorted(h.position for h in await db.search("lemur", mode="keyword")) == [0, 1]
+
+
+async def test_a_large_batch_is_indexed_once_even_over_a_stale_queue_entry(db_path: Path) -> None:
+    """A batch that indexes itself takes its rows from hand, never through the queue; an entry
+    already queued under one of its ids (left by older code) neither doubles its index row nor
+    stays queued."""
+    async with connect(db_path) as conn:
+        store = SQLiteContextStore(conn, "s", project="p")
+        await store.append(text("user", "a first tapir"))
+        sid = int(scalar(db_path, "SELECT sid FROM sessions WHERE id = 's'"))
+        await Database(conn, db_path).search("tapir", mode="keyword")  # folds the queue
+        stale = (sid << 32) | 5
+        await conn.execute("INSERT INTO fts_pending (id) VALUES (?)", (stale,))
+        await conn.commit()
+        # what the batch puts in the queue, seen by a trigger of this connection's own
+        await conn.execute("CREATE TEMP TABLE queued_log (id INTEGER)")
+        await conn.execute(
+            "CREATE TEMP TRIGGER queued_logged AFTER INSERT ON fts_pending"
+            " BEGIN INSERT INTO queued_log VALUES (NEW.id); END"
+        )
+        await store.append_many([text("assistant", f"bulk tapir {i}") for i in range(indexing.FOLD_BATCH)])
+        async with conn.execute("SELECT count(*) FROM queued_log") as cur:
+            assert (await cur.fetchone()) == (0,)
+        assert _queued(db_path) == 0
+        assert int(scalar(db_path, "SELECT count(*) FROM messages_fts")) == 1 + indexing.FOLD_BATCH
+        hits = await Database(conn, db_path).search("tapir", mode="keyword", k=1000)
+        assert sorted(h.position for h in hits) == list(range(1 + indexing.FOLD_BATCH))
