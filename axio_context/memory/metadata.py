@@ -140,6 +140,8 @@ def check_metadata(metadata: Any, where: str = "") -> dict[str, Any]:
     label = f"{where}: " if where else ""
     if not isinstance(metadata, dict):
         raise InvalidInputError(f"{label}metadata is a dict, got {type(metadata).__name__}")
+    if not metadata:
+        return {}  # the usual case of a batch of documents: nothing to encode
     try:
         text = _JSON_ENCODER.encode(metadata)
         copy = msgspec.json.decode(text)
