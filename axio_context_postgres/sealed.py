@@ -78,39 +78,57 @@ def _seal_one(cipher: PayloadCipher, value: Any, json: bool) -> Any:
     return cipher.seal_bytes(value)
 
 
+#: The classes these checks test on every argument of every statement, as tuples made once (an
+#: ``A | B`` written in the call would build a union object each time, and tests slower).
+_MARKED: Final = (Sealed, Index)
+_LISTS: Final = (list, tuple)
+
+
 def _sealed_arg(cipher: PayloadCipher | None, arg: Any) -> Any:
     if isinstance(arg, Sealed):
         if cipher is None:
             return arg.value
-        if isinstance(arg.value, list | tuple):
+        if isinstance(arg.value, _LISTS):
             return [_seal_one(cipher, v, arg.json) for v in arg.value]
         return _seal_one(cipher, arg.value, arg.json)
     if isinstance(arg, Index):
         if cipher is None:
             return arg.value
-        return ["" for _ in arg.value] if isinstance(arg.value, list | tuple) else ""
+        return ["" for _ in arg.value] if isinstance(arg.value, _LISTS) else ""
     return arg
 
 
 _MARKS: Final = (TEXT_MARK, JSON_MARK)
 
 
+def _refuse_one(value: Any) -> None:
+    if isinstance(value, str) and value.startswith(_MARKS):
+        raise SealMarkError(
+            f"{value[:40]!r} begins with {TEXT_MARK!r}, which marks a sealed value on an encrypted"
+            " database: choose another id, key or label"
+        )
+
+
 def _refuse_marked(arg: Any) -> None:
     """Under a key, a value stored as it is must not begin as a sealed one does: every cell read
     is opened by its mark, so it would fail to open on every read after (a session id such as
     ``axsealed1:x`` would break the listing for good)."""
-    for value in arg if isinstance(arg, list | tuple) else (arg,):
-        if isinstance(value, str) and value.startswith(_MARKS):
-            raise SealMarkError(
-                f"{value[:40]!r} begins with {TEXT_MARK!r}, which marks a sealed value on an encrypted"
-                " database: choose another id, key or label"
-            )
+    if not isinstance(arg, _LISTS):
+        _refuse_one(arg)
+        return
+    try:  # a list of texts (a batch's roles, ids): both marks hold TEXT_MARK, so one C search
+        if TEXT_MARK not in "\n".join(arg):  # of them all clears it (else: item by item)
+            return
+    except TypeError:  # not all texts
+        pass
+    for value in arg:
+        _refuse_one(value)
 
 
 def _args(cipher: PayloadCipher | None, args: Sequence[Any]) -> Sequence[Any]:
     marked = False
     for a in args:
-        if isinstance(a, Sealed | Index):
+        if isinstance(a, _MARKED):
             marked = True
         elif cipher is not None:
             _refuse_marked(a)

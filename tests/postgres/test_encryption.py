@@ -382,3 +382,24 @@ async def test_an_id_that_begins_as_a_sealed_value_is_refused_under_a_key(url: s
     async with open_database(plain_url) as db:  # without a key it is an id like any other
         await db.store("axsealed1:mine", project="/p").append(_text("user", "hi"))
         assert [s.session_id for s in (await db.list_sessions()).sessions] == ["axsealed1:mine"]
+
+
+async def test_a_list_argument_holding_a_sealed_looking_text_is_refused_under_a_key(url: str) -> None:
+    # A list (an array parameter: a batch's ids or roles) is checked item by item, as a lone
+    # value is: texts only, texts with NULLs, and a JSON string's mark alike.
+    from axio_context.sealing import SealMarkError
+
+    pool = await connect(url, key=KEY)
+    try:
+        async with pool.acquire() as conn:
+            assert await conn.fetchval("SELECT $1::text[]", ["a", "b:axsealed1:"]) == ["a", "b:axsealed1:"]
+            assert await conn.fetchval("SELECT $1::bigint[]", [1, 2]) == [1, 2]
+            for bad in (
+                ["a", "axsealed1:x"],
+                [None, "axsealed1:x"],
+                ("a", '"axsealed1:x"'),
+            ):
+                with pytest.raises(SealMarkError):
+                    await conn.fetchval("SELECT $1::text[]", bad)
+    finally:
+        await pool.close()
