@@ -38,6 +38,7 @@ from axio_context.memory.vectors_sql import (
 from axio_context.sql import Dialect, ExecuteMany, Native, Plan, Row, Rows, Value, decode_object, encode_json
 from axio_context.sql.expiry import live
 
+from ..store.indexing import vec_available
 from ..store.keys import now_ms
 from ..store.runner import SQLiteRunner
 from ..store.vec import binary_code, binary_codes
@@ -228,12 +229,8 @@ class Statements:
             )
         if limit == 0:
             return []
-        if self.vec is None:
-            try:
-                yield Value("SELECT vec_distance_hamming(vec_bit(x'00'), vec_bit(x'00'))")
-                self.vec = True
-            except Exception:
-                self.vec = False
+        if self.vec is None:  # loads sqlite-vec if the connection's open deferred it
+            self.vec = bool((yield Native(vec_available)))
         blob = query.tobytes()
         allowed = None
         if conditions:

@@ -131,3 +131,22 @@ async def test_a_collection_written_before_the_rule_keeps_coding(tmp_path: Path)
     codes = _codes(tmp_path / "v.db")
     assert codes[:10] == [b""] * 10  # written while it was counted
     assert all(len(c) == 3 for c in codes[10:])  # 3 rotations of 8 bits
+
+
+async def test_the_codes_path_runs_on_a_connection_that_deferred_sqlite_vec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection opened after another has proved sqlite-vec in this process defers loading it
+    (a file without message codes); the vector store's codes' path still gets it, not the
+    fallback that re-scores every document in Python."""
+    async with connect(tmp_path / "first.db"):
+        pass  # sqlite-vec proved in this process: later opens may defer it
+    docs, data = _docs(300, 16)
+    monkeypatch.setattr(vector_scan, "MAX_BYTES", 0)
+    async with connect(tmp_path / "v.db") as conn:
+        store = SQLiteVectorStore(conn)
+        await store.add(docs)
+        seen: list[str] = []
+        await conn.set_trace_callback(seen.append)
+        assert [r.id for r in await store.search(data[7].tolist(), limit=1)] == ["d00007"]
+        assert any("vec_distance_cosine" in s for s in seen)  # re-scored by sqlite-vec in SQL
