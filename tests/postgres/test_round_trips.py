@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import asyncpg
 import pytest
 
 from axio_context.catalog.listing_sql import list_page
@@ -184,3 +185,44 @@ async def test_one_message_is_appended_without_arrays(one: tuple[Pool, list[str]
         " WHERE s.id = 'rt-one' AND m.tsv @@ to_tsquery('simple', 'm1 | m4')"
     )
     assert hits == 2  # indexed in the same statement
+
+
+async def test_a_connection_whose_task_was_cancelled_mid_query_goes_back_clean(
+    one: tuple[Pool, list[str]], pg_url: str
+) -> None:
+    # The pool's in-place release must leave a cancelled task's connection to asyncpg's way (the
+    # query cancelled on the server, the transaction rolled back) and the next caller of the one
+    # connection finds it idle and usable.
+    pool, _ = one
+
+    async def stuck(in_transaction: bool) -> None:
+        async with pool.acquire() as conn:
+            if in_transaction:  # begun by hand: nothing but the release rolls it back
+                await conn.transaction().start()
+                await conn.execute("CREATE TEMP TABLE rt_cancelled (x int)")
+                await conn.execute("SELECT pg_sleep(60)")
+            else:
+                await conn.execute("SELECT pg_sleep(60)")
+
+    watcher = await asyncpg.connect(pg_url)
+    try:
+        for in_transaction in (True, False):
+            task = asyncio.create_task(stuck(in_transaction))
+            while not await watcher.fetchval(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE state = 'active' AND query = 'SELECT pg_sleep(60)'"
+            ):
+                assert not task.done()
+                await asyncio.sleep(0.01)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            async with pool.acquire() as again:
+                assert not again.is_in_transaction()
+                assert await again.fetchval("SELECT to_regclass('pg_temp.rt_cancelled')") is None
+                assert await again.fetchval("SELECT 1") == 1
+            store = PostgresContextStore(pool, f"rt-cancel-{in_transaction}", project="rt")
+            await store.append(text("user", "after"))
+            assert _texts(await store.get_history()) == ["after"]
+    finally:
+        await watcher.close()
