@@ -11,8 +11,10 @@ written so far, an upper bound: deletes do not lower it). When that count's embe
 transaction, and the row turns ``coded``: from then on every document is coded as it is
 written. A collection with no row (written before this rule) is coded.
 
-The codes' search reads both kinds: the coarse pass ranks the coded documents and every uncoded
-one is re-scored exactly beside its candidates, so an uncoded collection is searched exactly.
+So a collection is either coded (every document) or not (none, or only those an older version
+coded): the codes' search (:func:`coded` tells which) ranks a coded one by the codes and
+re-scores the candidates, and re-scores every document of an uncoded one exactly, without a
+second pass over the collection for documents that cannot be there.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any, Final
 
 from ..store.vec import binary_codes
 
-__all__ = ["CODED_FROM", "UNCODED", "admit", "begin"]
+__all__ = ["CODED_FROM", "UNCODED", "admit", "begin", "coded"]
 
 #: Embedding bytes from which a collection keeps codes (64 MiB: 43,690 documents of 384 dimensions).
 CODED_FROM: Final = 64 * 2**20
@@ -41,6 +43,12 @@ def begin(c: Any, cid: int) -> None:
         "INSERT INTO settings (key, value) VALUES (?, '0') ON CONFLICT (key) DO UPDATE SET value = '0'",
         (_key(cid),),
     )
+
+
+def coded(c: Any, cid: int) -> bool:
+    """Whether every document of ``cid`` has a code (no count row: written before the rule)."""
+    row = c.execute("SELECT value FROM settings WHERE key = ?", (_key(cid),)).fetchone()
+    return row is None or row[0] == _CODED
 
 
 def admit(c: Any, cid: int, added: int, dimension: int) -> bool:

@@ -1,8 +1,9 @@
 """Vector collections in the SQLite file: :class:`SQLiteVectorStore`, ravi's ``VectorStore``:
 the shared :class:`~axio_context.memory.vectors_sql.SQLVectorStore` over the plans below.
 
-Each document row keeps a binary code of its embedding (:func:`..store.vec.binary_code`, the
-one the message search uses) and its JSON metadata; the float32 embedding sits in a table of
+Each document row of a large collection keeps a binary code of its embedding
+(:func:`..store.vec.binary_code`, the one the message search uses; a small one's are empty, see
+:mod:`.vector_codes`) and its JSON metadata; the float32 embedding sits in a table of
 its own. A search is the message search's quantized-then-rescored path, with the metadata
 filter inside the query: one pass over the collection's rows that match the filter (SQLite's
 ``json_type``/``json_extract`` in the ``WHERE``) orders them by Hamming distance of codes
@@ -255,18 +256,24 @@ class Statements:
                 for rowid, score in scan
                 if rowid in found_rows
             ]
-        elif self.vec:
+        elif self.vec and (yield Native(vector_codes.coded, (cid,))):
             # Exact re-scoring in SQLite (float32, as stored): in Python it cost more than the
-            # coarse pass itself. Documents without a code (:mod:`.vector_codes`) are all re-scored.
+            # coarse pass itself.
             rows = yield Rows(
                 "SELECT d.id, d.content, json(d.metadata), 1.0 - vec_distance_cosine(e.embedding, ?)"
                 " FROM memory_documents AS d JOIN memory_embeddings AS e ON e.rowid = d.rowid"
                 " WHERE d.rowid IN (SELECT rowid FROM memory_documents"
-                f" WHERE collection = ? AND length(code) > 0 AND {where}"
-                " ORDER BY vec_distance_hamming(vec_bit(code), vec_bit(?)) LIMIT ?)"
-                " OR d.rowid IN (SELECT rowid FROM memory_documents"
-                f" WHERE collection = ? AND length(code) = 0 AND {where})",
-                (blob, cid, *params, binary_code(blob), max(candidates, limit), cid, *params),
+                f" WHERE collection = ? AND {where}"
+                " ORDER BY vec_distance_hamming(vec_bit(code), vec_bit(?)) LIMIT ?)",
+                (blob, cid, *params, binary_code(blob), max(candidates, limit)),
+            )
+            scored = [(0.0 if s is None else float(s), str(i), str(t), str(m)) for i, t, m, s in rows]
+        elif self.vec:  # a collection without codes (:mod:`.vector_codes`): every one re-scored
+            rows = yield Rows(
+                "SELECT d.id, d.content, json(d.metadata), 1.0 - vec_distance_cosine(e.embedding, ?)"
+                " FROM memory_documents AS d JOIN memory_embeddings AS e ON e.rowid = d.rowid"
+                f" WHERE d.collection = ? AND {where}",
+                (blob, cid, *params),
             )
             scored = [(0.0 if s is None else float(s), str(i), str(t), str(m)) for i, t, m, s in rows]
         else:

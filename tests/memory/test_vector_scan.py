@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from axio_context.memory import Document
+from axio_context.memory.vectors import DEFAULT_COLLECTION
 from axio_context_sqlite import connect
 from axio_context_sqlite.memory import SQLiteVectorStore, vector_scan
 
@@ -150,3 +151,33 @@ async def test_the_codes_path_runs_on_a_connection_that_deferred_sqlite_vec(
         await conn.set_trace_callback(seen.append)
         assert [r.id for r in await store.search(data[7].tolist(), limit=1)] == ["d00007"]
         assert any("vec_distance_cosine" in s for s in seen)  # re-scored by sqlite-vec in SQL
+
+
+async def test_the_codes_path_passes_over_a_collection_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the memory limit, a coded collection is ranked by its codes in one pass (no second
+    scan for uncoded documents it cannot hold), and an uncoded one is re-scored exactly with no
+    coarse pass over its empty codes."""
+    from axio_context_sqlite.memory import vector_codes
+
+    docs, data = _docs(300, 16)
+    monkeypatch.setattr(vector_codes, "CODED_FROM", 100 * 16 * 4)
+    monkeypatch.setattr(vector_scan, "MAX_BYTES", 0)
+    async with connect(tmp_path / "v.db") as conn:
+        store = SQLiteVectorStore(conn)
+        await store.add(docs)  # past the (lowered) mark: coded
+        await store.add(docs[:50], collection="small")  # below it: uncoded
+        seen: list[str] = []
+        await conn.set_trace_callback(seen.append)
+        for collection in (DEFAULT_COLLECTION, "small"):
+            seen.clear()
+            hits = await store.search(data[7].tolist(), limit=1, collection=collection)
+            assert [r.id for r in hits] == ["d00007"]
+            scans = [s for s in seen if "vec_distance_cosine" in s]
+            assert len(scans) == 1
+            if collection == DEFAULT_COLLECTION:
+                assert scans[0].count("FROM memory_documents WHERE collection") == 1
+                assert "vec_distance_hamming" in scans[0]
+            else:
+                assert "vec_distance_hamming" not in scans[0]
