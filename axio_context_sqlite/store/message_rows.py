@@ -42,14 +42,14 @@ class EncodedMessage(msgspec.Struct, gc=False):
     """A message ready for the messages table, plus the blobs it references.
 
     Never tracked by the garbage collector (``gc=False``: it holds bytes, text and tuples, so it
-    can be in no cycle), nor is its ``blobs`` when empty (one shared tuple): a batch of 1,000
+    can be in no cycle), nor is its ``blobs`` when empty (the shared empty tuple): a batch of 1,000
     makes 2,000 fewer tracked objects, which would survive into older generations while the
     batch is written and bring the next full collection of the application's heap sooner."""
 
     role: int
     flags: int
     payload: bytes
-    blobs: Sequence[tuple[bytes, bytes]]  # (digest, data) in reference order, repeats kept
+    blobs: tuple[tuple[bytes, bytes], ...]  # (digest, data) in reference order, repeats kept
     body: str = ""  # text the keyword index holds (see axio_context.messages.text_columns), when asked for
     tool: str = ""
     extra: bytes | None = None  # the message's id/timestamp/metadata (message_extras), when set
@@ -130,7 +130,7 @@ def encode_message(message: Message, *, text: bool = False, index: int = 0) -> E
     flags |= zflags
     body, tool = text_columns(message) if text else ("", "")
     return EncodedMessage(
-        role=role, flags=flags, payload=payload, blobs=blobs or (), body=body, tool=tool, extra=extra
+        role=role, flags=flags, payload=payload, blobs=tuple(blobs), body=body, tool=tool, extra=extra
     )
 
 

@@ -19,4 +19,5 @@ def test_an_encoded_row_is_not_tracked_and_its_blobs_kept() -> None:
     data = b"\x89PNG" + bytes(BLOB_MIN)
     media = encode_message(Message(role="user", content=[ImageBlock(media_type="image/png", data=data)]))
     assert not gc.is_tracked(media)
+    assert isinstance(media.blobs, tuple)  # an untracked row holds nothing mutable to cycle through
     assert [blob for _, blob in media.blobs] == [data]
