@@ -137,7 +137,7 @@ async def append_existing(
         sum(r.tokens for r in rows),
         writes.now_ms(),
         None if preview is None else preview[0],
-        None if preview is None else sealed(preview[1]),
+        writes.preview_text(preview),
         [r.role for r in rows],
         [r.created_at for r in rows],
         [r.tokens for r in rows],

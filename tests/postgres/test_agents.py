@@ -196,3 +196,16 @@ async def test_bad_input_is_refused_before_anything_is_written(provider: Postgre
 async def test_a_server_that_is_down_is_one_named_error() -> None:
     with pytest.raises(ServerUnavailableError, match="cannot reach the server"):
         await PostgresHistoryProvider.open("postgresql://nobody@127.0.0.1:9/nowhere")
+
+
+async def test_a_nul_in_a_threads_first_user_text_is_stored_and_read_back_whole(
+    pool: Pool, provider: PostgresHistoryProvider
+) -> None:
+    # The thread exists (an assistant's message first: no preview yet), so the user's text goes
+    # the one-statement way; PostgreSQL text cannot hold NUL: the preview gets a space, the
+    # message is whole (as PostgresContextStore's append does).
+    await provider.append("bot", text("assistant", "hello"), session_id="nul")
+    await provider.append("bot", text("user", "a\x00b"), session_id="nul")
+    assert _texts(await provider.get_messages("bot", session_id="nul")) == ["hello", "a\x00b"]
+    key = await provider.session_key("bot", "nul")
+    assert await pool.fetchval("SELECT preview FROM sessions WHERE id = $1", key) == "a b"
