@@ -99,3 +99,30 @@ async def test_a_pop_runs_on_the_event_loops_thread_when_the_worker_is_idle(conn
     assert popped is not None and texts([popped]) == ["m19"]
     assert conn.jobs == jobs  # no hop to the worker thread
     assert len(await store.get_history()) == 19
+
+
+async def test_a_hidden_mark_a_run_tag_or_an_embedding_takes_the_general_path(
+    conn: Connection, db_path: Path
+) -> None:
+    """The guard folded into the short path's DELETE: each other row holding the last position
+    (a hidden mark, a run tag, an embedding; written here as those layers write them) keeps the
+    short path from deleting it, and the general path pops it with that row."""
+    store = SQLiteContextStore(conn, "s", project="p")
+    await store.append_many([text_message(f"m{i}") for i in range(3)])
+    sid = int(scalar(db_path, "SELECT sid FROM sessions WHERE id = 's'"))
+    holders = (
+        ("INSERT INTO hidden_messages (sid, position) VALUES (?, ?)", "hidden_messages"),
+        ("INSERT INTO message_runs (id, run) VALUES (?, 1)", "message_runs"),
+        ("INSERT INTO message_vectors (id, embedding) VALUES (?, x'00000000')", "message_vectors"),
+    )
+    for n, (insert, table) in enumerate(holders):
+        last = 2 - n
+        mid = (sid << 32) | last
+        await conn.execute(insert, (sid, last) if table == "hidden_messages" else (mid,))
+        await conn.commit()
+        popped, statements = await _counted_pop(conn, store)
+        assert popped is not None and texts([popped]) == [f"m{last}"]
+        assert statements > 7  # not the short path
+        assert int(scalar(db_path, f"SELECT count(*) FROM {table}")) == 0  # gone with it
+        assert (await store.info()).message_count == last
+    assert check_storage(db_path) == {"s": 0}
