@@ -103,8 +103,9 @@ _MARKS: Final = (TEXT_MARK, JSON_MARK)
 
 def _refuse_one(value: Any) -> None:
     if isinstance(value, str) and value.startswith(_MARKS):
+        mark = TEXT_MARK if value.startswith(TEXT_MARK) else JSON_MARK
         raise SealMarkError(
-            f"{value[:40]!r} begins with {TEXT_MARK!r}, which marks a sealed value on an encrypted"
+            f"{value[:40]!r} begins with {mark!r}, which marks a sealed value on an encrypted"
             " database: choose another id, key or label"
         )
 
