@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from axio_context.errors import DatabaseError, SchemaVersionError
 from axio_context.transcript import format_time
 from axio_context_sqlite import SCHEMA_VERSION, SQLiteContextStore, connect, open_database
-from axio_context_sqlite.store import chunks, schema
+from axio_context_sqlite.store import appending, schema
 from tests.fixtures.make_fixture import export, load
 from tests.support.sqlite_checks import check_storage, raw_connect, scalar, text_message
 
@@ -85,15 +85,17 @@ async def test_released_version_opens_current_with_nothing_lost(tmp_path: Path, 
     check_storage(path)
 
 
-async def test_vacuum_seals_what_no_fold_reached(tmp_path: Path) -> None:
+async def test_vacuum_seals_what_no_fold_reached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Version 4 had no chunks, and its folds are done; appends one at a time reach a fold only
-    every 1,024 messages. ``vacuum`` seals such a session's older messages, and every read
-    returns what it did before."""
+    every 1,024 messages, and a check (every 64th append of the process) only once 64 came: fewer
+    leave the old blocks unsealed. ``vacuum`` seals such a session's older messages, and every
+    read returns what it did before."""
     path = tmp_path / "v4.db"
     expected = await asyncio.to_thread(_load_dump, FIXTURES / "schema_v4.sql", path)
+    monkeypatch.setattr(appending, "_appends_since_check", 0)
     async with connect(path) as conn:
         store = SQLiteContextStore(conn, "beta-long", project="beta")
-        for i in range(chunks.CHUNK):
+        for i in range(40):  # 69 + 40: the first block is wholly older than the newest 32
             await store.append(text_message(f"one more, {i}"))
         history = await store.get_full_history()
     assert scalar(path, "SELECT COUNT(*) FROM chunks") == 0
