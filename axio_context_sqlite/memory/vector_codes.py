@@ -6,10 +6,10 @@ limit, or beside others that fill it). A small collection's codes are therefore 
 computing them was the largest part of an insert (16 us a 384-d vector, against 0.3 s for
 LangGraph's whole 10,000-vector insert). So a new collection's documents are stored with an
 empty code, and the collection is counted (``settings`` row ``vector-codes:<id>``: the documents
-written so far, an upper bound: deletes do not lower it). When that count's embeddings pass
-:data:`CODED_FROM`, the write that crosses it codes every document still without one, in its
-transaction, and the row turns ``coded``: from then on every document is coded as it is
-written. A collection with no row (written before this rule) is coded.
+added so far, an upper bound: deletes do not lower it; an upsert of a stored id adds none).
+When that count's embeddings pass :data:`CODED_FROM`, the write that crosses it codes every
+document still without one, in its transaction, and the row turns ``coded``: from then on
+every document is coded as it is written. A collection with no row (written before this rule) is coded.
 
 So a collection is either coded (every document) or not (none, or only those an older version
 coded): the codes' search (:func:`coded` tells which) ranks a coded one by the codes and

@@ -166,14 +166,15 @@ class Statements:
                 chosen.pop(doc_id, None)
             if not chosen:
                 return
-        free = yield Value("SELECT coalesce(max(rowid), 0) + 1 FROM memory_documents")
+        free = first = yield Value("SELECT coalesce(max(rowid), 0) + 1 FROM memory_documents")
         for doc_id in chosen:
             if doc_id not in rowids:
                 rowids[doc_id] = free
                 free += 1
         blobs = [vec.tobytes() for _, _, vec, _ in chosen.values()]
         codes = [vector_codes.UNCODED] * len(chosen)
-        if (yield Native(vector_codes.admit, (cid, len(chosen), dimension))):
+        # Counted toward the codes' mark: the documents added (an upsert of stored ids adds none).
+        if (yield Native(vector_codes.admit, (cid, free - first, dimension))):
             import numpy as np  # here, not at import: opening a connection stays free of NumPy
 
             codes = binary_codes(np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1))

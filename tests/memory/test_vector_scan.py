@@ -181,3 +181,19 @@ async def test_the_codes_path_passes_over_a_collection_once(
                 assert "vec_distance_hamming" in scans[0]
             else:
                 assert "vec_distance_hamming" not in scans[0]
+
+
+async def test_upserting_the_same_documents_again_does_not_make_a_collection_large(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The count toward the codes' mark is of documents added: a small collection upserted turn
+    after turn (its ids already stored) stays uncoded, and writes no codes."""
+    from axio_context_sqlite.memory import vector_codes
+
+    docs, _ = _docs(40, 8)
+    monkeypatch.setattr(vector_codes, "CODED_FROM", 100 * 8 * 4)
+    async with connect(tmp_path / "v.db") as conn:
+        store = SQLiteVectorStore(conn)
+        for _ in range(5):  # 200 documents written, 40 in the collection
+            await store.upsert(docs)
+    assert set(_codes(tmp_path / "v.db")) == {b""}
