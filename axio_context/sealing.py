@@ -93,7 +93,7 @@ class PayloadCipher:
         self._invalid: type[Exception] = InvalidTag
         #: Hex text a database records to tell this key from another (reveals nothing of it).
         self.check_value: str = _subkey(raw, b"key check 1").hex()
-        self._opened = self.openers()
+        self._opened = self._make_openers()
 
     def _seal(self, data: bytes, aad: bytes) -> bytes:
         nonce = os.urandom(_NONCE)
@@ -115,7 +115,11 @@ class PayloadCipher:
         """The decoders of a ``bytea`` cell and of a ``text`` or ``jsonb`` cell (its text): each
         opens a sealed value and returns any other as it is (the same object). They run on every
         cell a read returns, so each holds what it calls in its closure (no attribute or global
-        lookups) and checks its marks first: a plain cell costs two comparisons."""
+        lookups) and checks its marks first: a plain cell costs two comparisons. Made once per
+        cipher; every connection's codecs share them."""
+        return self._opened
+
+    def _make_openers(self) -> tuple[Callable[[bytes], bytes], Callable[[str], str]]:
         decrypt = self._aead.decrypt
         failed = (self._invalid, ValueError)
         bytes_mark, text_mark, json_mark = BYTES_MARK, TEXT_MARK, JSON_MARK

@@ -57,3 +57,10 @@ def test_a_value_read_as_another_kind_does_not_open() -> None:
     swapped = TEXT_MARK + as_json[len(JSON_MARK) : -1]
     with pytest.raises(UnsealError):
         open_text(swapped)
+
+
+def test_the_openers_are_made_once_per_cipher() -> None:
+    # every pooled connection's codecs take them (open_on_read): one pair, not one per connection
+    cipher = PayloadCipher(KEY)
+    first, again = cipher.openers(), cipher.openers()
+    assert first[0] is again[0] and first[1] is again[1]
