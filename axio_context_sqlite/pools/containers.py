@@ -15,12 +15,20 @@ from axio_context.expiry import NO_TTL, TTLConfig
 from axio_context.pools.sql import PoolInfo, PoolView, SQLContextPool, SQLContextQueue
 from axio_context.pools.sql import listing as shared
 
+from ..store.calls import run
+from ..store.indexing import vec_available
 from ..store.runner import SQLiteRunner
 from .dialect import SQLITE_POOLS
 
 __all__ = ["SQLiteContextPool", "SQLiteContextQueue", "list_pools", "show_pool"]
 
 T = TypeVar("T")
+
+
+async def _vec_loaded(conn: aiosqlite.Connection) -> None:
+    """Load sqlite-vec if the connection's open deferred it: a pool with an embedder asks
+    whether its functions exist (``vectors_probe``) to rank in SQL rather than in Python."""
+    await run(conn, vec_available)
 
 
 class SQLiteContextQueue(SQLContextQueue[T], Generic[T]):
@@ -77,6 +85,8 @@ class SQLiteContextPool(SQLContextPool[T], Generic[T]):
         when missing. With an ``embedder``, each description is embedded as it is added and
         :meth:`select` ranks by meaning as well as by words. ``ttl``: the pool's expiry (a
         default TTL for items added without one, and whether ``select`` refreshes them)."""
+        if embedder is not None:
+            await _vec_loaded(conn)
         return await cls._open(
             SQLiteRunner(conn), SQLITE_POOLS, name, limit, tags, embedder, content_type, create, ttl
         )
@@ -94,6 +104,8 @@ class SQLiteContextPool(SQLContextPool[T], Generic[T]):
     ) -> SQLiteContextPool[Any]:
         """Store :meth:`to_dict`'s output as a new pool ``name`` in one transaction, without
         hooks or eviction; hooks resolved by name (UnregisteredHookError); unknown keys kept."""
+        if embedder is not None:
+            await _vec_loaded(conn)
         return await cls._from_dict(SQLiteRunner(conn), SQLITE_POOLS, name, data, embedder, content_type, ttl)
 
     @property

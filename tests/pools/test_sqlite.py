@@ -130,6 +130,23 @@ async def test_select_reads_descriptions_with_fts_and_embeddings(tmp_path: Path)
         assert next(i.id for i in await emb.select("parser")) == "parse"
 
 
+async def test_a_pool_with_an_embedder_ranks_in_sql_on_a_connection_that_deferred_sqlite_vec(
+    tmp_path: Path,
+) -> None:
+    """A connection opened after this process proved sqlite-vec defers loading it; a pool with an
+    embedder loads it, so its ranking runs in SQL (vectors_probe finds the functions)."""
+    async with connect(tmp_path / "first.db"):
+        pass  # proves the library in this process, if nothing did before
+    async with connect(tmp_path / "vec.db") as conn:
+        await SQLiteContextPool.open(conn, "plain")
+        assert await conn.execute_fetchall(_PROBE) == [(0,)]  # deferred: no embedder, no load
+        await SQLiteContextPool.open(conn, "docs", embedder=TinyEmbedder())
+        assert await conn.execute_fetchall(_PROBE) == [(1,)]
+
+
+_PROBE = "SELECT EXISTS (SELECT 1 FROM pragma_function_list WHERE name = 'vec_distance_cosine')"
+
+
 class Note(msgspec.Struct):
     """A typed content, decoded back as itself with ``content_type``."""
 
