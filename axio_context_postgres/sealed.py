@@ -120,8 +120,9 @@ def _refuse_marked(arg: Any) -> None:
     try:  # a list of texts (a batch's roles, ids): both marks hold TEXT_MARK, so one C search
         if TEXT_MARK not in "\n".join(arg):  # of them all clears it (else: item by item)
             return
-    except TypeError:  # not all texts
-        pass
+    except TypeError:  # not all texts: a list of numbers (times, tokens) holds none at all
+        if not any(issubclass(kind, str) for kind in set(map(type, arg))):
+            return
     for value in arg:
         _refuse_one(value)
 

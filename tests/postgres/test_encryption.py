@@ -393,10 +393,16 @@ async def test_a_list_argument_holding_a_sealed_looking_text_is_refused_under_a_
     try:
         async with pool.acquire() as conn:
             assert await conn.fetchval("SELECT $1::text[]", ["a", "b:axsealed1:"]) == ["a", "b:axsealed1:"]
-            assert await conn.fetchval("SELECT $1::bigint[]", [1, 2]) == [1, 2]
+            assert await conn.fetchval("SELECT $1::bigint[]", [1, None, 2]) == [1, None, 2]
+
+            class Label(str):
+                pass
+
+            assert await conn.fetchval("SELECT $1::text[]", [None, Label("a")]) == [None, "a"]
             for bad, mark in (
                 (["a", "axsealed1:x"], "'axsealed1:'"),
                 ([None, "axsealed1:x"], "'axsealed1:'"),
+                ([None, Label("axsealed1:x")], "'axsealed1:'"),
                 (("a", '"axsealed1:x"'), "'\"axsealed1:'"),
             ):
                 with pytest.raises(SealMarkError) as caught:
