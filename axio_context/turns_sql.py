@@ -155,8 +155,10 @@ def _list(
 ) -> Plan[list[Turn]]:
     where, extra = "", []
     if contains is not None:  # a content sealed on the client (see .sealing) is the caller's to check
-        where = f" AND ({d.contains('content')} OR content LIKE ?)"
-        extra = [d.contains_arg(contains), f"{TEXT_MARK}%"]
+        # the mark is a constant in the text, not an argument: under a key, an argument that
+        # begins as a sealed value is refused (see axio_context_postgres.sealed)
+        where = f" AND ({d.contains('content')} OR content LIKE '{TEXT_MARK}%')"
+        extra = [d.contains_arg(contains)]
     out: list[Turn] = []
     for seg, lo, hi in (yield from _segments(d, segments, session_id)):
         out += _turns_of((yield Rows(f"{_RANGE}{where} ORDER BY position", (seg, lo, hi, *extra))))
