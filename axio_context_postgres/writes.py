@@ -86,12 +86,10 @@ FROM unnest($3::text[], $4::bigint[], $5::integer[], $6::bytea[], $7::text[], $8
 """
 
 
-async def insert_rows(conn: Any, seg: int, first: int, rows: Sequence[Encoded]) -> None:
-    """Insert ``rows`` at positions ``first..`` of segment ``seg`` (one statement)."""
-    await conn.execute(
-        _INSERT,
-        seg,
-        first,
+def row_arrays(rows: Sequence[Encoded]) -> tuple[Any, ...]:
+    """The six array arguments of a batch's rows, in the order every unnest of them takes: roles,
+    times, tokens, payloads (sealed), body and tool text (search text)."""
+    return (
         [r.role for r in rows],
         [r.created_at for r in rows],
         [r.tokens for r in rows],
@@ -99,6 +97,11 @@ async def insert_rows(conn: Any, seg: int, first: int, rows: Sequence[Encoded]) 
         index_text([r.body for r in rows]),
         index_text([r.tool for r in rows]),
     )
+
+
+async def insert_rows(conn: Any, seg: int, first: int, rows: Sequence[Encoded]) -> None:
+    """Insert ``rows`` at positions ``first..`` of segment ``seg`` (one statement)."""
+    await conn.execute(_INSERT, seg, first, *row_arrays(rows))
 
 
 async def ensure_session(conn: Any, session_id: str, project: str | None, now: int) -> None:
@@ -182,16 +185,7 @@ async def append_existing(
             index_text(r.tool),
         )
     else:
-        status = await conn.execute(
-            _APPEND_ONE_STATEMENT,
-            *head,
-            [r.role for r in rows],
-            [r.created_at for r in rows],
-            [r.tokens for r in rows],
-            sealed([r.payload for r in rows]),
-            index_text([r.body for r in rows]),
-            index_text([r.tool for r in rows]),
-        )
+        status = await conn.execute(_APPEND_ONE_STATEMENT, *head, *row_arrays(rows))
     return not status.endswith(" 0")
 
 

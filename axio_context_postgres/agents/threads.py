@@ -17,7 +17,6 @@ from axio_context.messages import Message
 from .. import lineage, writes
 from ..runner import POSTGRES, drive
 from ..runs import runs_at
-from ..sealed import index_text, sealed
 from ..sessions import FULL
 
 __all__ = ["STATEMENTS", "append", "append_existing"]
@@ -138,12 +137,7 @@ async def append_existing(
         writes.now_ms(),
         None if preview is None else preview[0],
         writes.preview_text(preview),
-        [r.role for r in rows],
-        [r.created_at for r in rows],
-        [r.tokens for r in rows],
-        sealed([r.payload for r in rows]),
-        index_text([r.body for r in rows]),
-        index_text([r.tool for r in rows]),
+        *writes.row_arrays(rows),
         run,
     )
     return bool(done)
