@@ -7,11 +7,12 @@ owns, or one that already holds messages no adapter wrote, is a :class:`SessionO
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 from .errors import SessionOwnerError
 
-__all__ = ["ADAPTER_KEY", "claim"]
+__all__ = ["ADAPTER_KEY", "claim", "claim_read"]
 
 #: The session metadata key naming the adapter that writes the session.
 ADAPTER_KEY: Final = "adapter"
@@ -36,3 +37,24 @@ def claim(
             "use another session id"
         )
     return {**metadata, ADAPTER_KEY: adapter}
+
+
+async def claim_read(
+    session_id: str,
+    adapter: str,
+    metadata: Callable[[], Awaitable[dict[str, Any]]],
+    messages: Callable[[], Awaitable[object]],
+) -> dict[str, Any] | None:
+    """:func:`claim` on the session's stored ``metadata()``, asking ``messages()`` (truthy: it
+    holds some) only when no adapter has claimed it. Messages with no owner are read again once:
+    a concurrent writer of this adapter may have claimed the session and written between the two
+    reads (a claim is stored before its messages), which is not another writer's transcript."""
+    stored = await metadata()
+    if stored.get(ADAPTER_KEY) is not None:
+        return claim(session_id, stored, adapter, has_messages=False)
+    try:
+        return claim(session_id, stored, adapter, has_messages=bool(await messages()))
+    except SessionOwnerError:
+        if (await metadata()).get(ADAPTER_KEY) != adapter:
+            raise
+        return None

@@ -45,7 +45,7 @@ from axio_context.context import ContextStore
 from axio_context.errors import DecodeError, StoreClosedError
 from axio_context.expiry import NO_TTL, TTLConfig
 from axio_context.messages import Message
-from axio_context.owners import ADAPTER_KEY, claim
+from axio_context.owners import claim_read
 
 from .items import ITEM_KEY, ItemError, item_of, items_of_values, messages_of
 
@@ -293,15 +293,10 @@ class AxioContextSession(SessionABC):
         store = await self._session_store()
         if not self._owned:
             base = self._based()
-            metadata = await base.get_metadata()
             # whether it holds messages matters only to a session no adapter claimed yet: a
             # cold open of this adapter's session is one call to the store, not two
-            unclaimed = metadata.get(ADAPTER_KEY) is None
-            wanted = claim(
-                self.session_id,
-                metadata,
-                ADAPTER,
-                has_messages=unclaimed and bool(await base.get_history(limit=1)),
+            wanted = await claim_read(
+                self.session_id, ADAPTER, base.get_metadata, lambda: base.get_history(limit=1)
             )
             # a session that expires is checked on every call: after expiry it starts afresh
             keep = self._ttl is NO_TTL
