@@ -133,6 +133,43 @@ async def _no_reset(conn: Any) -> None:
     """Release a connection as it is (see :func:`connect`)."""
 
 
+class _Pool(asyncpg.Pool):  # type: ignore[misc]
+    """asyncpg's pool, handing a connection back in place when nothing can interrupt that.
+
+    asyncpg runs every release in a new task under ``asyncio.shield`` (so a cancelled caller
+    cannot strand a connection half reset): a task and a loop iteration per call (an acquire
+    and release 44 us that way, 22 us this way, load ~4.6). With no reset (see :func:`connect`)
+    a connection outside a transaction, not being cancelled, not due to close, is released
+    without awaiting anything, so there is no point at which a cancellation could land: that
+    release is made directly. Any other (a transaction left open: a ROLLBACK to send) goes
+    asyncpg's way.
+    """
+
+    async def release(self, connection: Any, *, timeout: float | None = None) -> None:  # noqa: ASYNC109 (asyncpg's signature)
+        holder: Any = getattr(connection, "_holder", None)
+        con: Any = getattr(connection, "_con", None)
+        try:
+            direct = (
+                holder is not None
+                and con is not None
+                and holder._pool is self
+                and holder._generation == self._generation
+                and not con.is_closed()
+                and not con.is_in_transaction()
+                and con._top_xact is None
+                and not con._protocol._is_cancelling()
+                and con._protocol.queries_count < holder._max_queries
+            )
+        except AttributeError:  # another asyncpg than the one this was written against
+            direct = False
+        if not direct:
+            await super().release(connection, timeout=timeout)
+            return
+        self._check_init()
+        con._on_release()
+        await holder.release(holder._timeout if timeout is None else timeout)
+
+
 async def _try_create_vector(conn: Any) -> None:
     """Install pgvector where the server has it and the user may; without it search says so."""
     if await has_vector(conn):
@@ -178,10 +215,14 @@ async def connect(
             await first.close()
         # No reset: the store keeps no session state on a connection (SET LOCAL only), so the
         # round trip asyncpg spends resetting each released connection buys nothing.
-        pool = await asyncpg.create_pool(
+        # asyncpg.create_pool's defaults, but our pool class (see _Pool).
+        pool = await _Pool(
             url,
             min_size=min_size,
             max_size=max_size,
+            max_queries=50_000,
+            max_inactive_connection_lifetime=300.0,
+            loop=None,
             init=_setup_sealing(cipher),
             timeout=connect_timeout,
             reset=_no_reset,

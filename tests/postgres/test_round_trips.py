@@ -128,13 +128,37 @@ async def test_the_hot_statements_are_planned_once_not_per_call(one: tuple[Pool,
         assert custom <= 5 and generic >= 7, (like, generic, custom)
 
 
+async def test_a_released_connection_goes_back_without_a_task(one: tuple[Pool, list[str]]) -> None:
+    # asyncpg shields each release in a new task (a loop iteration per call); a release that
+    # cannot wait on anything is made in place.
+    pool, _ = one
+    store = PostgresContextStore(pool, "rt-tasks", project="rt")
+    await store.append(text("user", "first"))
+    loop = asyncio.get_running_loop()
+    made: list[object] = []
+
+    def counting(lp: asyncio.AbstractEventLoop, coro: object, **kw: object) -> asyncio.Task[object]:
+        made.append(coro)
+        return asyncio.Task(coro, loop=lp, **kw)  # type: ignore[arg-type]
+
+    loop.set_task_factory(counting)  # type: ignore[arg-type]
+    try:
+        await store.append(text("user", "second"))
+        await store.get_history(limit=2)
+        await store.list_sessions_page(50)
+    finally:
+        loop.set_task_factory(None)
+    assert made == []
+    assert _texts(await store.get_history()) == ["first", "second"]
+
+
 async def test_a_connection_released_inside_a_transaction_is_rolled_back(one: tuple[Pool, list[str]]) -> None:
     pool, _ = one
     conn = await pool.acquire()
     tx = conn.transaction()
     await tx.start()
     await conn.execute("CREATE TEMP TABLE rt_left_open (x int)")
-    await pool.release(conn)  # rolled back on its way back
+    await pool.release(conn)  # the slow, shielded way: ROLLBACK first
     async with pool.acquire() as again:
         assert not again.is_in_transaction()
         assert await again.fetchval("SELECT to_regclass('pg_temp.rt_left_open')") is None
