@@ -155,6 +155,7 @@ def _message(raw: _MessageIn | _MessageLineIn, where: str) -> MessageRecord:
         content = decode_content_json(bytes(raw.content))
         check_content_depth(content, f"{where}.content")
     except DecodeError as exc:
+        bytes(raw.content).decode("utf-8")  # not UTF-8: the caller places it (line, column)
         raise TranscriptError(_at(str(exc), f"{where}.content")) from None
     except RecursionError:
         raise TranscriptError(_too_deep(f"{where}.content")) from None
