@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,20 +15,14 @@ import pytest
 
 from axio_context.errors import SessionOwnerError
 from axio_context.owners import ADAPTER_KEY, claim_read
-from tests.support.backends import Backend
 
-from .upstream import SQLiteSession, ensure_upstream, use_postgres
+from .upstream import SQLiteSession, ensure_upstream
 
 ensure_upstream()
 
 
-@pytest.fixture(autouse=True)
-def _on_each_backend(backend_db: Backend) -> Iterator[None]:
-    use_postgres(backend_db.where if backend_db.name == "postgres" else None)
-    try:
-        yield
-    finally:
-        use_postgres(None)
+#: every test runs on SQLite files, then on a PostgreSQL database of its own (conftest.py)
+pytestmark = pytest.mark.usefixtures("upstream_on_each_backend")
 
 
 @pytest.mark.parametrize("round_", range(4))

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.support.backends import Backend
 
-from .upstream import ensure_upstream, use_postgres
+from .upstream import ensure_upstream
 
 sys.path.insert(0, str(ensure_upstream()))
 
@@ -49,13 +48,8 @@ for _name, _value in vars(_module).items():  # its tests and its fixtures
         globals()[_name] = _value
 
 
-@pytest.fixture(autouse=True)
-def _on_each_backend(backend_db: Backend) -> Iterator[None]:
-    use_postgres(backend_db.where if backend_db.name == "postgres" else None)
-    try:
-        yield
-    finally:
-        use_postgres(None)
+#: every test runs on SQLite files, then on a PostgreSQL database of its own (conftest.py)
+pytestmark = pytest.mark.usefixtures("upstream_on_each_backend")
 
 
 async def test_an_envelope_is_stored_and_read_back_exactly(backend_db: Backend) -> None:
