@@ -25,6 +25,7 @@ from .errors import DecodeError
 
 __all__ = [
     "PREVIEW_CHARS",
+    "SESSION_INFO_FIELDS",
     "SURROGATE",
     "Message",
     "Role",
@@ -35,6 +36,7 @@ __all__ = [
     "provider_text",
     "replace_lone_surrogates",
     "searchable_text",
+    "session_info_of",
     "text_columns",
 ]
 
@@ -142,6 +144,16 @@ class SessionInfo(msgspec.Struct, frozen=True, omit_defaults=True):
     parent_id: str | None = None
     fork_position: int | None = None
     title: str | None = None
+
+
+#: How many columns a listing row gives :func:`session_info_of` (SessionInfo's fields, in order).
+SESSION_INFO_FIELDS: Final = len(SessionInfo.__struct_fields__)
+
+
+def session_info_of(row: Sequence[Any]) -> SessionInfo:
+    """A SessionInfo from a listing row whose first columns are its fields in order (passed by
+    position: half the time of by name); columns past them are the backend's own."""
+    return SessionInfo(*row[:SESSION_INFO_FIELDS])
 
 
 def preview_of(history: list[Message], limit: int = PREVIEW_CHARS) -> str:

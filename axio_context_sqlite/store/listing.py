@@ -3,13 +3,12 @@ info, forks."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Final
 
 from axio_context.catalog.expiry_sql import live_session
 from axio_context.errors import SessionNotFoundError
 from axio_context.expiry import now_ms
-from axio_context.messages import SessionInfo
+from axio_context.messages import SESSION_INFO_FIELDS, SessionInfo, session_info_of
 from axio_context.views import SessionPage
 
 __all__ = [
@@ -32,11 +31,8 @@ INFO_COLUMNS: Final = (
     " output_tokens, project, updated_iso, parent_id, fork_position, title"
 )
 #: How many columns :data:`INFO_COLUMNS` reads.
-INFO_FIELDS: Final = 11
-
-
-def info_from_row(r: Sequence[Any]) -> SessionInfo:
-    return SessionInfo(*r[:INFO_FIELDS])
+INFO_FIELDS: Final = SESSION_INFO_FIELDS
+info_from_row: Final = session_info_of
 
 
 def session_info(c: Any, session_id: str) -> SessionInfo:
